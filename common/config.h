@@ -1,0 +1,63 @@
+// The service configuration (config/framemill.json, documented key by key in config/README.md)
+// and the per-job settings that jobs may override. Every field has a default and a unit.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+
+namespace framemill {
+
+// How output segments are encoded. Every segment of a job is encoded with identical settings
+// so that segments can be joined by stream copy.
+struct EncoderSettings {
+  std::string codec = "libx264";  // any ffmpeg video encoder name
+  int crf = 18;                   // constant rate factor; -1 = leave to the encoder
+  std::string preset = "medium";  // encoder preset; "" = none (for encoders without presets)
+  std::string pix_fmt = "yuv420p";
+};
+
+// Settings a job may override; the config file gives their defaults.
+struct JobSettings {
+  int chunk_frames = 64;           // frames per chunk: the unit of dispatch and of retry
+  double segment_seconds = 60.0;   // target length of one encoded segment (rounded to chunks)
+  int workers = 2;                 // worker processes for the job
+  int batch = 8;                   // frames per model call inside a worker
+  std::string device = "auto";     // auto | cpu | cuda | cuda:N
+  int max_attempts = 3;            // tries per chunk before the job fails
+  EncoderSettings encoder;
+};
+
+struct Config {
+  JobSettings defaults;
+  std::string ffmpeg = "ffmpeg";          // path or name on PATH
+  std::string ffprobe = "ffprobe";
+  std::string worker_binary;              // "" = framemill-worker beside the framemill binary
+  int64_t arena_mb = 1024;                // shared-memory frame arena per job, MiB
+  double worker_start_timeout_s = 300.0;  // model load time allowed before a worker is failed
+  std::string log_level = "info";         // trace | debug | info | warn | error
+};
+
+// Limits that keep a job file from asking for absurd resources. Used by both parsers.
+inline constexpr int kMaxChunkFrames = 4096;
+inline constexpr int kMaxWorkers = 64;
+inline constexpr int kMaxBatch = 1024;
+inline constexpr int kMaxAttempts = 100;
+inline constexpr int64_t kMaxJobFileBytes = 1 << 20;
+
+// Reads the settings in `object` (a job or the config's "defaults") over `*settings`.
+// Keys not in the object keep their current values; unknown keys are errors.
+Status ReadJobSettings(const nlohmann::json& object, const std::string& path, StatusCode code,
+                       JobSettings* settings, bool allow_unknown_keys);
+
+// Parses a config from JSON (all keys optional). Errors name the key.
+Result<Config> ParseConfig(const nlohmann::json& object);
+
+// Loads the config: `explicit_path` if given, else $FRAMEMILL_CONFIG, else
+// /etc/framemill/framemill.json if it exists, else built-in defaults.
+Result<Config> LoadConfig(const std::string& explicit_path);
+
+}  // namespace framemill

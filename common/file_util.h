@@ -1,0 +1,34 @@
+// Small file-system helpers with the durability rules of the project: state is written to a
+// temporary file, fsynced, renamed into place, and the directory fsynced, so a crash leaves
+// either the old or the new file, never a torn one.
+#pragma once
+
+#include <string>
+
+#include "common/status.h"
+
+namespace framemill {
+
+// Writes `content` to `path` atomically (temp in the same directory, fsync, rename, fsync dir).
+Status AtomicWriteFile(const std::string& path, const std::string& content);
+
+// fsyncs a file (by path) and its directory.
+Status SyncFile(const std::string& path);
+Status SyncDirectory(const std::string& dir);
+
+// Renames `from` over `to` and fsyncs the directory of `to`.
+Status DurableRename(const std::string& from, const std::string& to);
+
+// Creates `dir` and its parents (mode 0755). Ok if it exists.
+Status MakeDirectories(const std::string& dir);
+
+// Removes `path` and everything below it; ok when it does not exist.
+Status RemoveTree(const std::string& path);
+
+std::string DirName(const std::string& path);
+std::string BaseName(const std::string& path);
+
+bool PathExists(const std::string& path);
+bool IsDirectory(const std::string& path);
+
+}  // namespace framemill

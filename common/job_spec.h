@@ -1,0 +1,30 @@
+// A job: one input video through one model into one output video. The job file format is
+// documented key by key in config/README.md; defaults for every optional key come from the
+// config's "defaults". A JobSpec that parsed is complete: nothing is read from the file later.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/config.h"
+#include "common/status.h"
+
+namespace framemill {
+
+struct JobSpec {
+  std::string input;    // source video file
+  std::string output;   // final video file; appears only when complete and verified
+  std::string model;    // TorchScript file
+  bool overwrite = false;  // replace an existing output
+  JobSettings settings;    // config defaults overridden by the job's keys
+};
+
+// Validates `object` completely: required keys, types, ranges, unknown keys. Errors are
+// kInvalidJob and name the key ("job.encoder.crf: ...").
+Result<JobSpec> ParseJob(const nlohmann::json& object, const JobSettings& defaults);
+
+// Reads and parses a job file (at most kMaxJobFileBytes).
+Result<JobSpec> LoadJobFile(const std::string& path, const JobSettings& defaults);
+
+}  // namespace framemill

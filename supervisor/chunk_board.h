@@ -1,0 +1,66 @@
+// The in-process meeting point of a job's three supervisor threads: the decoder fills arena
+// slots and posts chunks as ready, the dispatcher hands ready chunks to workers and marks them
+// processed, the encoder takes processed chunks in order and frees their slots.
+//
+// Arena slots are owned here: a slot belongs to exactly one chunk from AcquireSlot until
+// ReleaseSlot. Decoding ahead is bounded by the number of slots, so memory is bounded by the
+// arena's size, not by the video's length.
+//
+// Thread-safe. Blocking calls return early (false / nullopt) once Fail() or Cancel() was called.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "common/status.h"
+
+namespace framemill {
+
+class ChunkBoard {
+ public:
+  ChunkBoard(int64_t chunk_count, uint32_t slot_count);
+
+  // Decoder: blocks until a slot is free.
+  std::optional<uint32_t> AcquireSlot();
+  // Decoder: the chunk's input frames are in `slot`.
+  void MarkDecoded(int64_t chunk, uint32_t slot);
+
+  // Dispatcher: the oldest ready chunk, if any (non-blocking).
+  std::optional<int64_t> TakeReady();
+  // Dispatcher: puts a chunk back at the front of the queue (its worker died).
+  void Requeue(int64_t chunk);
+  // Dispatcher: the chunk's output frames are in its slot.
+  void MarkProcessed(int64_t chunk);
+
+  uint32_t SlotOf(int64_t chunk) const;
+
+  // Encoder: blocks until `chunk` is processed.
+  bool WaitProcessed(int64_t chunk);
+  // Encoder: the chunk is encoded; its slot is free again.
+  void ReleaseSlot(int64_t chunk);
+  // Encoder: every chunk is encoded.
+  void MarkAllEncoded();
+  bool AllEncoded() const;
+
+  // Any thread: stops the job; the first failure is kept.
+  void Fail(const Status& status);
+  Status failure() const;
+  bool failed() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable slot_freed_;
+  std::condition_variable processed_;
+  std::vector<uint32_t> free_slots_;
+  std::deque<int64_t> ready_;
+  std::vector<uint32_t> slot_of_;
+  std::vector<bool> processed_flags_;
+  bool all_encoded_ = false;
+  Status failure_;
+};
+
+}  // namespace framemill

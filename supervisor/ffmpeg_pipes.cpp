@@ -1,0 +1,232 @@
+#include "supervisor/ffmpeg_pipes.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <boost/process.hpp>
+
+#include "supervisor/subprocess.h"
+
+namespace framemill {
+namespace bp = boost::process;
+
+// One child with one pipe: its stdout (we read) or its stdin (we write). stderr to a file.
+class PipedChild {
+ public:
+  enum class Direction { kReadStdout, kWriteStdin };
+
+  static Result<std::unique_ptr<PipedChild>> Spawn(const std::vector<std::string>& argv,
+                                                   Direction dir,
+                                                   const std::string& stderr_path) {
+    std::string exe = FindExecutable(argv.at(0));
+    if (exe.empty()) return Status(StatusCode::kIo, argv[0] + ": program not found on PATH");
+    auto pc = std::unique_ptr<PipedChild>(new PipedChild());
+    pc->stderr_path_ = stderr_path;
+    pc->name_ = argv[0];
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) {
+      return Status(StatusCode::kIo, std::string("pipe: ") + std::strerror(errno));
+    }
+    bp::pipe pipe(fds[0], fds[1]);
+    std::vector<std::string> args(argv.begin() + 1, argv.end());
+    try {
+      if (dir == Direction::kReadStdout) {
+        pc->child_ = bp::child(exe, bp::args(args), bp::std_in.close(), bp::std_out > pipe,
+                               bp::std_err > stderr_path);
+        pc->fd_ = pipe.native_source();
+        pipe.assign_source(-1);
+      } else {
+        pc->child_ = bp::child(exe, bp::args(args), bp::std_in < pipe, bp::std_out.close(),
+                               bp::std_err > stderr_path);
+        pc->fd_ = pipe.native_sink();
+        pipe.assign_sink(-1);
+      }
+    } catch (const std::exception& e) {
+      return Status(StatusCode::kIo, "cannot start " + exe + ": " + e.what());
+    }
+    return pc;
+  }
+
+  ~PipedChild() {
+    CloseFd();
+    if (child_.valid() && child_.running()) {
+      std::error_code ec;
+      child_.terminate(ec);  // SIGKILL; reaps it
+    }
+  }
+
+  // Reads exactly `n` bytes unless end of file comes first; returns bytes read or -1 on error.
+  ssize_t ReadFull(uint8_t* dst, size_t n) {
+    size_t got = 0;
+    while (got < n) {
+      ssize_t r = ::read(fd_, dst + got, n - got);
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) return -1;
+      if (r == 0) break;
+      got += static_cast<size_t>(r);
+    }
+    return static_cast<ssize_t>(got);
+  }
+
+  bool WriteFull(const uint8_t* src, size_t n) {
+    while (n > 0) {
+      ssize_t w = ::write(fd_, src, n);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) return false;
+      src += w;
+      n -= static_cast<size_t>(w);
+    }
+    return true;
+  }
+
+  void CloseFd() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+  // Closes the pipe and waits for exit. Returns the exit code (128+signal when killed).
+  int Wait() {
+    CloseFd();
+    std::error_code ec;
+    child_.wait(ec);
+    if (ec) return -1;
+    return child_.exit_code();
+  }
+
+  std::string ErrorTail() const {
+    std::string tail = LastLinesOfFile(stderr_path_, 4);
+    return tail.empty() ? "(no message)" : tail;
+  }
+
+ private:
+  PipedChild() = default;
+  bp::child child_;
+  int fd_ = -1;
+  std::string stderr_path_;
+  std::string name_;
+};
+
+namespace {
+
+// ffprobe colour-space names that swscale also knows as a matrix name.
+std::string SwsMatrix(const std::string& color_space) {
+  if (color_space == "bt709") return "bt709";
+  if (color_space == "smpte170m") return "smpte170m";
+  if (color_space == "bt470bg") return "bt470";
+  if (color_space == "smpte240m") return "smpte240m";
+  if (color_space == "fcc") return "fcc";
+  if (color_space == "bt2020nc" || color_space == "bt2020c") return "bt2020";
+  return "";
+}
+
+}  // namespace
+
+Result<std::unique_ptr<FrameReader>> FrameReader::Start(const std::string& ffmpeg,
+                                                        const std::string& input,
+                                                        const VideoStreamInfo& video,
+                                                        const std::string& stderr_path) {
+  std::vector<std::string> argv = {ffmpeg, "-nostdin", "-hide_banner", "-v", "error",
+                                   "-i", input, "-map", "0:" + std::to_string(video.index),
+                                   "-fps_mode", "passthrough", "-an", "-sn", "-dn",
+                                   "-sws_flags", "bicubic+accurate_rnd+full_chroma_int",
+                                   "-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:1"};
+  Result<std::unique_ptr<PipedChild>> child =
+      PipedChild::Spawn(argv, PipedChild::Direction::kReadStdout, stderr_path);
+  if (!child.ok()) return child.status();
+  size_t bytes = static_cast<size_t>(video.width) * video.height * 3;
+  return std::unique_ptr<FrameReader>(new FrameReader(std::move(*child), bytes));
+}
+
+FrameReader::FrameReader(std::unique_ptr<PipedChild> child, size_t frame_bytes)
+    : child_(std::move(child)), frame_bytes_(frame_bytes) {}
+
+FrameReader::~FrameReader() = default;
+
+Result<bool> FrameReader::Read(uint8_t* dst) {
+  ssize_t n = child_->ReadFull(dst, frame_bytes_);
+  if (n < 0) return Status(StatusCode::kIo, std::string("read from decoder: ") + std::strerror(errno));
+  if (n == 0) return false;
+  if (static_cast<size_t>(n) != frame_bytes_) {
+    return Status(StatusCode::kInputInvalid, "decoder stopped in the middle of a frame: " +
+                                                 child_->ErrorTail());
+  }
+  return true;
+}
+
+Status FrameReader::Finish() {
+  int code = child_->Wait();
+  if (code != 0) {
+    return Status(StatusCode::kInputInvalid,
+                  "ffmpeg decoder exited with " + std::to_string(code) + ": " + child_->ErrorTail());
+  }
+  return Status::Ok();
+}
+
+std::vector<std::string> EncoderArguments(const SegmentFormat& f) {
+  std::vector<std::string> a = {"-f", "rawvideo", "-pix_fmt", "rgb24",
+                                "-s", std::to_string(f.width) + "x" + std::to_string(f.height),
+                                "-framerate", f.frame_rate.ToString(), "-i", "pipe:0"};
+  std::string matrix = SwsMatrix(f.color_space);
+  bool yuv = f.encoder.pix_fmt.rfind("yuv", 0) == 0;
+  if (yuv && !matrix.empty()) {
+    std::string range = f.color_range == "pc" ? "pc" : "tv";
+    a.insert(a.end(), {"-vf", "scale=out_color_matrix=" + matrix + ":out_range=" + range});
+  }
+  a.insert(a.end(), {"-sws_flags", "bicubic+accurate_rnd+full_chroma_int", "-c:v",
+                     f.encoder.codec, "-pix_fmt", f.encoder.pix_fmt});
+  if (f.encoder.crf >= 0) {
+    a.insert(a.end(), {"-crf", std::to_string(f.encoder.crf)});
+    // libvpx needs a zero bitrate for pure constant-quality mode.
+    if (f.encoder.codec.find("vpx") != std::string::npos) a.insert(a.end(), {"-b:v", "0"});
+  }
+  if (!f.encoder.preset.empty()) a.insert(a.end(), {"-preset", f.encoder.preset});
+  if (yuv && !matrix.empty()) {
+    a.insert(a.end(), {"-colorspace", f.color_space});
+    if (!f.color_primaries.empty()) a.insert(a.end(), {"-color_primaries", f.color_primaries});
+    if (!f.color_transfer.empty()) a.insert(a.end(), {"-color_trc", f.color_transfer});
+    a.insert(a.end(), {"-color_range", f.color_range == "pc" ? "pc" : "tv"});
+  }
+  return a;
+}
+
+Result<std::unique_ptr<SegmentEncoder>> SegmentEncoder::Start(const std::string& ffmpeg,
+                                                              const std::string& path,
+                                                              const SegmentFormat& format,
+                                                              const std::string& stderr_path) {
+  std::vector<std::string> argv = {ffmpeg, "-nostdin", "-hide_banner", "-v", "error", "-y"};
+  std::vector<std::string> enc = EncoderArguments(format);
+  argv.insert(argv.end(), enc.begin(), enc.end());
+  argv.insert(argv.end(), {"-f", "nut", path});
+  Result<std::unique_ptr<PipedChild>> child =
+      PipedChild::Spawn(argv, PipedChild::Direction::kWriteStdin, stderr_path);
+  if (!child.ok()) return child.status();
+  return std::unique_ptr<SegmentEncoder>(new SegmentEncoder(std::move(*child)));
+}
+
+SegmentEncoder::SegmentEncoder(std::unique_ptr<PipedChild> child) : child_(std::move(child)) {}
+
+SegmentEncoder::~SegmentEncoder() = default;
+
+Status SegmentEncoder::Write(const uint8_t* frames, size_t bytes) {
+  if (!child_->WriteFull(frames, bytes)) {
+    int err = errno;
+    int code = child_->Wait();
+    return Status(StatusCode::kEncodeFailed,
+                  std::string("ffmpeg encoder stopped taking frames (") + std::strerror(err) +
+                      ", exit " + std::to_string(code) + "): " + child_->ErrorTail());
+  }
+  return Status::Ok();
+}
+
+Status SegmentEncoder::Finish() {
+  int code = child_->Wait();
+  if (code != 0) {
+    return Status(StatusCode::kEncodeFailed,
+                  "ffmpeg encoder exited with " + std::to_string(code) + ": " + child_->ErrorTail());
+  }
+  return Status::Ok();
+}
+
+}  // namespace framemill

@@ -1,0 +1,76 @@
+// ffmpeg as a child process with raw rgb24 frames over a pipe: FrameReader decodes the source's
+// video stream sequentially, SegmentEncoder encodes one segment file. ffmpeg's stderr goes to a
+// log file whose last lines are quoted in errors. Not thread-safe: one thread per object.
+// Destroying an object whose child still runs kills the child.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/config.h"
+#include "common/status.h"
+#include "supervisor/media_probe.h"
+
+namespace framemill {
+
+class PipedChild;
+
+class FrameReader {
+ public:
+  // Starts decoding `video` of `input`. `-fps_mode passthrough` keeps ffmpeg from inventing or
+  // dropping frames to make the rate constant: every decoded frame comes out exactly once.
+  static Result<std::unique_ptr<FrameReader>> Start(const std::string& ffmpeg,
+                                                    const std::string& input,
+                                                    const VideoStreamInfo& video,
+                                                    const std::string& stderr_path);
+  ~FrameReader();
+
+  // Reads one frame of width*height*3 bytes into `dst`. true: a frame; false: end of stream.
+  // A partial frame is an error.
+  Result<bool> Read(uint8_t* dst);
+
+  // Waits for ffmpeg to exit; a non-zero exit is kInputInvalid with ffmpeg's last lines.
+  Status Finish();
+
+ private:
+  explicit FrameReader(std::unique_ptr<PipedChild> child, size_t frame_bytes);
+  std::unique_ptr<PipedChild> child_;
+  size_t frame_bytes_;
+};
+
+struct SegmentFormat {
+  int width = 0;
+  int height = 0;
+  Rational frame_rate;
+  EncoderSettings encoder;
+  std::string color_space;  // source's colour tags, carried to the output
+  std::string color_range;
+  std::string color_primaries;
+  std::string color_transfer;
+};
+
+class SegmentEncoder {
+ public:
+  // Encodes frames written to it into `path` (NUT container: exact timestamps, any codec).
+  static Result<std::unique_ptr<SegmentEncoder>> Start(const std::string& ffmpeg,
+                                                       const std::string& path,
+                                                       const SegmentFormat& format,
+                                                       const std::string& stderr_path);
+  ~SegmentEncoder();
+
+  Status Write(const uint8_t* frames, size_t bytes);
+
+  // Closes ffmpeg's input and waits; a non-zero exit is kEncodeFailed with ffmpeg's last lines.
+  Status Finish();
+
+ private:
+  explicit SegmentEncoder(std::unique_ptr<PipedChild> child);
+  std::unique_ptr<PipedChild> child_;
+};
+
+// The ffmpeg arguments that encode rgb24 frames into `format` (exposed for tests and benchmarks).
+std::vector<std::string> EncoderArguments(const SegmentFormat& format);
+
+}  // namespace framemill

@@ -1,0 +1,491 @@
+#include "supervisor/job_runner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <csignal>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <new>
+#include <sys/stat.h>
+#include <thread>
+#include <unistd.h>
+
+#include "common/file_util.h"
+#include "common/log.h"
+#include "common/shared_memory.h"
+#include "common/shm_protocol.h"
+#include "supervisor/chunk_board.h"
+#include "supervisor/ffmpeg_pipes.h"
+#include "supervisor/job_plan.h"
+#include "supervisor/media_probe.h"
+#include "supervisor/output_muxer.h"
+#include "supervisor/worker_pool.h"
+
+namespace framemill {
+namespace {
+
+constexpr int kInflightPerWorker = 2;  // one running, one waiting: no idle gap between chunks
+constexpr int kWakeIntervalMs = 50;    // longest the dispatcher sleeps without a wake-up
+constexpr int kStopGraceMs = 5000;
+
+std::string FrameRange(const ChunkPlan& c) {
+  return "frames " + std::to_string(c.first_frame) + "-" +
+         std::to_string(c.first_frame + c.frames - 1);
+}
+
+Status CheckPaths(const JobSpec& job) {
+  struct stat st {};
+  if (::stat(job.model.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return Status(StatusCode::kModelInvalid, job.model + ": model file does not exist");
+  }
+  std::string out_dir = DirName(job.output);
+  if (!IsDirectory(out_dir)) {
+    return Status(StatusCode::kOutputInvalid, out_dir + ": output directory does not exist");
+  }
+  if (::access(out_dir.c_str(), W_OK) != 0) {
+    return Status(StatusCode::kOutputInvalid, out_dir + ": output directory is not writable");
+  }
+  if (PathExists(job.output) && !job.overwrite) {
+    return Status(StatusCode::kOutputInvalid,
+                  job.output + ": output exists (set \"overwrite\": true to replace it)");
+  }
+  return Status::Ok();
+}
+
+// One job's run. Owns the workers, the arena and the scratch directory for its lifetime.
+class JobRun {
+ public:
+  JobRun(const JobSpec& job, const Config& config, const std::atomic<bool>& stop)
+      : job_(job), config_(config), settings_(job.settings), stop_(stop) {}
+
+  ~JobRun() {
+    if (!scratch_.empty()) (void)RemoveTree(scratch_);
+  }
+
+  Result<JobReport> Run();
+
+ private:
+  Status Prepare();
+  Status StartWorkers();
+  Status WaitForFirstWorker();
+  Status CreateArena();
+  void DecodeLoop();
+  void EncodeLoop();
+  void Dispatch();
+  void HandleExit(const WorkerExit& e);
+  void CollectResults(int k);
+  void ChunkFailed(int64_t chunk, const std::string& why, StatusCode code);
+  void Assign(int k);
+  std::string WorkerBinary() const;
+
+  const JobSpec& job_;
+  const Config& config_;
+  const JobSettings& settings_;
+  const std::atomic<bool>& stop_;
+
+  MediaInfo media_;
+  JobPlan plan_;
+  std::string scratch_;
+  std::unique_ptr<WorkerPool> pool_;
+  std::vector<bool> ready_;                    // by channel: reported kReady
+  std::vector<std::deque<int64_t>> inflight_;  // by channel: chunks sent, not yet answered
+  std::vector<int> attempts_;                  // by chunk: times it failed
+  uint32_t probe_w_ = 0, probe_h_ = 0;
+  int out_w_ = 0, out_h_ = 0;
+  SharedMemory arena_shm_;
+  ArenaHeader* arena_ = nullptr;
+  std::unique_ptr<ChunkBoard> board_;
+  std::vector<std::string> segment_files_;
+  JobReport report_;
+};
+
+std::string JobRun::WorkerBinary() const {
+  if (!config_.worker_binary.empty()) return config_.worker_binary;
+  char self[4096];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) return "framemill-worker";
+  self[n] = '\0';
+  return DirName(self) + "/framemill-worker";
+}
+
+Status JobRun::Prepare() {
+  FM_RETURN_IF_ERROR(CheckPaths(job_));
+  Result<MediaInfo> media = ProbeMedia(config_.ffprobe, job_.input, /*frame_times=*/true);
+  if (!media.ok()) return media.status();
+  media_ = std::move(*media);
+  const VideoStreamInfo& v = media_.video;
+  if (!v.constant_rate) {
+    spdlog::warn("{}: variable frame rate; the output is encoded at a constant {:.3f} fps with "
+                 "every frame kept (timestamps are not carried over)",
+                 job_.input, v.frame_rate.value());
+  }
+  int64_t per_segment = ChunksPerSegment(settings_.segment_seconds, v.frame_rate.value(),
+                                         settings_.chunk_frames);
+  Result<JobPlan> plan = MakePlan(v.frame_count, settings_.chunk_frames, per_segment);
+  if (!plan.ok()) return plan.status();
+  plan_ = std::move(*plan);
+  attempts_.assign(plan_.chunks.size(), 0);
+  spdlog::info("{}: video stream #{} {} {}x{} @ {} fps, {} frames, {} audio, {} subtitle; "
+               "plan: {} chunks of {}, {} segments",
+               job_.input, v.index, v.codec, v.width, v.height, v.frame_rate.ToString(),
+               v.frame_count, media_.audio.size(), media_.subtitles.size(), plan_.chunks.size(),
+               plan_.chunk_frames, plan_.segments.size());
+  scratch_ = DirName(job_.output) + "/.framemill-work." + std::to_string(::getpid()) + "." +
+             BaseName(job_.output);
+  FM_RETURN_IF_ERROR(MakeDirectories(scratch_));
+  return AtomicWriteFile(scratch_ + "/plan.json", plan_.ToJson().dump(1) + "\n");
+}
+
+Status JobRun::StartWorkers() {
+  int workers = static_cast<int>(std::min<int64_t>(settings_.workers, plan_.chunks.size()));
+  WorkerOptions opts{WorkerBinary(), job_.model, settings_.device, config_.log_level};
+  Result<std::unique_ptr<WorkerPool>> pool = WorkerPool::Create(opts, workers);
+  if (!pool.ok()) return pool.status();
+  pool_ = std::move(*pool);
+  ready_.assign(workers, false);
+  inflight_.assign(workers, {});
+  for (int k = 0; k < workers; ++k) {
+    FM_RETURN_IF_ERROR(pool_->Spawn(k));
+    ++report_.workers_started;
+  }
+  return WaitForFirstWorker();
+}
+
+// Waits until one worker has loaded the model and reported its output size. A worker that
+// fails to load fails the job: the model is broken, and every worker would fail the same way.
+Status JobRun::WaitForFirstWorker() {
+  uint64_t started = MonotonicMs();
+  uint64_t deadline = started + static_cast<uint64_t>(config_.worker_start_timeout_s * 1000);
+  while (true) {
+    if (stop_.load()) return Status(StatusCode::kCancelled, "stopped while workers were starting");
+    for (const WorkerExit& e : pool_->ReapExited()) {
+      return Status(StatusCode::kModelInvalid,
+                    "worker " + std::to_string(e.channel) + " could not start: " + e.Describe());
+    }
+    for (int k = 0; k < pool_->channel_count(); ++k) {
+      WorkerChannel& ch = pool_->channel(k);
+      if (ch.state.load(std::memory_order_acquire) != WorkerState::kReady) continue;
+      probe_w_ = ch.probe_out_width.load();
+      probe_h_ = ch.probe_out_height.load();
+      spdlog::info("worker {} ready on {} after {} ms; model maps {}x{} to {}x{}", k, ch.device,
+                   MonotonicMs() - started, kProbeSize, kProbeSize, probe_w_, probe_h_);
+      ready_[k] = true;
+      return Status::Ok();
+    }
+    if (MonotonicMs() > deadline) {
+      return Status(StatusCode::kWorkerFailed,
+                    "no worker loaded the model within worker_start_timeout_s=" +
+                        std::to_string(config_.worker_start_timeout_s));
+    }
+    pool_->WaitForWake(kWakeIntervalMs);
+  }
+}
+
+Status JobRun::CreateArena() {
+  const VideoStreamInfo& v = media_.video;
+  // The model's scale, from its output for a kProbeSize square; the frame must scale exactly.
+  uint64_t ow = static_cast<uint64_t>(v.width) * probe_w_;
+  uint64_t oh = static_cast<uint64_t>(v.height) * probe_h_;
+  if (probe_w_ == 0 || probe_h_ == 0 || ow % kProbeSize != 0 || oh % kProbeSize != 0) {
+    return Status(StatusCode::kModelInvalid,
+                  "model output size " + std::to_string(probe_w_) + "x" + std::to_string(probe_h_) +
+                      " for a " + std::to_string(kProbeSize) + "x" + std::to_string(kProbeSize) +
+                      " input is not a whole scale of " + std::to_string(v.width) + "x" +
+                      std::to_string(v.height));
+  }
+  out_w_ = static_cast<int>(ow / kProbeSize);
+  out_h_ = static_cast<int>(oh / kProbeSize);
+  uint64_t in_frame = static_cast<uint64_t>(v.width) * v.height * 3;
+  uint64_t out_frame = static_cast<uint64_t>(out_w_) * out_h_ * 3;
+  uint64_t slot_bytes = AlignUp((in_frame + out_frame) * plan_.chunk_frames, kSlotAlignment);
+  uint64_t budget = static_cast<uint64_t>(config_.arena_mb) << 20;
+  uint64_t wanted = static_cast<uint64_t>(pool_->channel_count()) * kInflightPerWorker + 4;
+  uint64_t slots = std::min<uint64_t>({budget / slot_bytes, wanted, plan_.chunks.size() + 1});
+  if (slots < 2) {
+    return Status(StatusCode::kInvalidJob,
+                  "arena_mb=" + std::to_string(config_.arena_mb) + " holds fewer than 2 chunks of " +
+                      std::to_string(plan_.chunk_frames) + " frames at " +
+                      std::to_string(v.width) + "x" + std::to_string(v.height) + " -> " +
+                      std::to_string(out_w_) + "x" + std::to_string(out_h_) + " (" +
+                      std::to_string(slot_bytes >> 20) +
+                      " MiB each): lower chunk_frames or raise arena_mb");
+  }
+  uint64_t data_offset = AlignUp(sizeof(ArenaHeader), kSlotAlignment);
+  Result<SharedMemory> shm =
+      SharedMemory::Create(NewSharedMemoryName("arena"), data_offset + slots * slot_bytes);
+  if (!shm.ok()) return shm.status();
+  arena_shm_ = std::move(*shm);
+  arena_ = new (arena_shm_.data()) ArenaHeader();
+  arena_->magic = kArenaMagic;
+  arena_->version = kProtocolVersion;
+  arena_->header_bytes = sizeof(ArenaHeader);
+  arena_->slot_count = static_cast<uint32_t>(slots);
+  arena_->chunk_frames = static_cast<uint32_t>(plan_.chunk_frames);
+  arena_->in_width = static_cast<uint32_t>(v.width);
+  arena_->in_height = static_cast<uint32_t>(v.height);
+  arena_->out_width = static_cast<uint32_t>(out_w_);
+  arena_->out_height = static_cast<uint32_t>(out_h_);
+  arena_->slot_bytes = slot_bytes;
+  arena_->data_offset = data_offset;
+  board_ = std::make_unique<ChunkBoard>(static_cast<int64_t>(plan_.chunks.size()),
+                                        static_cast<uint32_t>(slots));
+  spdlog::info("arena {}: {} slots of {} MiB ({} -> {}x{})", arena_shm_.name(), slots,
+               slot_bytes >> 20, plan_.chunk_frames, out_w_, out_h_);
+  return Status::Ok();
+}
+
+void JobRun::DecodeLoop() {
+  const VideoStreamInfo& v = media_.video;
+  Result<std::unique_ptr<FrameReader>> reader =
+      FrameReader::Start(config_.ffmpeg, job_.input, v, scratch_ + "/decoder.log");
+  if (!reader.ok()) return board_->Fail(reader.status());
+  size_t frame_bytes = arena_->InFrameBytes();
+  int64_t decoded = 0;
+  for (const ChunkPlan& chunk : plan_.chunks) {
+    std::optional<uint32_t> slot = board_->AcquireSlot();
+    if (!slot) return;
+    uint8_t* dst = arena_->SlotIn(*slot);
+    for (int32_t f = 0; f < chunk.frames; ++f) {
+      Result<bool> got = (*reader)->Read(dst + f * frame_bytes);
+      if (!got.ok()) return board_->Fail(got.status().WithContext(job_.input));
+      if (!*got) {
+        Status finished = (*reader)->Finish();
+        return board_->Fail(Status(
+            StatusCode::kInputInvalid,
+            job_.input + ": decoding ended after " + std::to_string(decoded) + " of " +
+                std::to_string(v.frame_count) + " frames (truncated or corrupt input)" +
+                (finished.ok() ? "" : "; " + finished.message())));
+      }
+      ++decoded;
+    }
+    board_->MarkDecoded(chunk.index, *slot);
+    pool_->Wake();
+  }
+  std::vector<uint8_t> extra(frame_bytes);
+  Result<bool> more = (*reader)->Read(extra.data());
+  if (more.ok() && *more) {
+    return board_->Fail(Status(StatusCode::kInputInvalid,
+                               job_.input + ": decoder gives more frames than the " +
+                                   std::to_string(v.frame_count) + " its packets promise"));
+  }
+  Status finished = (*reader)->Finish();
+  if (!finished.ok()) board_->Fail(finished.WithContext(job_.input));
+}
+
+void JobRun::EncodeLoop() {
+  SegmentFormat fmt;
+  fmt.width = out_w_;
+  fmt.height = out_h_;
+  fmt.frame_rate = media_.video.frame_rate;
+  fmt.encoder = settings_.encoder;
+  fmt.color_space = media_.video.color_space;
+  fmt.color_range = media_.video.color_range;
+  fmt.color_primaries = media_.video.color_primaries;
+  fmt.color_transfer = media_.video.color_transfer;
+  size_t frame_bytes = arena_->OutFrameBytes();
+  for (const SegmentPlan& seg : plan_.segments) {
+    char name[64];
+    std::snprintf(name, sizeof(name), "/segment_%06lld.nut", static_cast<long long>(seg.index));
+    std::string path = scratch_ + name;
+    std::string partial = path + ".partial";
+    Result<std::unique_ptr<SegmentEncoder>> enc =
+        SegmentEncoder::Start(config_.ffmpeg, partial, fmt, scratch_ + "/encoder.log");
+    if (!enc.ok()) return board_->Fail(enc.status());
+    for (int64_t c = seg.first_chunk; c < seg.first_chunk + seg.chunk_count; ++c) {
+      if (!board_->WaitProcessed(c)) return;
+      const ChunkPlan& chunk = plan_.chunks[c];
+      Status w = (*enc)->Write(arena_->SlotOut(board_->SlotOf(c)), frame_bytes * chunk.frames);
+      if (!w.ok()) return board_->Fail(w);
+      board_->ReleaseSlot(c);
+    }
+    Status s = (*enc)->Finish();
+    if (s.ok()) s = SyncFile(partial);
+    if (s.ok()) s = DurableRename(partial, path);
+    if (!s.ok()) return board_->Fail(s.WithContext("segment " + std::to_string(seg.index)));
+    segment_files_.push_back(path);
+    spdlog::debug("segment {} done: {} frames", seg.index, seg.frames);
+  }
+  board_->MarkAllEncoded();
+  pool_->Wake();
+}
+
+void JobRun::ChunkFailed(int64_t chunk, const std::string& why, StatusCode code) {
+  const ChunkPlan& c = plan_.chunks[chunk];
+  int tries = ++attempts_[chunk];
+  if (tries >= settings_.max_attempts) {
+    board_->Fail(Status(code, "chunk " + std::to_string(chunk) + " (" + FrameRange(c) +
+                                  ") failed " + std::to_string(tries) + " times; last: " + why));
+    return;
+  }
+  spdlog::warn("chunk {} ({}) failed (attempt {} of {}): {}; retrying", chunk, FrameRange(c),
+               tries, settings_.max_attempts, why);
+  ++report_.chunk_retries;
+  board_->Requeue(chunk);
+}
+
+void JobRun::HandleExit(const WorkerExit& e) {
+  int k = e.channel;
+  bool was_ready = ready_[k];
+  ready_[k] = false;
+  if (!was_ready) {
+    board_->Fail(Status(StatusCode::kModelInvalid,
+                        "worker " + std::to_string(k) + " could not start: " + e.Describe()));
+    return;
+  }
+  ++report_.worker_failures;
+  spdlog::warn("worker {} (pid {}) died: {}", k, e.pid, e.Describe());
+  // Requeue from the back so that the oldest chunk ends up first in the queue.
+  std::deque<int64_t> lost;
+  lost.swap(inflight_[k]);
+  for (auto it = lost.rbegin(); it != lost.rend(); ++it) {
+    ChunkFailed(*it, "worker died (" + e.Describe() + ")", StatusCode::kWorkerFailed);
+  }
+  if (board_->failed() || board_->AllEncoded()) return;
+  Status s = pool_->Spawn(k);
+  if (!s.ok()) return board_->Fail(s);
+  ++report_.workers_started;
+}
+
+void JobRun::CollectResults(int k) {
+  WorkerChannel& ch = pool_->channel(k);
+  if (!ready_[k] && ch.state.load(std::memory_order_acquire) == WorkerState::kReady) {
+    if (ch.probe_out_width.load() != probe_w_ || ch.probe_out_height.load() != probe_h_) {
+      return board_->Fail(Status(StatusCode::kModelInvalid,
+                                 "workers disagree on the model's output size"));
+    }
+    spdlog::info("worker {} ready on {}", k, ch.device);
+    ready_[k] = true;
+  }
+  ChunkResult r{};
+  while (true) {
+    PopResult p = ch.results.TryPop(&r);
+    if (p == PopResult::kEmpty) return;
+    if (p == PopResult::kCorrupt) {
+      spdlog::error("worker {} corrupted its result ring; killing it", k);
+      ::kill(pool_->Pid(k), SIGKILL);
+      return;
+    }
+    auto it = std::find(inflight_[k].begin(), inflight_[k].end(), static_cast<int64_t>(r.chunk_id));
+    if (it == inflight_[k].end()) {
+      spdlog::error("worker {} answered chunk {} that it was not given; ignored", k, r.chunk_id);
+      continue;
+    }
+    inflight_[k].erase(it);
+    const ChunkPlan& chunk = plan_.chunks[r.chunk_id];
+    if (r.error != 0) {
+      std::string msg(r.message, strnlen(r.message, sizeof(r.message)));
+      ChunkFailed(chunk.index, "model failed: " + msg, StatusCode::kModelInvalid);
+    } else if (r.frames_done != static_cast<uint32_t>(chunk.frames)) {
+      ChunkFailed(chunk.index, "worker returned " + std::to_string(r.frames_done) + " of " +
+                                   std::to_string(chunk.frames) + " frames",
+                  StatusCode::kWorkerFailed);
+    } else {
+      board_->MarkProcessed(chunk.index);
+    }
+  }
+}
+
+void JobRun::Assign(int k) {
+  if (!ready_[k]) return;
+  while (static_cast<int>(inflight_[k].size()) < kInflightPerWorker) {
+    std::optional<int64_t> c = board_->TakeReady();
+    if (!c) return;
+    const ChunkPlan& chunk = plan_.chunks[*c];
+    ChunkRequest rq{};
+    rq.kind = ChunkRequest::kChunk;
+    rq.slot = board_->SlotOf(*c);
+    rq.chunk_id = static_cast<uint64_t>(chunk.index);
+    rq.first_frame = static_cast<uint64_t>(chunk.first_frame);
+    rq.frames = static_cast<uint32_t>(chunk.frames);
+    rq.batch = static_cast<uint32_t>(settings_.batch);
+    CopyString(rq.arena_name, arena_shm_.name());
+    if (!pool_->Send(k, rq)) {
+      board_->Requeue(*c);
+      return;
+    }
+    inflight_[k].push_back(*c);
+  }
+}
+
+// The supervisor's one decision loop: it waits in one place (the wake semaphore, posted by
+// workers and by the decoder and encoder threads) and then looks at everything.
+void JobRun::Dispatch() {
+  while (!board_->AllEncoded() && !board_->failed()) {
+    if (stop_.load()) {
+      board_->Fail(Status(StatusCode::kCancelled, "stopped by signal"));
+      break;
+    }
+    for (const WorkerExit& e : pool_->ReapExited()) HandleExit(e);
+    for (int k = 0; k < pool_->channel_count(); ++k) {
+      if (!pool_->Alive(k)) continue;
+      CollectResults(k);
+      Assign(k);
+    }
+    pool_->WaitForWake(kWakeIntervalMs);
+  }
+}
+
+Result<JobReport> JobRun::Run() {
+  uint64_t t0 = MonotonicMs();
+  FM_RETURN_IF_ERROR(Prepare());
+  Status s = StartWorkers();
+  if (s.ok()) s = CreateArena();
+  if (!s.ok()) {
+    if (pool_) pool_->StopAll(kStopGraceMs);
+    return s;
+  }
+  std::thread decoder([this] {
+    try {
+      DecodeLoop();
+    } catch (const std::exception& e) {
+      board_->Fail(Status(StatusCode::kInternal, std::string("decoder thread: ") + e.what()));
+    }
+  });
+  std::thread encoder([this] {
+    try {
+      EncodeLoop();
+    } catch (const std::exception& e) {
+      board_->Fail(Status(StatusCode::kInternal, std::string("encoder thread: ") + e.what()));
+    }
+  });
+  Dispatch();
+  decoder.join();
+  encoder.join();
+  pool_->StopAll(kStopGraceMs);
+  if (board_->failed()) return board_->failure();
+
+  MuxRequest mux;
+  mux.ffmpeg = config_.ffmpeg;
+  mux.ffprobe = config_.ffprobe;
+  mux.source = job_.input;
+  mux.source_info = &media_;
+  mux.segments = segment_files_;
+  for (const SegmentPlan& seg : plan_.segments) mux.segment_frames.push_back(seg.frames);
+  mux.frame_rate = media_.video.frame_rate;
+  mux.scratch_dir = scratch_;
+  mux.output = job_.output;
+  mux.expected_width = out_w_;
+  mux.expected_height = out_h_;
+  FM_RETURN_IF_ERROR(MuxAndVerify(mux));
+
+  report_.output = job_.output;
+  report_.frames = plan_.frame_count;
+  report_.chunks = static_cast<int64_t>(plan_.chunks.size());
+  report_.segments = static_cast<int64_t>(plan_.segments.size());
+  report_.in_width = media_.video.width;
+  report_.in_height = media_.video.height;
+  report_.out_width = out_w_;
+  report_.out_height = out_h_;
+  report_.seconds = static_cast<double>(MonotonicMs() - t0) / 1000.0;
+  return report_;
+}
+
+}  // namespace
+
+Result<JobReport> RunJob(const JobSpec& job, const Config& config, const std::atomic<bool>& stop) {
+  JobRun run(job, config, stop);
+  return run.Run();
+}
+
+}  // namespace framemill

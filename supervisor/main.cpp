@@ -1,0 +1,138 @@
+// framemill: the supervisor's command line.
+//
+//   framemill run JOB.json [--config FILE]     run one job in the foreground
+//   framemill model export NAME PATH           write an example TorchScript model
+//   framemill model list                       names of the example models
+//   framemill version
+//
+// Exit codes: 0 success, 1 the job failed (the message names the reason), 2 usage error,
+// 130 stopped by SIGINT/SIGTERM.
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "common/config.h"
+#include "common/file_util.h"
+#include "common/job_spec.h"
+#include "common/log.h"
+#include "common/shared_memory.h"
+#include "supervisor/job_runner.h"
+#include "supervisor/subprocess.h"
+
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailed = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitStopped = 130;
+
+std::atomic<bool> g_stop{false};
+
+void OnStopSignal(int) { g_stop.store(true); }
+
+void InstallSignalHandlers() {
+  struct sigaction sa {};
+  sa.sa_handler = OnStopSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);  // a dead ffmpeg shows up as EPIPE on write, handled there
+}
+
+int Usage() {
+  std::fprintf(stderr,
+               "usage: framemill run JOB.json [--config FILE]\n"
+               "       framemill model export NAME PATH\n"
+               "       framemill model list\n"
+               "       framemill version\n");
+  return kExitUsage;
+}
+
+std::string WorkerBinaryBesideSelf() {
+  char self[4096];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) return "framemill-worker";
+  self[n] = '\0';
+  return framemill::DirName(self) + "/framemill-worker";
+}
+
+// Model export needs LibTorch, which the supervisor does not link: the worker binary does it.
+int ModelCommand(const std::vector<std::string>& args, const framemill::Config& config) {
+  std::string worker = config.worker_binary.empty() ? WorkerBinaryBesideSelf() : config.worker_binary;
+  std::vector<std::string> argv = {worker};
+  if (args.size() == 3 && args[0] == "export") {
+    argv.insert(argv.end(), {"--export-model", args[1], args[2]});
+  } else if (args.size() == 1 && args[0] == "list") {
+    argv.push_back("--list-models");
+  } else {
+    return Usage();
+  }
+  framemill::Result<framemill::CommandOutput> r = framemill::RunAndCapture(argv);
+  if (!r.ok()) {
+    std::fprintf(stderr, "framemill: %s\n", r.status().ToString().c_str());
+    return kExitFailed;
+  }
+  std::fputs(r->out.c_str(), stdout);
+  std::fputs(r->err.c_str(), stderr);
+  return r->exit_code == 0 ? kExitOk : kExitFailed;
+}
+
+int RunCommand(const std::string& job_path, const framemill::Config& config) {
+  framemill::Result<framemill::JobSpec> job = framemill::LoadJobFile(job_path, config.defaults);
+  if (!job.ok()) {
+    std::fprintf(stderr, "framemill: job rejected: %s\n", job.status().ToString().c_str());
+    return kExitFailed;
+  }
+  int stale = framemill::RemoveStaleObjects();
+  if (stale > 0) spdlog::info("removed {} shared-memory objects left by dead supervisors", stale);
+  framemill::Result<framemill::JobReport> report = framemill::RunJob(*job, config, g_stop);
+  if (!report.ok()) {
+    std::fprintf(stderr, "framemill: job failed: %s\n", report.status().ToString().c_str());
+    return report.status().code() == framemill::StatusCode::kCancelled ? kExitStopped
+                                                                        : kExitFailed;
+  }
+  const framemill::JobReport& r = *report;
+  std::printf("framemill: wrote %s: %lld frames %dx%d -> %dx%d in %.1f s (%.1f fps); "
+              "%lld chunks, %lld segments, %d workers started, %d worker failures, %d retries\n",
+              r.output.c_str(), static_cast<long long>(r.frames), r.in_width, r.in_height,
+              r.out_width, r.out_height, r.seconds, r.seconds > 0 ? r.frames / r.seconds : 0.0,
+              static_cast<long long>(r.chunks), static_cast<long long>(r.segments),
+              r.workers_started, r.worker_failures, r.chunk_retries);
+  return kExitOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::string config_path;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--config") {
+      if (i + 1 >= args.size()) return Usage();
+      config_path = args[i + 1];
+      args.erase(args.begin() + static_cast<long>(i), args.begin() + static_cast<long>(i) + 2);
+      break;
+    }
+  }
+  if (args.empty()) return Usage();
+  if (args[0] == "version") {
+    std::printf("framemill %s\n", FRAMEMILL_VERSION);
+    return kExitOk;
+  }
+  framemill::Result<framemill::Config> config = framemill::LoadConfig(config_path);
+  if (!config.ok()) {
+    std::fprintf(stderr, "framemill: %s\n", config.status().ToString().c_str());
+    return kExitFailed;
+  }
+  framemill::InitLogging("framemill", config->log_level);
+  InstallSignalHandlers();
+  if (args[0] == "run" && args.size() == 2) return RunCommand(args[1], *config);
+  if (args[0] == "model") {
+    return ModelCommand(std::vector<std::string>(args.begin() + 1, args.end()), *config);
+  }
+  return Usage();
+}

@@ -1,0 +1,61 @@
+#include "supervisor/subprocess.h"
+
+#include <fstream>
+#include <future>
+#include <sstream>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/process.hpp>
+
+namespace framemill {
+namespace bp = boost::process;
+
+std::string FindExecutable(const std::string& program) {
+  if (program.find('/') != std::string::npos) return program;
+  boost::filesystem::path p = bp::search_path(program);
+  return p.string();
+}
+
+Result<CommandOutput> RunAndCapture(const std::vector<std::string>& argv) {
+  std::string exe = FindExecutable(argv.at(0));
+  if (exe.empty()) return Status(StatusCode::kIo, argv[0] + ": program not found on PATH");
+  CommandOutput result;
+  try {
+    boost::asio::io_context io;
+    std::future<std::string> out, err;
+    std::vector<std::string> args(argv.begin() + 1, argv.end());
+    bp::child child(exe, bp::args(args), bp::std_in.close(), bp::std_out > out,
+                    bp::std_err > err, io);
+    io.run();  // returns once both pipes reach end of file
+    child.wait();
+    result.exit_code = child.exit_code();
+    result.out = out.get();
+    result.err = err.get();
+  } catch (const std::exception& e) {
+    return Status(StatusCode::kIo, "cannot run " + exe + ": " + e.what());
+  }
+  return result;
+}
+
+std::string LastLines(const std::string& text, int max_lines) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!line.empty()) lines.push_back(std::move(line));
+  }
+  size_t first = lines.size() > static_cast<size_t>(max_lines) ? lines.size() - max_lines : 0;
+  std::string tail;
+  for (size_t i = first; i < lines.size(); ++i) tail += (i > first ? "\n" : "") + lines[i];
+  return tail;
+}
+
+std::string LastLinesOfFile(const std::string& path, int max_lines) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  return LastLines(buf.str(), max_lines);
+}
+
+}  // namespace framemill

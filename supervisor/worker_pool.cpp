@@ -1,0 +1,178 @@
+#include "supervisor/worker_pool.h"
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <new>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/date_time/posix_time/posix_time_types.hpp>
+#include <boost/process.hpp>
+
+#include "common/log.h"
+#include "supervisor/subprocess.h"
+
+namespace framemill {
+namespace bp = boost::process;
+
+struct WorkerPool::Process {
+  bp::child child;
+  int pid = 0;
+};
+
+std::string WorkerExit::Describe() const {
+  std::string what = signaled ? "killed by signal " + std::to_string(signal) + " (" +
+                                    strsignal(signal) + ")"
+                              : "exit code " + std::to_string(exit_code);
+  if (!error.empty()) what += ": " + error;
+  return what;
+}
+
+Result<std::unique_ptr<WorkerPool>> WorkerPool::Create(const WorkerOptions& options,
+                                                       int channels) {
+  if (channels < 1 || channels > static_cast<int>(kMaxWorkerChannels)) {
+    return Status(StatusCode::kInternal, "worker channel count out of range");
+  }
+  if (FindExecutable(options.worker_binary).empty() ||
+      ::access(FindExecutable(options.worker_binary).c_str(), X_OK) != 0) {
+    return Status(StatusCode::kIo, "worker binary not found or not executable: " +
+                                       options.worker_binary);
+  }
+  Result<SharedMemory> shm = SharedMemory::Create(NewSharedMemoryName("ctl"), sizeof(ControlHeader));
+  if (!shm.ok()) return shm.status();
+  auto* control = new (shm->data()) ControlHeader();
+  control->magic = kControlMagic;
+  control->version = kProtocolVersion;
+  control->header_bytes = sizeof(ControlHeader);
+  control->channel_bytes = sizeof(WorkerChannel);
+  control->channel_count = static_cast<uint32_t>(channels);
+  control->supervisor_pid = ::getpid();
+  return std::unique_ptr<WorkerPool>(new WorkerPool(options, std::move(*shm), channels));
+}
+
+WorkerPool::WorkerPool(const WorkerOptions& options, SharedMemory shm, int channels)
+    : options_(options),
+      shm_(std::move(shm)),
+      control_(static_cast<ControlHeader*>(shm_.data())),
+      channel_count_(channels),
+      processes_(static_cast<size_t>(channels)) {}
+
+WorkerPool::~WorkerPool() {
+  for (auto& p : processes_) {
+    if (p == nullptr) continue;
+    ::kill(p->pid, SIGKILL);
+    std::error_code ec;
+    p->child.wait(ec);
+  }
+  // The control block is destroyed in place (semaphores) before the shm is unlinked.
+  control_->~ControlHeader();
+}
+
+Status WorkerPool::Spawn(int k) {
+  if (processes_[k] != nullptr) {
+    return Status(StatusCode::kInternal, "channel " + std::to_string(k) + " still has a worker");
+  }
+  WorkerChannel& ch = control_->channels[k];
+  // Nobody else uses this channel now: its last worker (if any) was reaped. Rebuild it, which
+  // also resets the request semaphore's count.
+  ch.~WorkerChannel();
+  new (&ch) WorkerChannel();
+  ch.state.store(WorkerState::kStarting, std::memory_order_release);
+  auto p = std::make_unique<Process>();
+  try {
+    p->child = bp::child(options_.worker_binary, "--control", shm_.name(), "--channel",
+                         std::to_string(k), "--model", options_.model, "--device",
+                         options_.device, "--log-level", options_.log_level, bp::std_in.close());
+  } catch (const std::exception& e) {
+    ch.state.store(WorkerState::kEmpty);
+    return Status(StatusCode::kIo, "cannot start worker " + options_.worker_binary + ": " + e.what());
+  }
+  p->pid = p->child.id();
+  ch.pid.store(p->pid, std::memory_order_release);
+  spdlog::debug("worker {} started, pid {}", k, p->pid);
+  processes_[k] = std::move(p);
+  return Status::Ok();
+}
+
+bool WorkerPool::Alive(int k) const { return processes_[k] != nullptr; }
+
+int WorkerPool::Pid(int k) const { return processes_[k] ? processes_[k]->pid : 0; }
+
+std::vector<WorkerExit> WorkerPool::ReapExited() {
+  std::vector<WorkerExit> exits;
+  for (int k = 0; k < channel_count_; ++k) {
+    if (processes_[k] == nullptr) continue;
+    int status = 0;
+    pid_t r = ::waitpid(processes_[k]->pid, &status, WNOHANG);
+    if (r != processes_[k]->pid) continue;
+    // Reaped here, so boost must not wait for it again.
+    processes_[k]->child.detach();
+    WorkerChannel& ch = control_->channels[k];
+    WorkerExit e;
+    e.channel = k;
+    e.pid = processes_[k]->pid;
+    e.signaled = WIFSIGNALED(status);
+    e.signal = e.signaled ? WTERMSIG(status) : 0;
+    e.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    e.last_state = ch.state.load(std::memory_order_acquire);
+    if (e.last_state == WorkerState::kFailed) {
+      e.error.assign(ch.error, strnlen(ch.error, sizeof(ch.error)));
+    }
+    ch.state.store(WorkerState::kEmpty, std::memory_order_release);
+    ch.pid.store(0);
+    processes_[k].reset();
+    exits.push_back(std::move(e));
+  }
+  return exits;
+}
+
+bool WorkerPool::Send(int k, const ChunkRequest& request) {
+  WorkerChannel& ch = control_->channels[k];
+  if (!ch.requests.TryPush(request)) return false;
+  ch.request_posted.post();
+  return true;
+}
+
+void WorkerPool::WaitForWake(int timeout_ms) {
+  auto deadline = boost::posix_time::microsec_clock::universal_time() +
+                  boost::posix_time::milliseconds(timeout_ms);
+  if (control_->wake.timed_wait(deadline)) {
+    // Coalesce: many posts may have piled up; one look at everything serves them all.
+    while (control_->wake.try_wait()) {
+    }
+  }
+}
+
+void WorkerPool::Wake() { control_->wake.post(); }
+
+void WorkerPool::StopAll(int grace_ms) {
+  ChunkRequest stop{};
+  stop.kind = ChunkRequest::kStop;
+  for (int k = 0; k < channel_count_; ++k) {
+    if (processes_[k] != nullptr) Send(k, stop);
+  }
+  uint64_t deadline = MonotonicMs() + static_cast<uint64_t>(grace_ms);
+  while (MonotonicMs() < deadline) {
+    ReapExited();
+    bool any = false;
+    for (auto& p : processes_) any = any || p != nullptr;
+    if (!any) return;
+    ::usleep(10 * 1000);
+  }
+  for (int k = 0; k < channel_count_; ++k) {
+    if (processes_[k] == nullptr) continue;
+    spdlog::warn("worker {} (pid {}) did not stop within {} ms; killing it", k,
+                 processes_[k]->pid, grace_ms);
+    ::kill(processes_[k]->pid, SIGKILL);
+  }
+  for (int k = 0; k < channel_count_; ++k) {
+    if (processes_[k] == nullptr) continue;
+    int status = 0;
+    ::waitpid(processes_[k]->pid, &status, 0);
+    processes_[k]->child.detach();
+    processes_[k].reset();
+  }
+}
+
+}  // namespace framemill

@@ -1,0 +1,94 @@
+#include "worker/frame_model.h"
+
+#include <torch/cuda.h>
+#include <torch/script.h>
+
+namespace framemill {
+namespace {
+
+// The first line of a LibTorch error: the rest is a C++ backtrace that helps nobody here.
+std::string FirstLine(const std::string& what) {
+  size_t nl = what.find('\n');
+  return nl == std::string::npos ? what : what.substr(0, nl);
+}
+
+class TorchScriptModel : public FrameModel {
+ public:
+  TorchScriptModel(torch::jit::Module module, torch::Device device)
+      : module_(std::move(module)), device_(device) {}
+
+  Result<torch::Tensor> Run(const torch::Tensor& batch) override {
+    try {
+      torch::jit::IValue out = module_.forward({batch});
+      if (!out.isTensor()) {
+        return Status(StatusCode::kModelInvalid,
+                      "model returned " + out.tagKind() + ", expected a Tensor");
+      }
+      return out.toTensor();
+    } catch (const std::exception& e) {
+      return Status(StatusCode::kModelInvalid, "model raised: " + FirstLine(e.what()));
+    }
+  }
+
+  const torch::Device& device() const override { return device_; }
+
+ private:
+  torch::jit::Module module_;
+  torch::Device device_;
+};
+
+}  // namespace
+
+Result<torch::Device> ResolveDevice(const std::string& device) {
+  try {
+    if (device == "cpu") return torch::Device(torch::kCPU);
+    bool cuda = torch::cuda::is_available();
+    if (device == "auto") return cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
+    if (!cuda) {
+      return Status(StatusCode::kInvalidJob,
+                    "device \"" + device + "\" asked for, but CUDA is not available to this "
+                    "worker (no GPU, or a LibTorch built without CUDA)");
+    }
+    torch::Device d(device == "cuda" ? std::string("cuda:0") : device);
+    if (d.index() >= static_cast<int>(torch::cuda::device_count())) {
+      return Status(StatusCode::kInvalidJob,
+                    "device \"" + device + "\": only " +
+                        std::to_string(torch::cuda::device_count()) + " CUDA devices");
+    }
+    return d;
+  } catch (const std::exception& e) {
+    return Status(StatusCode::kInvalidJob, "device \"" + device + "\": " + FirstLine(e.what()));
+  }
+}
+
+Result<std::unique_ptr<FrameModel>> LoadTorchScriptModel(const std::string& path,
+                                                         const torch::Device& device) {
+  try {
+    torch::jit::Module m = torch::jit::load(path, device);
+    m.eval();
+    return std::unique_ptr<FrameModel>(new TorchScriptModel(std::move(m), device));
+  } catch (const std::exception& e) {
+    return Status(StatusCode::kModelInvalid,
+                  path + ": not a loadable TorchScript model: " + FirstLine(e.what()));
+  }
+}
+
+Result<std::pair<int64_t, int64_t>> ProbeOutputSize(FrameModel& model, int64_t size) {
+  torch::InferenceMode guard;
+  torch::Tensor x = torch::rand({1, 3, size, size}, torch::TensorOptions().device(model.device()));
+  Result<torch::Tensor> y = model.Run(x);
+  if (!y.ok()) return y.status();
+  const torch::Tensor& t = *y;
+  if (t.dim() != 4 || t.size(0) != 1 || t.size(1) != 3) {
+    return Status(StatusCode::kModelInvalid,
+                  "model output has shape " + c10::str(t.sizes()) + " for input [1, 3, " +
+                      std::to_string(size) + ", " + std::to_string(size) +
+                      "]; expected [1, 3, H, W]");
+  }
+  if (!t.is_floating_point()) {
+    return Status(StatusCode::kModelInvalid, "model output is not floating point");
+  }
+  return std::make_pair(t.size(3), t.size(2));
+}
+
+}  // namespace framemill

@@ -1,0 +1,41 @@
+// A model that maps a batch of frames to a batch of frames, behind one interface so that other
+// formats (torch.export / AOTInductor .pt2 packages on LibTorch builds that have them) can sit
+// beside TorchScript.
+//
+// The contract: input float [N,3,H,W] RGB in [0,1] on the model's device; output float
+// [N,3,H*s,W*s] (any s the model likes, found by Probe). Values outside [0,1] are clamped by
+// the caller. Not thread-safe: one model per worker process.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <torch/types.h>
+
+#include "common/status.h"
+
+namespace framemill {
+
+class FrameModel {
+ public:
+  virtual ~FrameModel() = default;
+
+  // Runs the model on one batch. LibTorch exceptions become a kModelInvalid Status.
+  virtual Result<torch::Tensor> Run(const torch::Tensor& batch) = 0;
+
+  virtual const torch::Device& device() const = 0;
+};
+
+// Resolves a job's device string: auto -> cuda:0 when CUDA works, else cpu; cuda -> cuda:0.
+// Fails when CUDA is asked for and is not there.
+Result<torch::Device> ResolveDevice(const std::string& device);
+
+// Loads a TorchScript file onto `device`, in eval mode.
+Result<std::unique_ptr<FrameModel>> LoadTorchScriptModel(const std::string& path,
+                                                         const torch::Device& device);
+
+// Runs the model once on a random size x size frame and returns its output size (w, h),
+// checking the output's shape against the contract.
+Result<std::pair<int64_t, int64_t>> ProbeOutputSize(FrameModel& model, int64_t size);
+
+}  // namespace framemill

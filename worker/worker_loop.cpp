@@ -1,0 +1,197 @@
+#include "worker/worker_loop.h"
+
+#include <csignal>
+#include <cstring>
+#include <map>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <boost/date_time/posix_time/posix_time_types.hpp>
+#include <torch/torch.h>
+
+#include "common/log.h"
+#include "common/shared_memory.h"
+#include "common/shm_protocol.h"
+#include "worker/frame_model.h"
+#include "worker/telemetry.h"
+
+namespace framemill {
+namespace {
+
+constexpr int kIdleWaitMs = 200;  // wake-up period while idle: heartbeat and parent check
+
+class Worker {
+ public:
+  Worker(ControlHeader* control, int channel)
+      : control_(control), ch_(control->channels[channel]), channel_(channel) {}
+
+  int Run(const WorkerArgs& args);
+
+ private:
+  int Fail(int exit_code, const std::string& message);
+  bool SupervisorAlive() const { return ::getppid() == control_->supervisor_pid; }
+  ArenaHeader* Arena(const char* name, std::string* error);
+  ChunkResult Process(const ChunkRequest& rq);
+  void Publish(const ChunkResult& result);
+
+  ControlHeader* control_;
+  WorkerChannel& ch_;
+  int channel_;
+  std::unique_ptr<FrameModel> model_;
+  std::map<std::string, SharedMemory> arenas_;  // mapped by name; a job's arena, kept mapped
+};
+
+int Worker::Fail(int exit_code, const std::string& message) {
+  spdlog::error("worker {}: {}", channel_, message);
+  CopyString(ch_.error, message);
+  ch_.state.store(WorkerState::kFailed, std::memory_order_release);
+  control_->wake.post();
+  return exit_code;
+}
+
+ArenaHeader* Worker::Arena(const char* name, std::string* error) {
+  auto it = arenas_.find(name);
+  if (it == arenas_.end()) {
+    // One job at a time: an arena from an earlier job is no longer needed.
+    arenas_.clear();
+    Result<SharedMemory> shm = SharedMemory::Open(name);
+    if (!shm.ok()) {
+      *error = shm.status().message();
+      return nullptr;
+    }
+    auto* h = static_cast<ArenaHeader*>(shm->data());
+    if (shm->size() < sizeof(ArenaHeader) || h->magic != kArenaMagic ||
+        h->version != kProtocolVersion || h->header_bytes != sizeof(ArenaHeader)) {
+      *error = std::string("arena ") + name + " has another layout version";
+      return nullptr;
+    }
+    it = arenas_.emplace(name, std::move(*shm)).first;
+  }
+  return static_cast<ArenaHeader*>(it->second.data());
+}
+
+ChunkResult Worker::Process(const ChunkRequest& rq) {
+  ChunkResult result{};
+  result.chunk_id = rq.chunk_id;
+  result.slot = rq.slot;
+  auto fail = [&](const std::string& message) {
+    result.error = 1;
+    CopyString(result.message, message);
+    return result;
+  };
+  std::string error;
+  ArenaHeader* arena = Arena(rq.arena_name, &error);
+  if (arena == nullptr) return fail(error);
+  if (rq.slot >= arena->slot_count || rq.frames > arena->chunk_frames || rq.batch == 0) {
+    return fail("request out of the arena's bounds");
+  }
+  const int64_t h = arena->in_height, w = arena->in_width;
+  const int64_t oh = arena->out_height, ow = arena->out_width;
+  const size_t in_bytes = arena->InFrameBytes(), out_bytes = arena->OutFrameBytes();
+  uint8_t* in = arena->SlotIn(rq.slot);
+  uint8_t* out = arena->SlotOut(rq.slot);
+  const torch::Device& device = model_->device();
+  torch::InferenceMode guard;
+  for (uint32_t off = 0; off < rq.frames; off += rq.batch) {
+    const int64_t b = std::min<uint32_t>(rq.batch, rq.frames - off);
+    torch::Tensor frames = torch::from_blob(in + off * in_bytes, {b, h, w, 3}, torch::kUInt8);
+    torch::Tensor x = frames.to(device).permute({0, 3, 1, 2}).to(torch::kFloat32).div_(255.0);
+    Result<torch::Tensor> y = model_->Run(x);
+    if (!y.ok()) return fail(y.status().message());
+    if (y->dim() != 4 || y->size(0) != b || y->size(1) != 3 || y->size(2) != oh ||
+        y->size(3) != ow) {
+      return fail("model output has shape " + c10::str(y->sizes()) + ", expected [" +
+                  std::to_string(b) + ", 3, " + std::to_string(oh) + ", " + std::to_string(ow) + "]");
+    }
+    torch::Tensor bytes = y->clamp(0.0, 1.0).mul(255.0).round().to(torch::kUInt8)
+                              .permute({0, 2, 3, 1}).contiguous().to(torch::kCPU);
+    std::memcpy(out + off * out_bytes, bytes.data_ptr<uint8_t>(), static_cast<size_t>(b) * out_bytes);
+    ch_.telemetry.frames_done.fetch_add(static_cast<uint64_t>(b), std::memory_order_relaxed);
+    PublishTelemetry(ch_.telemetry, device);
+  }
+  result.frames_done = rq.frames;
+  ch_.telemetry.chunks_done.fetch_add(1, std::memory_order_relaxed);
+  return result;
+}
+
+void Worker::Publish(const ChunkResult& result) {
+  // The supervisor keeps at most a few requests in flight per worker, fewer than the ring holds,
+  // so this loop only spins if the supervisor is stuck; it ends when the supervisor is gone.
+  while (!ch_.results.TryPush(result)) {
+    if (!SupervisorAlive()) std::_Exit(kWorkerExitOrphaned);
+    ::usleep(1000);
+  }
+  control_->wake.post();
+}
+
+int Worker::Run(const WorkerArgs& args) {
+  ch_.pid.store(::getpid(), std::memory_order_release);
+  PublishTelemetry(ch_.telemetry, torch::Device(torch::kCPU));
+  Result<torch::Device> device = ResolveDevice(args.device);
+  if (!device.ok()) return Fail(kWorkerExitModel, device.status().message());
+  uint64_t t0 = MonotonicMs();
+  Result<std::unique_ptr<FrameModel>> model = LoadTorchScriptModel(args.model, *device);
+  if (!model.ok()) return Fail(kWorkerExitModel, model.status().message());
+  model_ = std::move(*model);
+  Result<std::pair<int64_t, int64_t>> size = ProbeOutputSize(*model_, kProbeSize);
+  if (!size.ok()) return Fail(kWorkerExitModel, size.status().message());
+  ch_.probe_out_width.store(static_cast<uint32_t>(size->first));
+  ch_.probe_out_height.store(static_cast<uint32_t>(size->second));
+  CopyString(ch_.device, device->str());
+  PublishTelemetry(ch_.telemetry, *device);
+  ch_.state.store(WorkerState::kReady, std::memory_order_release);
+  control_->wake.post();
+  spdlog::debug("worker {}: model {} loaded on {} in {} ms", channel_, args.model, device->str(),
+                MonotonicMs() - t0);
+
+  while (true) {
+    ChunkRequest rq{};
+    PopResult p = ch_.requests.TryPop(&rq);
+    if (p == PopResult::kCorrupt) return Fail(kWorkerExitAttach, "request ring corrupted");
+    if (p == PopResult::kEmpty) {
+      auto deadline = boost::posix_time::microsec_clock::universal_time() +
+                      boost::posix_time::milliseconds(kIdleWaitMs);
+      (void)ch_.request_posted.timed_wait(deadline);
+      if (!SupervisorAlive()) return kWorkerExitOrphaned;
+      PublishTelemetry(ch_.telemetry, *device);
+      continue;
+    }
+    if (rq.kind == ChunkRequest::kStop) {
+      ch_.state.store(WorkerState::kExited, std::memory_order_release);
+      control_->wake.post();
+      return kWorkerExitOk;
+    }
+    Publish(Process(rq));
+  }
+}
+
+}  // namespace
+
+int RunWorker(const WorkerArgs& args) {
+  // Die with the supervisor: an orphaned worker would hold GPU memory forever.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  Result<SharedMemory> shm = SharedMemory::Open(args.control);
+  if (!shm.ok()) {
+    spdlog::error("cannot attach: {}", shm.status().message());
+    return kWorkerExitAttach;
+  }
+  auto* control = static_cast<ControlHeader*>(shm->data());
+  if (shm->size() < sizeof(ControlHeader) || control->magic != kControlMagic ||
+      control->version != kProtocolVersion || control->header_bytes != sizeof(ControlHeader) ||
+      control->channel_bytes != sizeof(WorkerChannel)) {
+    spdlog::error("cannot attach to {}: it was made by a framemill with another shared-memory "
+                  "layout (this worker speaks protocol version {}); use matching binaries",
+                  args.control, kProtocolVersion);
+    return kWorkerExitAttach;
+  }
+  if (args.channel < 0 || static_cast<uint32_t>(args.channel) >= control->channel_count) {
+    spdlog::error("channel {} out of range", args.channel);
+    return kWorkerExitAttach;
+  }
+  // The parent may have died between spawning us and the prctl above.
+  if (::getppid() != control->supervisor_pid) return kWorkerExitOrphaned;
+  Worker worker(control, args.channel);
+  return worker.Run(args);
+}
+
+}  // namespace framemill

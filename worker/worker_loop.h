@@ -1,0 +1,27 @@
+// The worker's life: attach to the supervisor's control block, load the model once, report its
+// output size, then take chunk requests until told to stop or the supervisor is gone.
+// It holds no job state that matters: killed at any instant, it loses only its chunk in flight,
+// which the supervisor sends again.
+#pragma once
+
+#include <string>
+
+namespace framemill {
+
+struct WorkerArgs {
+  std::string control;  // shared-memory name of the control block
+  int channel = -1;
+  std::string model;
+  std::string device;
+};
+
+// Exit codes of framemill-worker.
+inline constexpr int kWorkerExitOk = 0;
+inline constexpr int kWorkerExitUsage = 2;
+inline constexpr int kWorkerExitAttach = 3;    // cannot attach (version mismatch, no such object)
+inline constexpr int kWorkerExitModel = 4;     // model failed to load or broke its contract
+inline constexpr int kWorkerExitOrphaned = 5;  // the supervisor is gone
+
+int RunWorker(const WorkerArgs& args);
+
+}  // namespace framemill

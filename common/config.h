@@ -22,7 +22,7 @@ struct EncoderSettings {
 
 // Settings a job may override; the config file gives their defaults.
 struct JobSettings {
-  int chunk_frames = 64;           // frames per chunk: the unit of dispatch and of retry
+  int chunk_frames = 32;           // frames per chunk: the unit of dispatch and of retry
   double segment_seconds = 60.0;   // target length of one encoded segment (rounded to chunks)
   int workers = 2;                 // worker processes for the job
   int batch = 8;                   // frames per model call inside a worker
@@ -36,7 +36,7 @@ struct Config {
   std::string ffmpeg = "ffmpeg";          // path or name on PATH
   std::string ffprobe = "ffprobe";
   std::string worker_binary;              // "" = framemill-worker beside the framemill binary
-  int64_t arena_mb = 1024;                // shared-memory frame arena per job, MiB
+  int64_t arena_mb = 4096;                // shared-memory frame arena per job, MiB
   double worker_start_timeout_s = 300.0;  // model load time allowed before a worker is failed
   std::string log_level = "info";         // trace | debug | info | warn | error
 };

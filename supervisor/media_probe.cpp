@@ -54,8 +54,10 @@ Status ReadFrameTimes(const std::string& ffprobe, const std::string& path, Media
   }
   std::istringstream lines(r->out);
   bool missing_pts = false;
+  int64_t packets = 0;
   for (std::string line; std::getline(lines, line);) {
     if (line.empty()) continue;
+    ++packets;
     size_t comma = line.find(',');
     std::string pts = line.substr(0, comma);
     std::string flags = comma == std::string::npos ? "" : line.substr(comma + 1);
@@ -66,6 +68,12 @@ Status ReadFrameTimes(const std::string& ffprobe, const std::string& path, Media
       continue;
     }
     v.frame_times.push_back(std::stod(pts));
+  }
+  // A file cut short keeps its header: the index promises frames whose data is gone.
+  if (v.header_frames > 0 && packets < v.header_frames) {
+    return Status(StatusCode::kInputInvalid,
+                  path + ": truncated: its header announces " + std::to_string(v.header_frames) +
+                      " video frames, only " + std::to_string(packets) + " are present");
   }
   std::sort(v.frame_times.begin(), v.frame_times.end());
   v.frame_count = static_cast<int64_t>(v.frame_times.size());
@@ -141,6 +149,7 @@ Result<MediaInfo> ProbeMedia(const std::string& ffprobe, const std::string& path
       Rational avg = ParseRational(StringField(s, "avg_frame_rate"));
       if (v.frame_rate.num == 0) v.frame_rate = avg;
       v.start_time = NumberField(s, "start_time");
+      v.header_frames = static_cast<int64_t>(NumberField(s, "nb_frames"));
       v.color_space = StringField(s, "color_space");
       v.color_range = StringField(s, "color_range");
       v.color_primaries = StringField(s, "color_primaries");

@@ -26,6 +26,7 @@ struct VideoStreamInfo {
   Rational frame_rate;          // nominal rate (r_frame_rate, else avg_frame_rate)
   double start_time = 0.0;      // seconds; first presentation time of the stream
   int64_t frame_count = 0;      // frames a sequential decode yields
+  int64_t header_frames = 0;    // frames the container's header announces (0 = not given)
   std::vector<double> frame_times;  // presentation time of each frame, seconds, ascending
   bool constant_rate = true;    // every frame within a quarter frame of start + i / frame_rate
   std::string color_space;      // ffprobe names ("bt709", "smpte170m"), "" when unknown

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs what framemill needs to build, run and test, from Debian 12's own packages.
+# Safe to run again: apt-get skips what is already installed.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libtorch-dev            # LibTorch (CPU) for the worker; a CUDA LibTorch can replace it
+  libopencv-dev           # image checks in the tests
+  libboost-dev libboost-filesystem-dev  # Boost.Process, Boost.Interprocess
+  nlohmann-json3-dev libspdlog-dev doctest-dev
+  libsystemd-dev
+  ffmpeg                  # ffmpeg and ffprobe: decoding, encoding, muxing
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all packages present"
+  exit 0
+fi
+
+sudo=""
+if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,136 @@
+// Bad input fails with a message that names the problem, a non-zero exit, and nothing left
+// behind: no output, no partial files, no shared memory, no worker processes.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "harness.h"
+
+using namespace framemill::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Runs the job and checks the common promises of a failure; returns stderr.
+std::string ExpectFailure(const std::string& dir, const nlohmann::json& job,
+                          const std::string& must_mention) {
+  RunResult r = RunJob(dir, job);
+  INFO("stderr: " << r.err);
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find(must_mention) != std::string::npos);
+  if (job.contains("output")) {
+    std::string out = job["output"];
+    CHECK_FALSE(fs::exists(out));
+    if (fs::is_directory(fs::path(out).parent_path())) {
+      for (const std::string& name : ListDir(fs::path(out).parent_path().string())) {
+        CHECK(name.find("framemill") == std::string::npos);
+      }
+    }
+  }
+  CHECK(SharedMemoryObjects().empty());
+  CHECK(ProcessesMentioning(dir).empty());
+  return r.err;
+}
+
+nlohmann::json BaseJob(const std::string& dir, const std::string& input) {
+  return {{"input", input},
+          {"output", dir + "/out/result.mp4"},
+          {"model", ModelCopy("identity", dir)},
+          {"workers", 2},
+          {"chunk_frames", 16},
+          {"device", "cpu"}};
+}
+
+std::string Prepare(const std::string& name) {
+  std::string dir = ScratchDir("bad_" + name);
+  fs::create_directories(dir + "/out");
+  return dir;
+}
+
+}  // namespace
+
+TEST_CASE("bad input: a missing input file") {
+  std::string dir = Prepare("missing");
+  std::string err = ExpectFailure(dir, BaseJob(dir, dir + "/no-such.mp4"), "input_missing");
+  CHECK(err.find("no-such.mp4") != std::string::npos);
+}
+
+TEST_CASE("bad input: a file that is not a video") {
+  std::string dir = Prepare("not_video");
+  std::ofstream(dir + "/notes.mp4") << "these are meeting notes, not a video\n";
+  std::string err = ExpectFailure(dir, BaseJob(dir, dir + "/notes.mp4"), "input_invalid");
+  CHECK(err.find("notes.mp4") != std::string::npos);
+}
+
+TEST_CASE("bad input: a truncated file whose index is lost (moov at the end)") {
+  std::string dir = Prepare("truncated_index");
+  // d0.mp4 keeps its index at the end: cut in half, nothing can be read.
+  std::string cut = dir + "/cut.mp4";
+  Shell("head -c 1400000 '" + TestClip("d0.mp4") + "' > '" + cut + "'");
+  ExpectFailure(dir, BaseJob(dir, cut), "input_invalid");
+}
+
+TEST_CASE("bad input: a truncated file whose index survives (frames missing)") {
+  std::string dir = Prepare("truncated_frames");
+  // With the index at the front, the file promises every frame but holds only some of them.
+  std::string full = dir + "/faststart.mp4";
+  std::string cut = dir + "/cut.mp4";
+  RunResult r = Shell("ffmpeg -nostdin -v error -y -i '" + TestClip("d20.mp4") +
+                      "' -c copy -movflags +faststart '" + full + "'");
+  REQUIRE(r.exit_code == 0);
+  Shell("head -c $(( $(stat -c %s '" + full + "') / 2 )) '" + full + "' > '" + cut + "'");
+  std::string err = ExpectFailure(dir, BaseJob(dir, cut), "input_invalid");
+  CHECK(err.find("cut.mp4") != std::string::npos);
+}
+
+TEST_CASE("bad input: a model path that is not a TorchScript file") {
+  std::string dir = Prepare("bad_model");
+  std::ofstream(dir + "/model.pt") << "not a model";
+  nlohmann::json job = BaseJob(dir, TestClip("d20.mp4"));
+  job["model"] = dir + "/model.pt";
+  std::string err = ExpectFailure(dir, job, "model_invalid");
+  CHECK(err.find("TorchScript") != std::string::npos);
+}
+
+TEST_CASE("bad input: a model file that does not exist") {
+  std::string dir = Prepare("missing_model");
+  nlohmann::json job = BaseJob(dir, TestClip("d20.mp4"));
+  job["model"] = dir + "/absent.pt";
+  std::string err = ExpectFailure(dir, job, "model_invalid");
+  CHECK(err.find("absent.pt") != std::string::npos);
+}
+
+TEST_CASE("bad input: an output directory that does not exist") {
+  std::string dir = Prepare("no_outdir");
+  nlohmann::json job = BaseJob(dir, TestClip("d20.mp4"));
+  job["output"] = dir + "/nowhere/result.mp4";
+  std::string err = ExpectFailure(dir, job, "output_invalid");
+  CHECK(err.find("nowhere") != std::string::npos);
+}
+
+TEST_CASE("bad input: an existing output is not overwritten without overwrite") {
+  std::string dir = Prepare("exists");
+  nlohmann::json job = BaseJob(dir, TestClip("d20.mp4"));
+  std::ofstream(job["output"].get<std::string>()) << "precious";
+  RunResult r = RunJob(dir, job);
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("output exists") != std::string::npos);
+  std::ifstream in(job["output"].get<std::string>());
+  std::string content;
+  in >> content;
+  CHECK(content == "precious");
+}
+
+TEST_CASE("bad input: malformed job JSON and unknown keys are rejected by name") {
+  std::string dir = Prepare("bad_json");
+  std::ofstream(dir + "/broken.json") << "{\"input\": \"a.mp4\", ";
+  RunResult r = Shell(std::string("'") + FRAMEMILL_BIN + "' run '" + dir + "/broken.json'");
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("malformed JSON") != std::string::npos);
+
+  nlohmann::json job = BaseJob(dir, TestClip("d20.mp4"));
+  job["chunk_frame"] = 12;  // a typo
+  std::string err = ExpectFailure(dir, job, "invalid_job");
+  CHECK(err.find("job.chunk_frame: unknown key") != std::string::npos);
+}

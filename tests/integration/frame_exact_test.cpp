@@ -1,0 +1,56 @@
+// One long generated video through three workers and back: every frame exactly once, in order,
+// with the audio track kept.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "harness.h"
+
+using namespace framemill::test;
+
+TEST_CASE("frame-exact: 2,050 indexed frames through identity with 3 workers keep order and audio") {
+  const std::string dir = ScratchDir("frame_exact");
+  const int kFrames = 2050, kW = 320, kH = 240, kFps = 25;
+  const std::string input = dir + "/indexed.mp4";
+  MakeIndexVideo(input, kFrames, kW, kH, kFps, /*tone_hz=*/440);
+  REQUIRE(CountFrames(input) == kFrames);
+
+  const std::string output = dir + "/out.mp4";
+  nlohmann::json job = {{"input", input},
+                        {"output", output},
+                        {"model", ModelCopy("identity", dir)},
+                        {"workers", 3},
+                        {"chunk_frames", 37},  // 2050 = 55 * 37 + 15: the last chunk is short
+                        {"segment_seconds", 10},
+                        {"device", "cpu"}};
+  RunResult r = RunJob(dir, job);
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+
+  std::vector<int> indices;
+  DecodeFrames(output, kW, kH, [&](const uint8_t* rgb) {
+    indices.push_back(ReadFrameIndex(rgb, kW, kH));
+  });
+  REQUIRE(indices.size() == static_cast<size_t>(kFrames));
+  int out_of_place = 0;
+  for (int i = 0; i < kFrames; ++i) {
+    if (indices[i] != i) ++out_of_place;
+  }
+  CHECK(out_of_place == 0);
+
+  nlohmann::json in_probe = Probe(input), out_probe = Probe(output);
+  nlohmann::json in_audio = FirstStream(in_probe, "audio");
+  nlohmann::json out_audio = FirstStream(out_probe, "audio");
+  REQUIRE(!out_audio.is_null());
+  CHECK(out_audio["codec_name"] == in_audio["codec_name"]);
+  double in_dur = std::stod(in_audio["duration"].get<std::string>());
+  double out_dur = std::stod(out_audio["duration"].get<std::string>());
+  CHECK(std::fabs(in_dur - out_dur) < 0.05);
+  nlohmann::json out_video = FirstStream(out_probe, "video");
+  CHECK(out_video["r_frame_rate"] == "25/1");
+
+  // Nothing left behind: no shared memory, no workers, no scratch files beside the output.
+  CHECK(SharedMemoryObjects().empty());
+  CHECK(ProcessesMentioning(dir).empty());
+  for (const std::string& name : ListDir(dir)) CHECK(name.rfind(".framemill", 0) != 0);
+}

@@ -1,0 +1,214 @@
+#include "harness.h"
+
+#include <array>
+#include <cstdio>
+#include <dirent.h>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/shared_memory.h"
+
+namespace framemill::test {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kGrid = 4;  // 4x4 blocks = 16 bits of frame index
+
+std::string Quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+}  // namespace
+
+std::string ScratchDir(const std::string& test_name) {
+  std::string dir = std::string(FRAMEMILL_TEST_SCRATCH) + "/" + test_name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string ModelPath(const std::string& name) {
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  std::string dir = std::string(FRAMEMILL_TEST_SCRATCH) + "/models";
+  fs::create_directories(dir);
+  std::string path = dir + "/" + name + ".pt";
+  if (!fs::exists(path)) {
+    // Export writes a temporary file and renames it, so parallel test processes are safe.
+    RunResult r = Shell(Quote(FRAMEMILL_BIN) + " model export " + name + " " + Quote(path));
+    if (r.exit_code != 0) throw std::runtime_error("model export failed: " + r.err);
+  }
+  return path;
+}
+
+std::string ModelCopy(const std::string& name, const std::string& dir) {
+  std::string path = dir + "/" + name + ".pt";
+  fs::copy_file(ModelPath(name), path, fs::copy_options::overwrite_existing);
+  return path;
+}
+
+std::string TestClip(const std::string& name) {
+  const char* env = std::getenv("FRAMEMILL_TESTDATA");
+  std::string dir = env != nullptr ? env : FRAMEMILL_TESTDATA;
+  return dir + "/" + name;
+}
+
+RunResult Shell(const std::string& command) {
+  char tmpl[] = "/tmp/framemill-test-stderr-XXXXXX";
+  int fd = ::mkstemp(tmpl);
+  ::close(fd);
+  std::string full = "(" + command + ") 2>" + tmpl;
+  RunResult r;
+  FILE* p = ::popen(full.c_str(), "r");
+  if (p == nullptr) return r;
+  std::array<char, 65536> buf{};
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  int status = ::pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.err = ReadFile(tmpl);
+  ::unlink(tmpl);
+  return r;
+}
+
+RunResult RunJob(const std::string& dir, const nlohmann::json& job, const nlohmann::json& config) {
+  std::string job_path = dir + "/job.json";
+  std::ofstream(job_path) << job.dump(2);
+  std::string cmd = Quote(FRAMEMILL_BIN);
+  if (!config.is_null()) {
+    std::string config_path = dir + "/config.json";
+    std::ofstream(config_path) << config.dump(2);
+    cmd += " --config " + Quote(config_path);
+  }
+  return Shell(cmd + " run " + Quote(job_path));
+}
+
+void MakeIndexVideo(const std::string& path, int frames, int width, int height, int fps,
+                    int tone_hz) {
+  std::string cmd = "ffmpeg -nostdin -v error -y -f rawvideo -pix_fmt rgb24 -s " +
+                    std::to_string(width) + "x" + std::to_string(height) + " -framerate " +
+                    std::to_string(fps) + " -i pipe:0";
+  if (tone_hz > 0) {
+    double seconds = static_cast<double>(frames) / fps;
+    cmd += " -f lavfi -i sine=frequency=" + std::to_string(tone_hz) +
+           ":sample_rate=48000:duration=" + std::to_string(seconds) + " -c:a aac -b:a 96k";
+  }
+  cmd += " -c:v libx264 -preset veryfast -crf 20 -pix_fmt yuv420p -g 50 " + Quote(path);
+  FILE* p = ::popen(cmd.c_str(), "w");
+  if (p == nullptr) throw std::runtime_error("cannot start ffmpeg");
+  std::vector<uint8_t> frame(static_cast<size_t>(width) * height * 3);
+  const int bw = width / kGrid, bh = height / kGrid;
+  for (int i = 0; i < frames; ++i) {
+    for (int y = 0; y < height; ++y) {
+      for (int x = 0; x < width; ++x) {
+        int bx = std::min(x / bw, kGrid - 1), by = std::min(y / bh, kGrid - 1);
+        int bit = kGrid * kGrid - 1 - (by * kGrid + bx);
+        uint8_t v = ((i >> bit) & 1) ? 255 : 0;
+        uint8_t* px = &frame[(static_cast<size_t>(y) * width + x) * 3];
+        px[0] = v;
+        px[1] = v;
+        px[2] = v;
+      }
+    }
+    std::fwrite(frame.data(), 1, frame.size(), p);
+  }
+  if (::pclose(p) != 0) throw std::runtime_error("ffmpeg failed to make " + path);
+}
+
+int ReadFrameIndex(const uint8_t* rgb, int width, int height) {
+  const int bw = width / kGrid, bh = height / kGrid;
+  int index = 0;
+  for (int by = 0; by < kGrid; ++by) {
+    for (int bx = 0; bx < kGrid; ++bx) {
+      // Average the block's centre half, away from edges that compression blurs.
+      long sum = 0, n = 0;
+      for (int y = by * bh + bh / 4; y < by * bh + 3 * bh / 4; ++y) {
+        for (int x = bx * bw + bw / 4; x < bx * bw + 3 * bw / 4; ++x) {
+          sum += rgb[(static_cast<size_t>(y) * width + x) * 3 + 1];
+          ++n;
+        }
+      }
+      long mean = sum / n;
+      if (mean > 60 && mean < 195) return -1;
+      index = (index << 1) | (mean >= 195 ? 1 : 0);
+    }
+  }
+  return index;
+}
+
+int64_t DecodeFrames(const std::string& path, int width, int height,
+                     const std::function<void(const uint8_t*)>& on_frame) {
+  std::string cmd = "ffmpeg -nostdin -v error -i " + Quote(path) +
+                    " -map 0:v:0 -fps_mode passthrough -f rawvideo -pix_fmt rgb24 pipe:1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) throw std::runtime_error("cannot start ffmpeg");
+  std::vector<uint8_t> frame(static_cast<size_t>(width) * height * 3);
+  int64_t count = 0;
+  while (std::fread(frame.data(), 1, frame.size(), p) == frame.size()) {
+    on_frame(frame.data());
+    ++count;
+  }
+  ::pclose(p);
+  return count;
+}
+
+nlohmann::json Probe(const std::string& path) {
+  RunResult r = Shell("ffprobe -v error -print_format json -show_streams -show_format " + Quote(path));
+  if (r.exit_code != 0) return nullptr;
+  return nlohmann::json::parse(r.out);
+}
+
+nlohmann::json FirstStream(const nlohmann::json& probe, const std::string& type) {
+  if (probe.is_null()) return nullptr;
+  for (const auto& s : probe["streams"]) {
+    if (s.value("codec_type", "") == type) return s;
+  }
+  return nullptr;
+}
+
+int64_t CountFrames(const std::string& path) {
+  RunResult r = Shell("ffprobe -v error -select_streams v:0 -count_frames -show_entries "
+                      "stream=nb_read_frames -of csv=p=0 " + Quote(path));
+  if (r.exit_code != 0) return -1;
+  return std::stoll(r.out);
+}
+
+std::vector<std::string> SharedMemoryObjects() { return ListFramemillObjects(); }
+
+std::vector<int> ProcessesMentioning(const std::string& needle) {
+  std::vector<int> pids;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline = ReadFile("/proc/" + name + "/cmdline");
+    for (char& c : cmdline) {
+      if (c == '\0') c = ' ';
+    }
+    if (cmdline.find(needle) != std::string::npos && std::stoi(name) != ::getpid()) {
+      pids.push_back(std::stoi(name));
+    }
+  }
+  return pids;
+}
+
+std::vector<std::string> ListDir(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  return names;
+}
+
+}  // namespace framemill::test

@@ -1,0 +1,69 @@
+// Helpers for the integration tests: run the real binaries, make test videos with ffmpeg, decode
+// outputs frame by frame. Every test works in its own scratch directory.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace framemill::test {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// A fresh, empty directory for the calling test (under the build tree).
+std::string ScratchDir(const std::string& test_name);
+
+// The path of example model `name`, exported once per test binary run.
+std::string ModelPath(const std::string& name);
+
+// A copy of example model `name` inside `dir`: worker processes of the test's job then carry
+// `dir` in their command line, which ProcessesMentioning(dir) finds.
+std::string ModelCopy(const std::string& name, const std::string& dir);
+
+// The real-footage clip `name` from the shared test data.
+std::string TestClip(const std::string& name);
+
+// Writes `job` to dir/job.json and runs `framemill run` on it (with `config` as its config file
+// when not null).
+RunResult RunJob(const std::string& dir, const nlohmann::json& job,
+                 const nlohmann::json& config = nullptr);
+
+// Runs a command line through the shell, capturing stdout and stderr.
+RunResult Shell(const std::string& command);
+
+// A video whose frame i shows i as 16 large black/white blocks (4x4 grid, most significant bit
+// first), so the index survives lossy compression. With `tone_hz` > 0 it has an AAC audio track
+// of that sine tone, as long as the video.
+void MakeIndexVideo(const std::string& path, int frames, int width, int height, int fps,
+                    int tone_hz);
+
+// Reads the index back from a decoded rgb24 frame; -1 when a block is neither black nor white.
+int ReadFrameIndex(const uint8_t* rgb, int width, int height);
+
+// Decodes the first video stream of `path` to rgb24 (every frame, no rate conversion) and calls
+// `on_frame` for each. Returns the number of frames.
+int64_t DecodeFrames(const std::string& path, int width, int height,
+                     const std::function<void(const uint8_t*)>& on_frame);
+
+// ffprobe -show_streams -show_format as JSON.
+nlohmann::json Probe(const std::string& path);
+// The first stream of `type` ("video", "audio") in a Probe() result, or null.
+nlohmann::json FirstStream(const nlohmann::json& probe, const std::string& type);
+// Frames in the first video stream, counted by decoding.
+int64_t CountFrames(const std::string& path);
+
+// framemill.* objects in /dev/shm.
+std::vector<std::string> SharedMemoryObjects();
+// Processes whose command line mentions `needle` (to find leftover workers of a test).
+std::vector<int> ProcessesMentioning(const std::string& needle);
+// Files in `dir` (names only), hidden ones included.
+std::vector<std::string> ListDir(const std::string& dir);
+
+}  // namespace framemill::test

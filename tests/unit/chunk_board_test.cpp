@@ -1,0 +1,61 @@
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "supervisor/chunk_board.h"
+
+using framemill::ChunkBoard;
+using framemill::Status;
+using framemill::StatusCode;
+
+TEST_CASE("board: decoding ahead stops when every slot is taken, and resumes on release") {
+  ChunkBoard board(10, 2);
+  auto a = board.AcquireSlot();
+  auto b = board.AcquireSlot();
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK(*a != *b);
+  board.MarkDecoded(0, *a);
+  board.MarkDecoded(1, *b);
+  std::atomic<bool> got_third{false};
+  std::thread decoder([&] {
+    auto c = board.AcquireSlot();
+    got_third = c.has_value();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK_FALSE(got_third.load());  // bounded: no third slot until one is released
+  auto r = board.TakeReady();
+  REQUIRE(r);
+  CHECK(*r == 0);
+  board.MarkProcessed(0);
+  CHECK(board.WaitProcessed(0));
+  board.ReleaseSlot(0);
+  decoder.join();
+  CHECK(got_third.load());
+}
+
+TEST_CASE("board: a requeued chunk goes first") {
+  ChunkBoard board(3, 3);
+  for (int c = 0; c < 3; ++c) board.MarkDecoded(c, static_cast<uint32_t>(c));
+  CHECK(*board.TakeReady() == 0);
+  CHECK(*board.TakeReady() == 1);
+  board.Requeue(0);
+  CHECK(*board.TakeReady() == 0);
+  CHECK(*board.TakeReady() == 2);
+  CHECK_FALSE(board.TakeReady());
+}
+
+TEST_CASE("board: a failure wakes blocked threads and keeps the first reason") {
+  ChunkBoard board(4, 1);
+  REQUIRE(board.AcquireSlot());
+  std::thread waiter([&] { CHECK_FALSE(board.AcquireSlot()); });
+  std::thread encoder([&] { CHECK_FALSE(board.WaitProcessed(3)); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  board.Fail(Status(StatusCode::kInputInvalid, "first"));
+  board.Fail(Status(StatusCode::kInternal, "second"));
+  waiter.join();
+  encoder.join();
+  CHECK(board.failure().message() == "first");
+  CHECK_FALSE(board.TakeReady());
+}

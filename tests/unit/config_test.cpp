@@ -1,0 +1,96 @@
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <unistd.h>
+
+#include "common/config.h"
+#include "common/job_spec.h"
+
+using framemill::LoadConfig;
+using framemill::ParseConfig;
+using framemill::StatusCode;
+using nlohmann::json;
+
+TEST_CASE("an empty config gives the documented defaults") {
+  auto c = ParseConfig(json::object());
+  REQUIRE(c.ok());
+  CHECK(c->defaults.chunk_frames == 32);
+  CHECK(c->defaults.workers == 2);
+  CHECK(c->defaults.device == "auto");
+  CHECK(c->arena_mb == 4096);
+  CHECK(c->ffmpeg == "ffmpeg");
+}
+
+TEST_CASE("config keys are read, nested defaults included") {
+  json j = {{"arena_mb", 512},
+            {"log_level", "debug"},
+            {"defaults", {{"workers", 4}, {"encoder", {{"preset", "slow"}}}}}};
+  auto c = ParseConfig(j);
+  REQUIRE(c.ok());
+  CHECK(c->arena_mb == 512);
+  CHECK(c->log_level == "debug");
+  CHECK(c->defaults.workers == 4);
+  CHECK(c->defaults.encoder.preset == "slow");
+  CHECK(c->defaults.encoder.crf == 18);
+}
+
+TEST_CASE("config errors name the key") {
+  auto c = ParseConfig({{"arena", 512}});
+  REQUIRE_FALSE(c.ok());
+  CHECK(c.status().code() == StatusCode::kInvalidConfig);
+  CHECK(c.status().message() == "config.arena: unknown key");
+  c = ParseConfig({{"defaults", {{"workerz", 1}}}});
+  CHECK(c.status().message() == "config.defaults.workerz: unknown key");
+  c = ParseConfig({{"log_level", "loud"}});
+  CHECK(c.status().message() == "config.log_level: must be trace, debug, info, warn or error");
+  c = ParseConfig({{"arena_mb", 1}});
+  CHECK(c.status().message().find("config.arena_mb: must be between 16") == 0);
+}
+
+TEST_CASE("a config file is loaded from --config, and a malformed one is reported by path") {
+  char dir[] = "/tmp/framemill-config-test-XXXXXX";
+  REQUIRE(::mkdtemp(dir) != nullptr);
+  std::string good = std::string(dir) + "/good.json";
+  std::string bad = std::string(dir) + "/bad.json";
+  std::ofstream(good) << R"({"defaults": {"chunk_frames": 99}})";
+  std::ofstream(bad) << R"({"defaults": )";
+  auto c = LoadConfig(good);
+  REQUIRE(c.ok());
+  CHECK(c->defaults.chunk_frames == 99);
+  c = LoadConfig(bad);
+  REQUIRE_FALSE(c.ok());
+  CHECK(c.status().message().find(bad + ": malformed JSON") == 0);
+  c = LoadConfig(std::string(dir) + "/absent.json");
+  REQUIRE_FALSE(c.ok());
+  CHECK(c.status().message().find("absent.json: cannot read") != std::string::npos);
+  ::unlink(good.c_str());
+  ::unlink(bad.c_str());
+  ::rmdir(dir);
+}
+
+TEST_CASE("config/framemill.json parses and equals the built-in defaults") {
+  auto file = LoadConfig(std::string(FRAMEMILL_SOURCE_DIR) + "/config/framemill.json");
+  REQUIRE(file.ok());
+  framemill::Config builtin;
+  CHECK(file->defaults.chunk_frames == builtin.defaults.chunk_frames);
+  CHECK(file->defaults.segment_seconds == builtin.defaults.segment_seconds);
+  CHECK(file->defaults.workers == builtin.defaults.workers);
+  CHECK(file->defaults.batch == builtin.defaults.batch);
+  CHECK(file->defaults.device == builtin.defaults.device);
+  CHECK(file->defaults.max_attempts == builtin.defaults.max_attempts);
+  CHECK(file->defaults.encoder.codec == builtin.defaults.encoder.codec);
+  CHECK(file->defaults.encoder.crf == builtin.defaults.encoder.crf);
+  CHECK(file->defaults.encoder.preset == builtin.defaults.encoder.preset);
+  CHECK(file->defaults.encoder.pix_fmt == builtin.defaults.encoder.pix_fmt);
+  CHECK(file->arena_mb == builtin.arena_mb);
+  CHECK(file->worker_start_timeout_s == builtin.worker_start_timeout_s);
+  CHECK(file->log_level == builtin.log_level);
+}
+
+TEST_CASE("config/job.example.json is a valid job") {
+  auto job = framemill::LoadJobFile(std::string(FRAMEMILL_SOURCE_DIR) + "/config/job.example.json",
+                                    framemill::JobSettings{});
+  REQUIRE(job.ok());
+  CHECK(job->settings.chunk_frames == 64);
+}

@@ -22,6 +22,28 @@ void ReadEncoder(FieldReader& parent, StatusCode code, EncoderSettings* enc) {
   parent.Adopt(r.Finish());
 }
 
+void ReadRecycle(FieldReader& parent, StatusCode code, RecycleSettings* rs) {
+  const nlohmann::json* obj = parent.Object("recycle");
+  if (obj == nullptr) return;
+  FieldReader r(*obj, parent.Child("recycle"), code);
+  r.Int("gpu_reserved_mb", &rs->gpu_reserved_mb, 0, int64_t{1} << 30);
+  r.Int("rss_mb", &rs->rss_mb, 0, int64_t{1} << 30);
+  r.Int("max_chunks", &rs->max_chunks, 0, int64_t{1} << 40);
+  r.Double("jitter", &rs->jitter, 0.0, 0.9);
+  r.Bool("warm_standby", &rs->warm_standby);
+  parent.Adopt(r.Finish());
+}
+
+void ReadKill(FieldReader& parent, StatusCode code, KillSettings* ks) {
+  const nlohmann::json* obj = parent.Object("kill");
+  if (obj == nullptr) return;
+  FieldReader r(*obj, parent.Child("kill"), code);
+  r.Int("gpu_reserved_mb", &ks->gpu_reserved_mb, 0, int64_t{1} << 30);
+  r.Int("rss_mb", &ks->rss_mb, 0, int64_t{1} << 30);
+  r.Double("grace_s", &ks->grace_s, 0.0, 3600.0);
+  parent.Adopt(r.Finish());
+}
+
 bool ValidDevice(const std::string& d) {
   static const std::regex kDevice("auto|cpu|cuda|cuda:[0-9]{1,2}");
   return std::regex_match(d, kDevice);
@@ -30,7 +52,7 @@ bool ValidDevice(const std::string& d) {
 }  // namespace
 
 Status ReadJobSettings(const nlohmann::json& object, const std::string& path, StatusCode code,
-                       JobSettings* s, bool allow_unknown_keys) {
+                       JobSettings* s) {
   FieldReader r(object, path, code);
   r.Int("chunk_frames", &s->chunk_frames, 1, kMaxChunkFrames);
   r.Double("segment_seconds", &s->segment_seconds, 0.001, 24 * 3600.0);
@@ -41,16 +63,28 @@ Status ReadJobSettings(const nlohmann::json& object, const std::string& path, St
     r.Fail("device", "must be auto, cpu, cuda or cuda:N, got \"" + s->device + "\"");
   }
   r.Int("max_attempts", &s->max_attempts, 1, kMaxAttempts);
+  r.Double("hang_timeout_s", &s->hang_timeout_s, 1.0, 24 * 3600.0);
   ReadEncoder(r, code, &s->encoder);
-  return allow_unknown_keys ? r.status() : r.Finish();
+  ReadRecycle(r, code, &s->recycle);
+  ReadKill(r, code, &s->kill);
+  if (r.status().ok()) {
+    // A hard limit under its soft limit would kill workers that should have been recycled.
+    if (s->kill.rss_mb > 0 && s->recycle.rss_mb > 0 && s->kill.rss_mb <= s->recycle.rss_mb) {
+      r.Fail("kill", "rss_mb must be above recycle.rss_mb");
+    }
+    if (s->kill.gpu_reserved_mb > 0 && s->recycle.gpu_reserved_mb > 0 &&
+        s->kill.gpu_reserved_mb <= s->recycle.gpu_reserved_mb) {
+      r.Fail("kill", "gpu_reserved_mb must be above recycle.gpu_reserved_mb");
+    }
+  }
+  return r.Finish();
 }
 
 Result<Config> ParseConfig(const nlohmann::json& object) {
   Config c;
   FieldReader r(object, "config", StatusCode::kInvalidConfig);
   if (const nlohmann::json* d = r.Object("defaults")) {
-    Status s = ReadJobSettings(*d, r.Child("defaults"), StatusCode::kInvalidConfig, &c.defaults,
-                               /*allow_unknown_keys=*/false);
+    Status s = ReadJobSettings(*d, r.Child("defaults"), StatusCode::kInvalidConfig, &c.defaults);
     if (!s.ok()) return s;
   }
   r.String("ffmpeg", &c.ffmpeg);
@@ -59,6 +93,7 @@ Result<Config> ParseConfig(const nlohmann::json& object) {
   r.Int("arena_mb", &c.arena_mb, 16, 1 << 20);
   r.Double("worker_start_timeout_s", &c.worker_start_timeout_s, 1, 24 * 3600.0);
   r.String("log_level", &c.log_level);
+  r.String("pytorch_alloc_conf", &c.pytorch_alloc_conf, /*allow_empty=*/true);
   static const std::regex kLevels("trace|debug|info|warn|error");
   if (r.status().ok() && !std::regex_match(c.log_level, kLevels)) {
     r.Fail("log_level", "must be trace, debug, info, warn or error");

@@ -20,6 +20,25 @@ struct EncoderSettings {
   std::string pix_fmt = "yuv420p";
 };
 
+// When a worker is replaced on purpose. Soft limits are checked between chunks: the worker
+// finishes what it holds, then exits cleanly. 0 turns a limit off.
+struct RecycleSettings {
+  int64_t gpu_reserved_mb = 0;  // CUDA caching allocator's reserved memory, MiB
+  int64_t rss_mb = 0;           // current resident set, MiB
+  int64_t max_chunks = 0;       // chunks per worker (like Celery's max_tasks_per_child)
+  double jitter = 0.1;          // each worker's limits are lowered by up to this fraction, at
+                                // random, so that workers do not all recycle at once
+  bool warm_standby = true;     // start the replacement and load its model before the old
+                                // worker stops taking chunks
+};
+
+// When a worker is killed: SIGTERM, then SIGKILL after grace_s; its chunks are sent again.
+struct KillSettings {
+  int64_t gpu_reserved_mb = 0;  // 0 = off
+  int64_t rss_mb = 0;           // 0 = off
+  double grace_s = 10.0;
+};
+
 // Settings a job may override; the config file gives their defaults.
 struct JobSettings {
   int chunk_frames = 32;           // frames per chunk: the unit of dispatch and of retry
@@ -28,7 +47,10 @@ struct JobSettings {
   int batch = 8;                   // frames per model call inside a worker
   std::string device = "auto";     // auto | cpu | cuda | cuda:N
   int max_attempts = 3;            // tries per chunk before the job fails
+  double hang_timeout_s = 300.0;   // a busy worker without a heartbeat this long is killed
   EncoderSettings encoder;
+  RecycleSettings recycle;
+  KillSettings kill;
 };
 
 struct Config {
@@ -38,6 +60,8 @@ struct Config {
   std::string worker_binary;              // "" = framemill-worker beside the framemill binary
   int64_t arena_mb = 4096;                // shared-memory frame arena per job, MiB
   double worker_start_timeout_s = 300.0;  // model load time allowed before a worker is failed
+  std::string pytorch_alloc_conf;         // given to workers as PYTORCH_CUDA_ALLOC_CONF and
+                                          // PYTORCH_ALLOC_CONF ("" = leave the environment)
   std::string log_level = "info";         // trace | debug | info | warn | error
 };
 
@@ -51,7 +75,7 @@ inline constexpr int64_t kMaxJobFileBytes = 1 << 20;
 // Reads the settings in `object` (a job or the config's "defaults") over `*settings`.
 // Keys not in the object keep their current values; unknown keys are errors.
 Status ReadJobSettings(const nlohmann::json& object, const std::string& path, StatusCode code,
-                       JobSettings* settings, bool allow_unknown_keys);
+                       JobSettings* settings);
 
 // Parses a config from JSON (all keys optional). Errors name the key.
 Result<Config> ParseConfig(const nlohmann::json& object);

@@ -17,8 +17,7 @@ Result<JobSpec> ParseJob(const nlohmann::json& object, const JobSettings& defaul
   // check for keys that neither knows.
   nlohmann::json rest = object;
   for (const char* k : {"input", "output", "model", "overwrite"}) rest.erase(k);
-  FM_RETURN_IF_ERROR(ReadJobSettings(rest, "job", StatusCode::kInvalidJob, &job.settings,
-                                     /*allow_unknown_keys=*/false));
+  FM_RETURN_IF_ERROR(ReadJobSettings(rest, "job", StatusCode::kInvalidJob, &job.settings));
   if (job.input == job.output) {
     return Status(StatusCode::kInvalidJob, "job.output: must differ from job.input");
   }

@@ -71,7 +71,7 @@ struct WorkerTelemetry {
   std::atomic<uint64_t> heartbeat_ms{0};  // CLOCK_MONOTONIC ms at the last sign of life
   std::atomic<uint64_t> frames_done{0};
   std::atomic<uint64_t> chunks_done{0};
-  std::atomic<uint64_t> rss_bytes{0};           // current resident set, from /proc/self/statm
+  std::atomic<uint64_t> rss_bytes{0};  // current private resident memory (RssAnon + RssFile)
   std::atomic<uint64_t> gpu_allocated_bytes{0};  // CUDA caching allocator, current
   std::atomic<uint64_t> gpu_reserved_bytes{0};
   std::atomic<uint64_t> gpu_peak_reserved_bytes{0};

@@ -16,23 +16,18 @@
 #include "common/shared_memory.h"
 #include "common/shm_protocol.h"
 #include "supervisor/chunk_board.h"
+#include "supervisor/dispatcher.h"
 #include "supervisor/ffmpeg_pipes.h"
 #include "supervisor/job_plan.h"
 #include "supervisor/media_probe.h"
 #include "supervisor/output_muxer.h"
+#include "supervisor/timeline.h"
 #include "supervisor/worker_pool.h"
 
 namespace framemill {
 namespace {
 
-constexpr int kInflightPerWorker = 2;  // one running, one waiting: no idle gap between chunks
-constexpr int kWakeIntervalMs = 50;    // longest the dispatcher sleeps without a wake-up
-constexpr int kStopGraceMs = 5000;
-
-std::string FrameRange(const ChunkPlan& c) {
-  return "frames " + std::to_string(c.first_frame) + "-" +
-         std::to_string(c.first_frame + c.frames - 1);
-}
+constexpr int kInflightPerWorker = 2;  // as in the dispatcher: sizes the arena
 
 Status CheckPaths(const JobSpec& job) {
   struct stat st {};
@@ -68,15 +63,9 @@ class JobRun {
  private:
   Status Prepare();
   Status StartWorkers();
-  Status WaitForFirstWorker();
   Status CreateArena();
   void DecodeLoop();
   void EncodeLoop();
-  void Dispatch();
-  void HandleExit(const WorkerExit& e);
-  void CollectResults(int k);
-  void ChunkFailed(int64_t chunk, const std::string& why, StatusCode code);
-  void Assign(int k);
   std::string WorkerBinary() const;
 
   const JobSpec& job_;
@@ -87,10 +76,8 @@ class JobRun {
   MediaInfo media_;
   JobPlan plan_;
   std::string scratch_;
-  std::unique_ptr<WorkerPool> pool_;
-  std::vector<bool> ready_;                    // by channel: reported kReady
-  std::vector<std::deque<int64_t>> inflight_;  // by channel: chunks sent, not yet answered
-  std::vector<int> attempts_;                  // by chunk: times it failed
+  Timeline timeline_;
+  std::unique_ptr<Dispatcher> dispatcher_;
   uint32_t probe_w_ = 0, probe_h_ = 0;
   int out_w_ = 0, out_h_ = 0;
   SharedMemory arena_shm_;
@@ -125,7 +112,6 @@ Status JobRun::Prepare() {
   Result<JobPlan> plan = MakePlan(v.frame_count, settings_.chunk_frames, per_segment);
   if (!plan.ok()) return plan.status();
   plan_ = std::move(*plan);
-  attempts_.assign(plan_.chunks.size(), 0);
   spdlog::info("{}: video stream #{} {} {}x{} @ {} fps, {} frames, {} audio, {} subtitle; "
                "plan: {} chunks of {}, {} segments",
                job_.input, v.index, v.codec, v.width, v.height, v.frame_rate.ToString(),
@@ -138,48 +124,27 @@ Status JobRun::Prepare() {
 }
 
 Status JobRun::StartWorkers() {
+  WorkerOptions opts;
+  opts.worker_binary = WorkerBinary();
+  opts.model = job_.model;
+  opts.device = settings_.device;
+  opts.log_level = config_.log_level;
+  opts.log_dir = scratch_;
+  opts.pytorch_alloc_conf = config_.pytorch_alloc_conf;
   int workers = static_cast<int>(std::min<int64_t>(settings_.workers, plan_.chunks.size()));
-  WorkerOptions opts{WorkerBinary(), job_.model, settings_.device, config_.log_level};
-  Result<std::unique_ptr<WorkerPool>> pool = WorkerPool::Create(opts, workers);
+  // Twice the channels of the workers wanted: room for a warm standby beside each one.
+  int channels = std::min<int>(2 * workers, static_cast<int>(kMaxWorkerChannels));
+  Result<std::unique_ptr<WorkerPool>> pool = WorkerPool::Create(opts, channels);
   if (!pool.ok()) return pool.status();
-  pool_ = std::move(*pool);
-  ready_.assign(workers, false);
-  inflight_.assign(workers, {});
-  for (int k = 0; k < workers; ++k) {
-    FM_RETURN_IF_ERROR(pool_->Spawn(k));
-    ++report_.workers_started;
-  }
-  return WaitForFirstWorker();
-}
-
-// Waits until one worker has loaded the model and reported its output size. A worker that
-// fails to load fails the job: the model is broken, and every worker would fail the same way.
-Status JobRun::WaitForFirstWorker() {
-  uint64_t started = MonotonicMs();
-  uint64_t deadline = started + static_cast<uint64_t>(config_.worker_start_timeout_s * 1000);
-  while (true) {
-    if (stop_.load()) return Status(StatusCode::kCancelled, "stopped while workers were starting");
-    for (const WorkerExit& e : pool_->ReapExited()) {
-      return Status(StatusCode::kModelInvalid,
-                    "worker " + std::to_string(e.channel) + " could not start: " + e.Describe());
-    }
-    for (int k = 0; k < pool_->channel_count(); ++k) {
-      WorkerChannel& ch = pool_->channel(k);
-      if (ch.state.load(std::memory_order_acquire) != WorkerState::kReady) continue;
-      probe_w_ = ch.probe_out_width.load();
-      probe_h_ = ch.probe_out_height.load();
-      spdlog::info("worker {} ready on {} after {} ms; model maps {}x{} to {}x{}", k, ch.device,
-                   MonotonicMs() - started, kProbeSize, kProbeSize, probe_w_, probe_h_);
-      ready_[k] = true;
-      return Status::Ok();
-    }
-    if (MonotonicMs() > deadline) {
-      return Status(StatusCode::kWorkerFailed,
-                    "no worker loaded the model within worker_start_timeout_s=" +
-                        std::to_string(config_.worker_start_timeout_s));
-    }
-    pool_->WaitForWake(kWakeIntervalMs);
-  }
+  dispatcher_ = std::make_unique<Dispatcher>(
+      plan_, settings_, std::move(*pool), &timeline_,
+      static_cast<uint64_t>(config_.worker_start_timeout_s * 1000));
+  Result<std::pair<uint32_t, uint32_t>> probe = dispatcher_->Start(stop_);
+  if (!probe.ok()) return probe.status();
+  probe_w_ = probe->first;
+  probe_h_ = probe->second;
+  spdlog::info("model maps {}x{} to {}x{}", kProbeSize, kProbeSize, probe_w_, probe_h_);
+  return Status::Ok();
 }
 
 Status JobRun::CreateArena() {
@@ -200,7 +165,7 @@ Status JobRun::CreateArena() {
   uint64_t out_frame = static_cast<uint64_t>(out_w_) * out_h_ * 3;
   uint64_t slot_bytes = AlignUp((in_frame + out_frame) * plan_.chunk_frames, kSlotAlignment);
   uint64_t budget = static_cast<uint64_t>(config_.arena_mb) << 20;
-  uint64_t wanted = static_cast<uint64_t>(pool_->channel_count()) * kInflightPerWorker + 4;
+  uint64_t wanted = static_cast<uint64_t>(settings_.workers) * kInflightPerWorker + 4;
   uint64_t slots = std::min<uint64_t>({budget / slot_bytes, wanted, plan_.chunks.size() + 1});
   if (slots < 2) {
     return Status(StatusCode::kInvalidJob,
@@ -260,7 +225,7 @@ void JobRun::DecodeLoop() {
       ++decoded;
     }
     board_->MarkDecoded(chunk.index, *slot);
-    pool_->Wake();
+    dispatcher_->Wake();
   }
   std::vector<uint8_t> extra(frame_bytes);
   Result<bool> more = (*reader)->Read(extra.data());
@@ -307,132 +272,17 @@ void JobRun::EncodeLoop() {
     spdlog::debug("segment {} done: {} frames", seg.index, seg.frames);
   }
   board_->MarkAllEncoded();
-  pool_->Wake();
-}
-
-void JobRun::ChunkFailed(int64_t chunk, const std::string& why, StatusCode code) {
-  const ChunkPlan& c = plan_.chunks[chunk];
-  int tries = ++attempts_[chunk];
-  if (tries >= settings_.max_attempts) {
-    board_->Fail(Status(code, "chunk " + std::to_string(chunk) + " (" + FrameRange(c) +
-                                  ") failed " + std::to_string(tries) + " times; last: " + why));
-    return;
-  }
-  spdlog::warn("chunk {} ({}) failed (attempt {} of {}): {}; retrying", chunk, FrameRange(c),
-               tries, settings_.max_attempts, why);
-  ++report_.chunk_retries;
-  board_->Requeue(chunk);
-}
-
-void JobRun::HandleExit(const WorkerExit& e) {
-  int k = e.channel;
-  bool was_ready = ready_[k];
-  ready_[k] = false;
-  if (!was_ready) {
-    board_->Fail(Status(StatusCode::kModelInvalid,
-                        "worker " + std::to_string(k) + " could not start: " + e.Describe()));
-    return;
-  }
-  ++report_.worker_failures;
-  spdlog::warn("worker {} (pid {}) died: {}", k, e.pid, e.Describe());
-  // Requeue from the back so that the oldest chunk ends up first in the queue.
-  std::deque<int64_t> lost;
-  lost.swap(inflight_[k]);
-  for (auto it = lost.rbegin(); it != lost.rend(); ++it) {
-    ChunkFailed(*it, "worker died (" + e.Describe() + ")", StatusCode::kWorkerFailed);
-  }
-  if (board_->failed() || board_->AllEncoded()) return;
-  Status s = pool_->Spawn(k);
-  if (!s.ok()) return board_->Fail(s);
-  ++report_.workers_started;
-}
-
-void JobRun::CollectResults(int k) {
-  WorkerChannel& ch = pool_->channel(k);
-  if (!ready_[k] && ch.state.load(std::memory_order_acquire) == WorkerState::kReady) {
-    if (ch.probe_out_width.load() != probe_w_ || ch.probe_out_height.load() != probe_h_) {
-      return board_->Fail(Status(StatusCode::kModelInvalid,
-                                 "workers disagree on the model's output size"));
-    }
-    spdlog::info("worker {} ready on {}", k, ch.device);
-    ready_[k] = true;
-  }
-  ChunkResult r{};
-  while (true) {
-    PopResult p = ch.results.TryPop(&r);
-    if (p == PopResult::kEmpty) return;
-    if (p == PopResult::kCorrupt) {
-      spdlog::error("worker {} corrupted its result ring; killing it", k);
-      ::kill(pool_->Pid(k), SIGKILL);
-      return;
-    }
-    auto it = std::find(inflight_[k].begin(), inflight_[k].end(), static_cast<int64_t>(r.chunk_id));
-    if (it == inflight_[k].end()) {
-      spdlog::error("worker {} answered chunk {} that it was not given; ignored", k, r.chunk_id);
-      continue;
-    }
-    inflight_[k].erase(it);
-    const ChunkPlan& chunk = plan_.chunks[r.chunk_id];
-    if (r.error != 0) {
-      std::string msg(r.message, strnlen(r.message, sizeof(r.message)));
-      ChunkFailed(chunk.index, "model failed: " + msg, StatusCode::kModelInvalid);
-    } else if (r.frames_done != static_cast<uint32_t>(chunk.frames)) {
-      ChunkFailed(chunk.index, "worker returned " + std::to_string(r.frames_done) + " of " +
-                                   std::to_string(chunk.frames) + " frames",
-                  StatusCode::kWorkerFailed);
-    } else {
-      board_->MarkProcessed(chunk.index);
-    }
-  }
-}
-
-void JobRun::Assign(int k) {
-  if (!ready_[k]) return;
-  while (static_cast<int>(inflight_[k].size()) < kInflightPerWorker) {
-    std::optional<int64_t> c = board_->TakeReady();
-    if (!c) return;
-    const ChunkPlan& chunk = plan_.chunks[*c];
-    ChunkRequest rq{};
-    rq.kind = ChunkRequest::kChunk;
-    rq.slot = board_->SlotOf(*c);
-    rq.chunk_id = static_cast<uint64_t>(chunk.index);
-    rq.first_frame = static_cast<uint64_t>(chunk.first_frame);
-    rq.frames = static_cast<uint32_t>(chunk.frames);
-    rq.batch = static_cast<uint32_t>(settings_.batch);
-    CopyString(rq.arena_name, arena_shm_.name());
-    if (!pool_->Send(k, rq)) {
-      board_->Requeue(*c);
-      return;
-    }
-    inflight_[k].push_back(*c);
-  }
-}
-
-// The supervisor's one decision loop: it waits in one place (the wake semaphore, posted by
-// workers and by the decoder and encoder threads) and then looks at everything.
-void JobRun::Dispatch() {
-  while (!board_->AllEncoded() && !board_->failed()) {
-    if (stop_.load()) {
-      board_->Fail(Status(StatusCode::kCancelled, "stopped by signal"));
-      break;
-    }
-    for (const WorkerExit& e : pool_->ReapExited()) HandleExit(e);
-    for (int k = 0; k < pool_->channel_count(); ++k) {
-      if (!pool_->Alive(k)) continue;
-      CollectResults(k);
-      Assign(k);
-    }
-    pool_->WaitForWake(kWakeIntervalMs);
-  }
+  dispatcher_->Wake();
 }
 
 Result<JobReport> JobRun::Run() {
   uint64_t t0 = MonotonicMs();
   FM_RETURN_IF_ERROR(Prepare());
+  FM_RETURN_IF_ERROR(timeline_.Open(job_.output + ".timeline.jsonl", t0));
   Status s = StartWorkers();
   if (s.ok()) s = CreateArena();
   if (!s.ok()) {
-    if (pool_) pool_->StopAll(kStopGraceMs);
+    if (dispatcher_) dispatcher_->Shutdown();
     return s;
   }
   std::thread decoder([this] {
@@ -449,10 +299,11 @@ Result<JobReport> JobRun::Run() {
       board_->Fail(Status(StatusCode::kInternal, std::string("encoder thread: ") + e.what()));
     }
   });
-  Dispatch();
+  dispatcher_->Run(board_.get(), arena_shm_.name(), stop_);
   decoder.join();
   encoder.join();
-  pool_->StopAll(kStopGraceMs);
+  dispatcher_->Shutdown();
+  report_.dispatch = dispatcher_->stats();
   if (board_->failed()) return board_->failure();
 
   MuxRequest mux;
@@ -478,6 +329,7 @@ Result<JobReport> JobRun::Run() {
   report_.out_width = out_w_;
   report_.out_height = out_h_;
   report_.seconds = static_cast<double>(MonotonicMs() - t0) / 1000.0;
+  report_.timeline = timeline_.path();
   return report_;
 }
 

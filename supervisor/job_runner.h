@@ -11,6 +11,7 @@
 #include "common/config.h"
 #include "common/job_spec.h"
 #include "common/status.h"
+#include "supervisor/dispatcher.h"
 
 namespace framemill {
 
@@ -21,9 +22,8 @@ struct JobReport {
   int64_t segments = 0;
   int in_width = 0, in_height = 0, out_width = 0, out_height = 0;
   double seconds = 0.0;
-  int workers_started = 0;
-  int worker_failures = 0;  // workers that died without being asked to stop
-  int chunk_retries = 0;    // chunks sent again after their worker died
+  std::string timeline;     // the job's memory timeline (JSON lines)
+  DispatchStats dispatch;   // workers started, recycles, crashes, kills, retries, peaks
 };
 
 // `stop` is polled: once true the job ends with kCancelled.

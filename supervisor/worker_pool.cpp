@@ -19,6 +19,8 @@ namespace bp = boost::process;
 struct WorkerPool::Process {
   bp::child child;
   int pid = 0;
+  uint64_t generation = 0;
+  std::string log_path;
 };
 
 std::string WorkerExit::Describe() const {
@@ -80,22 +82,40 @@ Status WorkerPool::Spawn(int k) {
   new (&ch) WorkerChannel();
   ch.state.store(WorkerState::kStarting, std::memory_order_release);
   auto p = std::make_unique<Process>();
+  p->generation = ++generations_;
+  p->log_path = options_.log_dir + "/worker-" + std::to_string(k) + "-" +
+                std::to_string(p->generation) + ".log";
   try {
+    bp::environment env = boost::this_process::environment();
+    if (!options_.pytorch_alloc_conf.empty()) {
+      env["PYTORCH_CUDA_ALLOC_CONF"] = options_.pytorch_alloc_conf;
+      env["PYTORCH_ALLOC_CONF"] = options_.pytorch_alloc_conf;
+    }
     p->child = bp::child(options_.worker_binary, "--control", shm_.name(), "--channel",
                          std::to_string(k), "--model", options_.model, "--device",
-                         options_.device, "--log-level", options_.log_level, bp::std_in.close());
+                         options_.device, "--log-level", options_.log_level, env,
+                         bp::std_in.close(), bp::std_err > p->log_path);
   } catch (const std::exception& e) {
     ch.state.store(WorkerState::kEmpty);
     return Status(StatusCode::kIo, "cannot start worker " + options_.worker_binary + ": " + e.what());
   }
   p->pid = p->child.id();
   ch.pid.store(p->pid, std::memory_order_release);
-  spdlog::debug("worker {} started, pid {}", k, p->pid);
+  spdlog::debug("worker {} generation {} started, pid {}, log {}", k, p->generation, p->pid,
+                p->log_path);
   processes_[k] = std::move(p);
   return Status::Ok();
 }
 
 bool WorkerPool::Alive(int k) const { return processes_[k] != nullptr; }
+
+uint64_t WorkerPool::Generation(int k) const {
+  return processes_[k] ? processes_[k]->generation : 0;
+}
+
+void WorkerPool::Signal(int k, int signal) {
+  if (processes_[k] != nullptr) ::kill(processes_[k]->pid, signal);
+}
 
 int WorkerPool::Pid(int k) const { return processes_[k] ? processes_[k]->pid : 0; }
 
@@ -115,6 +135,8 @@ std::vector<WorkerExit> WorkerPool::ReapExited() {
     e.signaled = WIFSIGNALED(status);
     e.signal = e.signaled ? WTERMSIG(status) : 0;
     e.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    e.generation = processes_[k]->generation;
+    e.stderr_tail = LastLinesOfFile(processes_[k]->log_path, 5);
     e.last_state = ch.state.load(std::memory_order_acquire);
     if (e.last_state == WorkerState::kFailed) {
       e.error.assign(ch.error, strnlen(ch.error, sizeof(ch.error)));

@@ -22,6 +22,8 @@ struct WorkerOptions {
   std::string model;          // TorchScript file
   std::string device;         // auto | cpu | cuda | cuda:N
   std::string log_level;
+  std::string log_dir;            // each worker's stderr goes to log_dir/worker-<k>-<gen>.log
+  std::string pytorch_alloc_conf; // "" = inherit the environment as it is
 };
 
 // A worker process that has ended and been reaped.
@@ -31,8 +33,10 @@ struct WorkerExit {
   int exit_code = 0;     // valid when !signaled
   int signal = 0;        // valid when signaled
   bool signaled = false;
+  uint64_t generation = 0;
   WorkerState last_state = WorkerState::kEmpty;
   std::string error;     // the worker's own account (channel error text), may be empty
+  std::string stderr_tail;  // last lines the worker wrote to stderr
 
   std::string Describe() const;  // "exit code 3: <error>" / "killed by signal 9 (Killed)"
 };
@@ -49,8 +53,12 @@ class WorkerPool {
   const std::string& control_name() const { return shm_.name(); }
 
   // Starts a worker on channel `k`, which must have no live process. The channel's rings and
-  // state are reset first.
+  // state are reset first. The worker gets the next generation number (1, 2, ...).
   Status Spawn(int k);
+  uint64_t Generation(int k) const;
+
+  // Sends `signal` to the worker on channel k, if any.
+  void Signal(int k, int signal);
 
   // Is a process running (not yet reaped) on channel k?
   bool Alive(int k) const;
@@ -78,6 +86,7 @@ class WorkerPool {
   ControlHeader* control_;
   int channel_count_;
   std::vector<std::unique_ptr<Process>> processes_;  // by channel; null when none
+  uint64_t generations_ = 0;
 };
 
 }  // namespace framemill

@@ -59,6 +59,19 @@ def forward(self, x):
   return m;
 }
 
+torch::jit::Module Leak() {
+  torch::jit::Module m("framemill.Leak");
+  // A list attribute the model appends to: every batch stays referenced for the life of the
+  // process, like a cache nobody clears. Growth: 12 bytes per pixel per frame (float RGB).
+  m.register_attribute("kept", c10::ListType::ofTensors(), c10::List<at::Tensor>());
+  m.define(R"(
+def forward(self, x):
+    self.kept.append(x.clone())
+    return x
+)");
+  return m;
+}
+
 torch::jit::Module Heavy() {
   torch::jit::Module m("framemill.Heavy");
   torch::manual_seed(0);
@@ -85,7 +98,7 @@ torch::jit::Module Heavy() {
 }  // namespace
 
 std::vector<std::string> ExampleModelNames() {
-  return {"identity", "invert", "sharpen", "upscale2x", "heavy"};
+  return {"identity", "invert", "sharpen", "upscale2x", "heavy", "leak"};
 }
 
 Status ExportExampleModel(const std::string& name, const std::string& path) {
@@ -96,6 +109,7 @@ Status ExportExampleModel(const std::string& name, const std::string& path) {
     else if (name == "sharpen") m = Sharpen();
     else if (name == "upscale2x") m = Upscale2x();
     else if (name == "heavy") m = Heavy();
+    else if (name == "leak") m = Leak();
     else {
       std::string names;
       for (const std::string& n : ExampleModelNames()) names += (names.empty() ? "" : ", ") + n;

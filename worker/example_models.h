@@ -6,6 +6,8 @@
 //   upscale2x  a convolution to 12 channels + pixel shuffle: 2x nearest-neighbour upscale
 //   heavy      a deep convolutional net with random (seeded) weights, for benchmarks; its
 //              output stays close to its input
+//   leak       identity that keeps a copy of every input batch: memory grows by 12 bytes per
+//              pixel of every frame it sees (a fault fixture for recycling)
 #pragma once
 
 #include <string>

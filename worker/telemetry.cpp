@@ -12,13 +12,21 @@
 namespace framemill {
 
 uint64_t CurrentRssBytes() {
-  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  // RssAnon + RssFile from /proc/self/status: the process's own resident memory. Plain RSS (statm)
+  // also counts the pages of the shared frame arena the worker has touched, which belong to the
+  // supervisor and would make every worker look hundreds of MiB bigger than it is.
+  std::FILE* f = std::fopen("/proc/self/status", "r");
   if (f == nullptr) return 0;
-  unsigned long long size = 0, resident = 0;
-  int n = std::fscanf(f, "%llu %llu", &size, &resident);
+  char line[256];
+  uint64_t kib = 0;
+  while (std::fgets(line, sizeof(line), f) != nullptr) {
+    unsigned long long v = 0;
+    if (std::sscanf(line, "RssAnon: %llu kB", &v) == 1 || std::sscanf(line, "RssFile: %llu kB", &v) == 1) {
+      kib += v;
+    }
+  }
   std::fclose(f);
-  if (n != 2) return 0;
-  return resident * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  return kib * 1024;
 }
 
 void PublishTelemetry(WorkerTelemetry& t, const torch::Device& device) {

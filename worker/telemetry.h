@@ -9,7 +9,8 @@
 
 namespace framemill {
 
-// Current resident set size of this process in bytes (/proc/self/statm), not the peak.
+// Current resident memory of this process in bytes, not the peak, and without the shared
+// frame arena (RssAnon + RssFile).
 uint64_t CurrentRssBytes();
 
 // Publishes heartbeat, RSS and (on CUDA builds, for a CUDA device) the caching allocator's

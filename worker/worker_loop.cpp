@@ -1,6 +1,7 @@
 #include "worker/worker_loop.h"
 
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <sys/prctl.h>
@@ -12,6 +13,7 @@
 #include "common/log.h"
 #include "common/shared_memory.h"
 #include "common/shm_protocol.h"
+#include "worker/fault_injection.h"
 #include "worker/frame_model.h"
 #include "worker/telemetry.h"
 
@@ -37,6 +39,7 @@ class Worker {
   ControlHeader* control_;
   WorkerChannel& ch_;
   int channel_;
+  Fault fault_;  // test-only, from the environment
   std::unique_ptr<FrameModel> model_;
   std::map<std::string, SharedMemory> arenas_;  // mapped by name; a job's arena, kept mapped
 };
@@ -94,6 +97,7 @@ ChunkResult Worker::Process(const ChunkRequest& rq) {
   torch::InferenceMode guard;
   for (uint32_t off = 0; off < rq.frames; off += rq.batch) {
     const int64_t b = std::min<uint32_t>(rq.batch, rq.frames - off);
+    MaybeInjectFault(fault_, static_cast<int64_t>(rq.first_frame + off), b);
     torch::Tensor frames = torch::from_blob(in + off * in_bytes, {b, h, w, 3}, torch::kUInt8);
     torch::Tensor x = frames.to(device).permute({0, 3, 1, 2}).to(torch::kFloat32).div_(255.0);
     Result<torch::Tensor> y = model_->Run(x);
@@ -126,6 +130,10 @@ void Worker::Publish(const ChunkResult& result) {
 
 int Worker::Run(const WorkerArgs& args) {
   ch_.pid.store(::getpid(), std::memory_order_release);
+  const char* fault_spec = std::getenv(kFaultEnvVar);
+  Result<Fault> fault = ParseFault(fault_spec == nullptr ? "" : fault_spec);
+  if (!fault.ok()) return Fail(kWorkerExitUsage, fault.status().message());
+  fault_ = *fault;
   PublishTelemetry(ch_.telemetry, torch::Device(torch::kCPU));
   Result<torch::Device> device = ResolveDevice(args.device);
   if (!device.ok()) return Fail(kWorkerExitModel, device.status().message());

@@ -39,7 +39,7 @@ nlohmann::json BaseJob(const std::string& dir, const std::string& input) {
           {"model", ModelCopy("identity", dir)},
           {"workers", 2},
           {"chunk_frames", 16},
-          {"device", "cpu"}};
+          {"device", TestDevice()}};
 }
 
 std::string Prepare(const std::string& name) {

@@ -22,21 +22,14 @@ TEST_CASE("frame-exact: 2,050 indexed frames through identity with 3 workers kee
                         {"workers", 3},
                         {"chunk_frames", 37},  // 2050 = 55 * 37 + 15: the last chunk is short
                         {"segment_seconds", 10},
-                        {"device", "cpu"}};
+                        {"device", TestDevice()}};
   RunResult r = RunJob(dir, job);
   INFO("stderr: " << r.err);
   REQUIRE(r.exit_code == 0);
 
-  std::vector<int> indices;
-  DecodeFrames(output, kW, kH, [&](const uint8_t* rgb) {
-    indices.push_back(ReadFrameIndex(rgb, kW, kH));
-  });
-  REQUIRE(indices.size() == static_cast<size_t>(kFrames));
-  int out_of_place = 0;
-  for (int i = 0; i < kFrames; ++i) {
-    if (indices[i] != i) ++out_of_place;
-  }
-  CHECK(out_of_place == 0);
+  std::vector<int> indices = FrameIndices(output, kW, kH);
+  CHECK(indices.size() == static_cast<size_t>(kFrames));
+  CHECK(OutOfPlace(indices, kFrames) == 0);
 
   nlohmann::json in_probe = Probe(input), out_probe = Probe(output);
   nlohmann::json in_audio = FirstStream(in_probe, "audio");

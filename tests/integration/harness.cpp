@@ -1,6 +1,9 @@
 #include "harness.h"
 
 #include <array>
+#include <chrono>
+#include <csignal>
+#include <fcntl.h>
 #include <cstdio>
 #include <dirent.h>
 #include <filesystem>
@@ -85,16 +88,114 @@ RunResult Shell(const std::string& command) {
   return r;
 }
 
-RunResult RunJob(const std::string& dir, const nlohmann::json& job, const nlohmann::json& config) {
-  std::string job_path = dir + "/job.json";
+BackgroundJob StartJob(const std::string& dir, const nlohmann::json& job, const Env& env,
+                       const nlohmann::json& config, const std::string& name) {
+  std::string job_path = dir + "/" + name + ".json";
   std::ofstream(job_path) << job.dump(2);
-  std::string cmd = Quote(FRAMEMILL_BIN);
+  std::vector<std::string> argv = {FRAMEMILL_BIN};
   if (!config.is_null()) {
-    std::string config_path = dir + "/config.json";
+    std::string config_path = dir + "/" + name + ".config.json";
     std::ofstream(config_path) << config.dump(2);
-    cmd += " --config " + Quote(config_path);
+    argv.insert(argv.end(), {"--config", config_path});
   }
-  return Shell(cmd + " run " + Quote(job_path));
+  argv.insert(argv.end(), {"run", job_path});
+  BackgroundJob bg;
+  bg.out_path = dir + "/" + name + ".stdout";
+  bg.err_path = dir + "/" + name + ".stderr";
+  pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+    int out = ::open(bg.out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int err = ::open(bg.err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(out, 1);
+    ::dup2(err, 2);
+    std::vector<char*> args;
+    for (std::string& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  bg.pid = pid;
+  return bg;
+}
+
+RunResult WaitJob(const BackgroundJob& job, double timeout_s) {
+  RunResult r;
+  int status = 0;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (true) {
+    pid_t p = ::waitpid(job.pid, &status, WNOHANG);
+    if (p == job.pid) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(job.pid, SIGKILL);
+      ::waitpid(job.pid, &status, 0);
+      r.exit_code = -1;
+      r.out = ReadFile(job.out_path);
+      r.err = "(timed out) " + ReadFile(job.err_path);
+      return r;
+    }
+    ::usleep(20 * 1000);
+  }
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = ReadFile(job.out_path);
+  r.err = ReadFile(job.err_path);
+  return r;
+}
+
+RunResult RunJob(const std::string& dir, const nlohmann::json& job, const nlohmann::json& config,
+                 const Env& env) {
+  return WaitJob(StartJob(dir, job, env, config));
+}
+
+std::string TestDevice() {
+  const char* d = std::getenv("FRAMEMILL_TEST_DEVICE");
+  return d != nullptr && *d != '\0' ? d : "cpu";
+}
+
+std::vector<nlohmann::json> ReadTimeline(const std::string& output) {
+  std::vector<nlohmann::json> rows;
+  std::ifstream in(output + ".timeline.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) rows.push_back(nlohmann::json::parse(line));
+  }
+  return rows;
+}
+
+std::vector<int> WorkerPids(const std::string& dir) {
+  std::vector<int> pids;
+  for (int pid : ProcessesMentioning(dir)) {
+    std::string cmdline = ReadFile("/proc/" + std::to_string(pid) + "/cmdline");
+    if (cmdline.find("framemill-worker") != std::string::npos) pids.push_back(pid);
+  }
+  return pids;
+}
+
+std::vector<uint64_t> FrameHashes(const std::string& path, int width, int height) {
+  std::vector<uint64_t> hashes;
+  const size_t n = static_cast<size_t>(width) * height * 3;
+  DecodeFrames(path, width, height, [&](const uint8_t* rgb) {
+    uint64_t h = 1469598103934665603ull;  // FNV-1a
+    for (size_t i = 0; i < n; ++i) h = (h ^ rgb[i]) * 1099511628211ull;
+    hashes.push_back(h);
+  });
+  return hashes;
+}
+
+std::vector<int> FrameIndices(const std::string& path, int width, int height) {
+  std::vector<int> indices;
+  DecodeFrames(path, width, height, [&](const uint8_t* rgb) {
+    indices.push_back(ReadFrameIndex(rgb, width, height));
+  });
+  return indices;
+}
+
+int OutOfPlace(const std::vector<int>& indices, int frames) {
+  int bad = std::abs(static_cast<int>(indices.size()) - frames);
+  for (size_t i = 0; i < indices.size(); ++i) {
+    if (indices[i] != static_cast<int>(i)) ++bad;
+  }
+  return bad;
 }
 
 void MakeIndexVideo(const std::string& path, int frames, int width, int height, int fps,

@@ -30,10 +30,42 @@ std::string ModelCopy(const std::string& name, const std::string& dir);
 // The real-footage clip `name` from the shared test data.
 std::string TestClip(const std::string& name);
 
-// Writes `job` to dir/job.json and runs `framemill run` on it (with `config` as its config file
-// when not null).
+using Env = std::vector<std::pair<std::string, std::string>>;
+
+// A `framemill run` started in the background.
+struct BackgroundJob {
+  int pid = -1;
+  std::string out_path, err_path;
+};
+
+// Writes `job` to dir/<name>.json and starts `framemill run` on it with `env` added to its
+// environment (and `config` as its config file when not null).
+BackgroundJob StartJob(const std::string& dir, const nlohmann::json& job, const Env& env = {},
+                       const nlohmann::json& config = nullptr, const std::string& name = "job");
+// Waits for it (at most `timeout_s`; then SIGKILLs it and returns exit code -1).
+RunResult WaitJob(const BackgroundJob& job, double timeout_s = 600);
+
+// StartJob + WaitJob.
 RunResult RunJob(const std::string& dir, const nlohmann::json& job,
-                 const nlohmann::json& config = nullptr);
+                 const nlohmann::json& config = nullptr, const Env& env = {});
+
+// The device the tests run models on: $FRAMEMILL_TEST_DEVICE, default "cpu".
+std::string TestDevice();
+
+// The lines of a job's memory timeline (<output>.timeline.jsonl).
+std::vector<nlohmann::json> ReadTimeline(const std::string& output);
+
+// Worker processes whose command line mentions `dir` (see ModelCopy).
+std::vector<int> WorkerPids(const std::string& dir);
+
+// A hash of every decoded frame of `path`, in order (to compare two outputs frame by frame).
+std::vector<uint64_t> FrameHashes(const std::string& path, int width, int height);
+
+// Indices read from every frame of an index video (MakeIndexVideo) after processing.
+std::vector<int> FrameIndices(const std::string& path, int width, int height);
+
+// How many of `indices` differ from 0, 1, 2, ... (and the count itself must match `frames`).
+int OutOfPlace(const std::vector<int>& indices, int frames);
 
 // Runs a command line through the shell, capturing stdout and stderr.
 RunResult Shell(const std::string& command);

@@ -49,7 +49,7 @@ TEST_CASE("real footage: every shared clip through identity keeps frames, rate, 
       nlohmann::json job = {{"input", input},      {"output", output},
                             {"model", ModelCopy("identity", dir)},
                             {"workers", 2},        {"chunk_frames", 16},
-                            {"segment_seconds", 2}, {"device", "cpu"}};
+                            {"segment_seconds", 2}, {"device", TestDevice()}};
       RunResult r = RunJob(dir, job);
       INFO("stderr: " << r.err);
       REQUIRE(r.exit_code == 0);
@@ -83,7 +83,7 @@ TEST_CASE("upscale2x on a real clip doubles width and height exactly") {
                         {"model", ModelCopy("upscale2x", dir)},
                         {"workers", 2},
                         {"chunk_frames", 24},
-                        {"device", "cpu"}};
+                        {"device", TestDevice()}};
   RunResult r = RunJob(dir, job);
   INFO("stderr: " << r.err);
   REQUIRE(r.exit_code == 0);

@@ -35,6 +35,26 @@ TEST_CASE("config keys are read, nested defaults included") {
   CHECK(c->defaults.encoder.crf == 18);
 }
 
+TEST_CASE("recycle and kill limits are read, and a hard limit under the soft one is refused") {
+  json j = {{"defaults", {{"recycle", {{"rss_mb", 800}, {"max_chunks", 50}, {"warm_standby", false}}},
+                          {"kill", {{"rss_mb", 1200}, {"grace_s", 3}}},
+                          {"hang_timeout_s", 45}}}};
+  auto c = ParseConfig(j);
+  REQUIRE(c.ok());
+  CHECK(c->defaults.recycle.rss_mb == 800);
+  CHECK(c->defaults.recycle.max_chunks == 50);
+  CHECK_FALSE(c->defaults.recycle.warm_standby);
+  CHECK(c->defaults.kill.rss_mb == 1200);
+  CHECK(c->defaults.kill.grace_s == 3);
+  CHECK(c->defaults.hang_timeout_s == 45);
+  j["defaults"]["kill"]["rss_mb"] = 700;
+  c = ParseConfig(j);
+  REQUIRE_FALSE(c.ok());
+  CHECK(c.status().message() == "config.defaults.kill: rss_mb must be above recycle.rss_mb");
+  c = ParseConfig({{"defaults", {{"recycle", {{"rss", 1}}}}}});
+  CHECK(c.status().message() == "config.defaults.recycle.rss: unknown key");
+}
+
 TEST_CASE("config errors name the key") {
   auto c = ParseConfig({{"arena", 512}});
   REQUIRE_FALSE(c.ok());
@@ -83,6 +103,16 @@ TEST_CASE("config/framemill.json parses and equals the built-in defaults") {
   CHECK(file->defaults.encoder.crf == builtin.defaults.encoder.crf);
   CHECK(file->defaults.encoder.preset == builtin.defaults.encoder.preset);
   CHECK(file->defaults.encoder.pix_fmt == builtin.defaults.encoder.pix_fmt);
+  CHECK(file->defaults.hang_timeout_s == builtin.defaults.hang_timeout_s);
+  CHECK(file->defaults.recycle.gpu_reserved_mb == builtin.defaults.recycle.gpu_reserved_mb);
+  CHECK(file->defaults.recycle.rss_mb == builtin.defaults.recycle.rss_mb);
+  CHECK(file->defaults.recycle.max_chunks == builtin.defaults.recycle.max_chunks);
+  CHECK(file->defaults.recycle.jitter == builtin.defaults.recycle.jitter);
+  CHECK(file->defaults.recycle.warm_standby == builtin.defaults.recycle.warm_standby);
+  CHECK(file->defaults.kill.gpu_reserved_mb == builtin.defaults.kill.gpu_reserved_mb);
+  CHECK(file->defaults.kill.rss_mb == builtin.defaults.kill.rss_mb);
+  CHECK(file->defaults.kill.grace_s == builtin.defaults.kill.grace_s);
+  CHECK(file->pytorch_alloc_conf == builtin.pytorch_alloc_conf);
   CHECK(file->arena_mb == builtin.arena_mb);
   CHECK(file->worker_start_timeout_s == builtin.worker_start_timeout_s);
   CHECK(file->log_level == builtin.log_level);

@@ -1,0 +1,388 @@
+#include "supervisor/dispatcher.h"
+
+#include <algorithm>
+#include <csignal>
+#include <cstring>
+
+#include "common/log.h"
+#include "common/shm_protocol.h"
+
+namespace framemill {
+namespace {
+
+constexpr int kInflightPerWorker = 2;  // one running, one waiting: no idle gap between chunks
+constexpr int kWakeIntervalMs = 50;    // longest the loop sleeps without a wake-up
+constexpr int kStopGraceMs = 5000;
+constexpr double kStandbyAt = 0.8;     // fraction of a soft limit at which a standby starts
+
+std::string FrameRange(const ChunkPlan& c) {
+  return "frames " + std::to_string(c.first_frame) + "-" +
+         std::to_string(c.first_frame + c.frames - 1);
+}
+
+std::string ReasonKind(const std::string& reason) {
+  if (reason.rfind("gpu", 0) == 0) return "gpu";
+  if (reason.rfind("rss", 0) == 0) return "rss";
+  return "max_chunks";
+}
+
+std::string OneLine(std::string s) {
+  std::replace(s.begin(), s.end(), '\n', '|');
+  return s;
+}
+
+}  // namespace
+
+Dispatcher::Dispatcher(const JobPlan& plan, const JobSettings& settings,
+                       std::unique_ptr<WorkerPool> pool, Timeline* timeline,
+                       uint64_t start_timeout_ms)
+    : plan_(plan),
+      settings_(settings),
+      pool_(std::move(pool)),
+      timeline_(timeline),
+      start_timeout_ms_(start_timeout_ms),
+      channels_(static_cast<size_t>(pool_->channel_count())),
+      attempts_(plan.chunks.size(), 0),
+      rng_(std::random_device{}()) {}
+
+Dispatcher::~Dispatcher() = default;
+
+WorkerFigures Dispatcher::Figures(int k) const {
+  const WorkerTelemetry& t = pool_->channel(k).telemetry;
+  WorkerFigures f;
+  f.rss_bytes = t.rss_bytes.load(std::memory_order_relaxed);
+  f.gpu_reserved_bytes = t.gpu_reserved_bytes.load(std::memory_order_relaxed);
+  f.chunks_done = t.chunks_done.load(std::memory_order_relaxed);
+  f.heartbeat_ms = t.heartbeat_ms.load(std::memory_order_acquire);
+  f.busy = !channels_[k].inflight.empty();
+  return f;
+}
+
+void Dispatcher::Record(int k, const std::string& event, const std::string& reason) {
+  const WorkerTelemetry& t = pool_->channel(k).telemetry;
+  TimelineEvent e;
+  e.worker = k;
+  e.generation = channels_[k].generation;
+  e.pid = pool_->Pid(k);
+  e.event = event;
+  e.frames = t.frames_done.load(std::memory_order_relaxed);
+  e.rss_bytes = t.rss_bytes.load(std::memory_order_relaxed);
+  e.gpu_allocated_bytes = t.gpu_allocated_bytes.load(std::memory_order_relaxed);
+  e.gpu_reserved_bytes = t.gpu_reserved_bytes.load(std::memory_order_relaxed);
+  e.reason = reason;
+  if (timeline_ != nullptr) timeline_->Record(e, MonotonicMs());
+  DispatchStats::Peak& p = stats_.peaks[channels_[k].peak_index];
+  p.frames = std::max(p.frames, e.frames);
+  p.rss_bytes = std::max(p.rss_bytes, e.rss_bytes);
+  p.gpu_reserved_bytes = std::max(p.gpu_reserved_bytes, e.gpu_reserved_bytes);
+}
+
+Status Dispatcher::Spawn(int k, int replaces) {
+  FM_RETURN_IF_ERROR(pool_->Spawn(k));
+  Channel& ch = channels_[k];
+  ch = Channel{};
+  ch.role = Role::kLoading;
+  ch.generation = pool_->Generation(k);
+  ch.spawn_ms = MonotonicMs();
+  ch.replaces = replaces;
+  ch.limits = JitteredLimits(settings_.recycle, rng_);
+  ch.peak_index = stats_.peaks.size();
+  stats_.peaks.push_back({k, ch.generation, 0, 0, 0});
+  ++stats_.workers_started;
+  Record(k, "start", replaces >= 0 ? "standby for worker " + std::to_string(replaces) : "");
+  return Status::Ok();
+}
+
+int Dispatcher::FreeChannel() const {
+  for (int k = 0; k < static_cast<int>(channels_.size()); ++k) {
+    if (channels_[k].role == Role::kNone && !pool_->Alive(k)) return k;
+  }
+  return -1;
+}
+
+int Dispatcher::Serving() const {
+  int n = 0;
+  for (const Channel& ch : channels_) {
+    // A standby is not counted while the worker it will replace still works.
+    if (ch.role == Role::kActive || (ch.role == Role::kLoading && ch.replaces < 0)) ++n;
+  }
+  return n;
+}
+
+Result<std::pair<uint32_t, uint32_t>> Dispatcher::Start(const std::atomic<bool>& stop) {
+  int wanted = std::min<int>(settings_.workers, static_cast<int>(plan_.chunks.size()));
+  for (int k = 0; k < wanted; ++k) FM_RETURN_IF_ERROR(Spawn(k, -1));
+  uint64_t deadline = MonotonicMs() + start_timeout_ms_;
+  while (true) {
+    if (stop.load()) return Status(StatusCode::kCancelled, "stopped while workers were starting");
+    for (const WorkerExit& e : pool_->ReapExited()) {
+      std::string why = e.Describe();
+      if (!e.stderr_tail.empty() && e.error.empty()) why += "; stderr: " + OneLine(e.stderr_tail);
+      // A worker that says why it failed (model not loadable, no such device) speaks for all of
+      // them. One that died without a word (a signal, a crash in a library) gets a few tries.
+      if (e.last_state == WorkerState::kFailed || ++load_failures_ >= settings_.max_attempts) {
+        return Status(StatusCode::kModelInvalid,
+                      "worker " + std::to_string(e.channel) + " could not start: " + why);
+      }
+      spdlog::warn("worker {} died while loading the model ({}); starting it again", e.channel, why);
+      Record(e.channel, "crash", why);
+      ++stats_.crashes;
+      channels_[e.channel] = Channel{};
+      FM_RETURN_IF_ERROR(Spawn(e.channel, -1));
+    }
+    for (int k = 0; k < wanted; ++k) {
+      if (pool_->channel(k).state.load(std::memory_order_acquire) == WorkerState::kReady) {
+        probe_w_ = pool_->channel(k).probe_out_width.load();
+        probe_h_ = pool_->channel(k).probe_out_height.load();
+        NoteReady(k);
+        return std::make_pair(probe_w_, probe_h_);
+      }
+    }
+    if (MonotonicMs() > deadline) {
+      return Status(StatusCode::kWorkerFailed,
+                    "no worker loaded the model within worker_start_timeout_s=" +
+                        std::to_string(start_timeout_ms_ / 1000));
+    }
+    pool_->WaitForWake(kWakeIntervalMs);
+  }
+}
+
+void Dispatcher::NoteReady(int k) {
+  Channel& ch = channels_[k];
+  WorkerChannel& wc = pool_->channel(k);
+  if (wc.probe_out_width.load() != probe_w_ || wc.probe_out_height.load() != probe_h_) {
+    if (board_ != nullptr) {
+      board_->Fail(Status(StatusCode::kModelInvalid, "workers disagree on the model's output size"));
+    }
+    return;
+  }
+  spdlog::info("worker {} (gen {}, pid {}) ready on {} after {} ms{}", k, ch.generation,
+               pool_->Pid(k), wc.device, MonotonicMs() - ch.spawn_ms,
+               ch.replaces >= 0 ? " (standby)" : "");
+  Record(k, "ready");
+  ch.role = ch.replaces >= 0 ? Role::kStandby : Role::kActive;
+}
+
+// The standby of `k`, if any, takes over now (or as soon as it is ready).
+void Dispatcher::Promote(int k) {
+  int s = channels_[k].standby;
+  channels_[k].standby = -1;
+  if (s < 0) return;
+  channels_[s].replaces = -1;
+  if (channels_[s].role == Role::kStandby) channels_[s].role = Role::kActive;
+}
+
+void Dispatcher::Retire(int k) {
+  channels_[k].role = Role::kRetiring;
+  spdlog::info("worker {} (gen {}) retiring: {}", k, channels_[k].generation,
+               channels_[k].retire_reason);
+  Promote(k);
+}
+
+void Dispatcher::ChunkFailed(int64_t chunk, const std::string& why, StatusCode code) {
+  const ChunkPlan& c = plan_.chunks[chunk];
+  int tries = ++attempts_[chunk];
+  if (tries >= settings_.max_attempts) {
+    board_->Fail(Status(code, "chunk " + std::to_string(chunk) + " (" + FrameRange(c) +
+                                  ") failed " + std::to_string(tries) + " times; last: " + why));
+    return;
+  }
+  spdlog::warn("chunk {} ({}) failed (attempt {} of {}): {}; sending it again", chunk,
+               FrameRange(c), tries, settings_.max_attempts, why);
+  ++stats_.chunk_retries;
+  board_->Requeue(chunk);
+}
+
+void Dispatcher::HandleExit(const WorkerExit& e) {
+  int k = e.channel;
+  Channel& ch = channels_[k];
+  std::string what = e.Describe();
+  if (!e.stderr_tail.empty()) what += "; stderr: " + OneLine(e.stderr_tail);
+  bool clean = ch.stop_sent && !e.signaled && e.exit_code == 0;
+  if (clean) {
+    Record(k, "stop", ch.retire_reason);
+    spdlog::info("worker {} (gen {}) recycled and exited cleanly", k, ch.generation);
+  } else if (ch.kill_deadline_ms != 0) {
+    Record(k, "exit", "killed: " + ch.kill_reason);
+  } else {
+    ++stats_.crashes;
+    Record(k, "crash", what);
+    spdlog::warn("worker {} (gen {}, pid {}) died: {}", k, ch.generation, e.pid, what);
+  }
+  std::deque<int64_t> lost;
+  lost.swap(ch.inflight);
+  std::string why = ch.kill_deadline_ms != 0 ? "worker killed (" + ch.kill_reason + "; " + what + ")"
+                                             : "worker died (" + what + ")";
+  // From the back, so that the oldest chunk ends up first in the queue.
+  for (auto it = lost.rbegin(); it != lost.rend(); ++it) {
+    ChunkFailed(*it, why, StatusCode::kWorkerFailed);
+  }
+  Promote(k);                                          // its standby takes over
+  if (ch.replaces >= 0) channels_[ch.replaces].standby = -1;  // a standby died: start another
+  if (ch.role == Role::kLoading && !clean) {
+    // Workers that keep dying while loading would be restarted forever.
+    if (++load_failures_ >= settings_.max_attempts) {
+      board_->Fail(Status(StatusCode::kWorkerFailed,
+                          "workers failed to start " + std::to_string(load_failures_) +
+                              " times in a row; last: " + what));
+    }
+  }
+  ch = Channel{};
+}
+
+void Dispatcher::CollectResults(int k) {
+  Channel& ch = channels_[k];
+  ChunkResult r{};
+  while (true) {
+    PopResult p = pool_->channel(k).results.TryPop(&r);
+    if (p == PopResult::kEmpty) return;
+    if (p == PopResult::kCorrupt) {
+      spdlog::error("worker {} corrupted its result ring; killing it", k);
+      pool_->Signal(k, SIGKILL);
+      return;
+    }
+    auto it = std::find(ch.inflight.begin(), ch.inflight.end(), static_cast<int64_t>(r.chunk_id));
+    if (it == ch.inflight.end()) {
+      spdlog::error("worker {} answered chunk {} that it was not given; ignored", k, r.chunk_id);
+      continue;
+    }
+    ch.inflight.erase(it);
+    const ChunkPlan& chunk = plan_.chunks[r.chunk_id];
+    if (r.error != 0) {
+      std::string msg(r.message, strnlen(r.message, sizeof(r.message)));
+      ChunkFailed(chunk.index, "model failed: " + msg, StatusCode::kModelInvalid);
+    } else if (r.frames_done != static_cast<uint32_t>(chunk.frames)) {
+      ChunkFailed(chunk.index, "worker returned " + std::to_string(r.frames_done) + " of " +
+                                   std::to_string(chunk.frames) + " frames",
+                  StatusCode::kWorkerFailed);
+    } else {
+      load_failures_ = 0;
+      ++processed_;
+      board_->MarkProcessed(chunk.index);
+      Record(k, "chunk");
+    }
+  }
+}
+
+void Dispatcher::CheckLimits(int k, uint64_t now) {
+  Channel& ch = channels_[k];
+  if (ch.kill_deadline_ms != 0) {
+    if (now >= ch.kill_deadline_ms) {
+      spdlog::warn("worker {} (gen {}) still alive {} s after SIGTERM; SIGKILL", k, ch.generation,
+                   settings_.kill.grace_s);
+      pool_->Signal(k, SIGKILL);
+      ch.kill_deadline_ms = UINT64_MAX;  // signalled for good; wait for the exit
+    }
+    return;
+  }
+  WorkerFigures f = Figures(k);
+  std::optional<std::string> hard;
+  if (ch.role == Role::kLoading) {
+    if (now > ch.spawn_ms + start_timeout_ms_) hard = "model not loaded within worker_start_timeout_s";
+  } else {
+    hard = HardLimitReason(settings_, f, now);
+  }
+  if (hard) {
+    ++stats_.kills;
+    ch.kill_reason = *hard;
+    Record(k, "kill", *hard);
+    spdlog::warn("worker {} (gen {}, pid {}): {}; SIGTERM, SIGKILL in {} s", k, ch.generation,
+                 pool_->Pid(k), *hard, settings_.kill.grace_s);
+    pool_->Signal(k, SIGTERM);
+    ch.kill_deadline_ms = now + static_cast<uint64_t>(settings_.kill.grace_s * 1000);
+    if (ch.kill_deadline_ms == now) ch.kill_deadline_ms = now + 1;
+    return;
+  }
+  if (ch.role != Role::kActive) return;
+  if (std::optional<std::string> soft = SoftLimitReason(ch.limits, f)) {
+    ch.retire_reason = *soft;
+    stats_.recycles[ReasonKind(*soft)]++;
+    Record(k, "recycle", *soft);
+    Retire(k);
+    return;
+  }
+  if (!settings_.recycle.warm_standby || ch.standby >= 0) return;
+  SoftLimits near = ch.limits;
+  near.rss_bytes = static_cast<uint64_t>(near.rss_bytes * kStandbyAt);
+  near.gpu_reserved_bytes = static_cast<uint64_t>(near.gpu_reserved_bytes * kStandbyAt);
+  near.max_chunks = near.max_chunks > 1 ? near.max_chunks - 1 : near.max_chunks;
+  if (std::optional<std::string> close = SoftLimitReason(near, f)) {
+    int spare = FreeChannel();
+    if (spare < 0) return;  // no spare channel: the replacement starts cold at retirement
+    spdlog::info("worker {} (gen {}) nears its limit ({}); standby starts on channel {}", k,
+                 ch.generation, *close, spare);
+    ch.standby = spare;
+    Status s = Spawn(spare, k);
+    if (!s.ok()) board_->Fail(s);
+  }
+}
+
+void Dispatcher::Assign(int k) {
+  Channel& ch = channels_[k];
+  if (ch.role != Role::kActive || ch.kill_deadline_ms != 0) return;
+  while (static_cast<int>(ch.inflight.size()) < kInflightPerWorker) {
+    std::optional<int64_t> c = board_->TakeReady();
+    if (!c) return;
+    const ChunkPlan& chunk = plan_.chunks[*c];
+    ChunkRequest rq{};
+    rq.kind = ChunkRequest::kChunk;
+    rq.slot = board_->SlotOf(*c);
+    rq.chunk_id = static_cast<uint64_t>(chunk.index);
+    rq.first_frame = static_cast<uint64_t>(chunk.first_frame);
+    rq.frames = static_cast<uint32_t>(chunk.frames);
+    rq.batch = static_cast<uint32_t>(settings_.batch);
+    CopyString(rq.arena_name, arena_name_);
+    if (!pool_->Send(k, rq)) {
+      board_->Requeue(*c);
+      return;
+    }
+    ch.inflight.push_back(*c);
+  }
+}
+
+// The one place that waits (the wake semaphore, posted by workers and by the decoder and
+// encoder threads) and then looks at everything.
+void Dispatcher::Run(ChunkBoard* board, const std::string& arena_name,
+                     const std::atomic<bool>& stop) {
+  board_ = board;
+  arena_name_ = arena_name;
+  const int wanted = std::min<int>(settings_.workers, static_cast<int>(plan_.chunks.size()));
+  const int64_t total = static_cast<int64_t>(plan_.chunks.size());
+  while (!board_->AllEncoded() && !board_->failed()) {
+    if (stop.load()) {
+      board_->Fail(Status(StatusCode::kCancelled, "stopped by signal"));
+      break;
+    }
+    for (const WorkerExit& e : pool_->ReapExited()) HandleExit(e);
+    uint64_t now = MonotonicMs();
+    for (int k = 0; k < static_cast<int>(channels_.size()) && !board_->failed(); ++k) {
+      if (!pool_->Alive(k)) continue;
+      Channel& ch = channels_[k];
+      if (ch.role == Role::kLoading &&
+          pool_->channel(k).state.load(std::memory_order_acquire) == WorkerState::kReady) {
+        NoteReady(k);
+      }
+      CollectResults(k);
+      CheckLimits(k, now);
+      Assign(k);
+      if (ch.role == Role::kRetiring && ch.inflight.empty() && !ch.stop_sent) {
+        ChunkRequest stop_rq{};
+        stop_rq.kind = ChunkRequest::kStop;
+        ch.stop_sent = pool_->Send(k, stop_rq);
+      }
+    }
+    // Keep `wanted` workers serving while chunks remain: replaces crashed, killed and
+    // (without warm standby) recycled workers.
+    while (!board_->failed() && processed_ < total && Serving() < wanted) {
+      int k = FreeChannel();
+      if (k < 0) break;
+      Status s = Spawn(k, -1);
+      if (!s.ok()) board_->Fail(s);
+    }
+    pool_->WaitForWake(kWakeIntervalMs);
+  }
+}
+
+void Dispatcher::Shutdown() { pool_->StopAll(kStopGraceMs); }
+
+}  // namespace framemill

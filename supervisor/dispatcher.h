@@ -1,0 +1,120 @@
+// The supervisor's decision loop for one job: hands ready chunks to workers, collects their
+// results, and keeps the right number of healthy workers running. It owns the WorkerPool.
+//
+// Worker lifecycle, per channel (the pool has two channels per wanted worker, so a replacement
+// can load its model while the worker it replaces still works: warm standby):
+//
+//   start ──► loading ──► active ──(soft limit)──► retiring ──(drained)──► kStop ──► exit 0
+//                            │  └─(hard limit / hang)──► SIGTERM ──grace──► SIGKILL
+//                            └─(80% of a soft limit)──► a standby starts loading on a spare
+//                               channel, waits ready, and becomes active the moment the old
+//                               worker retires: the retirement costs no model-load time.
+//
+// A worker that dies while active or retiring is a crash: its chunks go back to the front of
+// the queue (each counts an attempt) and a replacement starts. Policy is here; the worker only
+// reports. Single-threaded: everything runs on the thread that calls Run().
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/config.h"
+#include "common/status.h"
+#include "supervisor/chunk_board.h"
+#include "supervisor/job_plan.h"
+#include "supervisor/recycle_policy.h"
+#include "supervisor/timeline.h"
+#include "supervisor/worker_pool.h"
+
+namespace framemill {
+
+struct DispatchStats {
+  int workers_started = 0;
+  int crashes = 0;           // workers that died unasked
+  int kills = 0;             // workers killed for a hard limit or a hang
+  int chunk_retries = 0;     // chunks sent again
+  std::map<std::string, int> recycles;  // by kind of reason: "rss", "gpu", "max_chunks"
+  struct Peak {
+    int worker = 0;
+    uint64_t generation = 0;
+    uint64_t frames = 0;
+    uint64_t rss_bytes = 0;
+    uint64_t gpu_reserved_bytes = 0;
+  };
+  std::vector<Peak> peaks;  // one per worker generation that ran, in start order
+};
+
+class Dispatcher {
+ public:
+  Dispatcher(const JobPlan& plan, const JobSettings& settings, std::unique_ptr<WorkerPool> pool,
+             Timeline* timeline, uint64_t start_timeout_ms);
+  ~Dispatcher();
+
+  // Starts the job's workers and waits until one has loaded the model; returns the model's
+  // output size for a kProbeSize square input. Fails with kModelInvalid if a worker cannot
+  // load it.
+  Result<std::pair<uint32_t, uint32_t>> Start(const std::atomic<bool>& stop);
+
+  // Runs until every chunk is encoded or the board has failed (the failure is on the board).
+  void Run(ChunkBoard* board, const std::string& arena_name, const std::atomic<bool>& stop);
+
+  // Stops every worker (kStop, then SIGKILL after a grace period).
+  void Shutdown();
+
+  void Wake() { pool_->Wake(); }
+  const DispatchStats& stats() const { return stats_; }
+
+ private:
+  enum class Role { kNone, kLoading, kStandby, kActive, kRetiring };
+  struct Channel {
+    Role role = Role::kNone;
+    uint64_t generation = 0;
+    uint64_t spawn_ms = 0;
+    int replaces = -1;          // a standby (loading or ready): the channel it will take over
+    int standby = -1;           // an active worker near its limit: its standby's channel
+    bool stop_sent = false;
+    uint64_t kill_deadline_ms = 0;  // SIGTERM sent; SIGKILL when this passes
+    std::string kill_reason;
+    std::string retire_reason;
+    SoftLimits limits;
+    std::deque<int64_t> inflight;
+    size_t peak_index = 0;      // into stats_.peaks
+  };
+
+  Status Spawn(int k, int replaces);
+  WorkerFigures Figures(int k) const;
+  void Record(int k, const std::string& event, const std::string& reason = "");
+  void NoteReady(int k);
+  void HandleExit(const WorkerExit& e);
+  void CollectResults(int k);
+  void ChunkFailed(int64_t chunk, const std::string& why, StatusCode code);
+  void CheckLimits(int k, uint64_t now);
+  void Retire(int k);
+  void Promote(int k);
+  void Assign(int k);
+  int FreeChannel() const;
+  int Serving() const;  // workers loading or active, not retiring
+
+  const JobPlan& plan_;
+  const JobSettings& settings_;
+  std::unique_ptr<WorkerPool> pool_;
+  Timeline* timeline_;
+  uint64_t start_timeout_ms_;
+  std::vector<Channel> channels_;
+  std::vector<int> attempts_;  // by chunk
+  std::mt19937_64 rng_;
+  ChunkBoard* board_ = nullptr;
+  std::string arena_name_;
+  uint32_t probe_w_ = 0, probe_h_ = 0;
+  int64_t processed_ = 0;   // chunks whose output is in the arena
+  int load_failures_ = 0;   // workers that died while loading, since the last good chunk
+  DispatchStats stats_;
+};
+
+}  // namespace framemill

@@ -1,0 +1,49 @@
+// The memory timeline of a job: one JSON object per line, appended as things happen, so that
+// `tail -f` shows it live and the sawtooth of recycling can be plotted afterwards.
+//   {"t": 12.345, "worker": 1, "gen": 7, "pid": 4242, "event": "chunk", "frames": 640,
+//    "rss_mb": 812.4, "gpu_allocated_mb": 0, "gpu_reserved_mb": 0, "reason": "..."}
+// t is seconds since the job started; gen counts workers started by the job (never reused);
+// frames are the frames this worker has done. Events: start, ready, chunk, recycle (a soft limit
+// was hit), stop (a recycled worker left cleanly), crash (died unasked), kill (hard limit or hang).
+// Thread safety: one writer thread.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "common/status.h"
+
+namespace framemill {
+
+struct TimelineEvent {
+  int worker = -1;
+  uint64_t generation = 0;
+  int pid = 0;
+  std::string event;
+  uint64_t frames = 0;
+  uint64_t rss_bytes = 0;
+  uint64_t gpu_allocated_bytes = 0;
+  uint64_t gpu_reserved_bytes = 0;
+  std::string reason;
+};
+
+class Timeline {
+ public:
+  Timeline() = default;
+  ~Timeline();
+  Timeline(const Timeline&) = delete;
+  Timeline& operator=(const Timeline&) = delete;
+
+  // Starts a new file at `path` (truncating). A timeline that is not open records nothing.
+  Status Open(const std::string& path, uint64_t start_ms);
+  void Record(const TimelineEvent& e, uint64_t now_ms);
+  const std::string& path() const { return path_; }
+
+ private:
+  std::FILE* file_ = nullptr;
+  std::string path_;
+  uint64_t start_ms_ = 0;
+};
+
+}  // namespace framemill

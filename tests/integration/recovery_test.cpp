@@ -1,0 +1,235 @@
+// Workers that cannot take a job down: memory-threshold recycling, crashes, SIGKILL storms,
+// hangs, poison chunks, and a supervisor killed mid-job. Every test checks the output frame by
+// frame and that nothing is left behind.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <random>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+#include "harness.h"
+
+using namespace framemill::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kW = 320, kH = 240, kFps = 25;
+
+// An index video shared by the tests of one binary run (made once, read-only afterwards).
+std::string IndexVideo(int frames) {
+  std::string dir = std::string(FRAMEMILL_TEST_SCRATCH) + "/videos";
+  fs::create_directories(dir);
+  std::string path = dir + "/indexed-" + std::to_string(frames) + ".mp4";
+  if (!fs::exists(path)) {
+    std::string tmp = path + ".tmp." + std::to_string(::getpid()) + ".mp4";
+    MakeIndexVideo(tmp, frames, kW, kH, kFps, /*tone_hz=*/330);
+    fs::rename(tmp, path);
+  }
+  return path;
+}
+
+nlohmann::json Job(const std::string& dir, const std::string& input, const std::string& model,
+                   const std::string& output_name) {
+  return {{"input", input},
+          {"output", dir + "/" + output_name},
+          {"model", ModelCopy(model, dir)},
+          {"workers", 2},
+          {"chunk_frames", 32},
+          {"segment_seconds", 20},
+          {"device", TestDevice()},
+          {"overwrite", true}};
+}
+
+int CountEvents(const std::vector<nlohmann::json>& timeline, const std::string& event) {
+  return static_cast<int>(std::count_if(timeline.begin(), timeline.end(), [&](const auto& r) {
+    return r["event"] == event;
+  }));
+}
+
+void CheckNothingLeft(const std::string& dir) {
+  CHECK(SharedMemoryObjects().empty());
+  CHECK(ProcessesMentioning(dir).empty());
+}
+
+}  // namespace
+
+TEST_CASE("recovery: a leaking model is recycled by its memory limit and the output stays exact") {
+  const std::string dir = ScratchDir("leak");
+  const int kFrames = 3000;
+  nlohmann::json job = Job(dir, IndexVideo(kFrames), "leak", "out.mp4");
+  // The leak keeps every input batch: 320x240 float RGB = 0.92 MB a frame, 29.5 MB a chunk.
+  // The soft limit is a few chunks above a fresh worker; the hard limit far above the soft one.
+  const bool cuda = TestDevice() != "cpu";
+  const char* key = cuda ? "gpu_reserved_mb" : "rss_mb";
+  const int soft = cuda ? 200 : 400, hard = cuda ? 500 : 800;
+  job["recycle"] = {{key, soft}};
+  job["kill"] = {{key, hard}};
+  RunResult r = RunJob(dir, job);
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(OutOfPlace(FrameIndices(dir + "/out.mp4", kW, kH), kFrames) == 0);
+
+  std::vector<nlohmann::json> timeline = ReadTimeline(dir + "/out.mp4");
+  CHECK(CountEvents(timeline, "recycle") >= 3);
+  CHECK(CountEvents(timeline, "stop") >= 3);  // recycled workers leave cleanly
+  CHECK(CountEvents(timeline, "kill") == 0);
+  CHECK(CountEvents(timeline, "crash") == 0);
+  double peak = 0;
+  for (const auto& row : timeline) {
+    peak = std::max(peak, row[cuda ? "gpu_reserved_mb" : "rss_mb"].get<double>());
+  }
+  INFO("peak " << key << " " << peak);
+  CHECK(peak < hard);
+  CHECK(peak > soft * 0.9 * 0.8);  // the leak really grew: the limit, not luck, recycled them
+  CHECK(r.out.find("recycled") != std::string::npos);
+  CheckNothingLeft(dir);
+}
+
+TEST_CASE("recovery: a worker that crashes mid-chunk is replaced and the output is unchanged") {
+  const std::string dir = ScratchDir("crash");
+  const int kFrames = 1000;
+  const std::string input = IndexVideo(kFrames);
+  RunResult ref = RunJob(dir, Job(dir, input, "identity", "reference.mp4"));
+  REQUIRE(ref.exit_code == 0);
+
+  nlohmann::json job = Job(dir, input, "identity", "out.mp4");
+  RunResult r = WaitJob(StartJob(dir, job, {{"FRAMEMILL_TEST_FAULT",
+                                             "crash@517,once=" + dir + "/crashed"}}));
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(fs::exists(dir + "/crashed"));  // the fault did fire
+  CHECK(r.err.find("died") != std::string::npos);
+  CHECK(r.out.find("crashed 1") != std::string::npos);
+  CHECK(OutOfPlace(FrameIndices(dir + "/out.mp4", kW, kH), kFrames) == 0);
+  CHECK(FrameHashes(dir + "/out.mp4", kW, kH) == FrameHashes(dir + "/reference.mp4", kW, kH));
+  std::vector<nlohmann::json> timeline = ReadTimeline(dir + "/out.mp4");
+  CHECK(CountEvents(timeline, "crash") == 1);
+  CheckNothingLeft(dir);
+}
+
+TEST_CASE("recovery: 20 SIGKILLs of random workers at random moments change nothing") {
+  const std::string dir = ScratchDir("sigkill_storm");
+  const int kFrames = 4000;
+  const std::string input = IndexVideo(kFrames);
+  RunResult ref = RunJob(dir, Job(dir, input, "identity", "reference.mp4"));
+  REQUIRE(ref.exit_code == 0);
+
+  nlohmann::json job = Job(dir, input, "identity", "out.mp4");
+  job["max_attempts"] = 100;  // one chunk may be hit by several kills in a row
+  job["batch"] = 4;           // smaller batches: slower, so the storm fits inside the job
+  BackgroundJob bg = StartJob(dir, job);
+  std::mt19937 rng(20261130);
+  int kills = 0;
+  while (kills < 20) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<>(50, 300)(rng)));
+    int status = 0;
+    if (::waitpid(bg.pid, &status, WNOHANG) == bg.pid) {
+      FAIL("the job ended after only " << kills << " kills: make the video longer");
+    }
+    std::vector<int> pids = WorkerPids(dir);
+    if (pids.empty()) continue;
+    int victim = pids[std::uniform_int_distribution<size_t>(0, pids.size() - 1)(rng)];
+    if (::kill(victim, SIGKILL) == 0) ++kills;
+  }
+  RunResult r = WaitJob(bg, 600);  // the supervisor never blocks: it must finish
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(kills == 20);
+  CHECK(OutOfPlace(FrameIndices(dir + "/out.mp4", kW, kH), kFrames) == 0);
+  CHECK(FrameHashes(dir + "/out.mp4", kW, kH) == FrameHashes(dir + "/reference.mp4", kW, kH));
+  CheckNothingLeft(dir);
+}
+
+TEST_CASE("recovery: a worker that stops its heartbeat is killed after hang_timeout_s + grace") {
+  const std::string dir = ScratchDir("hang");
+  const int kFrames = 1000;
+  nlohmann::json job = Job(dir, IndexVideo(kFrames), "identity", "out.mp4");
+  const double kHangTimeout = 2.0, kGrace = 1.0;
+  job["hang_timeout_s"] = kHangTimeout;
+  job["kill"] = {{"grace_s", kGrace}};
+  RunResult r = WaitJob(StartJob(dir, job, {{"FRAMEMILL_TEST_FAULT",
+                                             "hang@300,once=" + dir + "/hung"}}));
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(OutOfPlace(FrameIndices(dir + "/out.mp4", kW, kH), kFrames) == 0);
+
+  std::vector<nlohmann::json> timeline = ReadTimeline(dir + "/out.mp4");
+  auto kill = std::find_if(timeline.begin(), timeline.end(), [](const auto& row) {
+    return row["event"] == "kill";
+  });
+  REQUIRE(kill != timeline.end());
+  CHECK((*kill)["reason"].get<std::string>().find("no heartbeat") != std::string::npos);
+  int worker = (*kill)["worker"], gen = (*kill)["gen"];
+  double last_sign = 0, exit_t = -1;
+  for (const auto& row : timeline) {
+    if (row["worker"] != worker || row["gen"] != gen) continue;
+    if (row["event"] == "exit") exit_t = row["t"];
+    else if (row["event"] != "kill") last_sign = row["t"];
+  }
+  REQUIRE(exit_t > 0);
+  // It ignores SIGTERM, so it dies by SIGKILL after the grace period, within timeout + grace of
+  // its last sign of life (plus the supervisor's 50 ms polling and scheduling slack).
+  CHECK(exit_t - (*kill)["t"].get<double>() >= kGrace - 0.1);
+  CHECK(exit_t - last_sign <= kHangTimeout + kGrace + 1.5);
+  CheckNothingLeft(dir);
+}
+
+TEST_CASE("recovery: a chunk that always crashes its worker fails the job with its frame range") {
+  const std::string dir = ScratchDir("poison");
+  const int kFrames = 1000;
+  nlohmann::json job = Job(dir, IndexVideo(kFrames), "identity", "out.mp4");
+  job["max_attempts"] = 3;
+  RunResult r = WaitJob(StartJob(dir, job, {{"FRAMEMILL_TEST_FAULT", "crash@500"}}));
+  INFO("stderr: " << r.err);
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("worker_failed") != std::string::npos);
+  CHECK(r.err.find("frames 480-511") != std::string::npos);  // chunk 15 holds frame 500
+  CHECK(r.err.find("failed 3 times") != std::string::npos);
+  CHECK(r.err.find("signal 6") != std::string::npos);       // the workers' exit status
+  CHECK_FALSE(fs::exists(dir + "/out.mp4"));
+  CheckNothingLeft(dir);
+
+  // The next job runs as if nothing happened.
+  RunResult next = RunJob(dir, Job(dir, IndexVideo(kFrames), "identity", "next.mp4"));
+  INFO("stderr: " << next.err);
+  CHECK(next.exit_code == 0);
+  CHECK(OutOfPlace(FrameIndices(dir + "/next.mp4", kW, kH), kFrames) == 0);
+  CheckNothingLeft(dir);
+}
+
+TEST_CASE("recovery: a supervisor killed mid-job leaves no workers, and the next one clears its "
+          "shared memory") {
+  const std::string dir = ScratchDir("stale");
+  nlohmann::json job = Job(dir, IndexVideo(4000), "identity", "out.mp4");
+  job["batch"] = 2;
+  BackgroundJob bg = StartJob(dir, job);
+  // Wait until it is in full swing: workers up and its shared memory in place.
+  for (int i = 0; i < 400 && (WorkerPids(dir).size() < 2 || SharedMemoryObjects().size() < 2); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  REQUIRE(WorkerPids(dir).size() >= 1);
+  std::vector<std::string> left = SharedMemoryObjects();
+  REQUIRE(left.size() >= 2);  // control block and arena
+  ::kill(bg.pid, SIGKILL);
+  RunResult killed = WaitJob(bg, 10);
+  CHECK(killed.exit_code == 128 + SIGKILL);
+
+  // Its workers die with it (PR_SET_PDEATHSIG) ...
+  for (int i = 0; i < 200 && !WorkerPids(dir).empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  CHECK(WorkerPids(dir).empty());
+  // ... but its shared memory stays until another supervisor starts.
+  CHECK(SharedMemoryObjects() == left);
+  RunResult next = RunJob(dir, Job(dir, IndexVideo(1000), "identity", "next.mp4"));
+  INFO("stderr: " << next.err);
+  CHECK(next.exit_code == 0);
+  CHECK(next.err.find("left by dead supervisors") != std::string::npos);
+  CheckNothingLeft(dir);
+}

@@ -1,0 +1,79 @@
+#include "worker/fault_injection.h"
+
+#include <csignal>
+#include <cstdlib>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "common/log.h"
+
+namespace framemill {
+
+Result<Fault> ParseFault(const std::string& spec) {
+  Fault f;
+  if (spec.empty()) return f;
+  auto bad = [&] {
+    return Status(StatusCode::kInvalidConfig,
+                  std::string(kFaultEnvVar) + "=\"" + spec + "\": expected crash@N, hang@N or "
+                  "exit:K@N, optionally followed by ,once=PATH");
+  };
+  std::string main = spec;
+  size_t comma = spec.find(',');
+  if (comma != std::string::npos) {
+    main = spec.substr(0, comma);
+    std::string opt = spec.substr(comma + 1);
+    if (opt.rfind("once=", 0) != 0 || opt.size() <= 5) return bad();
+    f.once_path = opt.substr(5);
+  }
+  size_t at = main.find('@');
+  if (at == std::string::npos) return bad();
+  std::string kind = main.substr(0, at);
+  try {
+    f.frame = std::stoll(main.substr(at + 1));
+    if (kind == "crash") {
+      f.kind = Fault::Kind::kCrash;
+    } else if (kind == "hang") {
+      f.kind = Fault::Kind::kHang;
+    } else if (kind.rfind("exit:", 0) == 0) {
+      f.kind = Fault::Kind::kExit;
+      f.exit_code = std::stoi(kind.substr(5));
+    } else {
+      return bad();
+    }
+  } catch (const std::exception&) {
+    return bad();
+  }
+  return f;
+}
+
+void MaybeInjectFault(const Fault& f, int64_t first, int64_t count) {
+  if (f.kind == Fault::Kind::kNone || f.frame < first || f.frame >= first + count) return;
+  if (!f.once_path.empty()) {
+    // O_EXCL: exactly one worker wins, even when two reach the frame at once.
+    int fd = ::open(f.once_path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0) return;
+    ::close(fd);
+  }
+  spdlog::warn("test fault injection: {} at frame {}",
+               f.kind == Fault::Kind::kCrash ? "crash" : f.kind == Fault::Kind::kHang ? "hang" : "exit",
+               f.frame);
+  spdlog::default_logger()->flush();
+  switch (f.kind) {
+    case Fault::Kind::kCrash:
+      std::abort();
+    case Fault::Kind::kExit:
+      std::_Exit(f.exit_code);
+    case Fault::Kind::kHang: {
+      // Like a process stuck in a driver call: no heartbeat, deaf to SIGTERM.
+      sigset_t set;
+      sigemptyset(&set);
+      sigaddset(&set, SIGTERM);
+      sigprocmask(SIG_BLOCK, &set, nullptr);
+      for (;;) ::pause();
+    }
+    case Fault::Kind::kNone:
+      break;
+  }
+}
+
+}  // namespace framemill

@@ -14,6 +14,12 @@ void InitLogging(const std::string& name, const std::string& level) {
   spdlog::set_default_logger(logger);
 }
 
+void LogDebug(const std::string& m) { spdlog::debug("{}", m); }
+void LogInfo(const std::string& m) { spdlog::info("{}", m); }
+void LogWarn(const std::string& m) { spdlog::warn("{}", m); }
+void LogError(const std::string& m) { spdlog::error("{}", m); }
+void FlushLog() { spdlog::default_logger()->flush(); }
+
 uint64_t MonotonicMs() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);

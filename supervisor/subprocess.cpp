@@ -12,8 +12,7 @@ namespace bp = boost::process;
 
 std::string FindExecutable(const std::string& program) {
   if (program.find('/') != std::string::npos) return program;
-  boost::filesystem::path p = bp::search_path(program);
-  return p.string();
+  return bp::search_path(program).string();
 }
 
 Result<CommandOutput> RunAndCapture(const std::vector<std::string>& argv) {

@@ -5,7 +5,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "common/log.h"
+#include "common/log_lines.h"
 
 namespace framemill {
 
@@ -54,10 +54,11 @@ void MaybeInjectFault(const Fault& f, int64_t first, int64_t count) {
     if (fd < 0) return;
     ::close(fd);
   }
-  spdlog::warn("test fault injection: {} at frame {}",
-               f.kind == Fault::Kind::kCrash ? "crash" : f.kind == Fault::Kind::kHang ? "hang" : "exit",
-               f.frame);
-  spdlog::default_logger()->flush();
+  const char* what = f.kind == Fault::Kind::kCrash  ? "crash"
+                     : f.kind == Fault::Kind::kHang ? "hang"
+                                                    : "exit";
+  LogWarn(std::string("test fault injection: ") + what + " at frame " + std::to_string(f.frame));
+  FlushLog();
   switch (f.kind) {
     case Fault::Kind::kCrash:
       std::abort();

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "common/log.h"
+#include "common/log_lines.h"
 #include "worker/example_models.h"
 #include "worker/worker_loop.h"
 

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <unistd.h>
 
-#include "common/log.h"
+#include "common/clock.h"
 
 #ifdef FRAMEMILL_WITH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>

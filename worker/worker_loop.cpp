@@ -10,7 +10,8 @@
 #include <boost/date_time/posix_time/posix_time_types.hpp>
 #include <torch/torch.h>
 
-#include "common/log.h"
+#include "common/clock.h"
+#include "common/log_lines.h"
 #include "common/shared_memory.h"
 #include "common/shm_protocol.h"
 #include "worker/fault_injection.h"
@@ -45,7 +46,7 @@ class Worker {
 };
 
 int Worker::Fail(int exit_code, const std::string& message) {
-  spdlog::error("worker {}: {}", channel_, message);
+  LogError("worker " + std::to_string(channel_) + ": " + message);
   CopyString(ch_.error, message);
   ch_.state.store(WorkerState::kFailed, std::memory_order_release);
   control_->wake.post();
@@ -149,8 +150,8 @@ int Worker::Run(const WorkerArgs& args) {
   PublishTelemetry(ch_.telemetry, *device);
   ch_.state.store(WorkerState::kReady, std::memory_order_release);
   control_->wake.post();
-  spdlog::debug("worker {}: model {} loaded on {} in {} ms", channel_, args.model, device->str(),
-                MonotonicMs() - t0);
+  LogDebug("worker " + std::to_string(channel_) + ": model " + args.model + " loaded on " +
+           device->str() + " in " + std::to_string(MonotonicMs() - t0) + " ms");
 
   while (true) {
     ChunkRequest rq{};
@@ -180,20 +181,20 @@ int RunWorker(const WorkerArgs& args) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   Result<SharedMemory> shm = SharedMemory::Open(args.control);
   if (!shm.ok()) {
-    spdlog::error("cannot attach: {}", shm.status().message());
+    LogError("cannot attach: " + shm.status().message());
     return kWorkerExitAttach;
   }
   auto* control = static_cast<ControlHeader*>(shm->data());
   if (shm->size() < sizeof(ControlHeader) || control->magic != kControlMagic ||
       control->version != kProtocolVersion || control->header_bytes != sizeof(ControlHeader) ||
       control->channel_bytes != sizeof(WorkerChannel)) {
-    spdlog::error("cannot attach to {}: it was made by a framemill with another shared-memory "
-                  "layout (this worker speaks protocol version {}); use matching binaries",
-                  args.control, kProtocolVersion);
+    LogError("cannot attach to " + args.control + ": it was made by a framemill with another "
+             "shared-memory layout (this worker speaks protocol version " +
+             std::to_string(kProtocolVersion) + "); use matching binaries");
     return kWorkerExitAttach;
   }
   if (args.channel < 0 || static_cast<uint32_t>(args.channel) >= control->channel_count) {
-    spdlog::error("channel {} out of range", args.channel);
+    LogError("channel " + std::to_string(args.channel) + " out of range");
     return kWorkerExitAttach;
   }
   // The parent may have died between spawning us and the prctl above.

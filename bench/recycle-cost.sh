@@ -31,7 +31,7 @@ JSON
   t1=$(date +%s.%N)
   local recycles
   recycles=$(grep -c '"event":"recycle"' "$work/$1.mp4.timeline.jsonl" || true)
-  echo "$1 $(echo "$t1 - $t0" | bc -l) $recycles"
+  echo "$1 $(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }') $recycles"
 }
 
 echo "recycle cost: device $device, $frames frames $size, model $model, $workers worker(s), recycle every $every chunks"
@@ -43,7 +43,7 @@ printf "%-14s %9s %8s %9s %16s\n" mode seconds fps recycles "ms per recycle"
 for line in "$base" "$cold" "$warm"; do
   read -r name t n <<<"$line"
   per="-"
-  if [[ $n -gt 0 ]]; then per=$(printf "%.0f" "$(echo "($t - $tb) * 1000 / $n" | bc -l)"); fi
-  printf "%-14s %9.2f %8.1f %9d %16s\n" "$name" "$t" "$(echo "$frames / $t" | bc -l)" "$n" "$per"
+  if [[ $n -gt 0 ]]; then per=$(awk -v t="$t" -v b="$tb" -v n="$n" 'BEGIN { printf "%.0f", (t - b) * 1000 / n }'); fi
+  printf "%-14s %9.2f %8.1f %9d %16s\n" "$name" "$t" "$(awk -v f="$frames" -v t="$t" 'BEGIN { print f / t }')" "$n" "$per"
 done
 grep -h "ready on" "$work"/warm.stderr | sed -n '1,3p' | sed 's/^.*info: /  /'

@@ -26,7 +26,7 @@
 
 namespace framemill {
 
-inline constexpr uint32_t kProtocolVersion = 1;
+inline constexpr uint32_t kProtocolVersion = 2;
 inline constexpr uint64_t kControlMagic = 0x4c54434d4d52464dull;  // "MFRMMCTL"
 inline constexpr uint64_t kArenaMagic = 0x4e5241414d52464dull;    // "MFRMAARN"
 inline constexpr uint32_t kMaxWorkerChannels = 64;
@@ -36,9 +36,11 @@ inline constexpr size_t kMessageBytes = 480;
 inline constexpr size_t kSlotAlignment = 4096;
 
 // Supervisor -> worker. kind kChunk: run the model over `frames` frames of `slot`.
-// kind kStop: finish and exit 0.
+// kind kStop: finish and exit 0. kind kWarmup: map `arena_name` and run the model once on a
+// random batch of `batch` frames of the arena's size, so that the first real chunk does not pay
+// for kernel selection and first-use allocation (sent to a warm standby); no result is posted.
 struct ChunkRequest {
-  enum Kind : uint32_t { kChunk = 1, kStop = 2 };
+  enum Kind : uint32_t { kChunk = 1, kStop = 2, kWarmup = 3 };
   uint32_t kind;
   uint32_t slot;
   uint64_t chunk_id;     // index of the chunk in the job's plan

@@ -161,6 +161,14 @@ void Dispatcher::NoteReady(int k) {
                ch.replaces >= 0 ? " (standby)" : "");
   Record(k, "ready");
   ch.role = ch.replaces >= 0 ? Role::kStandby : Role::kActive;
+  if (ch.role == Role::kStandby && !arena_name_.empty()) {
+    // Idle until its turn: spend the wait on a warm-up batch at the job's frame size.
+    ChunkRequest warm{};
+    warm.kind = ChunkRequest::kWarmup;
+    warm.batch = static_cast<uint32_t>(settings_.batch);
+    CopyString(warm.arena_name, arena_name_);
+    pool_->Send(k, warm);
+  }
 }
 
 // The standby of `k`, if any, takes over now (or as soon as it is ready).
@@ -305,7 +313,11 @@ void Dispatcher::CheckLimits(int k, uint64_t now) {
   SoftLimits near = ch.limits;
   near.rss_bytes = static_cast<uint64_t>(near.rss_bytes * kStandbyAt);
   near.gpu_reserved_bytes = static_cast<uint64_t>(near.gpu_reserved_bytes * kStandbyAt);
-  near.max_chunks = near.max_chunks > 1 ? near.max_chunks - 1 : near.max_chunks;
+  // Chunks come in steps: start at most 80% of the way and at least two chunks before the end.
+  if (near.max_chunks > 0) {
+    near.max_chunks = std::max<uint64_t>(1, std::min<uint64_t>(
+        static_cast<uint64_t>(near.max_chunks * kStandbyAt), near.max_chunks - std::min<uint64_t>(near.max_chunks, 2)));
+  }
   if (std::optional<std::string> close = SoftLimitReason(near, f)) {
     int spare = FreeChannel();
     if (spare < 0) return;  // no spare channel: the replacement starts cold at retirement

@@ -65,11 +65,10 @@ void MaybeInjectFault(const Fault& f, int64_t first, int64_t count) {
     case Fault::Kind::kExit:
       std::_Exit(f.exit_code);
     case Fault::Kind::kHang: {
-      // Like a process stuck in a driver call: no heartbeat, deaf to SIGTERM.
-      sigset_t set;
-      sigemptyset(&set);
-      sigaddset(&set, SIGTERM);
-      sigprocmask(SIG_BLOCK, &set, nullptr);
+      // Like a process stuck in a driver call: no heartbeat, deaf to SIGTERM. Ignored for the
+      // whole process: blocking it in this thread alone would let LibTorch's and CUDA's own
+      // threads take the signal and die of it (seen on the GPU machine).
+      ::signal(SIGTERM, SIG_IGN);
       for (;;) ::pause();
     }
     case Fault::Kind::kNone:

@@ -35,6 +35,7 @@ class Worker {
   bool SupervisorAlive() const { return ::getppid() == control_->supervisor_pid; }
   ArenaHeader* Arena(const char* name, std::string* error);
   ChunkResult Process(const ChunkRequest& rq);
+  void Warmup(const ChunkRequest& rq);
   void Publish(const ChunkResult& result);
 
   ControlHeader* control_;
@@ -119,6 +120,22 @@ ChunkResult Worker::Process(const ChunkRequest& rq) {
   return result;
 }
 
+void Worker::Warmup(const ChunkRequest& rq) {
+  std::string error;
+  ArenaHeader* arena = Arena(rq.arena_name, &error);
+  if (arena == nullptr || rq.batch == 0) return;  // the first real chunk will report the problem
+  uint64_t t0 = MonotonicMs();
+  torch::InferenceMode guard;
+  torch::Tensor x = torch::rand({static_cast<int64_t>(rq.batch), 3, arena->in_height, arena->in_width},
+                                torch::TensorOptions().device(model_->device()));
+  Result<torch::Tensor> y = model_->Run(x);
+  if (y.ok()) (void)y->sum().item<float>();  // wait for the device to finish
+  PublishTelemetry(ch_.telemetry, model_->device());
+  LogDebug("worker " + std::to_string(channel_) + ": warm-up at " + std::to_string(arena->in_width) +
+           "x" + std::to_string(arena->in_height) + " took " + std::to_string(MonotonicMs() - t0) +
+           " ms");
+}
+
 void Worker::Publish(const ChunkResult& result) {
   // The supervisor keeps at most a few requests in flight per worker, fewer than the ring holds,
   // so this loop only spins if the supervisor is stuck; it ends when the supervisor is gone.
@@ -169,6 +186,10 @@ int Worker::Run(const WorkerArgs& args) {
       ch_.state.store(WorkerState::kExited, std::memory_order_release);
       control_->wake.post();
       return kWorkerExitOk;
+    }
+    if (rq.kind == ChunkRequest::kWarmup) {
+      Warmup(rq);
+      continue;
     }
     Publish(Process(rq));
   }

@@ -29,7 +29,7 @@ log "unit tests"
 ./build-gpu/tests/framemill_unit_tests 2>&1 | tail -3
 
 log "integration tests on cuda (those that need no shared test clips)"
-FRAMEMILL_TEST_DEVICE=cuda ./build-gpu/tests/framemill_integration_tests -tc='frame-exact*,recovery*' \
+FRAMEMILL_TEST_DEVICE=cuda ./build-gpu/tests/framemill_integration_tests -tc="${FRAMEMILL_GPU_TESTS:-frame-exact*,recovery*}" \
   2>&1 | tail -8
 for t in leak crash hang sigkill_storm; do
   cp "build-gpu/tests/scratch/$t/out.mp4.timeline.jsonl" "$OUT/$t-cuda.timeline.jsonl" 2>/dev/null

@@ -160,6 +160,8 @@ void Dispatcher::NoteReady(int k) {
                pool_->Pid(k), wc.device, MonotonicMs() - ch.spawn_ms,
                ch.replaces >= 0 ? " (standby)" : "");
   Record(k, "ready");
+  ch.ready_ms = MonotonicMs();
+  load_ms_ = ch.ready_ms - ch.spawn_ms;
   ch.role = ch.replaces >= 0 ? Role::kStandby : Role::kActive;
   if (ch.role == Role::kStandby && !arena_name_.empty()) {
     // Idle until its turn: spend the wait on a warm-up batch at the job's frame size.
@@ -313,10 +315,17 @@ void Dispatcher::CheckLimits(int k, uint64_t now) {
   SoftLimits near = ch.limits;
   near.rss_bytes = static_cast<uint64_t>(near.rss_bytes * kStandbyAt);
   near.gpu_reserved_bytes = static_cast<uint64_t>(near.gpu_reserved_bytes * kStandbyAt);
-  // Chunks come in steps: start at most 80% of the way and at least two chunks before the end.
   if (near.max_chunks > 0) {
-    near.max_chunks = std::max<uint64_t>(1, std::min<uint64_t>(
-        static_cast<uint64_t>(near.max_chunks * kStandbyAt), near.max_chunks - std::min<uint64_t>(near.max_chunks, 2)));
+    // Chunks come in steps: start early enough for a model load (as last measured) to finish
+    // before the last chunk does, and at least two chunks and 20% before the end.
+    uint64_t ahead = 2;
+    if (f.chunks_done > 0 && load_ms_ > 0) {
+      uint64_t chunk_ms = std::max<uint64_t>(1, (now - ch.ready_ms) / f.chunks_done);
+      ahead = std::max<uint64_t>(ahead, (load_ms_ + chunk_ms - 1) / chunk_ms + 1);
+    }
+    uint64_t by_fraction = static_cast<uint64_t>(near.max_chunks * kStandbyAt);
+    uint64_t by_time = near.max_chunks > ahead ? near.max_chunks - ahead : 1;
+    near.max_chunks = std::max<uint64_t>(1, std::min(by_fraction, by_time));
   }
   if (std::optional<std::string> close = SoftLimitReason(near, f)) {
     int spare = FreeChannel();

@@ -76,6 +76,7 @@ class Dispatcher {
     Role role = Role::kNone;
     uint64_t generation = 0;
     uint64_t spawn_ms = 0;
+    uint64_t ready_ms = 0;
     int replaces = -1;          // a standby (loading or ready): the channel it will take over
     int standby = -1;           // an active worker near its limit: its standby's channel
     bool stop_sent = false;
@@ -114,6 +115,7 @@ class Dispatcher {
   uint32_t probe_w_ = 0, probe_h_ = 0;
   int64_t processed_ = 0;   // chunks whose output is in the arena
   int load_failures_ = 0;   // workers that died while loading, since the last good chunk
+  uint64_t load_ms_ = 0;    // spawn to ready of the last worker that became ready
   DispatchStats stats_;
 };
 

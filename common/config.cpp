@@ -94,6 +94,11 @@ Result<Config> ParseConfig(const nlohmann::json& object) {
   r.Double("worker_start_timeout_s", &c.worker_start_timeout_s, 1, 24 * 3600.0);
   r.String("log_level", &c.log_level);
   r.String("pytorch_alloc_conf", &c.pytorch_alloc_conf, /*allow_empty=*/true);
+  r.String("spool_dir", &c.spool_dir);
+  r.StringList("allowed_input_roots", &c.allowed_input_roots);
+  r.StringList("allowed_output_roots", &c.allowed_output_roots);
+  r.StringList("allowed_model_roots", &c.allowed_model_roots);
+  r.Double("rescan_interval_s", &c.rescan_interval_s, 0.1, 3600.0);
   static const std::regex kLevels("trace|debug|info|warn|error");
   if (r.status().ok() && !std::regex_match(c.log_level, kLevels)) {
     r.Fail("log_level", "must be trace, debug, info, warn or error");

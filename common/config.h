@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -63,6 +64,14 @@ struct Config {
   std::string pytorch_alloc_conf;         // given to workers as PYTORCH_CUDA_ALLOC_CONF and
                                           // PYTORCH_ALLOC_CONF ("" = leave the environment)
   std::string log_level = "info";         // trace | debug | info | warn | error
+  // The service (framemill serve):
+  std::string spool_dir = "/var/spool/framemill";
+  // A job's input, output and model must resolve (symlinks followed) inside one of these;
+  // empty = anywhere.
+  std::vector<std::string> allowed_input_roots;
+  std::vector<std::string> allowed_output_roots;
+  std::vector<std::string> allowed_model_roots;
+  double rescan_interval_s = 10.0;        // spool rescans besides inotify (lost events, NFS)
 };
 
 // Limits that keep a job file from asking for absurd resources. Used by both parsers.

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -13,7 +14,8 @@ namespace framemill {
 namespace {
 
 Status Errno(const std::string& what) {
-  return Status(StatusCode::kIo, what + ": " + std::strerror(errno));
+  StatusCode code = errno == ENOSPC || errno == EDQUOT ? StatusCode::kNoSpace : StatusCode::kIo;
+  return Status(code, what + ": " + std::strerror(errno));
 }
 
 }  // namespace
@@ -31,6 +33,25 @@ std::string BaseName(const std::string& path) {
 bool PathExists(const std::string& path) {
   struct stat st {};
   return ::lstat(path.c_str(), &st) == 0;
+}
+
+std::string ResolvePath(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::weakly_canonical(std::filesystem::absolute(path), ec);
+  return ec ? std::filesystem::absolute(path).lexically_normal().string() : p.string();
+}
+
+bool PathInside(const std::string& path, const std::string& root) {
+  std::string r = ResolvePath(root);
+  std::string p = ResolvePath(path);
+  if (r == "/") return true;
+  return p == r || (p.size() > r.size() && p.compare(0, r.size(), r) == 0 && p[r.size()] == '/');
+}
+
+int64_t FreeBytes(const std::string& dir) {
+  struct statvfs vfs {};
+  if (::statvfs(dir.c_str(), &vfs) != 0) return -1;
+  return static_cast<int64_t>(vfs.f_bavail) * static_cast<int64_t>(vfs.f_frsize);
 }
 
 bool IsDirectory(const std::string& path) {

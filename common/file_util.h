@@ -3,11 +3,14 @@
 // either the old or the new file, never a torn one.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "common/status.h"
 
 namespace framemill {
+
+// Errors are kIo, or kNoSpace when the disk is full.
 
 // Writes `content` to `path` atomically (temp in the same directory, fsync, rename, fsync dir).
 Status AtomicWriteFile(const std::string& path, const std::string& content);
@@ -29,6 +32,13 @@ std::string DirName(const std::string& path);
 std::string BaseName(const std::string& path);
 
 bool PathExists(const std::string& path);
+
+// `path` made absolute with symlinks followed as far as it exists (the rest kept as written).
+std::string ResolvePath(const std::string& path);
+// Does `path` resolve to `root` or below it?
+bool PathInside(const std::string& path, const std::string& root);
+// Bytes an unprivileged user may still write on the file system of `dir`; -1 if unknown.
+int64_t FreeBytes(const std::string& dir);
 bool IsDirectory(const std::string& path);
 
 }  // namespace framemill

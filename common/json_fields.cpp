@@ -100,6 +100,20 @@ void FieldReader::Double(const char* key, double* out, double min, double max) {
   *out = x;
 }
 
+void FieldReader::StringList(const char* key, std::vector<std::string>* out) {
+  const nlohmann::json* v = Find(key);
+  if (v == nullptr) return;
+  if (!v->is_array()) return Fail(key, "expected a list of strings, got " + TypeName(*v));
+  std::vector<std::string> list;
+  for (const nlohmann::json& item : *v) {
+    if (!item.is_string() || item.get<std::string>().empty()) {
+      return Fail(key, "expected a list of non-empty strings");
+    }
+    list.push_back(item.get<std::string>());
+  }
+  *out = std::move(list);
+}
+
 const nlohmann::json* FieldReader::Object(const char* key) {
   const nlohmann::json* v = Find(key);
   if (v == nullptr) return nullptr;

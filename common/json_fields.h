@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -28,6 +29,7 @@ class FieldReader {
   void Int(const char* key, int64_t* out, int64_t min, int64_t max);
   void Int(const char* key, int* out, int min, int max);
   void Double(const char* key, double* out, double min, double max);
+  void StringList(const char* key, std::vector<std::string>* out);
 
   // The nested object at `key`, or nullptr when absent or not an object (the latter is recorded
   // as an error). Read it with a child FieldReader whose path is Child(key).

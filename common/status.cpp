@@ -16,6 +16,8 @@ const char* StatusCodeName(StatusCode code) {
     case StatusCode::kVerifyFailed: return "verify_failed";
     case StatusCode::kCancelled: return "cancelled";
     case StatusCode::kIo: return "io_error";
+    case StatusCode::kPathNotAllowed: return "path_not_allowed";
+    case StatusCode::kNoSpace: return "no_space";
     case StatusCode::kInternal: return "internal";
   }
   return "unknown";

@@ -25,6 +25,8 @@ enum class StatusCode {
   kVerifyFailed,    // the output did not pass its checks
   kCancelled,       // the job was stopped by a signal or a user
   kIo,              // a file-system or system call failed
+  kPathNotAllowed,  // a job's path resolves outside the config's allowed roots
+  kNoSpace,         // the disk is (or would be) full
   kInternal,        // a broken invariant: a bug in framemill
 };
 

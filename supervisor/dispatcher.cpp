@@ -363,10 +363,11 @@ void Dispatcher::Assign(int k) {
 
 // The one place that waits (the wake semaphore, posted by workers and by the decoder and
 // encoder threads) and then looks at everything.
-void Dispatcher::Run(ChunkBoard* board, const std::string& arena_name,
-                     const std::atomic<bool>& stop) {
+void Dispatcher::Run(ChunkBoard* board, const std::string& arena_name, int64_t first_chunk,
+                     const std::atomic<bool>& stop, const std::function<void(int64_t)>& tick) {
   board_ = board;
   arena_name_ = arena_name;
+  processed_ = first_chunk;
   const int wanted = std::min<int>(settings_.workers, static_cast<int>(plan_.chunks.size()));
   const int64_t total = static_cast<int64_t>(plan_.chunks.size());
   while (!board_->AllEncoded() && !board_->failed()) {
@@ -400,6 +401,7 @@ void Dispatcher::Run(ChunkBoard* board, const std::string& arena_name,
       Status s = Spawn(k, -1);
       if (!s.ok()) board_->Fail(s);
     }
+    if (tick) tick(processed_);
     pool_->WaitForWake(kWakeIntervalMs);
   }
 }

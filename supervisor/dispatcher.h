@@ -18,6 +18,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -62,7 +63,10 @@ class Dispatcher {
   Result<std::pair<uint32_t, uint32_t>> Start(const std::atomic<bool>& stop);
 
   // Runs until every chunk is encoded or the board has failed (the failure is on the board).
-  void Run(ChunkBoard* board, const std::string& arena_name, const std::atomic<bool>& stop);
+  // Chunks before `first_chunk` are already done (a resumed job). `tick` is called on every
+  // pass of the loop with the number of chunks processed so far (first_chunk included).
+  void Run(ChunkBoard* board, const std::string& arena_name, int64_t first_chunk,
+           const std::atomic<bool>& stop, const std::function<void(int64_t)>& tick);
 
   // Stops every worker (kStop, then SIGKILL after a grace period).
   void Shutdown();

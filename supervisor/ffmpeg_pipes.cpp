@@ -110,6 +110,12 @@ class PipedChild {
 
 namespace {
 
+// ffmpeg says "No space left on device" when a write fails for a full disk.
+StatusCode EncodeFailureCode(const std::string& message) {
+  return message.find("No space left") != std::string::npos ? StatusCode::kNoSpace
+                                                            : StatusCode::kEncodeFailed;
+}
+
 // ffprobe colour-space names that swscale also knows as a matrix name.
 std::string SwsMatrix(const std::string& color_space) {
   if (color_space == "bt709") return "bt709";
@@ -213,9 +219,10 @@ Status SegmentEncoder::Write(const uint8_t* frames, size_t bytes) {
   if (!child_->WriteFull(frames, bytes)) {
     int err = errno;
     int code = child_->Wait();
-    return Status(StatusCode::kEncodeFailed,
+    std::string tail = child_->ErrorTail();
+    return Status(EncodeFailureCode(tail),
                   std::string("ffmpeg encoder stopped taking frames (") + std::strerror(err) +
-                      ", exit " + std::to_string(code) + "): " + child_->ErrorTail());
+                      ", exit " + std::to_string(code) + "): " + tail);
   }
   return Status::Ok();
 }
@@ -223,8 +230,9 @@ Status SegmentEncoder::Write(const uint8_t* frames, size_t bytes) {
 Status SegmentEncoder::Finish() {
   int code = child_->Wait();
   if (code != 0) {
-    return Status(StatusCode::kEncodeFailed,
-                  "ffmpeg encoder exited with " + std::to_string(code) + ": " + child_->ErrorTail());
+    std::string tail = child_->ErrorTail();
+    return Status(EncodeFailureCode(tail),
+                  "ffmpeg encoder exited with " + std::to_string(code) + ": " + tail);
   }
   return Status::Ok();
 }

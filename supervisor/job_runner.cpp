@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/file_util.h"
+#include "common/json_fields.h"
 #include "common/log.h"
 #include "common/shared_memory.h"
 #include "common/shm_protocol.h"
@@ -28,8 +29,24 @@ namespace framemill {
 namespace {
 
 constexpr int kInflightPerWorker = 2;  // as in the dispatcher: sizes the arena
+constexpr int kStateVersion = 1;       // of state.json
 
-Status CheckPaths(const JobSpec& job) {
+Status CheckAllowed(const std::string& what, const std::string& path,
+                    const std::vector<std::string>& roots) {
+  if (roots.empty()) return Status::Ok();
+  for (const std::string& root : roots) {
+    if (PathInside(path, root)) return Status::Ok();
+  }
+  std::string list;
+  for (const std::string& root : roots) list += (list.empty() ? "" : ", ") + root;
+  return Status(StatusCode::kPathNotAllowed, what + " " + path + " (resolves to " +
+                                                 ResolvePath(path) + ") is outside the allowed roots: " + list);
+}
+
+Status CheckPaths(const JobSpec& job, const Config& config) {
+  FM_RETURN_IF_ERROR(CheckAllowed("input", job.input, config.allowed_input_roots));
+  FM_RETURN_IF_ERROR(CheckAllowed("output", job.output, config.allowed_output_roots));
+  FM_RETURN_IF_ERROR(CheckAllowed("model", job.model, config.allowed_model_roots));
   struct stat st {};
   if (::stat(job.model.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
     return Status(StatusCode::kModelInvalid, job.model + ": model file does not exist");
@@ -51,19 +68,24 @@ Status CheckPaths(const JobSpec& job) {
 // One job's run. Owns the workers, the arena and the scratch directory for its lifetime.
 class JobRun {
  public:
-  JobRun(const JobSpec& job, const Config& config, const std::atomic<bool>& stop)
-      : job_(job), config_(config), settings_(job.settings), stop_(stop) {}
+  JobRun(const JobSpec& job, const Config& config, const std::atomic<bool>& stop,
+         const JobOptions& options)
+      : job_(job), config_(config), settings_(job.settings), stop_(stop), options_(options) {}
 
   ~JobRun() {
-    if (!scratch_.empty()) (void)RemoveTree(scratch_);
+    if (!scratch_.empty() && options_.workspace.empty()) (void)RemoveTree(scratch_);
   }
 
   Result<JobReport> Run();
 
  private:
   Status Prepare();
+  Status LoadState();
+  Status SaveState();
+  std::string SegmentPath(int64_t index) const;
   Status StartWorkers();
   Status CreateArena();
+  Status CheckFreeSpace() const;
   void DecodeLoop();
   void EncodeLoop();
   std::string WorkerBinary() const;
@@ -72,8 +94,14 @@ class JobRun {
   const Config& config_;
   const JobSettings& settings_;
   const std::atomic<bool>& stop_;
+  const JobOptions& options_;
 
   MediaInfo media_;
+  int64_t chunks_per_segment_ = 1;
+  int64_t first_segment_ = 0;  // segments before it were finished by an earlier run
+  int64_t first_chunk_ = 0;
+  std::vector<int64_t> segment_bytes_;  // of each finished segment
+  std::atomic<int64_t> segments_done_{0};  // segment_files_.size(), readable from any thread
   JobPlan plan_;
   std::string scratch_;
   Timeline timeline_;
@@ -97,7 +125,7 @@ std::string JobRun::WorkerBinary() const {
 }
 
 Status JobRun::Prepare() {
-  FM_RETURN_IF_ERROR(CheckPaths(job_));
+  FM_RETURN_IF_ERROR(CheckPaths(job_, config_));
   Result<MediaInfo> media = ProbeMedia(config_.ffprobe, job_.input, /*frame_times=*/true);
   if (!media.ok()) return media.status();
   media_ = std::move(*media);
@@ -107,9 +135,9 @@ Status JobRun::Prepare() {
                  "every frame kept (timestamps are not carried over)",
                  job_.input, v.frame_rate.value());
   }
-  int64_t per_segment = ChunksPerSegment(settings_.segment_seconds, v.frame_rate.value(),
+  chunks_per_segment_ = ChunksPerSegment(settings_.segment_seconds, v.frame_rate.value(),
                                          settings_.chunk_frames);
-  Result<JobPlan> plan = MakePlan(v.frame_count, settings_.chunk_frames, per_segment);
+  Result<JobPlan> plan = MakePlan(v.frame_count, settings_.chunk_frames, chunks_per_segment_);
   if (!plan.ok()) return plan.status();
   plan_ = std::move(*plan);
   spdlog::info("{}: video stream #{} {} {}x{} @ {} fps, {} frames, {} audio, {} subtitle; "
@@ -117,10 +145,87 @@ Status JobRun::Prepare() {
                job_.input, v.index, v.codec, v.width, v.height, v.frame_rate.ToString(),
                v.frame_count, media_.audio.size(), media_.subtitles.size(), plan_.chunks.size(),
                plan_.chunk_frames, plan_.segments.size());
-  scratch_ = DirName(job_.output) + "/.framemill-work." + std::to_string(::getpid()) + "." +
-             BaseName(job_.output);
+  scratch_ = options_.workspace.empty()
+                 ? DirName(job_.output) + "/.framemill-work." + std::to_string(::getpid()) + "." +
+                       BaseName(job_.output)
+                 : options_.workspace;
   FM_RETURN_IF_ERROR(MakeDirectories(scratch_));
-  return AtomicWriteFile(scratch_ + "/plan.json", plan_.ToJson().dump(1) + "\n");
+  FM_RETURN_IF_ERROR(LoadState());
+  return SaveState();
+}
+
+std::string JobRun::SegmentPath(int64_t index) const {
+  char name[64];
+  std::snprintf(name, sizeof(name), "/segment_%06lld.nut", static_cast<long long>(index));
+  return scratch_ + name;
+}
+
+// Reads the workspace's state.json, if any, and keeps the finished segments it lists when they
+// belong to this very plan and are on disk as recorded. Segments finish in order, so what is
+// kept is always a prefix of the plan.
+Status JobRun::LoadState() {
+  std::string path = scratch_ + "/state.json";
+  if (!PathExists(path)) return Status::Ok();
+  Result<nlohmann::json> j = ReadJsonFile(path, 64 << 20, StatusCode::kIo);
+  if (!j.ok()) {
+    spdlog::warn("{}: unreadable ({}); starting the job over", path, j.status().message());
+    return Status::Ok();
+  }
+  const nlohmann::json& st = *j;
+  bool same = st.value("version", 0) == kStateVersion && st.value("input", "") == job_.input &&
+              st.value("model", "") == job_.model &&
+              st.value("frame_count", int64_t{-1}) == plan_.frame_count &&
+              st.value("chunk_frames", -1) == plan_.chunk_frames &&
+              st.value("chunks_per_segment", int64_t{-1}) == chunks_per_segment_;
+  if (!same) {
+    spdlog::warn("{}: made for another plan; starting the job over", path);
+    return Status::Ok();
+  }
+  for (const nlohmann::json& seg : st.value("segments_done", nlohmann::json::array())) {
+    int64_t index = seg.value("index", int64_t{-1});
+    int64_t bytes = seg.value("bytes", int64_t{-1});
+    struct stat sb {};
+    if (index != first_segment_ || index >= static_cast<int64_t>(plan_.segments.size()) ||
+        ::stat(SegmentPath(index).c_str(), &sb) != 0 || sb.st_size != bytes ||
+        seg.value("frames", int64_t{-1}) != plan_.segments[index].frames) {
+      break;
+    }
+    segment_files_.push_back(SegmentPath(index));
+    segment_bytes_.push_back(bytes);
+    ++first_segment_;
+  }
+  first_chunk_ = first_segment_ < static_cast<int64_t>(plan_.segments.size())
+                     ? plan_.segments[first_segment_].first_chunk
+                     : static_cast<int64_t>(plan_.chunks.size());
+  report_.segments_resumed = first_segment_;
+  segments_done_.store(first_segment_);
+  if (first_segment_ > 0) {
+    spdlog::info("resuming: {} of {} segments already finished; starting at frame {}",
+                 first_segment_, plan_.segments.size(),
+                 first_chunk_ < static_cast<int64_t>(plan_.chunks.size())
+                     ? plan_.chunks[first_chunk_].first_frame : plan_.frame_count);
+  }
+  return Status::Ok();
+}
+
+Status JobRun::SaveState() {
+  nlohmann::json done = nlohmann::json::array();
+  for (size_t i = 0; i < segment_files_.size(); ++i) {
+    int64_t index = static_cast<int64_t>(i);
+    done.push_back({{"index", index},
+                    {"frames", plan_.segments[index].frames},
+                    {"bytes", segment_bytes_[i]}});
+  }
+  nlohmann::json st = {{"version", kStateVersion},
+                       {"input", job_.input},
+                       {"model", job_.model},
+                       {"output", job_.output},
+                       {"frame_count", plan_.frame_count},
+                       {"chunk_frames", plan_.chunk_frames},
+                       {"chunks_per_segment", chunks_per_segment_},
+                       {"plan", plan_.ToJson()},
+                       {"segments_done", done}};
+  return AtomicWriteFile(scratch_ + "/state.json", st.dump(1) + "\n");
 }
 
 Status JobRun::StartWorkers() {
@@ -195,8 +300,39 @@ Status JobRun::CreateArena() {
   arena_->data_offset = data_offset;
   board_ = std::make_unique<ChunkBoard>(static_cast<int64_t>(plan_.chunks.size()),
                                         static_cast<uint32_t>(slots));
+  FM_RETURN_IF_ERROR(CheckFreeSpace());
   spdlog::info("arena {}: {} slots of {} MiB ({} -> {}x{})", arena_shm_.name(), slots,
                slot_bytes >> 20, plan_.chunk_frames, out_w_, out_h_);
+  return Status::Ok();
+}
+
+// The encoded segments and the final file coexist until the end, on the scratch and output file
+// systems. Estimate them from the input's size, scaled by the output's pixel count, with a 50%
+// margin; a wrong guess fails later, cleanly, with no_space.
+Status JobRun::CheckFreeSpace() const {
+  struct stat st {};
+  if (::stat(job_.input.c_str(), &st) != 0) return Status::Ok();
+  double scale = static_cast<double>(out_w_) * out_h_ /
+                 (static_cast<double>(media_.video.width) * media_.video.height);
+  double remaining = 1.0 - static_cast<double>(first_segment_) /
+                               static_cast<double>(std::max<size_t>(1, plan_.segments.size()));
+  int64_t segments = static_cast<int64_t>(st.st_size * scale * 1.5 * remaining);
+  int64_t output = static_cast<int64_t>(st.st_size * scale * 1.5);
+  std::string out_dir = DirName(job_.output);
+  int64_t free_scratch = FreeBytes(scratch_), free_out = FreeBytes(out_dir);
+  bool same_fs = free_scratch == free_out;
+  auto fail = [&](const std::string& dir, int64_t need, int64_t have) {
+    return Status(StatusCode::kNoSpace, dir + ": about " + std::to_string(need >> 20) +
+                                            " MiB needed, " + std::to_string(have >> 20) +
+                                            " MiB free");
+  };
+  if (same_fs && free_out >= 0 && free_out < segments + output) {
+    return fail(out_dir, segments + output, free_out);
+  }
+  if (!same_fs && free_scratch >= 0 && free_scratch < segments) {
+    return fail(scratch_, segments, free_scratch);
+  }
+  if (!same_fs && free_out >= 0 && free_out < output) return fail(out_dir, output, free_out);
   return Status::Ok();
 }
 
@@ -207,7 +343,25 @@ void JobRun::DecodeLoop() {
   if (!reader.ok()) return board_->Fail(reader.status());
   size_t frame_bytes = arena_->InFrameBytes();
   int64_t decoded = 0;
-  for (const ChunkPlan& chunk : plan_.chunks) {
+  // A resumed job decodes from the start and drops the frames of finished segments: exact,
+  // whatever the container's seeking can do, at the price of decoding them once more.
+  if (first_chunk_ > 0) {
+    int64_t skip = first_chunk_ < static_cast<int64_t>(plan_.chunks.size())
+                       ? plan_.chunks[first_chunk_].first_frame : plan_.frame_count;
+    std::vector<uint8_t> discard(frame_bytes);
+    for (; decoded < skip; ++decoded) {
+      if (board_->failed()) return;
+      Result<bool> got = (*reader)->Read(discard.data());
+      if (!got.ok()) return board_->Fail(got.status().WithContext(job_.input));
+      if (!*got) {
+        return board_->Fail(Status(StatusCode::kInputInvalid,
+                                   job_.input + ": decoding ended after " + std::to_string(decoded) +
+                                       " frames while skipping finished segments"));
+      }
+    }
+  }
+  for (int64_t c = first_chunk_; c < static_cast<int64_t>(plan_.chunks.size()); ++c) {
+    const ChunkPlan& chunk = plan_.chunks[c];
     std::optional<uint32_t> slot = board_->AcquireSlot();
     if (!slot) return;
     uint8_t* dst = arena_->SlotIn(*slot);
@@ -249,10 +403,9 @@ void JobRun::EncodeLoop() {
   fmt.color_primaries = media_.video.color_primaries;
   fmt.color_transfer = media_.video.color_transfer;
   size_t frame_bytes = arena_->OutFrameBytes();
-  for (const SegmentPlan& seg : plan_.segments) {
-    char name[64];
-    std::snprintf(name, sizeof(name), "/segment_%06lld.nut", static_cast<long long>(seg.index));
-    std::string path = scratch_ + name;
+  for (int64_t si = first_segment_; si < static_cast<int64_t>(plan_.segments.size()); ++si) {
+    const SegmentPlan& seg = plan_.segments[si];
+    std::string path = SegmentPath(seg.index);
     std::string partial = path + ".partial";
     Result<std::unique_ptr<SegmentEncoder>> enc =
         SegmentEncoder::Start(config_.ffmpeg, partial, fmt, scratch_ + "/encoder.log");
@@ -267,8 +420,15 @@ void JobRun::EncodeLoop() {
     Status s = (*enc)->Finish();
     if (s.ok()) s = SyncFile(partial);
     if (s.ok()) s = DurableRename(partial, path);
+    struct stat sb {};
+    if (s.ok() && ::stat(path.c_str(), &sb) != 0) s = Status(StatusCode::kIo, "stat " + path);
+    if (s.ok()) {
+      segment_files_.push_back(path);
+      segment_bytes_.push_back(sb.st_size);
+      segments_done_.store(static_cast<int64_t>(segment_files_.size()));
+      s = SaveState();
+    }
     if (!s.ok()) return board_->Fail(s.WithContext("segment " + std::to_string(seg.index)));
-    segment_files_.push_back(path);
     spdlog::debug("segment {} done: {} frames", seg.index, seg.frames);
   }
   board_->MarkAllEncoded();
@@ -278,7 +438,8 @@ void JobRun::EncodeLoop() {
 Result<JobReport> JobRun::Run() {
   uint64_t t0 = MonotonicMs();
   FM_RETURN_IF_ERROR(Prepare());
-  FM_RETURN_IF_ERROR(timeline_.Open(job_.output + ".timeline.jsonl", t0));
+  FM_RETURN_IF_ERROR(timeline_.Open(
+      options_.timeline.empty() ? job_.output + ".timeline.jsonl" : options_.timeline, t0));
   Status s = StartWorkers();
   if (s.ok()) s = CreateArena();
   if (!s.ok()) {
@@ -299,7 +460,17 @@ Result<JobReport> JobRun::Run() {
       board_->Fail(Status(StatusCode::kInternal, std::string("encoder thread: ") + e.what()));
     }
   });
-  dispatcher_->Run(board_.get(), arena_shm_.name(), stop_);
+  auto tick = [this](int64_t processed) {
+    if (!options_.on_progress) return;
+    JobProgress p;
+    p.frames_total = plan_.frame_count;
+    p.frames_done = processed < static_cast<int64_t>(plan_.chunks.size())
+                        ? plan_.chunks[processed].first_frame : plan_.frame_count;
+    p.segments_total = static_cast<int64_t>(plan_.segments.size());
+    p.segments_done = segments_done_.load();
+    options_.on_progress(p);
+  };
+  dispatcher_->Run(board_.get(), arena_shm_.name(), first_chunk_, stop_, tick);
   decoder.join();
   encoder.join();
   dispatcher_->Shutdown();
@@ -335,8 +506,9 @@ Result<JobReport> JobRun::Run() {
 
 }  // namespace
 
-Result<JobReport> RunJob(const JobSpec& job, const Config& config, const std::atomic<bool>& stop) {
-  JobRun run(job, config, stop);
+Result<JobReport> RunJob(const JobSpec& job, const Config& config, const std::atomic<bool>& stop,
+                         const JobOptions& options) {
+  JobRun run(job, config, stop, options);
   return run.Run();
 }
 

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "common/config.h"
@@ -24,9 +25,31 @@ struct JobReport {
   double seconds = 0.0;
   std::string timeline;     // the job's memory timeline (JSON lines)
   DispatchStats dispatch;   // workers started, recycles, crashes, kills, retries, peaks
+  int64_t segments_resumed = 0;  // segments found finished in the workspace and kept
 };
 
-// `stop` is polled: once true the job ends with kCancelled.
-Result<JobReport> RunJob(const JobSpec& job, const Config& config, const std::atomic<bool>& stop);
+struct JobProgress {
+  int64_t frames_total = 0;
+  int64_t frames_done = 0;       // frames whose model output is ready (resumed ones included)
+  int64_t segments_done = 0;
+  int64_t segments_total = 0;
+};
+
+struct JobOptions {
+  // Where the job keeps its plan, state and finished segments. "" = a hidden directory beside
+  // the output, removed when the job ends. Otherwise the directory is kept, state.json in it
+  // records every finished segment (written atomically), and a later run with the same
+  // workspace and job resumes: finished segments are kept as they are, the rest is redone.
+  std::string workspace;
+  // The memory timeline; "" = <output>.timeline.jsonl.
+  std::string timeline;
+  // Called from the supervisor's dispatch thread about every 50 ms while the job runs.
+  std::function<void(const JobProgress&)> on_progress;
+};
+
+// `stop` is polled: once true the job ends with kCancelled (its workspace, if kept, holds what
+// was finished).
+Result<JobReport> RunJob(const JobSpec& job, const Config& config, const std::atomic<bool>& stop,
+                         const JobOptions& options = JobOptions());
 
 }  // namespace framemill

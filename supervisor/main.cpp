@@ -1,12 +1,16 @@
 // framemill: the supervisor's command line.
 //
-//   framemill run JOB.json [--config FILE]     run one job in the foreground
+//   framemill run JOB.json                     run one job in the foreground
+//   framemill serve                            drain the spool (config spool_dir), for systemd
+//   framemill submit INPUT --model M --output O [--priority P] [key=value ...]
+//   framemill list | status [JOB] [--follow] | cancel JOB
 //   framemill model export NAME PATH           write an example TorchScript model
 //   framemill model list                       names of the example models
 //   framemill version
+// Every command takes --config FILE.
 //
 // Exit codes: 0 success, 1 the job failed (the message names the reason), 2 usage error,
-// 130 stopped by SIGINT/SIGTERM.
+// 3 no such job, 130 stopped by SIGINT/SIGTERM.
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -21,6 +25,8 @@
 #include "common/log.h"
 #include "common/shared_memory.h"
 #include "supervisor/job_runner.h"
+#include "supervisor/service.h"
+#include "supervisor/spool_commands.h"
 #include "supervisor/subprocess.h"
 
 namespace {
@@ -45,7 +51,11 @@ void InstallSignalHandlers() {
 
 int Usage() {
   std::fprintf(stderr,
-               "usage: framemill run JOB.json [--config FILE]\n"
+               "usage: framemill [--config FILE] run JOB.json\n"
+               "       framemill [--config FILE] serve\n"
+               "       framemill [--config FILE] submit INPUT --model M --output O [--priority P] "
+               "[key=value ...]\n"
+               "       framemill [--config FILE] list | status [JOB] [--follow] | cancel JOB\n"
                "       framemill model export NAME PATH\n"
                "       framemill model list\n"
                "       framemill version\n");
@@ -152,6 +162,19 @@ int main(int argc, char** argv) {
   framemill::InitLogging("framemill", config->log_level);
   InstallSignalHandlers();
   if (args[0] == "run" && args.size() == 2) return RunCommand(args[1], *config);
+  if (args[0] == "serve" && args.size() == 1) {
+    framemill::Status s = framemill::RunService(*config, g_stop);
+    if (!s.ok()) {
+      std::fprintf(stderr, "framemill: %s\n", s.ToString().c_str());
+      return kExitFailed;
+    }
+    return kExitOk;
+  }
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (args[0] == "submit" && !rest.empty()) return framemill::SubmitCommand(rest, *config);
+  if (args[0] == "list" && rest.empty()) return framemill::ListCommand(*config);
+  if (args[0] == "status") return framemill::StatusCommand(rest, *config);
+  if (args[0] == "cancel" && rest.size() == 1) return framemill::CancelCommand(rest[0], *config);
   if (args[0] == "model") {
     return ModelCommand(std::vector<std::string>(args.begin() + 1, args.end()), *config);
   }

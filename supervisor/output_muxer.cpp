@@ -120,7 +120,9 @@ Status MuxAndVerify(const MuxRequest& rq) {
   if (!r.ok() || r->exit_code != 0) {
     ::unlink(partial.c_str());
     std::string why = r.ok() ? LastLines(r->err, 4) : r.status().message();
-    return Status(StatusCode::kEncodeFailed, "joining segments into " + rq.output + " failed: " + why);
+    StatusCode code = why.find("No space left") != std::string::npos ? StatusCode::kNoSpace
+                                                                     : StatusCode::kEncodeFailed;
+    return Status(code, "joining segments into " + rq.output + " failed: " + why);
   }
   Status verified = Verify(rq, partial);
   if (!verified.ok()) {

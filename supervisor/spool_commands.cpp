@@ -1,0 +1,169 @@
+#include "supervisor/spool_commands.h"
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+#include <unistd.h>
+
+#include "common/file_util.h"
+#include "common/job_spec.h"
+#include "common/json_fields.h"
+#include "supervisor/spool.h"
+
+namespace framemill {
+namespace {
+
+nlohmann::json ReadJson(const std::string& path) {
+  Result<nlohmann::json> j = ReadJsonFile(path, 16 << 20, StatusCode::kIo);
+  return j.ok() ? *j : nlohmann::json();
+}
+
+// A value on the command line: JSON when it parses (numbers, true, objects), else a string.
+nlohmann::json CliValue(const std::string& text) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const std::exception&) {
+    return text;
+  }
+}
+
+std::string ProgressLine(const nlohmann::json& p) {
+  if (!p.is_object()) return "starting";
+  int64_t done = p.value("frames_done", int64_t{0}), total = p.value("frames_total", int64_t{0});
+  double fps = p.value("fps", 0.0);
+  char buf[160];
+  double eta = fps > 0 ? static_cast<double>(total - done) / fps : 0.0;
+  std::snprintf(buf, sizeof(buf), "%lld/%lld frames (%.1f%%), %.1f fps, ETA %.0f s",
+                static_cast<long long>(done), static_cast<long long>(total),
+                total > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 0.0,
+                fps, eta);
+  return buf;
+}
+
+}  // namespace
+
+int SubmitCommand(const std::vector<std::string>& args, const Config& config) {
+  nlohmann::json job = nlohmann::json::object();
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto next = [&]() -> std::string { return i + 1 < args.size() ? args[++i] : ""; };
+    if (a == "--model") job["model"] = ResolvePath(next());
+    else if (a == "--output") job["output"] = ResolvePath(next());
+    else if (a == "--priority") job["priority"] = CliValue(next());
+    else if (a.find('=') != std::string::npos) {
+      job[a.substr(0, a.find('='))] = CliValue(a.substr(a.find('=') + 1));
+    } else if (!job.contains("input")) {
+      job["input"] = ResolvePath(a);
+    } else {
+      std::fprintf(stderr, "framemill submit: unexpected argument %s\n", a.c_str());
+      return 2;
+    }
+  }
+  Result<JobSpec> parsed = ParseJob(job, config.defaults);
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "framemill submit: job rejected: %s\n", parsed.status().ToString().c_str());
+    return 1;
+  }
+  Spool spool(config.spool_dir);
+  Status s = spool.Prepare();
+  Result<std::string> id = s.ok() ? spool.Submit(job) : Result<std::string>(s);
+  if (!id.ok()) {
+    std::fprintf(stderr, "framemill submit: %s\n", id.status().ToString().c_str());
+    return 1;
+  }
+  std::printf("%s\n", id->c_str());
+  return 0;
+}
+
+int ListCommand(const Config& config) {
+  Spool spool(config.spool_dir);
+  for (const SpoolEntry& e : spool.All()) {
+    std::string detail;
+    if (e.state == "active") detail = ProgressLine(ReadJson(e.path + "/progress.json"));
+    if (e.state == "done" || e.state == "failed") {
+      nlohmann::json r = ReadJson(e.path + "/result.json");
+      detail = e.state == "done" ? r.value("output", "")
+                                 : r.value("reason", nlohmann::json::object()).value("code", "");
+    }
+    if (e.state == "incoming") detail = "priority " + std::to_string(e.priority);
+    std::printf("%s\t%s\t%s\n", e.id.c_str(), e.state.c_str(), detail.c_str());
+  }
+  return 0;
+}
+
+int StatusCommand(const std::vector<std::string>& args, const Config& config) {
+  Spool spool(config.spool_dir);
+  bool follow = false;
+  std::string id;
+  for (const std::string& a : args) {
+    if (a == "--follow") follow = true;
+    else id = a;
+  }
+  if (id.empty()) {
+    int counts[4] = {0, 0, 0, 0};
+    const char* states[] = {"incoming", "active", "done", "failed"};
+    for (const SpoolEntry& e : spool.All()) {
+      for (int i = 0; i < 4; ++i) counts[i] += e.state == states[i];
+    }
+    std::printf("spool %s: %d waiting, %d active, %d done, %d failed\n", spool.root().c_str(),
+                counts[0], counts[1], counts[2], counts[3]);
+    for (const SpoolEntry& e : spool.Active()) {
+      std::printf("  %s: %s\n", e.id.c_str(), ProgressLine(ReadJson(e.path + "/progress.json")).c_str());
+    }
+    return 0;
+  }
+  bool tty = ::isatty(1) != 0;
+  while (true) {
+    Result<SpoolEntry> e = spool.Find(id);
+    if (!e.ok()) {
+      std::fprintf(stderr, "framemill status: %s\n", e.status().message().c_str());
+      return kExitNoSuchJob;
+    }
+    if (e->state == "active") {
+      std::printf(tty && follow ? "\r%s: active, %s   " : "%s: active, %s\n", id.c_str(),
+                  ProgressLine(ReadJson(e->path + "/progress.json")).c_str());
+      std::fflush(stdout);
+    } else if (e->state == "incoming") {
+      std::printf("%s: waiting (priority %d)\n", id.c_str(), e->priority);
+    } else {
+      if (tty && follow) std::printf("\n");
+      std::printf("%s\n", ReadJson(e->path + "/result.json").dump(2).c_str());
+      return e->state == "done" ? 0 : 1;
+    }
+    if (!follow) return 0;
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+}
+
+int CancelCommand(const std::string& id, const Config& config) {
+  Spool spool(config.spool_dir);
+  Result<SpoolEntry> e = spool.Find(id);
+  if (!e.ok()) {
+    std::fprintf(stderr, "framemill cancel: %s\n", e.status().message().c_str());
+    return kExitNoSuchJob;
+  }
+  if (e->state == "incoming") {
+    nlohmann::json result = {{"version", 1}, {"id", id}, {"status", "failed"},
+                             {"reason", {{"code", "cancelled"}, {"message", "cancelled before it started"}}}};
+    Status s = spool.FailIncoming(*e, result);
+    if (!s.ok()) {
+      std::fprintf(stderr, "framemill cancel: %s\n", s.ToString().c_str());
+      return 1;
+    }
+  } else if (e->state == "active") {
+    // The service sees the marker within a fraction of a second, stops the job's chunks and
+    // files it under failed/ with reason cancelled.
+    Status s = AtomicWriteFile(e->path + "/cancel", "cancelled\n");
+    if (!s.ok()) {
+      std::fprintf(stderr, "framemill cancel: %s\n", s.ToString().c_str());
+      return 1;
+    }
+  } else {
+    std::fprintf(stderr, "framemill cancel: job %s already ended (%s)\n", id.c_str(), e->state.c_str());
+    return 1;
+  }
+  std::printf("%s: cancelled\n", id.c_str());
+  return 0;
+}
+
+}  // namespace framemill

@@ -159,10 +159,15 @@ bool WorkerPool::Send(int k, const ChunkRequest& request) {
 void WorkerPool::WaitForWake(int timeout_ms) {
   auto deadline = boost::posix_time::microsec_clock::universal_time() +
                   boost::posix_time::milliseconds(timeout_ms);
-  if (control_->wake.timed_wait(deadline)) {
-    // Coalesce: many posts may have piled up; one look at everything serves them all.
-    while (control_->wake.try_wait()) {
+  try {
+    if (control_->wake.timed_wait(deadline)) {
+      // Coalesce: many posts may have piled up; one look at everything serves them all.
+      while (control_->wake.try_wait()) {
+      }
     }
+  } catch (const boost::interprocess::interprocess_exception&) {
+    // EINTR: a signal (SIGTERM, SIGINT) arrived while waiting. Boost reports it as an exception;
+    // for the caller it is just an early wake-up, and it looks at the stop flag next.
   }
 }
 

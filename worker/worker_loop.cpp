@@ -177,7 +177,11 @@ int Worker::Run(const WorkerArgs& args) {
     if (p == PopResult::kEmpty) {
       auto deadline = boost::posix_time::microsec_clock::universal_time() +
                       boost::posix_time::milliseconds(kIdleWaitMs);
-      (void)ch_.request_posted.timed_wait(deadline);
+      try {
+        (void)ch_.request_posted.timed_wait(deadline);
+      } catch (const boost::interprocess::interprocess_exception&) {
+        // EINTR from a signal: an early wake-up, nothing more.
+      }
       if (!SupervisorAlive()) return kWorkerExitOrphaned;
       PublishTelemetry(ch_.telemetry, *device);
       continue;

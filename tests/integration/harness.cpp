@@ -88,17 +88,10 @@ RunResult Shell(const std::string& command) {
   return r;
 }
 
-BackgroundJob StartJob(const std::string& dir, const nlohmann::json& job, const Env& env,
-                       const nlohmann::json& config, const std::string& name) {
-  std::string job_path = dir + "/" + name + ".json";
-  std::ofstream(job_path) << job.dump(2);
+BackgroundJob StartFramemill(const std::string& dir, const std::vector<std::string>& args,
+                             const Env& env, const std::string& name) {
   std::vector<std::string> argv = {FRAMEMILL_BIN};
-  if (!config.is_null()) {
-    std::string config_path = dir + "/" + name + ".config.json";
-    std::ofstream(config_path) << config.dump(2);
-    argv.insert(argv.end(), {"--config", config_path});
-  }
-  argv.insert(argv.end(), {"run", job_path});
+  argv.insert(argv.end(), args.begin(), args.end());
   BackgroundJob bg;
   bg.out_path = dir + "/" + name + ".stdout";
   bg.err_path = dir + "/" + name + ".stderr";
@@ -110,14 +103,35 @@ BackgroundJob StartJob(const std::string& dir, const nlohmann::json& job, const 
     int err = ::open(bg.err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     ::dup2(out, 1);
     ::dup2(err, 2);
-    std::vector<char*> args;
-    for (std::string& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
+    std::vector<char*> cargs;
+    for (std::string& a : argv) cargs.push_back(a.data());
+    cargs.push_back(nullptr);
+    ::execv(cargs[0], cargs.data());
     ::_exit(127);
   }
   bg.pid = pid;
   return bg;
+}
+
+BackgroundJob StartJob(const std::string& dir, const nlohmann::json& job, const Env& env,
+                       const nlohmann::json& config, const std::string& name) {
+  std::string job_path = dir + "/" + name + ".json";
+  std::ofstream(job_path) << job.dump(2);
+  std::vector<std::string> args;
+  if (!config.is_null()) {
+    std::string config_path = dir + "/" + name + ".config.json";
+    std::ofstream(config_path) << config.dump(2);
+    args.insert(args.end(), {"--config", config_path});
+  }
+  args.insert(args.end(), {"run", job_path});
+  return StartFramemill(dir, args, env, name);
+}
+
+KillOnExit::~KillOnExit() {
+  if (job.pid > 0 && ::waitpid(job.pid, nullptr, WNOHANG) == 0) {
+    ::kill(job.pid, SIGKILL);
+    ::waitpid(job.pid, nullptr, 0);
+  }
 }
 
 RunResult WaitJob(const BackgroundJob& job, double timeout_s) {

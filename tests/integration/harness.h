@@ -42,6 +42,18 @@ struct BackgroundJob {
 // environment (and `config` as its config file when not null).
 BackgroundJob StartJob(const std::string& dir, const nlohmann::json& job, const Env& env = {},
                        const nlohmann::json& config = nullptr, const std::string& name = "job");
+// Kills (SIGKILL) and reaps a background process at scope exit unless it was waited for: a
+// failing test must not leave a service running.
+struct KillOnExit {
+  const BackgroundJob& job;
+  ~KillOnExit();
+};
+
+// Starts `framemill ARGS...` in the background with `env` added, output to dir/<name>.stdout
+// and .stderr.
+BackgroundJob StartFramemill(const std::string& dir, const std::vector<std::string>& args,
+                             const Env& env, const std::string& name);
+
 // Waits for it (at most `timeout_s`; then SIGKILLs it and returns exit code -1).
 RunResult WaitJob(const BackgroundJob& job, double timeout_s = 600);
 

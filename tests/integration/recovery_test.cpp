@@ -124,6 +124,7 @@ TEST_CASE("recovery: 20 SIGKILLs of random workers at random moments change noth
   job["max_attempts"] = 100;  // one chunk may be hit by several kills in a row
   job["batch"] = 4;           // smaller batches: slower, so the storm fits inside the job
   BackgroundJob bg = StartJob(dir, job);
+  KillOnExit guard{bg};
   std::mt19937 rng(20261130);
   int kills = 0;
   while (kills < 20) {
@@ -209,6 +210,7 @@ TEST_CASE("recovery: a supervisor killed mid-job leaves no workers, and the next
   nlohmann::json job = Job(dir, IndexVideo(4000), "identity", "out.mp4");
   job["batch"] = 2;
   BackgroundJob bg = StartJob(dir, job);
+  KillOnExit guard{bg};
   // Wait until it is in full swing: workers up and its shared memory in place.
   for (int i = 0; i < 400 && (WorkerPids(dir).size() < 2 || SharedMemoryObjects().size() < 2); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(25));

@@ -1,0 +1,406 @@
+// framemill serve on a real spool: draining good and bad jobs with systemd notifications,
+// SIGKILL and SIGTERM mid-job with resume, cancellation, one supervisor per spool, a full disk,
+// and the systemd unit.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <atomic>
+#include <mutex>
+#include <set>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+#include "harness.h"
+
+using namespace framemill::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A Unix datagram socket that stands in for systemd's notify socket. Like systemd, it reads all
+// the time: a reader that stops reading fills the socket's queue, and then the sender blocks.
+class NotifySocket {
+ public:
+  explicit NotifySocket(const std::string& path) : path_(path) {
+    fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path.c_str());
+    ::unlink(path.c_str());
+    REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+    timeval tv{0, 100000};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    reader_ = std::thread([this] {
+      char buf[4096];
+      while (!done_.load()) {
+        ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
+        if (n > 0) {
+          std::lock_guard<std::mutex> lock(mu_);
+          messages_.emplace_back(buf, n);
+        }
+      }
+    });
+  }
+  ~NotifySocket() {
+    done_.store(true);
+    reader_.join();
+    ::close(fd_);
+    ::unlink(path_.c_str());
+  }
+  int Count(const std::string& needle) {
+    std::lock_guard<std::mutex> lock(mu_);
+    int c = 0;
+    for (const std::string& m : messages_) c += m.find(needle) != std::string::npos;
+    return c;
+  }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  std::atomic<bool> done_{false};
+  std::mutex mu_;
+  std::vector<std::string> messages_;
+  std::thread reader_;
+};
+
+struct Service {
+  std::string dir, spool, config_path;
+  nlohmann::json config;
+};
+
+Service MakeService(const std::string& name, nlohmann::json extra = nlohmann::json::object()) {
+  Service s;
+  s.dir = ScratchDir(name);
+  s.spool = s.dir + "/spool";
+  s.config = {{"spool_dir", s.spool},
+              {"rescan_interval_s", 1},
+              {"allowed_input_roots", {s.dir, TestClip("")}},
+              {"allowed_output_roots", {s.dir}},
+              {"allowed_model_roots", {s.dir}},
+              {"defaults", {{"workers", 2}, {"chunk_frames", 16}, {"device", TestDevice()}}}};
+  for (auto& [k, v] : extra.items()) s.config[k] = v;
+  s.config_path = s.dir + "/config.json";
+  std::ofstream(s.config_path) << s.config.dump(2);
+  return s;
+}
+
+BackgroundJob Serve(const Service& s, const Env& env = {}, const std::string& name = "serve") {
+  return StartFramemill(s.dir, {"--config", s.config_path, "serve"}, env, name);
+}
+
+RunResult Cli(const Service& s, const std::string& args) {
+  return Shell(std::string("'") + FRAMEMILL_BIN + "' --config '" + s.config_path + "' " + args);
+}
+
+// Puts a job file into incoming/ the way clients must: written elsewhere, then renamed.
+void Drop(const Service& s, const std::string& id, const std::string& content) {
+  fs::create_directories(s.spool + "/incoming");
+  std::string tmp = s.dir + "/" + id + ".tmp";
+  std::ofstream(tmp) << content;
+  fs::rename(tmp, s.spool + "/incoming/" + id + ".json");
+}
+
+nlohmann::json ReadJsonFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return nullptr;
+  return nlohmann::json::parse(in, nullptr, false);
+}
+
+// Waits until `pred` holds (polling every 50 ms) or `seconds` pass; returns pred().
+template <typename Pred>
+bool WaitUntil(Pred pred, double seconds) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return true;
+}
+
+std::string SmallVideo(const std::string& dir, int frames) {
+  std::string path = dir + "/small-" + std::to_string(frames) + ".mp4";
+  if (!fs::exists(path)) MakeIndexVideo(path, frames, 160, 128, 25, 440);
+  return path;
+}
+
+int SegmentsDone(const std::string& state_path) {
+  nlohmann::json st = ReadJsonFile(state_path);
+  if (!st.is_object()) return 0;
+  return static_cast<int>(st.value("segments_done", nlohmann::json::array()).size());
+}
+
+std::pair<ino_t, int64_t> InodeAndMtime(const std::string& path) {
+  struct stat st {};
+  ::stat(path.c_str(), &st);
+  return {st.st_ino, static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+}
+
+}  // namespace
+
+TEST_CASE("service: drains 30 jobs, good ones to done/, bad ones to failed/ with their reason") {
+  Service s = MakeService("svc_drain");
+  NotifySocket notify(s.dir + "/notify.sock");
+  const std::string model = ModelCopy("identity", s.dir);
+  const std::string input = SmallVideo(s.dir, 40);
+  fs::create_directories(s.dir + "/out");
+  BackgroundJob serve = Serve(s, {{"NOTIFY_SOCKET", s.dir + "/notify.sock"},
+                                  {"WATCHDOG_USEC", "1000000"}});
+  KillOnExit guard_serve{serve};
+  REQUIRE(WaitUntil([&] { return notify.Count("READY=1") == 1; }, 20));
+
+  auto job = [&](const std::string& out) {
+    return nlohmann::json{{"input", input}, {"output", s.dir + "/out/" + out}, {"model", model}};
+  };
+  const int kGood = 22;
+  for (int i = 0; i < kGood; ++i) Drop(s, "good" + std::to_string(i), job("good" + std::to_string(i) + ".mp4").dump());
+  std::map<std::string, std::string> bad_reason;
+  Drop(s, "malformed", "{\"input\": ");
+  bad_reason["malformed"] = "invalid_job";
+  nlohmann::json j = job("x1.mp4");
+  j["chunk_size"] = 8;
+  Drop(s, "unknown_key", j.dump());
+  bad_reason["unknown_key"] = "invalid_job";
+  j = job("x2.mp4");
+  j["input"] = s.dir + "/absent.mp4";
+  Drop(s, "missing_input", j.dump());
+  bad_reason["missing_input"] = "input_missing";
+  std::ofstream(s.dir + "/corrupt.mp4") << std::string(50000, 'x');
+  j = job("x3.mp4");
+  j["input"] = s.dir + "/corrupt.mp4";
+  Drop(s, "corrupt_video", j.dump());
+  bad_reason["corrupt_video"] = "input_invalid";
+  j = job("x4.mp4");
+  j["output"] = "/tmp/framemill-outside-" + std::to_string(::getpid()) + ".mp4";
+  Drop(s, "outside_roots", j.dump());
+  bad_reason["outside_roots"] = "path_not_allowed";
+  std::ofstream(s.dir + "/out/exists.mp4") << "keep me";
+  Drop(s, "output_exists", job("exists.mp4").dump());
+  bad_reason["output_exists"] = "output_invalid";
+  std::ofstream(s.dir + "/broken.pt") << "not a model";
+  j = job("x5.mp4");
+  j["model"] = s.dir + "/broken.pt";
+  Drop(s, "broken_model", j.dump());
+  bad_reason["broken_model"] = "model_invalid";
+  j = job("x6.mp4");
+  j["workers"] = 1000000;
+  Drop(s, "absurd_workers", j.dump());
+  bad_reason["absurd_workers"] = "invalid_job";
+  std::ofstream(s.spool + "/incoming/notes.txt") << "not a job";  // ignored: not .json
+
+  const size_t total = kGood + bad_reason.size();
+  REQUIRE(WaitUntil([&] {
+    size_t n = 0;
+    for (const char* d : {"/done", "/failed"}) {
+      if (fs::exists(s.spool + d)) n += std::distance(fs::directory_iterator(s.spool + d), {});
+    }
+    return n == total;
+  }, 400));
+
+  for (int i = 0; i < kGood; ++i) {
+    std::string id = "good" + std::to_string(i);
+    nlohmann::json r = ReadJsonFile(s.spool + "/done/" + id + "/result.json");
+    INFO(id << ": " << r.dump());
+    REQUIRE(r.is_object());
+    CHECK(r["status"] == "done");
+    CHECK(CountFrames(s.dir + "/out/" + id + ".mp4") == 40);
+  }
+  for (const auto& [id, reason] : bad_reason) {
+    nlohmann::json r = ReadJsonFile(s.spool + "/failed/" + id + "/result.json");
+    INFO(id << ": " << r.dump());
+    REQUIRE(r.is_object());
+    CHECK(r["reason"]["code"] == reason);
+  }
+  CHECK(fs::exists(s.spool + "/incoming/notes.txt"));
+  std::ifstream kept(s.dir + "/out/exists.mp4");
+  std::string content;
+  kept >> content;
+  CHECK(content == "keep");
+
+  // Still up, still working: a job submitted through the client runs too.
+  CHECK(::kill(serve.pid, 0) == 0);
+  RunResult sub = Cli(s, "submit '" + input + "' --model '" + model + "' --output '" + s.dir +
+                             "/out/late.mp4'");
+  REQUIRE(sub.exit_code == 0);
+  std::string id = sub.out.substr(0, sub.out.find('\n'));
+  CHECK(WaitUntil([&] { return fs::exists(s.spool + "/done/" + id + "/result.json"); }, 60));
+  RunResult st = Cli(s, "status " + id);
+  CHECK(st.exit_code == 0);
+  CHECK(st.out.find("\"status\": \"done\"") != std::string::npos);
+  CHECK(Cli(s, "status no-such-job").exit_code == 3);
+
+  CHECK(notify.Count("WATCHDOG=1") >= 2);
+  CHECK(notify.Count("STATUS=") >= 1);
+  ::kill(serve.pid, SIGTERM);
+  RunResult end = WaitJob(serve, 60);
+  CHECK(end.exit_code == 0);
+  CHECK(SharedMemoryObjects().empty());
+  CHECK(ProcessesMentioning(s.dir).empty());
+}
+
+TEST_CASE("service: SIGKILL mid-job, restart: finished segments are kept as they are and the "
+          "output is frame-exact") {
+  Service s = MakeService("svc_kill_resume");
+  const int kFrames = 3000;
+  const std::string input = s.dir + "/long.mp4";
+  MakeIndexVideo(input, kFrames, 320, 240, 25, 330);
+  nlohmann::json job = {{"input", input}, {"output", s.dir + "/out.mp4"},
+                        {"model", ModelCopy("identity", s.dir)}, {"chunk_frames", 25},
+                        {"segment_seconds", 4}, {"batch", 2}};  // 30 segments of 100 frames
+  Drop(s, "long", job.dump());
+  const std::string work = s.spool + "/active/long/work";
+  BackgroundJob first = Serve(s);
+  KillOnExit guard_first{first};
+  REQUIRE(WaitUntil([&] { return SegmentsDone(work + "/state.json") >= 3; }, 120));
+  ::kill(first.pid, SIGKILL);
+  WaitJob(first, 10);
+  const int kept = SegmentsDone(work + "/state.json");
+  std::vector<std::pair<ino_t, int64_t>> before;
+  for (int i = 0; i < kept; ++i) {
+    char name[64];
+    std::snprintf(name, sizeof(name), "/segment_%06d.nut", i);
+    before.push_back(InodeAndMtime(work + name));
+  }
+  CHECK(WaitUntil([&] { return WorkerPids(s.dir).empty(); }, 10));
+
+  BackgroundJob second = Serve(s, {}, "serve2");
+
+  KillOnExit guard_second{second};
+  // While it works on, the segments from before the kill must stay untouched.
+  REQUIRE(WaitUntil([&] { return SegmentsDone(work + "/state.json") >= kept + 2 ||
+                                 fs::exists(s.spool + "/done/long"); }, 120));
+  if (fs::exists(work)) {
+    for (int i = 0; i < kept; ++i) {
+      char name[64];
+      std::snprintf(name, sizeof(name), "/segment_%06d.nut", i);
+      CHECK(InodeAndMtime(work + name) == before[i]);
+    }
+  }
+  REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/done/long/result.json"); }, 300));
+  nlohmann::json r = ReadJsonFile(s.spool + "/done/long/result.json");
+  CHECK(r["segments_resumed"].get<int>() >= kept);
+  CHECK(OutOfPlace(FrameIndices(s.dir + "/out.mp4", 320, 240), kFrames) == 0);
+  ::kill(second.pid, SIGTERM);
+  CHECK(WaitJob(second, 60).exit_code == 0);
+  CHECK(SharedMemoryObjects().empty());
+}
+
+TEST_CASE("service: SIGTERM mid-job exits 0 with nothing left running; the restart finishes") {
+  Service s = MakeService("svc_sigterm");
+  const std::string input = s.dir + "/long.mp4";
+  MakeIndexVideo(input, 1500, 320, 240, 25, 0);
+  nlohmann::json job = {{"input", input}, {"output", s.dir + "/out.mp4"},
+                        {"model", ModelCopy("identity", s.dir)}, {"segment_seconds", 4},
+                        {"batch", 2}};
+  Drop(s, "j", job.dump());
+  BackgroundJob first = Serve(s);
+  KillOnExit guard_first{first};
+  REQUIRE(WaitUntil([&] { return SegmentsDone(s.spool + "/active/j/work/state.json") >= 1; }, 120));
+  ::kill(first.pid, SIGTERM);
+  RunResult stopped = WaitJob(first, 30);  // well within TimeoutStopSec
+  INFO(stopped.err);
+  CHECK(stopped.exit_code == 0);
+  CHECK(WorkerPids(s.dir).empty());
+  CHECK(SharedMemoryObjects().empty());
+  CHECK(fs::exists(s.spool + "/active/j/job.json"));
+
+  BackgroundJob second = Serve(s, {}, "serve2");
+
+  KillOnExit guard_second{second};
+  REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/done/j/result.json"); }, 300));
+  CHECK(OutOfPlace(FrameIndices(s.dir + "/out.mp4", 320, 240), 1500) == 0);
+  ::kill(second.pid, SIGTERM);
+  CHECK(WaitJob(second, 60).exit_code == 0);
+}
+
+TEST_CASE("service: a second supervisor on the same spool is refused") {
+  Service s = MakeService("svc_second");
+  BackgroundJob first = Serve(s);
+  KillOnExit guard_first{first};
+  REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/lock"); }, 20));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  BackgroundJob second = Serve(s, {}, "serve2");
+  KillOnExit guard_second{second};
+  RunResult r = WaitJob(second, 20);
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("already served by another framemill (pid " + std::to_string(first.pid) + ")") !=
+        std::string::npos);
+  CHECK(::kill(first.pid, 0) == 0);
+  ::kill(first.pid, SIGTERM);
+  CHECK(WaitJob(first, 30).exit_code == 0);
+}
+
+TEST_CASE("service: cancel stops a running job, files it as cancelled and removes its files") {
+  Service s = MakeService("svc_cancel");
+  const std::string input = s.dir + "/long.mp4";
+  MakeIndexVideo(input, 1500, 320, 240, 25, 0);
+  BackgroundJob serve = Serve(s);
+  KillOnExit guard_serve{serve};
+  RunResult sub = Cli(s, "submit '" + input + "' --model '" + ModelCopy("identity", s.dir) +
+                             "' --output '" + s.dir + "/out.mp4' batch=2");
+  REQUIRE(sub.exit_code == 0);
+  std::string id = sub.out.substr(0, sub.out.find('\n'));
+  REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/active/" + id + "/progress.json"); }, 60));
+  RunResult c = Cli(s, "cancel " + id);
+  CHECK(c.exit_code == 0);
+  REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/failed/" + id + "/result.json"); }, 60));
+  nlohmann::json r = ReadJsonFile(s.spool + "/failed/" + id + "/result.json");
+  CHECK(r["reason"]["code"] == "cancelled");
+  CHECK_FALSE(fs::exists(s.spool + "/failed/" + id + "/work"));
+  CHECK_FALSE(fs::exists(s.dir + "/out.mp4"));
+  CHECK(WaitUntil([&] { return WorkerPids(s.dir).empty(); }, 10));
+  CHECK(Cli(s, "cancel " + id).exit_code == 1);  // already ended
+  ::kill(serve.pid, SIGTERM);
+  CHECK(WaitJob(serve, 30).exit_code == 0);
+}
+
+TEST_CASE("service: a job that cannot fit on its disk fails with no_space; the service goes on") {
+  Service s = MakeService("svc_no_space");
+  const std::string small = s.dir + "/small-disk";
+  fs::create_directories(small);
+  if (::mount("tmpfs", small.c_str(), "tmpfs", 0, "size=256k") != 0) {
+    WARN_MESSAGE(false, "cannot mount a tmpfs here; the full-disk test does not run");
+    return;
+  }
+  struct Unmount {
+    std::string path;
+    ~Unmount() { ::umount2(path.c_str(), MNT_DETACH); }
+  } unmount{small};
+  const std::string model = ModelCopy("identity", s.dir);
+  Drop(s, "too_big", nlohmann::json{{"input", TestClip("d20.mp4")}, {"output", small + "/out.mp4"},
+                                    {"model", model}}.dump());
+  Drop(s, "fits", nlohmann::json{{"input", SmallVideo(s.dir, 40)}, {"output", s.dir + "/fits.mp4"},
+                                 {"model", model}}.dump());
+  BackgroundJob serve = Serve(s);
+  KillOnExit guard_serve{serve};
+  REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/failed/too_big/result.json") &&
+                                 fs::exists(s.spool + "/done/fits/result.json"); }, 120));
+  nlohmann::json r = ReadJsonFile(s.spool + "/failed/too_big/result.json");
+  CHECK(r["reason"]["code"] == "no_space");
+  CHECK(ListDir(small).empty());  // nothing half-written on the full disk
+  ::kill(serve.pid, SIGTERM);
+  CHECK(WaitJob(serve, 30).exit_code == 0);
+}
+
+TEST_CASE("service: the systemd unit passes systemd-analyze verify") {
+  std::string dir = ScratchDir("svc_unit");
+  std::ifstream in(std::string(FRAMEMILL_SOURCE_DIR) + "/systemd/framemill.service");
+  std::stringstream unit;
+  unit << in.rdbuf();
+  std::string text = unit.str();
+  // Point ExecStart at the binary under test (verify checks that it exists).
+  std::string from = "/usr/bin/framemill";
+  text.replace(text.find(from), from.size(), FRAMEMILL_BIN);
+  std::ofstream(dir + "/framemill.service") << text;
+  RunResult r = Shell("systemd-analyze verify '" + dir + "/framemill.service'");
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.empty());  // unknown keys and bad values are only warnings: none allowed
+}

@@ -126,7 +126,28 @@ int RunCommand(const std::string& job_path, const framemill::Config& config) {
   }
   int stale = framemill::RemoveStaleObjects();
   if (stale > 0) spdlog::info("removed {} shared-memory objects left by dead supervisors", stale);
-  framemill::Result<framemill::JobReport> report = framemill::RunJob(*job, config, g_stop);
+  // On a terminal, a live progress line on stderr (logs go there too, each on its own line).
+  framemill::JobOptions options;
+  uint64_t start_ms = framemill::MonotonicMs(), last_ms = 0;
+  if (::isatty(2)) {
+    options.on_progress = [&](const framemill::JobProgress& p) {
+      uint64_t now = framemill::MonotonicMs();
+      if (now - last_ms < 250 || p.frames_total <= 0) return;
+      last_ms = now;
+      double frac = static_cast<double>(p.frames_done) / static_cast<double>(p.frames_total);
+      double secs = static_cast<double>(now - start_ms) / 1000.0;
+      double fps = secs > 0 ? static_cast<double>(p.frames_done) / secs : 0.0;
+      std::string bar(static_cast<size_t>(frac * 30), '#');
+      bar.resize(30, '.');
+      std::fprintf(stderr, "\r[%s] %5.1f%% %lld/%lld frames %6.1f fps ETA %4.0f s ", bar.c_str(),
+                   100.0 * frac, static_cast<long long>(p.frames_done),
+                   static_cast<long long>(p.frames_total), fps,
+                   fps > 0 ? static_cast<double>(p.frames_total - p.frames_done) / fps : 0.0);
+    };
+  }
+  framemill::Result<framemill::JobReport> report =
+      framemill::RunJob(*job, config, g_stop, options);
+  if (::isatty(2)) std::fprintf(stderr, "\n");
   if (!report.ok()) {
     std::fprintf(stderr, "framemill: job failed: %s\n", report.status().ToString().c_str());
     return report.status().code() == framemill::StatusCode::kCancelled ? kExitStopped

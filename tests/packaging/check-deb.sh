@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Builds the Debian package with cpack and checks what it installs and runs.
+set -euo pipefail
+build=$1
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+(cd "$build" && cpack -G DEB -B "$out" >/dev/null)
+deb=$(ls "$out"/framemill_*.deb)
+contents=$(dpkg-deb -c "$deb")
+for path in ./usr/bin/framemill ./usr/bin/framemill-worker ./etc/framemill/framemill.json \
+            ./usr/lib/systemd/system/framemill.service ./usr/lib/tmpfiles.d/framemill.conf \
+            ./usr/lib/sysusers.d/framemill.conf; do
+  grep -q " $path\$" <<<"$contents" || { echo "missing from the package: $path"; exit 1; }
+done
+depends=$(dpkg-deb -f "$deb" Depends)
+for dep in ffmpeg libtorch; do
+  grep -q "$dep" <<<"$depends" || { echo "Depends lacks $dep: $depends"; exit 1; }
+done
+dpkg-deb -e "$deb" "$out/control"
+grep -q "systemctl enable framemill.service" "$out/control/postinst" || { echo "postinst does not enable the service"; exit 1; }
+echo "package ok: $(basename "$deb"), Depends: $depends"

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstring>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "common/shm_protocol.h"
@@ -111,6 +112,34 @@ int Dispatcher::Serving() const {
 
 Result<std::pair<uint32_t, uint32_t>> Dispatcher::Start(const std::atomic<bool>& stop) {
   int wanted = std::min<int>(settings_.workers, static_cast<int>(plan_.chunks.size()));
+  // Workers left loaded by the previous job (see Release) are taken over as they are.
+  int adopted = 0;
+  for (int k = 0; k < static_cast<int>(channels_.size()); ++k) {
+    if (!pool_->Alive(k) ||
+        pool_->channel(k).state.load(std::memory_order_acquire) != WorkerState::kReady) {
+      continue;
+    }
+    if (adopted == wanted) {  // more than this job wants
+      pool_->Signal(k, SIGKILL);
+      continue;
+    }
+    Channel& ch = channels_[k];
+    ch = Channel{};
+    ch.role = Role::kActive;
+    ch.generation = pool_->Generation(k);
+    ch.spawn_ms = ch.ready_ms = MonotonicMs();
+    ch.limits = JitteredLimits(settings_.recycle, rng_);
+    ch.peak_index = stats_.peaks.size();
+    stats_.peaks.push_back({k, ch.generation, 0, 0, 0});
+    probe_w_ = pool_->channel(k).probe_out_width.load();
+    probe_h_ = pool_->channel(k).probe_out_height.load();
+    Record(k, "ready", "kept loaded from the previous job");
+    ++adopted;
+  }
+  if (adopted > 0) {
+    for (const WorkerExit& e : pool_->ReapExited()) channels_[e.channel] = Channel{};
+    return std::make_pair(probe_w_, probe_h_);  // Run() starts any missing workers
+  }
   for (int k = 0; k < wanted; ++k) FM_RETURN_IF_ERROR(Spawn(k, -1));
   uint64_t deadline = MonotonicMs() + start_timeout_ms_;
   while (true) {
@@ -407,5 +436,24 @@ void Dispatcher::Run(ChunkBoard* board, const std::string& arena_name, int64_t f
 }
 
 void Dispatcher::Shutdown() { pool_->StopAll(kStopGraceMs); }
+
+std::unique_ptr<WorkerPool> Dispatcher::Release() {
+  for (int k = 0; k < static_cast<int>(channels_.size()); ++k) {
+    if (pool_->Alive(k) && (channels_[k].role != Role::kActive || !channels_[k].inflight.empty())) {
+      pool_->Signal(k, SIGKILL);
+    }
+  }
+  uint64_t deadline = MonotonicMs() + kStopGraceMs;
+  while (MonotonicMs() < deadline) {
+    for (const WorkerExit& e : pool_->ReapExited()) channels_[e.channel] = Channel{};
+    bool pending = false;
+    for (int k = 0; k < static_cast<int>(channels_.size()); ++k) {
+      pending = pending || (pool_->Alive(k) && channels_[k].role != Role::kActive);
+    }
+    if (!pending) break;
+    ::usleep(10 * 1000);
+  }
+  return std::move(pool_);
+}
 
 }  // namespace framemill

@@ -71,6 +71,10 @@ class Dispatcher {
   // Stops every worker (kStop, then SIGKILL after a grace period).
   void Shutdown();
 
+  // Stops every worker that is not active and idle (loading, standby, retiring), and hands the
+  // pool over with the idle ones still loaded. Call only when no chunk is in flight.
+  std::unique_ptr<WorkerPool> Release();
+
   void Wake() { pool_->Wake(); }
   const DispatchStats& stats() const { return stats_; }
 

@@ -84,6 +84,7 @@ class JobRun {
   Status SaveState();
   std::string SegmentPath(int64_t index) const;
   Status StartWorkers();
+  std::string WarmKey() const;
   Status CreateArena();
   Status CheckFreeSpace() const;
   void DecodeLoop();
@@ -228,21 +229,42 @@ Status JobRun::SaveState() {
   return AtomicWriteFile(scratch_ + "/state.json", st.dump(1) + "\n");
 }
 
+// What makes idle workers fit a job: the model file as it is now, the device, the worker count.
+std::string JobRun::WarmKey() const {
+  struct stat st {};
+  ::stat(job_.model.c_str(), &st);
+  return ResolvePath(job_.model) + "|" + std::to_string(st.st_size) + "|" +
+         std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) + "|" +
+         settings_.device + "|" + std::to_string(settings_.workers);
+}
+
 Status JobRun::StartWorkers() {
-  WorkerOptions opts;
-  opts.worker_binary = WorkerBinary();
-  opts.model = job_.model;
-  opts.device = settings_.device;
-  opts.log_level = config_.log_level;
-  opts.log_dir = scratch_;
-  opts.pytorch_alloc_conf = config_.pytorch_alloc_conf;
-  int workers = static_cast<int>(std::min<int64_t>(settings_.workers, plan_.chunks.size()));
-  // Twice the channels of the workers wanted: room for a warm standby beside each one.
-  int channels = std::min<int>(2 * workers, static_cast<int>(kMaxWorkerChannels));
-  Result<std::unique_ptr<WorkerPool>> pool = WorkerPool::Create(opts, channels);
-  if (!pool.ok()) return pool.status();
+  std::unique_ptr<WorkerPool> pool;
+  if (options_.warm != nullptr && options_.warm->pool != nullptr) {
+    if (options_.warm->key == WarmKey()) {
+      pool = std::move(options_.warm->pool);
+      spdlog::info("reusing the loaded workers of the previous job");
+    } else {
+      options_.warm->pool->StopAll(5000);
+      options_.warm->pool.reset();
+    }
+  }
+  if (pool == nullptr) {
+    WorkerOptions opts;
+    opts.worker_binary = WorkerBinary();
+    opts.model = job_.model;
+    opts.device = settings_.device;
+    opts.log_level = config_.log_level;
+    opts.log_dir = options_.worker_log_dir.empty() ? scratch_ : options_.worker_log_dir;
+    opts.pytorch_alloc_conf = config_.pytorch_alloc_conf;
+    // Twice the channels of the workers wanted: room for a warm standby beside each one.
+    int channels = std::min<int>(2 * settings_.workers, static_cast<int>(kMaxWorkerChannels));
+    Result<std::unique_ptr<WorkerPool>> created = WorkerPool::Create(opts, channels);
+    if (!created.ok()) return created.status();
+    pool = std::move(*created);
+  }
   dispatcher_ = std::make_unique<Dispatcher>(
-      plan_, settings_, std::move(*pool), &timeline_,
+      plan_, settings_, std::move(pool), &timeline_,
       static_cast<uint64_t>(config_.worker_start_timeout_s * 1000));
   Result<std::pair<uint32_t, uint32_t>> probe = dispatcher_->Start(stop_);
   if (!probe.ok()) return probe.status();
@@ -473,9 +495,18 @@ Result<JobReport> JobRun::Run() {
   dispatcher_->Run(board_.get(), arena_shm_.name(), first_chunk_, stop_, tick);
   decoder.join();
   encoder.join();
-  dispatcher_->Shutdown();
   report_.dispatch = dispatcher_->stats();
-  if (board_->failed()) return board_->failure();
+  if (board_->failed()) {
+    dispatcher_->Shutdown();
+    return board_->failure();
+  }
+  // After a clean finish no request is in flight: idle workers can serve the next job.
+  if (options_.warm != nullptr) {
+    options_.warm->pool = dispatcher_->Release();
+    options_.warm->key = WarmKey();
+  } else {
+    dispatcher_->Shutdown();
+  }
 
   MuxRequest mux;
   mux.ffmpeg = config_.ffmpeg;

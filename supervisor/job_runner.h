@@ -7,12 +7,14 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "common/config.h"
 #include "common/job_spec.h"
 #include "common/status.h"
 #include "supervisor/dispatcher.h"
+#include "supervisor/worker_pool.h"
 
 namespace framemill {
 
@@ -35,6 +37,15 @@ struct JobProgress {
   int64_t segments_total = 0;
 };
 
+// Workers kept loaded between jobs by a long-running caller (the service). RunJob takes the
+// pool when it fits the job (same model file, unchanged; same device and worker count) and,
+// after a successful job, gives it back with its idle workers still loaded; otherwise it stops
+// it and starts fresh workers. Not thread-safe: one job at a time uses it.
+struct WarmWorkers {
+  std::unique_ptr<WorkerPool> pool;
+  std::string key;
+};
+
 struct JobOptions {
   // Where the job keeps its plan, state and finished segments. "" = a hidden directory beside
   // the output, removed when the job ends. Otherwise the directory is kept, state.json in it
@@ -45,6 +56,10 @@ struct JobOptions {
   std::string timeline;
   // Called from the supervisor's dispatch thread about every 50 ms while the job runs.
   std::function<void(const JobProgress&)> on_progress;
+  // Workers to reuse and to hand back (null: the job starts and stops its own).
+  WarmWorkers* warm = nullptr;
+  // Where workers write their stderr logs; "" = the job's workspace.
+  std::string worker_log_dir;
 };
 
 // `stop` is polled: once true the job ends with kCancelled (its workspace, if kept, holds what

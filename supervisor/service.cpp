@@ -90,6 +90,7 @@ class Service {
   const std::atomic<bool>& stop_;
   Spool spool_;
   Watchdog watchdog_;
+  WarmWorkers warm_;  // loaded workers kept between jobs that use the same model
 };
 
 Status Service::Run() {
@@ -135,6 +136,8 @@ Status Service::Run() {
   }
   if (inotify_fd >= 0) ::close(inotify_fd);
   sd_notify(0, "STOPPING=1");
+  if (warm_.pool != nullptr) warm_.pool->StopAll(5000);
+  warm_.pool.reset();
   spdlog::info("stopped");
   return Status::Ok();
 }
@@ -182,6 +185,8 @@ bool Service::RunClaimed(const std::string& id) {
   JobOptions options;
   options.workspace = dir + "/work";
   options.timeline = dir + "/timeline.jsonl";
+  options.warm = &warm_;
+  options.worker_log_dir = spool_.Dir("workers");
   options.on_progress = [&](const JobProgress& p) {
     watchdog_.Alive();
     if (stop_.load()) job_stop.store(true);

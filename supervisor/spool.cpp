@@ -61,6 +61,7 @@ Spool::~Spool() {
 
 Status Spool::Prepare() {
   for (const char* s : kStates) FM_RETURN_IF_ERROR(MakeDirectories(Dir(s)));
+  FM_RETURN_IF_ERROR(MakeDirectories(Dir("workers")));
   return MakeDirectories(Dir("tmp"));
 }
 

@@ -8,6 +8,7 @@
 //   failed/<id>/           failed or cancelled: job.json, result.json (status, reason code and
 //                          message), timeline.jsonl
 //   tmp/                   where `framemill submit` writes before the rename
+//   workers/               the workers' stderr logs (workers outlive jobs)
 //   lock                   flock'ed by the one supervisor that serves this spool
 //
 // Every move is a rename within the spool's file system, so a crash leaves each job in exactly

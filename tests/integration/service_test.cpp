@@ -204,6 +204,7 @@ TEST_CASE("service: drains 30 jobs, good ones to done/, bad ones to failed/ with
     return n == total;
   }, 400));
 
+  int started = 0;
   for (int i = 0; i < kGood; ++i) {
     std::string id = "good" + std::to_string(i);
     nlohmann::json r = ReadJsonFile(s.spool + "/done/" + id + "/result.json");
@@ -211,7 +212,10 @@ TEST_CASE("service: drains 30 jobs, good ones to done/, bad ones to failed/ with
     REQUIRE(r.is_object());
     CHECK(r["status"] == "done");
     CHECK(CountFrames(s.dir + "/out/" + id + ".mp4") == 40);
+    started += r["workers_started"].get<int>();
   }
+  // Jobs with the same model share loaded workers: 22 jobs do not start 44 workers.
+  CHECK(started <= 4);
   for (const auto& [id, reason] : bad_reason) {
     nlohmann::json r = ReadJsonFile(s.spool + "/failed/" + id + "/result.json");
     INFO(id << ": " << r.dump());

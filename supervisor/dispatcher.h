@@ -76,6 +76,12 @@ class Dispatcher {
   std::unique_ptr<WorkerPool> Release();
 
   void Wake() { pool_->Wake(); }
+
+  struct LiveWorker {
+    int worker, pid;
+    uint64_t generation, frames, rss_bytes, gpu_reserved_bytes;
+  };
+  std::vector<LiveWorker> LiveWorkers() const;
   const DispatchStats& stats() const { return stats_; }
 
  private:

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <vector>
 #include <string>
 
 #include "common/config.h"
@@ -30,7 +31,17 @@ struct JobReport {
   int64_t segments_resumed = 0;  // segments found finished in the workspace and kept
 };
 
+struct WorkerSnapshot {
+  int worker = 0;
+  uint64_t generation = 0;
+  int pid = 0;
+  uint64_t frames = 0;
+  uint64_t rss_bytes = 0;
+  uint64_t gpu_reserved_bytes = 0;
+};
+
 struct JobProgress {
+  std::vector<WorkerSnapshot> workers;  // the live workers and their current memory
   int64_t frames_total = 0;
   int64_t frames_done = 0;       // frames whose model output is ready (resumed ones included)
   int64_t segments_done = 0;

@@ -202,7 +202,14 @@ bool Service::RunClaimed(const std::string& id) {
     nlohmann::json progress = {{"id", id}, {"frames_done", p.frames_done},
                                {"frames_total", p.frames_total}, {"segments_done", p.segments_done},
                                {"segments_total", p.segments_total}, {"elapsed_s", secs},
-                               {"fps", fps}};
+                               {"fps", fps}, {"workers", nlohmann::json::array()}};
+    for (const WorkerSnapshot& w : p.workers) {
+      progress["workers"].push_back({{"worker", w.worker}, {"gen", w.generation}, {"pid", w.pid},
+                                     {"frames", w.frames},
+                                     {"rss_mb", static_cast<double>(w.rss_bytes) / (1 << 20)},
+                                     {"gpu_reserved_mb",
+                                      static_cast<double>(w.gpu_reserved_bytes) / (1 << 20)}});
+    }
     (void)AtomicWriteFile(dir + "/progress.json", progress.dump() + "\n");
     char status[256];
     std::snprintf(status, sizeof(status), "STATUS=job %s: %lld/%lld frames, %.1f fps", id.c_str(),

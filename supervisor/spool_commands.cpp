@@ -108,7 +108,15 @@ int StatusCommand(const std::vector<std::string>& args, const Config& config) {
     std::printf("spool %s: %d waiting, %d active, %d done, %d failed\n", spool.root().c_str(),
                 counts[0], counts[1], counts[2], counts[3]);
     for (const SpoolEntry& e : spool.Active()) {
-      std::printf("  %s: %s\n", e.id.c_str(), ProgressLine(ReadJson(e.path + "/progress.json")).c_str());
+      nlohmann::json p = ReadJson(e.path + "/progress.json");
+      std::printf("  %s: %s\n", e.id.c_str(), ProgressLine(p).c_str());
+      if (!p.is_object()) continue;
+      for (const nlohmann::json& w : p.value("workers", nlohmann::json::array())) {
+        std::printf("    worker %d gen %d pid %d: %lld frames, rss %.0f MiB, gpu reserved %.0f MiB\n",
+                    w.value("worker", 0), w.value("gen", 0), w.value("pid", 0),
+                    static_cast<long long>(w.value("frames", int64_t{0})), w.value("rss_mb", 0.0),
+                    w.value("gpu_reserved_mb", 0.0));
+      }
     }
     return 0;
   }

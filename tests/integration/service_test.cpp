@@ -352,6 +352,11 @@ TEST_CASE("service: cancel stops a running job, files it as cancelled and remove
   REQUIRE(sub.exit_code == 0);
   std::string id = sub.out.substr(0, sub.out.find('\n'));
   REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/active/" + id + "/progress.json"); }, 60));
+  RunResult st = Cli(s, "status");  // queue, progress and the workers' memory
+  CHECK(st.exit_code == 0);
+  CHECK(st.out.find("1 active") != std::string::npos);
+  CHECK(st.out.find(id + ": ") != std::string::npos);
+  CHECK(st.out.find("rss") != std::string::npos);
   RunResult c = Cli(s, "cancel " + id);
   CHECK(c.exit_code == 0);
   REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/failed/" + id + "/result.json"); }, 60));

@@ -435,12 +435,12 @@ void Dispatcher::Run(ChunkBoard* board, const std::string& arena_name, int64_t f
   }
 }
 
-std::vector<Dispatcher::LiveWorker> Dispatcher::LiveWorkers() const {
-  std::vector<LiveWorker> live;
+std::vector<WorkerSnapshot> Dispatcher::LiveWorkers() const {
+  std::vector<WorkerSnapshot> live;
   for (int k = 0; k < static_cast<int>(channels_.size()); ++k) {
     if (!pool_->Alive(k)) continue;
     const WorkerTelemetry& t = pool_->channel(k).telemetry;
-    live.push_back({k, pool_->Pid(k), channels_[k].generation,
+    live.push_back({k, channels_[k].generation, pool_->Pid(k),
                     t.frames_done.load(std::memory_order_relaxed),
                     t.rss_bytes.load(std::memory_order_relaxed),
                     t.gpu_reserved_bytes.load(std::memory_order_relaxed)});

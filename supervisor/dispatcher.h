@@ -51,6 +51,15 @@ struct DispatchStats {
   std::vector<Peak> peaks;  // one per worker generation that ran, in start order
 };
 
+struct WorkerSnapshot {
+  int worker = 0;
+  uint64_t generation = 0;
+  int pid = 0;
+  uint64_t frames = 0;
+  uint64_t rss_bytes = 0;
+  uint64_t gpu_reserved_bytes = 0;
+};
+
 class Dispatcher {
  public:
   Dispatcher(const JobPlan& plan, const JobSettings& settings, std::unique_ptr<WorkerPool> pool,
@@ -77,11 +86,8 @@ class Dispatcher {
 
   void Wake() { pool_->Wake(); }
 
-  struct LiveWorker {
-    int worker, pid;
-    uint64_t generation, frames, rss_bytes, gpu_reserved_bytes;
-  };
-  std::vector<LiveWorker> LiveWorkers() const;
+  // The live workers and their current figures.
+  std::vector<WorkerSnapshot> LiveWorkers() const;
   const DispatchStats& stats() const { return stats_; }
 
  private:

@@ -490,9 +490,7 @@ Result<JobReport> JobRun::Run() {
                         ? plan_.chunks[processed].first_frame : plan_.frame_count;
     p.segments_total = static_cast<int64_t>(plan_.segments.size());
     p.segments_done = segments_done_.load();
-    for (const Dispatcher::LiveWorker& w : dispatcher_->LiveWorkers()) {
-      p.workers.push_back({w.worker, w.generation, w.pid, w.frames, w.rss_bytes, w.gpu_reserved_bytes});
-    }
+    p.workers = dispatcher_->LiveWorkers();
     options_.on_progress(p);
   };
   dispatcher_->Run(board_.get(), arena_shm_.name(), first_chunk_, stop_, tick);

@@ -31,15 +31,6 @@ struct JobReport {
   int64_t segments_resumed = 0;  // segments found finished in the workspace and kept
 };
 
-struct WorkerSnapshot {
-  int worker = 0;
-  uint64_t generation = 0;
-  int pid = 0;
-  uint64_t frames = 0;
-  uint64_t rss_bytes = 0;
-  uint64_t gpu_reserved_bytes = 0;
-};
-
 struct JobProgress {
   std::vector<WorkerSnapshot> workers;  // the live workers and their current memory
   int64_t frames_total = 0;

@@ -26,7 +26,7 @@
 
 namespace framemill {
 
-inline constexpr uint32_t kProtocolVersion = 2;
+inline constexpr uint32_t kProtocolVersion = 3;
 inline constexpr uint64_t kControlMagic = 0x4c54434d4d52464dull;  // "MFRMMCTL"
 inline constexpr uint64_t kArenaMagic = 0x4e5241414d52464dull;    // "MFRMAARN"
 inline constexpr uint32_t kMaxWorkerChannels = 64;
@@ -76,7 +76,9 @@ struct WorkerTelemetry {
   std::atomic<uint64_t> rss_bytes{0};  // current private resident memory (RssAnon + RssFile)
   std::atomic<uint64_t> gpu_allocated_bytes{0};  // CUDA caching allocator, current
   std::atomic<uint64_t> gpu_reserved_bytes{0};
+  std::atomic<uint64_t> gpu_peak_allocated_bytes{0};
   std::atomic<uint64_t> gpu_peak_reserved_bytes{0};
+  std::atomic<uint64_t> gpu_process_bytes{0};  // NVML: all of this process's GPU memory; 0 = unknown
 };
 
 struct WorkerChannel {

@@ -70,6 +70,7 @@ void Dispatcher::Record(int k, const std::string& event, const std::string& reas
   e.rss_bytes = t.rss_bytes.load(std::memory_order_relaxed);
   e.gpu_allocated_bytes = t.gpu_allocated_bytes.load(std::memory_order_relaxed);
   e.gpu_reserved_bytes = t.gpu_reserved_bytes.load(std::memory_order_relaxed);
+  e.gpu_process_bytes = t.gpu_process_bytes.load(std::memory_order_relaxed);
   e.reason = reason;
   if (timeline_ != nullptr) timeline_->Record(e, MonotonicMs());
   DispatchStats::Peak& p = stats_.peaks[channels_[k].peak_index];

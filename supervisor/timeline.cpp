@@ -34,7 +34,8 @@ void Timeline::Record(const TimelineEvent& e, uint64_t now_ms) {
                       {"frames", e.frames},
                       {"rss_mb", Mib(e.rss_bytes)},
                       {"gpu_allocated_mb", Mib(e.gpu_allocated_bytes)},
-                      {"gpu_reserved_mb", Mib(e.gpu_reserved_bytes)}};
+                      {"gpu_reserved_mb", Mib(e.gpu_reserved_bytes)},
+                      {"gpu_process_mb", Mib(e.gpu_process_bytes)}};
   if (!e.reason.empty()) j["reason"] = e.reason;
   std::string line = j.dump() + "\n";
   std::fwrite(line.data(), 1, line.size(), file_);

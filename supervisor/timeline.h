@@ -1,7 +1,8 @@
 // The memory timeline of a job: one JSON object per line, appended as things happen, so that
 // `tail -f` shows it live and the sawtooth of recycling can be plotted afterwards.
 //   {"t": 12.345, "worker": 1, "gen": 7, "pid": 4242, "event": "chunk", "frames": 640,
-//    "rss_mb": 812.4, "gpu_allocated_mb": 0, "gpu_reserved_mb": 0, "reason": "..."}
+//    "rss_mb": 812.4, "gpu_allocated_mb": 0, "gpu_reserved_mb": 0, "gpu_process_mb": 0,
+//    "reason": "..."}   (gpu_process_mb: the driver's figure via NVML, 0 when unknown)
 // t is seconds since the job started; gen counts workers started by the job (never reused);
 // frames are the frames this worker has done. Events: start, ready, chunk, recycle (a soft limit
 // was hit), stop (a recycled worker left cleanly), crash (died unasked), kill (hard limit or hang).
@@ -25,6 +26,7 @@ struct TimelineEvent {
   uint64_t rss_bytes = 0;
   uint64_t gpu_allocated_bytes = 0;
   uint64_t gpu_reserved_bytes = 0;
+  uint64_t gpu_process_bytes = 0;  // NVML; 0 = unknown
   std::string reason;
 };
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include <torch/types.h>
 
@@ -13,8 +14,14 @@ namespace framemill {
 // frame arena (RssAnon + RssFile).
 uint64_t CurrentRssBytes();
 
+class NvmlMemory;
+
 // Publishes heartbeat, RSS and (on CUDA builds, for a CUDA device) the caching allocator's
-// figures into `t`.
-void PublishTelemetry(WorkerTelemetry& t, const torch::Device& device);
+// figures and, when `nvml` is available, the driver's count of this process's GPU memory.
+void PublishTelemetry(WorkerTelemetry& t, const torch::Device& device,
+                      const NvmlMemory* nvml = nullptr);
+
+// The PCI bus id of a CUDA device, as NVML wants it; "" for the CPU or a build without CUDA.
+std::string PciBusId(const torch::Device& device);
 
 }  // namespace framemill

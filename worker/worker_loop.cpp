@@ -16,6 +16,7 @@
 #include "common/shm_protocol.h"
 #include "worker/fault_injection.h"
 #include "worker/frame_model.h"
+#include "worker/nvml_memory.h"
 #include "worker/telemetry.h"
 
 namespace framemill {
@@ -42,6 +43,7 @@ class Worker {
   WorkerChannel& ch_;
   int channel_;
   Fault fault_;  // test-only, from the environment
+  std::unique_ptr<NvmlMemory> nvml_;
   std::unique_ptr<FrameModel> model_;
   std::map<std::string, SharedMemory> arenas_;  // mapped by name; a job's arena, kept mapped
 };
@@ -113,7 +115,7 @@ ChunkResult Worker::Process(const ChunkRequest& rq) {
                               .permute({0, 2, 3, 1}).contiguous().to(torch::kCPU);
     std::memcpy(out + off * out_bytes, bytes.data_ptr<uint8_t>(), static_cast<size_t>(b) * out_bytes);
     ch_.telemetry.frames_done.fetch_add(static_cast<uint64_t>(b), std::memory_order_relaxed);
-    PublishTelemetry(ch_.telemetry, device);
+    PublishTelemetry(ch_.telemetry, device, nvml_.get());
   }
   result.frames_done = rq.frames;
   ch_.telemetry.chunks_done.fetch_add(1, std::memory_order_relaxed);
@@ -130,7 +132,7 @@ void Worker::Warmup(const ChunkRequest& rq) {
                                 torch::TensorOptions().device(model_->device()));
   Result<torch::Tensor> y = model_->Run(x);
   if (y.ok()) (void)y->sum().item<float>();  // wait for the device to finish
-  PublishTelemetry(ch_.telemetry, model_->device());
+  PublishTelemetry(ch_.telemetry, model_->device(), nvml_.get());
   LogDebug("worker " + std::to_string(channel_) + ": warm-up at " + std::to_string(arena->in_width) +
            "x" + std::to_string(arena->in_height) + " took " + std::to_string(MonotonicMs() - t0) +
            " ms");
@@ -159,12 +161,13 @@ int Worker::Run(const WorkerArgs& args) {
   Result<std::unique_ptr<FrameModel>> model = LoadTorchScriptModel(args.model, *device);
   if (!model.ok()) return Fail(kWorkerExitModel, model.status().message());
   model_ = std::move(*model);
+  nvml_ = std::make_unique<NvmlMemory>(PciBusId(*device));
   Result<std::pair<int64_t, int64_t>> size = ProbeOutputSize(*model_, kProbeSize);
   if (!size.ok()) return Fail(kWorkerExitModel, size.status().message());
   ch_.probe_out_width.store(static_cast<uint32_t>(size->first));
   ch_.probe_out_height.store(static_cast<uint32_t>(size->second));
   CopyString(ch_.device, device->str());
-  PublishTelemetry(ch_.telemetry, *device);
+  PublishTelemetry(ch_.telemetry, *device, nvml_.get());
   ch_.state.store(WorkerState::kReady, std::memory_order_release);
   control_->wake.post();
   LogDebug("worker " + std::to_string(channel_) + ": model " + args.model + " loaded on " +
@@ -183,7 +186,7 @@ int Worker::Run(const WorkerArgs& args) {
         // EINTR from a signal: an early wake-up, nothing more.
       }
       if (!SupervisorAlive()) return kWorkerExitOrphaned;
-      PublishTelemetry(ch_.telemetry, *device);
+      PublishTelemetry(ch_.telemetry, *device, nvml_.get());
       continue;
     }
     if (rq.kind == ChunkRequest::kStop) {

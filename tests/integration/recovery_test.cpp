@@ -7,6 +7,8 @@
 #include <chrono>
 #include <csignal>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <sys/wait.h>
 #include <thread>
@@ -234,4 +236,26 @@ TEST_CASE("recovery: a supervisor killed mid-job leaves no workers, and the next
   CHECK(next.exit_code == 0);
   CHECK(next.err.find("left by dead supervisors") != std::string::npos);
   CheckNothingLeft(dir);
+}
+
+TEST_CASE("recovery: workers get PYTORCH_CUDA_ALLOC_CONF and PYTORCH_ALLOC_CONF from the config") {
+  const std::string dir = ScratchDir("alloc_conf");
+  nlohmann::json job = Job(dir, IndexVideo(4000), "identity", "out.mp4");
+  job["batch"] = 2;
+  BackgroundJob bg = StartJob(dir, job, {}, {{"pytorch_alloc_conf", "expandable_segments:True"}});
+  KillOnExit guard{bg};
+  std::vector<int> pids;
+  for (int i = 0; i < 400 && pids.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    pids = WorkerPids(dir);
+  }
+  REQUIRE_FALSE(pids.empty());
+  std::ifstream in("/proc/" + std::to_string(pids.front()) + "/environ", std::ios::binary);
+  std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(env.find(std::string("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True") + '\0') !=
+        std::string::npos);
+  CHECK(env.find(std::string("PYTORCH_ALLOC_CONF=expandable_segments:True") + '\0') !=
+        std::string::npos);
+  RunResult r = WaitJob(bg, 300);
+  CHECK(r.exit_code == 0);
 }

@@ -296,7 +296,7 @@ TEST_CASE("service: SIGKILL mid-job, restart: finished segments are kept as they
   CHECK(SharedMemoryObjects().empty());
 }
 
-TEST_CASE("service: SIGTERM mid-job exits 0 with nothing left running; the restart finishes") {
+TEST_CASE("service: SIGTERM mid-job exits 0 with nothing left running, and the restart finishes") {
   Service s = MakeService("svc_sigterm");
   const std::string input = s.dir + "/long.mp4";
   MakeIndexVideo(input, 1500, 320, 240, 25, 0);
@@ -370,7 +370,7 @@ TEST_CASE("service: cancel stops a running job, files it as cancelled and remove
   CHECK(WaitJob(serve, 30).exit_code == 0);
 }
 
-TEST_CASE("service: a job that cannot fit on its disk fails with no_space; the service goes on") {
+TEST_CASE("service: a job that cannot fit on its disk fails with no_space and the service goes on") {
   Service s = MakeService("svc_no_space");
   const std::string small = s.dir + "/small-disk";
   fs::create_directories(small);

@@ -48,7 +48,7 @@ TEST_CASE("soft limits name what was exceeded") {
   CHECK_FALSE(SoftLimitReason(SoftLimits{}, f));  // all off
 }
 
-TEST_CASE("hard limits and a silent busy worker are reasons to kill; an idle one is not") {
+TEST_CASE("hard limits and a silent busy worker are reasons to kill, an idle one is not") {
   JobSettings s;
   s.kill.rss_mb = 1000;
   s.hang_timeout_s = 30;

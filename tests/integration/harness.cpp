@@ -1,6 +1,8 @@
 #include "harness.h"
 
 #include <array>
+#include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <csignal>
 #include <fcntl.h>
@@ -302,7 +304,16 @@ int64_t CountFrames(const std::string& path) {
   return std::stoll(r.out);
 }
 
-std::vector<std::string> SharedMemoryObjects() { return ListFramemillObjects(); }
+std::vector<std::string> AllSharedMemoryObjects() { return ListFramemillObjects(); }
+
+std::vector<std::string> SharedMemoryObjects() {
+  std::vector<std::string> left;
+  for (const std::string& name : ListFramemillObjects()) {
+    int pid = std::atoi(name.c_str() + std::strlen("framemill."));
+    if (pid <= 0 || (::kill(pid, 0) != 0 && errno == ESRCH)) left.push_back(name);
+  }
+  return left;
+}
 
 std::vector<int> ProcessesMentioning(const std::string& needle) {
   std::vector<int> pids;

@@ -214,11 +214,18 @@ TEST_CASE("recovery: a supervisor killed mid-job leaves no workers, and the next
   BackgroundJob bg = StartJob(dir, job);
   KillOnExit guard{bg};
   // Wait until it is in full swing: workers up and its shared memory in place.
-  for (int i = 0; i < 400 && (WorkerPids(dir).size() < 2 || SharedMemoryObjects().size() < 2); ++i) {
+  auto mine = [&] {  // the objects of this supervisor
+    std::vector<std::string> v;
+    for (const std::string& n : AllSharedMemoryObjects()) {
+      if (n.rfind("framemill." + std::to_string(bg.pid) + ".", 0) == 0) v.push_back(n);
+    }
+    return v;
+  };
+  for (int i = 0; i < 400 && (WorkerPids(dir).size() < 2 || mine().size() < 2); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
   }
   REQUIRE(WorkerPids(dir).size() >= 1);
-  std::vector<std::string> left = SharedMemoryObjects();
+  std::vector<std::string> left = mine();
   REQUIRE(left.size() >= 2);  // control block and arena
   ::kill(bg.pid, SIGKILL);
   RunResult killed = WaitJob(bg, 10);

@@ -1,0 +1,252 @@
+// framemill-bench: one input, one model, every way of running it, side by side in one run.
+//
+//   naive              one process, frame by frame: decode, model, encode (today's loop)
+//   naive+empty_cache  the same with the CUDA cache emptied after every frame (the usual fix)
+//   transcode          decode and encode alone, same encoder settings (the I/O limit)
+//   model              the model alone on frames already in memory, best batch (compute limit)
+//   framemill Nw       `framemill run` with N workers
+//
+// Prints frames per second, CPU seconds per frame, peak RSS and (on CUDA) peak GPU memory, then
+// the ratios framemill / min(transcode, model) and framemill / naive.
+//
+// usage: framemill-bench INPUT MODEL DEVICE [WORKERS...]     (default workers: 1 2 4)
+// Run from the build directory (it starts ./framemill). Scratch files go to $TMPDIR.
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "common/clock.h"
+#include "supervisor/ffmpeg_pipes.h"
+#include "supervisor/media_probe.h"
+#include "worker/frame_model.h"
+
+#ifdef FRAMEMILL_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
+
+namespace fm = framemill;
+
+namespace {
+
+struct Row {
+  std::string name;
+  double seconds = 0, cpu_seconds = 0;
+  int64_t frames = 0;
+  double peak_rss_mb = 0, peak_gpu_mb = 0;
+  double fps() const { return seconds > 0 ? frames / seconds : 0; }
+};
+
+double CpuSeconds(int who) {
+  rusage r{};
+  getrusage(who, &r);
+  return r.ru_utime.tv_sec + r.ru_stime.tv_sec + (r.ru_utime.tv_usec + r.ru_stime.tv_usec) / 1e6;
+}
+
+double MaxRssMb(int who) {
+  rusage r{};
+  getrusage(who, &r);
+  return r.ru_maxrss / 1024.0;
+}
+
+double PeakGpuMb(const torch::Device& d) {
+#ifdef FRAMEMILL_WITH_CUDA
+  if (d.is_cuda()) {
+    auto s = c10::cuda::CUDACachingAllocator::getDeviceStats(d.index());
+    return s.reserved_bytes[0].peak / 1048576.0;
+  }
+#endif
+  (void)d;
+  return 0;
+}
+
+void EmptyCache(const torch::Device& d) {
+#ifdef FRAMEMILL_WITH_CUDA
+  if (d.is_cuda()) c10::cuda::CUDACachingAllocator::emptyCache();
+#endif
+  (void)d;
+}
+
+fm::SegmentFormat Format(const fm::VideoStreamInfo& v, int w, int h) {
+  fm::SegmentFormat f;
+  f.width = w;
+  f.height = h;
+  f.frame_rate = v.frame_rate;
+  f.encoder.preset = "veryfast";
+  return f;
+}
+
+torch::Tensor ToModel(const uint8_t* frames, int64_t n, int h, int w, const torch::Device& d) {
+  return torch::from_blob(const_cast<uint8_t*>(frames), {n, h, w, 3}, torch::kUInt8)
+      .to(d).permute({0, 3, 1, 2}).to(torch::kFloat32).div_(255.0);
+}
+
+torch::Tensor FromModel(const torch::Tensor& y) {
+  return y.clamp(0.0, 1.0).mul(255.0).round().to(torch::kUInt8).permute({0, 2, 3, 1})
+      .contiguous().to(torch::kCPU);
+}
+
+// Decode -> (model) -> encode, frame by frame, in this process.
+Row Loop(const std::string& name, const std::string& input, const fm::VideoStreamInfo& v,
+         fm::FrameModel* model, int out_w, int out_h, bool empty_cache, const std::string& tmp) {
+  torch::InferenceMode guard;
+  Row row{name};
+  double cpu0 = CpuSeconds(RUSAGE_SELF) + CpuSeconds(RUSAGE_CHILDREN);
+  uint64_t t0 = fm::MonotonicMs();
+  auto reader = fm::FrameReader::Start("ffmpeg", input, v, tmp + "/dec.log");
+  auto enc = fm::SegmentEncoder::Start("ffmpeg", tmp + "/" + name + ".nut",
+                                       Format(v, out_w, out_h), tmp + "/enc.log");
+  std::vector<uint8_t> frame(static_cast<size_t>(v.width) * v.height * 3);
+  while (true) {
+    fm::Result<bool> got = (*reader)->Read(frame.data());
+    if (!got.ok() || !*got) break;
+    if (model == nullptr) {
+      (void)(*enc)->Write(frame.data(), frame.size());
+    } else {
+      torch::Tensor y = FromModel(*model->Run(ToModel(frame.data(), 1, v.height, v.width, model->device())));
+      (void)(*enc)->Write(y.data_ptr<uint8_t>(), static_cast<size_t>(y.numel()));
+      if (empty_cache) EmptyCache(model->device());
+    }
+    ++row.frames;
+  }
+  (void)(*reader)->Finish();
+  (void)(*enc)->Finish();
+  row.seconds = (fm::MonotonicMs() - t0) / 1000.0;
+  row.cpu_seconds = CpuSeconds(RUSAGE_SELF) + CpuSeconds(RUSAGE_CHILDREN) - cpu0;
+  row.peak_rss_mb = MaxRssMb(RUSAGE_SELF);
+  if (model != nullptr) row.peak_gpu_mb = PeakGpuMb(model->device());
+  return row;
+}
+
+// The model alone, on up to 256 frames held in memory, at the best of a few batch sizes.
+Row ModelOnly(const std::string& input, const fm::VideoStreamInfo& v, fm::FrameModel& model,
+              const std::string& tmp) {
+  torch::InferenceMode guard;
+  auto reader = fm::FrameReader::Start("ffmpeg", input, v, tmp + "/dec.log");
+  const size_t fb = static_cast<size_t>(v.width) * v.height * 3;
+  std::vector<uint8_t> frames;
+  int64_t n = 0;
+  for (; n < 256; ++n) {
+    frames.resize(fb * (n + 1));
+    fm::Result<bool> got = (*reader)->Read(frames.data() + fb * n);
+    if (!got.ok() || !*got) break;
+  }
+  Row best{"model"};
+  for (int64_t batch : {1, 4, 8, 16}) {
+    if (batch > n) break;
+    torch::Tensor warm = FromModel(*model.Run(ToModel(frames.data(), batch, v.height, v.width, model.device())));
+    double cpu0 = CpuSeconds(RUSAGE_SELF);
+    uint64_t t0 = fm::MonotonicMs();
+    int64_t done = 0;
+    for (int64_t off = 0; off + batch <= n; off += batch) {
+      torch::Tensor y = FromModel(*model.Run(ToModel(frames.data() + fb * off, batch, v.height, v.width, model.device())));
+      done += batch;
+    }
+    Row r{"model (batch " + std::to_string(batch) + ")"};
+    r.seconds = std::max<uint64_t>(1, fm::MonotonicMs() - t0) / 1000.0;
+    r.cpu_seconds = CpuSeconds(RUSAGE_SELF) - cpu0;
+    r.frames = done;
+    r.peak_rss_mb = MaxRssMb(RUSAGE_SELF);
+    r.peak_gpu_mb = PeakGpuMb(model.device());
+    if (r.fps() > best.fps()) best = r;
+  }
+  return best;
+}
+
+Row Framemill(const std::string& input, const std::string& model, const std::string& device,
+              int workers, int64_t frames, const std::string& tmp) {
+  std::string job = tmp + "/job-" + std::to_string(workers) + ".json";
+  std::ofstream(job) << "{\"input\": \"" << input << "\", \"output\": \"" << tmp << "/fm-"
+                     << workers << ".mkv\", \"model\": \"" << model << "\", \"device\": \""
+                     << device << "\", \"workers\": " << workers
+                     << ", \"overwrite\": true, \"encoder\": {\"preset\": \"veryfast\"}}";
+  Row row{"framemill " + std::to_string(workers) + "w"};
+  double cpu0 = CpuSeconds(RUSAGE_CHILDREN);
+  uint64_t t0 = fm::MonotonicMs();
+  std::fflush(stdout);  // or the child's freopen would write our buffered lines again
+  pid_t pid = fork();
+  if (pid == 0) {
+    freopen("/dev/null", "w", stdout);
+    freopen((tmp + "/framemill.log").c_str(), "w", stderr);
+    execl("./framemill", "framemill", "run", job.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  rusage ru{};
+  wait4(pid, &status, 0, &ru);
+  row.seconds = (fm::MonotonicMs() - t0) / 1000.0;
+  row.cpu_seconds = CpuSeconds(RUSAGE_CHILDREN) - cpu0;
+  row.frames = WIFEXITED(status) && WEXITSTATUS(status) == 0 ? frames : 0;
+  row.peak_rss_mb = ru.ru_maxrss / 1024.0;  // the supervisor process itself
+  return row;
+}
+
+void Print(const Row& r) {
+  std::printf("%-22s %8.1f %10.4f %9.0f %9.0f %8.1f\n", r.name.c_str(), r.fps(),
+              r.frames > 0 ? r.cpu_seconds / r.frames : 0.0, r.peak_rss_mb, r.peak_gpu_mb, r.seconds);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 4) {
+    std::fprintf(stderr, "usage: framemill-bench INPUT MODEL DEVICE [WORKERS...]\n");
+    return 2;
+  }
+  std::string input = argv[1], model_path = argv[2], device_name = argv[3];
+  std::vector<int> workers;
+  for (int i = 4; i < argc; ++i) workers.push_back(std::atoi(argv[i]));
+  if (workers.empty()) workers = {1, 2, 4};
+  char tmpl[] = "/tmp/framemill-bench-XXXXXX";
+  std::string tmp = mkdtemp(tmpl);
+
+  auto media = fm::ProbeMedia("ffprobe", input, true);
+  if (!media.ok()) {
+    std::fprintf(stderr, "%s\n", media.status().ToString().c_str());
+    return 1;
+  }
+  const fm::VideoStreamInfo& v = media->video;
+  auto device = fm::ResolveDevice(device_name);
+  auto model = fm::LoadTorchScriptModel(model_path, *device);
+  if (!device.ok() || !model.ok()) {
+    std::fprintf(stderr, "cannot load the model\n");
+    return 1;
+  }
+  auto size = fm::ProbeOutputSize(**model, 64);
+  int out_w = static_cast<int>(v.width * size->first / 64), out_h = static_cast<int>(v.height * size->second / 64);
+  std::printf("input %s: %lld frames %dx%d -> %dx%d; model %s on %s; %u CPU threads\n",
+              input.c_str(), static_cast<long long>(v.frame_count), v.width, v.height, out_w,
+              out_h, model_path.c_str(), device->str().c_str(), std::thread::hardware_concurrency());
+  std::printf("%-22s %8s %10s %9s %9s %8s\n", "run", "fps", "cpu s/fr", "rss MiB", "gpu MiB", "seconds");
+  // framemill first: the in-process runs grow this process's peak RSS, which fork would inherit
+  // as a starting point for nothing (ru_maxrss of the child is its own).
+  std::vector<Row> fm_rows;
+  for (int w : workers) fm_rows.push_back(Framemill(input, model_path, device_name, w, v.frame_count, tmp));
+  Row naive = Loop("naive", input, v, model->get(), out_w, out_h, false, tmp);
+  Row naive_ec = Loop("naive+empty_cache", input, v, model->get(), out_w, out_h, true, tmp);
+  Row transcode = Loop("transcode", input, v, nullptr, v.width, v.height, false, tmp);
+  Row model_only = ModelOnly(input, v, **model, tmp);
+  for (const Row& r : {naive, naive_ec, transcode, model_only}) Print(r);
+  Row best = fm_rows.front();
+  for (const Row& r : fm_rows) {
+    Print(r);
+    if (r.fps() > best.fps()) best = r;
+  }
+  double limit = std::min(transcode.fps(), model_only.fps());
+  std::printf("ratios: %s / min(transcode, model) = %.2f; %s / naive = %.2f; "
+              "cpu s/frame %s / naive = %.2f\n",
+              best.name.c_str(), limit > 0 ? best.fps() / limit : 0.0, best.name.c_str(),
+              naive.fps() > 0 ? best.fps() / naive.fps() : 0.0, best.name.c_str(),
+              naive.cpu_seconds > 0 ? (best.cpu_seconds / best.frames) / (naive.cpu_seconds / naive.frames) : 0.0);
+  std::string cleanup = "rm -rf '" + tmp + "'";
+  return std::system(cleanup.c_str()) == 0 ? 0 : 1;
+}

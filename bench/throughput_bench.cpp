@@ -10,6 +10,7 @@
 // the ratios framemill / min(transcode, model) and framemill / naive.
 //
 // usage: framemill-bench INPUT MODEL DEVICE [WORKERS...]     (default workers: 1 2 4)
+// $FRAMEMILL_BENCH_PRECISION (fp32 | fp16 | bf16, default fp32) applies to every run.
 // Run from the build directory (it starts ./framemill). Scratch files go to $TMPDIR.
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -23,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include "common/clock.h"
@@ -85,13 +87,15 @@ fm::SegmentFormat Format(const fm::VideoStreamInfo& v, int w, int h) {
   return f;
 }
 
+torch::ScalarType g_dtype = torch::kFloat32;
+
 torch::Tensor ToModel(const uint8_t* frames, int64_t n, int h, int w, const torch::Device& d) {
   return torch::from_blob(const_cast<uint8_t*>(frames), {n, h, w, 3}, torch::kUInt8)
-      .to(d).permute({0, 3, 1, 2}).to(torch::kFloat32).div_(255.0);
+      .to(d).permute({0, 3, 1, 2}).to(g_dtype).div_(255.0);
 }
 
 torch::Tensor FromModel(const torch::Tensor& y) {
-  return y.clamp(0.0, 1.0).mul(255.0).round().to(torch::kUInt8).permute({0, 2, 3, 1})
+  return y.to(torch::kFloat32).clamp(0.0, 1.0).mul(255.0).round().to(torch::kUInt8).permute({0, 2, 3, 1})
       .contiguous().to(torch::kCPU);
 }
 
@@ -165,10 +169,12 @@ Row ModelOnly(const std::string& input, const fm::VideoStreamInfo& v, fm::FrameM
 Row Framemill(const std::string& input, const std::string& model, const std::string& device,
               int workers, int64_t frames, const std::string& tmp) {
   std::string job = tmp + "/job-" + std::to_string(workers) + ".json";
-  std::ofstream(job) << "{\"input\": \"" << input << "\", \"output\": \"" << tmp << "/fm-"
-                     << workers << ".mkv\", \"model\": \"" << model << "\", \"device\": \""
-                     << device << "\", \"workers\": " << workers
-                     << ", \"overwrite\": true, \"encoder\": {\"preset\": \"veryfast\"}}";
+  const char* precision = std::getenv("FRAMEMILL_BENCH_PRECISION");
+  nlohmann::json j = {{"input", input}, {"output", tmp + "/fm-" + std::to_string(workers) + ".mkv"},
+                      {"model", model}, {"device", device}, {"workers", workers},
+                      {"precision", precision != nullptr ? precision : "fp32"},
+                      {"overwrite", true}, {"encoder", {{"preset", "veryfast"}}}};
+  std::ofstream(job) << j.dump();
   Row row{"framemill " + std::to_string(workers) + "w"};
   double cpu0 = CpuSeconds(RUSAGE_CHILDREN);
   uint64_t t0 = fm::MonotonicMs();
@@ -216,11 +222,20 @@ int main(int argc, char** argv) {
   }
   const fm::VideoStreamInfo& v = media->video;
   auto device = fm::ResolveDevice(device_name);
-  auto model = fm::LoadTorchScriptModel(model_path, *device);
-  if (!device.ok() || !model.ok()) {
+  const char* prec_env = std::getenv("FRAMEMILL_BENCH_PRECISION");
+  std::string precision = prec_env != nullptr ? prec_env : "fp32";
+  if (!device.ok()) return 1;
+  auto dtype = fm::ResolvePrecision(precision, *device);
+  if (!dtype.ok()) {
+    std::fprintf(stderr, "%s\n", dtype.status().message().c_str());
+    return 1;
+  }
+  auto model = fm::LoadTorchScriptModel(model_path, *device, *dtype);
+  if (!model.ok()) {
     std::fprintf(stderr, "cannot load the model\n");
     return 1;
   }
+  g_dtype = *dtype;
   auto size = fm::ProbeOutputSize(**model, 64);
   int out_w = static_cast<int>(v.width * size->first / 64), out_h = static_cast<int>(v.height * size->second / 64);
   std::printf("input %s: %lld frames %dx%d -> %dx%d; model %s on %s; %u CPU threads\n",

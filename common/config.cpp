@@ -63,6 +63,10 @@ Status ReadJobSettings(const nlohmann::json& object, const std::string& path, St
     r.Fail("device", "must be auto, cpu, cuda or cuda:N, got \"" + s->device + "\"");
   }
   r.Int("max_attempts", &s->max_attempts, 1, kMaxAttempts);
+  r.String("precision", &s->precision);
+  if (r.status().ok() && s->precision != "fp32" && s->precision != "fp16" && s->precision != "bf16") {
+    r.Fail("precision", "must be fp32, fp16 or bf16, got \"" + s->precision + "\"");
+  }
   r.Double("hang_timeout_s", &s->hang_timeout_s, 1.0, 24 * 3600.0);
   ReadEncoder(r, code, &s->encoder);
   ReadRecycle(r, code, &s->recycle);

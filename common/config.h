@@ -47,6 +47,7 @@ struct JobSettings {
   int workers = 2;                 // worker processes for the job
   int batch = 8;                   // frames per model call inside a worker
   std::string device = "auto";     // auto | cpu | cuda | cuda:N
+  std::string precision = "fp32";  // fp32 | fp16 | bf16: the model's weights and activations
   int max_attempts = 3;            // tries per chunk before the job fails
   double hang_timeout_s = 300.0;   // a busy worker without a heartbeat this long is killed
   EncoderSettings encoder;

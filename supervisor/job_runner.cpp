@@ -235,7 +235,7 @@ std::string JobRun::WarmKey() const {
   ::stat(job_.model.c_str(), &st);
   return ResolvePath(job_.model) + "|" + std::to_string(st.st_size) + "|" +
          std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) + "|" +
-         settings_.device + "|" + std::to_string(settings_.workers);
+         settings_.device + "|" + settings_.precision + "|" + std::to_string(settings_.workers);
 }
 
 Status JobRun::StartWorkers() {
@@ -254,6 +254,7 @@ Status JobRun::StartWorkers() {
     opts.worker_binary = WorkerBinary();
     opts.model = job_.model;
     opts.device = settings_.device;
+    opts.precision = settings_.precision;
     opts.log_level = config_.log_level;
     opts.log_dir = options_.worker_log_dir.empty() ? scratch_ : options_.worker_log_dir;
     opts.pytorch_alloc_conf = config_.pytorch_alloc_conf;

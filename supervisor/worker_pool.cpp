@@ -93,7 +93,8 @@ Status WorkerPool::Spawn(int k) {
     }
     p->child = bp::child(options_.worker_binary, "--control", shm_.name(), "--channel",
                          std::to_string(k), "--model", options_.model, "--device",
-                         options_.device, "--log-level", options_.log_level, env,
+                         options_.device, "--precision", options_.precision, "--log-level",
+                         options_.log_level, env,
                          bp::std_in.close(), bp::std_err > p->log_path);
   } catch (const std::exception& e) {
     ch.state.store(WorkerState::kEmpty);

@@ -21,6 +21,7 @@ struct WorkerOptions {
   std::string worker_binary;  // framemill-worker
   std::string model;          // TorchScript file
   std::string device;         // auto | cpu | cuda | cuda:N
+  std::string precision = "fp32";
   std::string log_level;
   std::string log_dir;            // each worker's stderr goes to log_dir/worker-<k>-<gen>.log
   std::string pytorch_alloc_conf; // "" = inherit the environment as it is

@@ -14,8 +14,8 @@ std::string FirstLine(const std::string& what) {
 
 class TorchScriptModel : public FrameModel {
  public:
-  TorchScriptModel(torch::jit::Module module, torch::Device device)
-      : module_(std::move(module)), device_(device) {}
+  TorchScriptModel(torch::jit::Module module, torch::Device device, torch::ScalarType dtype)
+      : module_(std::move(module)), device_(device), dtype_(dtype) {}
 
   Result<torch::Tensor> Run(const torch::Tensor& batch) override {
     try {
@@ -31,10 +31,12 @@ class TorchScriptModel : public FrameModel {
   }
 
   const torch::Device& device() const override { return device_; }
+  torch::ScalarType dtype() const override { return dtype_; }
 
  private:
   torch::jit::Module module_;
   torch::Device device_;
+  torch::ScalarType dtype_;
 };
 
 }  // namespace
@@ -61,12 +63,28 @@ Result<torch::Device> ResolveDevice(const std::string& device) {
   }
 }
 
+Result<torch::ScalarType> ResolvePrecision(const std::string& precision,
+                                           const torch::Device& device) {
+  if (precision == "fp32") return torch::kFloat32;
+  if (precision == "bf16") return torch::kBFloat16;
+  if (precision == "fp16") {
+    if (!device.is_cuda()) {
+      return Status(StatusCode::kInvalidJob, "precision fp16 needs a CUDA device (this worker "
+                                             "runs on " + device.str() + "; use bf16 or fp32)");
+    }
+    return torch::kFloat16;
+  }
+  return Status(StatusCode::kInvalidJob, "precision must be fp32, fp16 or bf16");
+}
+
 Result<std::unique_ptr<FrameModel>> LoadTorchScriptModel(const std::string& path,
-                                                         const torch::Device& device) {
+                                                         const torch::Device& device,
+                                                         torch::ScalarType dtype) {
   try {
     torch::jit::Module m = torch::jit::load(path, device);
     m.eval();
-    return std::unique_ptr<FrameModel>(new TorchScriptModel(std::move(m), device));
+    if (dtype != torch::kFloat32) m.to(dtype);
+    return std::unique_ptr<FrameModel>(new TorchScriptModel(std::move(m), device, dtype));
   } catch (const std::exception& e) {
     return Status(StatusCode::kModelInvalid,
                   path + ": not a loadable TorchScript model: " + FirstLine(e.what()));
@@ -75,7 +93,8 @@ Result<std::unique_ptr<FrameModel>> LoadTorchScriptModel(const std::string& path
 
 Result<std::pair<int64_t, int64_t>> ProbeOutputSize(FrameModel& model, int64_t size) {
   torch::InferenceMode guard;
-  torch::Tensor x = torch::rand({1, 3, size, size}, torch::TensorOptions().device(model.device()));
+  torch::Tensor x = torch::rand({1, 3, size, size},
+                                torch::TensorOptions().device(model.device()).dtype(model.dtype()));
   Result<torch::Tensor> y = model.Run(x);
   if (!y.ok()) return y.status();
   const torch::Tensor& t = *y;

@@ -24,15 +24,21 @@ class FrameModel {
   virtual Result<torch::Tensor> Run(const torch::Tensor& batch) = 0;
 
   virtual const torch::Device& device() const = 0;
+  virtual torch::ScalarType dtype() const = 0;
 };
 
 // Resolves a job's device string: auto -> cuda:0 when CUDA works, else cpu; cuda -> cuda:0.
 // Fails when CUDA is asked for and is not there.
 Result<torch::Device> ResolveDevice(const std::string& device);
 
-// Loads a TorchScript file onto `device`, in eval mode.
+// fp32 | fp16 | bf16 -> the dtype; fp16 needs a CUDA device.
+Result<torch::ScalarType> ResolvePrecision(const std::string& precision, const torch::Device& device);
+
+// Loads a TorchScript file onto `device` with weights in `dtype`, in eval mode. Run() then takes
+// batches of that dtype.
 Result<std::unique_ptr<FrameModel>> LoadTorchScriptModel(const std::string& path,
-                                                         const torch::Device& device);
+                                                         const torch::Device& device,
+                                                         torch::ScalarType dtype = torch::kFloat32);
 
 // Runs the model once on a random size x size frame and returns its output size (w, h),
 // checking the output's shape against the contract.

@@ -1,6 +1,7 @@
 // framemill-worker: one GPU (or CPU) worker process, started by the supervisor.
 //
-//   framemill-worker --control NAME --channel K --model PATH --device DEV [--log-level L]
+//   framemill-worker --control NAME --channel K --model PATH --device DEV [--precision P]
+//                    [--log-level L]
 //   framemill-worker --export-model NAME PATH
 //   framemill-worker --list-models
 #include <cstdio>
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
     else if (a[i] == "--channel") args.channel = std::atoi(a[i + 1].c_str());
     else if (a[i] == "--model") args.model = a[i + 1];
     else if (a[i] == "--device") args.device = a[i + 1];
+    else if (a[i] == "--precision") args.precision = a[i + 1];
     else if (a[i] == "--log-level") level = a[i + 1];
     else {
       std::fprintf(stderr, "framemill-worker: unknown argument %s\n", a[i].c_str());

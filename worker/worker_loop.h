@@ -13,6 +13,7 @@ struct WorkerArgs {
   int channel = -1;
   std::string model;
   std::string device;
+  std::string precision = "fp32";  // fp32 | fp16 | bf16
 };
 
 // Exit codes of framemill-worker.

@@ -47,3 +47,27 @@ TEST_CASE("frame-exact: 2,050 indexed frames through identity with 3 workers kee
   CHECK(ProcessesMentioning(dir).empty());
   for (const std::string& name : ListDir(dir)) CHECK(name.rfind(".framemill", 0) != 0);
 }
+
+TEST_CASE("precision: bf16 keeps every frame; fp16 without a GPU is refused with a clear message") {
+  const std::string dir = ScratchDir("precision");
+  const int kFrames = 200, kW = 320, kH = 240;
+  const std::string input = dir + "/indexed.mp4";
+  MakeIndexVideo(input, kFrames, kW, kH, 25, /*tone_hz=*/0);
+  nlohmann::json job = {{"input", input},
+                        {"output", dir + "/bf16.mp4"},
+                        {"model", ModelCopy("sharpen", dir)},
+                        {"precision", "bf16"},
+                        {"device", TestDevice()}};
+  RunResult r = RunJob(dir, job);
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(OutOfPlace(FrameIndices(dir + "/bf16.mp4", kW, kH), kFrames) == 0);
+
+  if (TestDevice() == "cpu") {
+    job["precision"] = "fp16";
+    job["output"] = dir + "/fp16.mp4";
+    RunResult f = RunJob(dir, job);
+    CHECK(f.exit_code == 1);
+    CHECK(f.err.find("precision fp16 needs a CUDA device") != std::string::npos);
+  }
+}

@@ -98,6 +98,7 @@ TEST_CASE("config/framemill.json parses and equals the built-in defaults") {
   CHECK(file->defaults.workers == builtin.defaults.workers);
   CHECK(file->defaults.batch == builtin.defaults.batch);
   CHECK(file->defaults.device == builtin.defaults.device);
+  CHECK(file->defaults.precision == builtin.defaults.precision);
   CHECK(file->defaults.max_attempts == builtin.defaults.max_attempts);
   CHECK(file->defaults.encoder.codec == builtin.defaults.encoder.codec);
   CHECK(file->defaults.encoder.crf == builtin.defaults.encoder.crf);

@@ -113,6 +113,9 @@ TEST_CASE("absurd values are rejected with the key and the allowed range") {
   j = MinimalJob();
   j["input"] = "";
   CHECK(ErrorOf(j) == "job.input: must not be empty");
+  j = MinimalJob();
+  j["precision"] = "int8";
+  CHECK(ErrorOf(j) == "job.precision: must be fp32, fp16 or bf16, got \"int8\"");
 }
 
 TEST_CASE("input and output must differ") {

@@ -73,7 +73,8 @@ void Dispatcher::Record(int k, const std::string& event, const std::string& reas
   e.gpu_process_bytes = t.gpu_process_bytes.load(std::memory_order_relaxed);
   e.reason = reason;
   if (timeline_ != nullptr) timeline_->Record(e, MonotonicMs());
-  DispatchStats::Peak& p = stats_.peaks[channels_[k].peak_index];
+  WorkerSnapshot& p = stats_.peaks[channels_[k].peak_index];
+  if (e.pid != 0) p.pid = e.pid;
   p.frames = std::max(p.frames, e.frames);
   p.rss_bytes = std::max(p.rss_bytes, e.rss_bytes);
   p.gpu_reserved_bytes = std::max(p.gpu_reserved_bytes, e.gpu_reserved_bytes);
@@ -89,7 +90,7 @@ Status Dispatcher::Spawn(int k, int replaces) {
   ch.replaces = replaces;
   ch.limits = JitteredLimits(settings_.recycle, rng_);
   ch.peak_index = stats_.peaks.size();
-  stats_.peaks.push_back({k, ch.generation, 0, 0, 0});
+  stats_.peaks.push_back({k, ch.generation, pool_->Pid(k), 0, 0, 0});
   ++stats_.workers_started;
   Record(k, "start", replaces >= 0 ? "standby for worker " + std::to_string(replaces) : "");
   return Status::Ok();
@@ -131,7 +132,7 @@ Result<std::pair<uint32_t, uint32_t>> Dispatcher::Start(const std::atomic<bool>&
     ch.spawn_ms = ch.ready_ms = MonotonicMs();
     ch.limits = JitteredLimits(settings_.recycle, rng_);
     ch.peak_index = stats_.peaks.size();
-    stats_.peaks.push_back({k, ch.generation, 0, 0, 0});
+    stats_.peaks.push_back({k, ch.generation, pool_->Pid(k), 0, 0, 0});
     probe_w_ = pool_->channel(k).probe_out_width.load();
     probe_h_ = pool_->channel(k).probe_out_height.load();
     Record(k, "ready", "kept loaded from the previous job");

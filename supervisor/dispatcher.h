@@ -35,22 +35,7 @@
 
 namespace framemill {
 
-struct DispatchStats {
-  int workers_started = 0;
-  int crashes = 0;           // workers that died unasked
-  int kills = 0;             // workers killed for a hard limit or a hang
-  int chunk_retries = 0;     // chunks sent again
-  std::map<std::string, int> recycles;  // by kind of reason: "rss", "gpu", "max_chunks"
-  struct Peak {
-    int worker = 0;
-    uint64_t generation = 0;
-    uint64_t frames = 0;
-    uint64_t rss_bytes = 0;
-    uint64_t gpu_reserved_bytes = 0;
-  };
-  std::vector<Peak> peaks;  // one per worker generation that ran, in start order
-};
-
+// One worker's figures (current, or peaks).
 struct WorkerSnapshot {
   int worker = 0;
   uint64_t generation = 0;
@@ -58,6 +43,16 @@ struct WorkerSnapshot {
   uint64_t frames = 0;
   uint64_t rss_bytes = 0;
   uint64_t gpu_reserved_bytes = 0;
+};
+
+struct DispatchStats {
+  int workers_started = 0;
+  int crashes = 0;           // workers that died unasked
+  int kills = 0;             // workers killed for a hard limit or a hang
+  int chunk_retries = 0;     // chunks sent again
+  std::map<std::string, int> recycles;  // by kind of reason: "rss", "gpu", "max_chunks"
+  // Peak figures of each worker generation that ran, in start order.
+  std::vector<WorkerSnapshot> peaks;
 };
 
 class Dispatcher {

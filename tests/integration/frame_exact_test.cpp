@@ -48,7 +48,7 @@ TEST_CASE("frame-exact: 2,050 indexed frames through identity with 3 workers kee
   for (const std::string& name : ListDir(dir)) CHECK(name.rfind(".framemill", 0) != 0);
 }
 
-TEST_CASE("precision: bf16 keeps every frame; fp16 without a GPU is refused with a clear message") {
+TEST_CASE("precision: bf16 keeps every frame, and fp16 without a GPU is refused with a clear message") {
   const std::string dir = ScratchDir("precision");
   const int kFrames = 200, kW = 320, kH = 240;
   const std::string input = dir + "/indexed.mp4";

@@ -11,6 +11,7 @@ packages=(
   nlohmann-json3-dev libspdlog-dev doctest-dev
   libsystemd-dev
   ffmpeg                  # ffmpeg and ffprobe: decoding, encoding, muxing
+  mkvtoolnix              # mkvmerge: source timestamps for variable-frame-rate videos
 )
 
 missing=()

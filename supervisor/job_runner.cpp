@@ -132,9 +132,7 @@ Status JobRun::Prepare() {
   media_ = std::move(*media);
   const VideoStreamInfo& v = media_.video;
   if (!v.constant_rate) {
-    spdlog::warn("{}: variable frame rate; the output is encoded at a constant {:.3f} fps with "
-                 "every frame kept (timestamps are not carried over)",
-                 job_.input, v.frame_rate.value());
+    spdlog::info("{}: variable frame rate; every frame keeps its source timestamp", job_.input);
   }
   chunks_per_segment_ = ChunksPerSegment(settings_.segment_seconds, v.frame_rate.value(),
                                          settings_.chunk_frames);

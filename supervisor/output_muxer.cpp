@@ -80,6 +80,40 @@ Status Verify(const MuxRequest& rq, const std::string& path) {
   return Status::Ok();
 }
 
+// A variable-frame-rate source: the segments were encoded at the nominal rate (raw frames carry
+// no timestamps). Join them into one Matroska file and give every frame back its source
+// timestamp with mkvmerge's timestamp file (format v2: one presentation time in ms per frame).
+// Matroska keeps milliseconds, which is what such sources mostly have anyway.
+Result<std::string> Retime(const MuxRequest& rq, const std::string& list_path) {
+  const VideoStreamInfo& v = rq.source_info->video;
+  std::string joined = rq.scratch_dir + "/joined.mkv";
+  std::string retimed = rq.scratch_dir + "/retimed.mkv";
+  std::string stamps = rq.scratch_dir + "/timestamps.txt";
+  Result<CommandOutput> r = RunAndCapture({rq.ffmpeg, "-nostdin", "-hide_banner", "-v", "error",
+                                           "-y", "-f", "concat", "-safe", "0", "-i", list_path,
+                                           "-map", "0:v:0", "-c", "copy", joined});
+  if (!r.ok() || r->exit_code != 0) {
+    return Status(StatusCode::kEncodeFailed,
+                  "joining segments failed: " + (r.ok() ? LastLines(r->err, 4) : r.status().message()));
+  }
+  std::string text = "# timestamp format v2\n";
+  char line[64];
+  for (double t : v.frame_times) {
+    std::snprintf(line, sizeof(line), "%.6f\n", (t - v.frame_times.front()) * 1000.0);
+    text += line;
+  }
+  FM_RETURN_IF_ERROR(AtomicWriteFile(stamps, text));
+  r = RunAndCapture({rq.mkvmerge, "-q", "-o", retimed, "--timestamps", "0:" + stamps, joined});
+  // mkvmerge exits 1 for warnings only.
+  if (!r.ok() || r->exit_code > 1) {
+    return Status(StatusCode::kEncodeFailed,
+                  "mkvmerge could not give the frames their source timestamps (is mkvtoolnix "
+                  "installed?): " + (r.ok() ? LastLines(r->out + r->err, 4) : r.status().message()));
+  }
+  spdlog::info("variable frame rate: {} frames given their source timestamps", v.frame_times.size());
+  return retimed;
+}
+
 }  // namespace
 
 std::string PartialOutputPath(const std::string& output) {
@@ -93,13 +127,19 @@ Status MuxAndVerify(const MuxRequest& rq) {
   FM_RETURN_IF_ERROR(AtomicWriteFile(list_path, ConcatList(rq.segments, rq.segment_frames, rq.frame_rate)));
 
   std::string partial = PartialOutputPath(rq.output);
+  std::vector<std::string> video_input = {"-f", "concat", "-safe", "0", "-i", list_path};
+  if (!src.video.constant_rate) {
+    Result<std::string> retimed = Retime(rq, list_path);
+    if (!retimed.ok()) return retimed.status();
+    video_input = {"-i", *retimed};
+  }
   std::vector<std::string> argv = {rq.ffmpeg, "-nostdin", "-hide_banner", "-v", "error", "-y"};
   // Keep the video where it was relative to the other streams (a source whose video starts
   // after its audio keeps that offset).
   double offset = src.video.start_time - src.start_time;
   if (offset > 1e-6) argv.insert(argv.end(), {"-itsoffset", std::to_string(offset)});
-  argv.insert(argv.end(), {"-f", "concat", "-safe", "0", "-i", list_path, "-i", rq.source,
-                           "-map", "0:v:0"});
+  argv.insert(argv.end(), video_input.begin(), video_input.end());
+  argv.insert(argv.end(), {"-i", rq.source, "-map", "0:v:0"});
   for (const OtherStreamInfo& a : src.audio) {
     argv.insert(argv.end(), {"-map", "1:" + std::to_string(a.index)});
   }

@@ -14,6 +14,7 @@ namespace framemill {
 struct MuxRequest {
   std::string ffmpeg;
   std::string ffprobe;
+  std::string mkvmerge = "mkvmerge";   // for variable-frame-rate sources only
   std::string source;                  // the job's input (audio and subtitles come from it)
   const MediaInfo* source_info = nullptr;
   std::vector<std::string> segments;   // encoded segment files, in order

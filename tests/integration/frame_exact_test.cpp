@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <sstream>
 
 #include "harness.h"
 
@@ -69,5 +70,42 @@ TEST_CASE("precision: bf16 keeps every frame, and fp16 without a GPU is refused 
     RunResult f = RunJob(dir, job);
     CHECK(f.exit_code == 1);
     CHECK(f.err.find("precision fp16 needs a CUDA device") != std::string::npos);
+  }
+}
+
+TEST_CASE("variable frame rate: every frame keeps its source timestamp, and its place") {
+  const std::string dir = ScratchDir("vfr");
+  const int kFrames = 120, kW = 320, kH = 240;
+  const std::string cfr = dir + "/cfr.mp4", vfr = dir + "/vfr.mkv";
+  MakeIndexVideo(cfr, kFrames, kW, kH, 30, /*tone_hz=*/0);
+  // 60 frames at 30 fps, then 60 at 10 fps, with 8 s of audio: a phone-camera-like timeline.
+  RunResult made = Shell("ffmpeg -nostdin -v error -y -i '" + cfr + "' -f lavfi -i sine=d=8 "
+                         "-filter:v \"setpts='if(lt(N,60),N/30,2+(N-60)/10)/TB'\" -fps_mode vfr "
+                         "-c:v libx264 -preset veryfast -crf 18 -c:a aac -t 8 '" + vfr + "'");
+  REQUIRE(made.exit_code == 0);
+  for (const char* ext : {"mkv", "mp4"}) {
+    const std::string output = dir + "/out." + ext;
+    nlohmann::json job = {{"input", vfr}, {"output", output}, {"model", ModelCopy("identity", dir)},
+                          {"chunk_frames", 16}, {"segment_seconds", 1}, {"device", TestDevice()}};
+    RunResult r = RunJob(dir, job);
+    INFO(ext << " stderr: " << r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(OutOfPlace(FrameIndices(output, kW, kH), kFrames) == 0);
+    auto times = [](const std::string& path) {
+      RunResult p = Shell("ffprobe -v error -select_streams v:0 -show_entries packet=pts_time "
+                          "-of csv=p=0 '" + path + "' | sort -g");
+      std::vector<double> t;
+      std::istringstream in(p.out);
+      for (std::string line; std::getline(in, line);) t.push_back(std::stod(line));
+      return t;
+    };
+    std::vector<double> want = times(vfr), got = times(output);
+    REQUIRE(got.size() == want.size());
+    double worst = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      worst = std::max(worst, std::fabs((got[i] - got[0]) - (want[i] - want[0])));
+    }
+    CHECK(worst < 0.002);  // Matroska keeps milliseconds
+    CHECK(!FirstStream(Probe(output), "audio").is_null());
   }
 }

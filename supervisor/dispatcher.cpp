@@ -11,7 +11,6 @@
 namespace framemill {
 namespace {
 
-constexpr int kInflightPerWorker = 2;  // one running, one waiting: no idle gap between chunks
 constexpr int kWakeIntervalMs = 50;    // longest the loop sleeps without a wake-up
 constexpr int kStopGraceMs = 5000;
 constexpr double kStandbyAt = 0.8;     // fraction of a soft limit at which a standby starts

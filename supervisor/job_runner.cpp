@@ -22,13 +22,13 @@
 #include "supervisor/job_plan.h"
 #include "supervisor/media_probe.h"
 #include "supervisor/output_muxer.h"
+#include "supervisor/subprocess.h"
 #include "supervisor/timeline.h"
 #include "supervisor/worker_pool.h"
 
 namespace framemill {
 namespace {
 
-constexpr int kInflightPerWorker = 2;  // as in the dispatcher: sizes the arena
 constexpr int kStateVersion = 1;       // of state.json
 
 Status CheckAllowed(const std::string& what, const std::string& path,
@@ -89,7 +89,6 @@ class JobRun {
   Status CheckFreeSpace() const;
   void DecodeLoop();
   void EncodeLoop();
-  std::string WorkerBinary() const;
 
   const JobSpec& job_;
   const Config& config_;
@@ -115,15 +114,6 @@ class JobRun {
   std::vector<std::string> segment_files_;
   JobReport report_;
 };
-
-std::string JobRun::WorkerBinary() const {
-  if (!config_.worker_binary.empty()) return config_.worker_binary;
-  char self[4096];
-  ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n <= 0) return "framemill-worker";
-  self[n] = '\0';
-  return DirName(self) + "/framemill-worker";
-}
 
 Status JobRun::Prepare() {
   FM_RETURN_IF_ERROR(CheckPaths(job_, config_));
@@ -249,7 +239,7 @@ Status JobRun::StartWorkers() {
   }
   if (pool == nullptr) {
     WorkerOptions opts;
-    opts.worker_binary = WorkerBinary();
+    opts.worker_binary = WorkerBinaryPath(config_.worker_binary);
     opts.model = job_.model;
     opts.device = settings_.device;
     opts.precision = settings_.precision;

@@ -62,17 +62,9 @@ int Usage() {
   return kExitUsage;
 }
 
-std::string WorkerBinaryBesideSelf() {
-  char self[4096];
-  ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n <= 0) return "framemill-worker";
-  self[n] = '\0';
-  return framemill::DirName(self) + "/framemill-worker";
-}
-
 // Model export needs LibTorch, which the supervisor does not link: the worker binary does it.
 int ModelCommand(const std::vector<std::string>& args, const framemill::Config& config) {
-  std::string worker = config.worker_binary.empty() ? WorkerBinaryBesideSelf() : config.worker_binary;
+  std::string worker = framemill::WorkerBinaryPath(config.worker_binary);
   std::vector<std::string> argv = {worker};
   if (args.size() == 3 && args[0] == "export") {
     argv.insert(argv.end(), {"--export-model", args[1], args[2]});

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <future>
 #include <sstream>
+#include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/process.hpp>
@@ -13,6 +14,16 @@ namespace bp = boost::process;
 std::string FindExecutable(const std::string& program) {
   if (program.find('/') != std::string::npos) return program;
   return bp::search_path(program).string();
+}
+
+std::string WorkerBinaryPath(const std::string& configured) {
+  if (!configured.empty()) return configured;
+  char self[4096];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) return "framemill-worker";
+  self[n] = '\0';
+  std::string dir(self);
+  return dir.substr(0, dir.rfind('/')) + "/framemill-worker";
 }
 
 Result<CommandOutput> RunAndCapture(const std::vector<std::string>& argv) {

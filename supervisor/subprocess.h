@@ -20,6 +20,10 @@ struct CommandOutput {
 // none is found.
 std::string FindExecutable(const std::string& program);
 
+// The worker program: `configured` when set (config key worker_binary), else framemill-worker
+// beside the running framemill binary.
+std::string WorkerBinaryPath(const std::string& configured);
+
 // Runs argv[0] (found with FindExecutable) to completion, capturing stdout and stderr.
 // An error Status only when the program could not be started; a non-zero exit is in the result.
 Result<CommandOutput> RunAndCapture(const std::vector<std::string>& argv);

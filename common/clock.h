@@ -9,4 +9,7 @@ namespace framemill {
 // heartbeat can be compared with the supervisor's now. Never for wall-clock times.
 uint64_t MonotonicMs();
 
+// The same clock in microseconds, for stage timings.
+uint64_t MonotonicUs();
+
 }  // namespace framemill

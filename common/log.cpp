@@ -20,10 +20,12 @@ void LogWarn(const std::string& m) { spdlog::warn("{}", m); }
 void LogError(const std::string& m) { spdlog::error("{}", m); }
 void FlushLog() { spdlog::default_logger()->flush(); }
 
-uint64_t MonotonicMs() {
+uint64_t MonotonicUs() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1000000;
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000 + static_cast<uint64_t>(ts.tv_nsec) / 1000;
 }
+
+uint64_t MonotonicMs() { return MonotonicUs() / 1000; }
 
 }  // namespace framemill

@@ -26,7 +26,7 @@
 
 namespace framemill {
 
-inline constexpr uint32_t kProtocolVersion = 3;
+inline constexpr uint32_t kProtocolVersion = 4;
 inline constexpr uint64_t kControlMagic = 0x4c54434d4d52464dull;  // "MFRMMCTL"
 inline constexpr uint64_t kArenaMagic = 0x4e5241414d52464dull;    // "MFRMAARN"
 inline constexpr uint32_t kMaxWorkerChannels = 64;
@@ -56,6 +56,7 @@ struct ChunkResult {
   uint32_t slot;
   uint32_t frames_done;  // == request.frames when ok
   int32_t error;         // 0 = ok; else the chunk failed and `message` says why
+  uint64_t busy_us;      // the worker's time on this chunk, request taken to result ready
   char message[kMessageBytes];
 };
 

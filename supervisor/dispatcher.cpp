@@ -298,6 +298,7 @@ void Dispatcher::CollectResults(int k) {
     } else {
       load_failures_ = 0;
       ++processed_;
+      stats_.worker_busy_s += static_cast<double>(r.busy_us) / 1e6;
       board_->MarkProcessed(chunk.index);
       Record(k, "chunk");
     }

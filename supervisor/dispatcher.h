@@ -54,6 +54,7 @@ struct DispatchStats {
   int crashes = 0;           // workers that died unasked
   int kills = 0;             // workers killed for a hard limit or a hang
   int chunk_retries = 0;     // chunks sent again
+  double worker_busy_s = 0;  // the workers' time on chunks that succeeded, all workers summed
   std::map<std::string, int> recycles;  // by kind of reason: "rss", "gpu", "max_chunks"
   // Peak figures of each worker generation that ran, in start order.
   std::vector<WorkerSnapshot> peaks;

@@ -113,6 +113,8 @@ class JobRun {
   std::unique_ptr<ChunkBoard> board_;
   std::vector<std::string> segment_files_;
   JobReport report_;
+  StageTimes& stages_ = report_.stages;  // decode_* written by the decoder thread only,
+                                         // encode_* by the encoder thread only
 };
 
 Status JobRun::Prepare() {
@@ -373,7 +375,10 @@ void JobRun::DecodeLoop() {
   }
   for (int64_t c = first_chunk_; c < static_cast<int64_t>(plan_.chunks.size()); ++c) {
     const ChunkPlan& chunk = plan_.chunks[c];
+    uint64_t t_wait = MonotonicUs();
     std::optional<uint32_t> slot = board_->AcquireSlot();
+    uint64_t t_read = MonotonicUs();
+    stages_.decode_wait_s += static_cast<double>(t_read - t_wait) / 1e6;
     if (!slot) return;
     uint8_t* dst = arena_->SlotIn(*slot);
     for (int32_t f = 0; f < chunk.frames; ++f) {
@@ -389,6 +394,7 @@ void JobRun::DecodeLoop() {
       }
       ++decoded;
     }
+    stages_.decode_s += static_cast<double>(MonotonicUs() - t_read) / 1e6;
     board_->MarkDecoded(chunk.index, *slot);
     dispatcher_->Wake();
   }
@@ -418,16 +424,23 @@ void JobRun::EncodeLoop() {
     const SegmentPlan& seg = plan_.segments[si];
     std::string path = SegmentPath(seg.index);
     std::string partial = path + ".partial";
+    uint64_t t_start = MonotonicUs();
     Result<std::unique_ptr<SegmentEncoder>> enc =
         SegmentEncoder::Start(config_.ffmpeg, partial, fmt, scratch_ + "/encoder.log");
     if (!enc.ok()) return board_->Fail(enc.status());
+    stages_.encode_s += static_cast<double>(MonotonicUs() - t_start) / 1e6;
     for (int64_t c = seg.first_chunk; c < seg.first_chunk + seg.chunk_count; ++c) {
+      uint64_t t_wait = MonotonicUs();
       if (!board_->WaitProcessed(c)) return;
+      uint64_t t_write = MonotonicUs();
+      stages_.encode_wait_s += static_cast<double>(t_write - t_wait) / 1e6;
       const ChunkPlan& chunk = plan_.chunks[c];
       Status w = (*enc)->Write(arena_->SlotOut(board_->SlotOf(c)), frame_bytes * chunk.frames);
       if (!w.ok()) return board_->Fail(w);
       board_->ReleaseSlot(c);
+      stages_.encode_s += static_cast<double>(MonotonicUs() - t_write) / 1e6;
     }
+    uint64_t t_finish = MonotonicUs();
     Status s = (*enc)->Finish();
     if (s.ok()) s = SyncFile(partial);
     if (s.ok()) s = DurableRename(partial, path);
@@ -439,6 +452,7 @@ void JobRun::EncodeLoop() {
       segments_done_.store(static_cast<int64_t>(segment_files_.size()));
       s = SaveState();
     }
+    stages_.encode_s += static_cast<double>(MonotonicUs() - t_finish) / 1e6;
     if (!s.ok()) return board_->Fail(s.WithContext("segment " + std::to_string(seg.index)));
     spdlog::debug("segment {} done: {} frames", seg.index, seg.frames);
   }
@@ -448,7 +462,14 @@ void JobRun::EncodeLoop() {
 
 Result<JobReport> JobRun::Run() {
   uint64_t t0 = MonotonicMs();
+  uint64_t t_stage = MonotonicUs();
+  auto lap = [&t_stage](double* into) {
+    uint64_t now = MonotonicUs();
+    *into = static_cast<double>(now - t_stage) / 1e6;
+    t_stage = now;
+  };
   FM_RETURN_IF_ERROR(Prepare());
+  lap(&stages_.prepare_s);
   FM_RETURN_IF_ERROR(timeline_.Open(
       options_.timeline.empty() ? job_.output + ".timeline.jsonl" : options_.timeline, t0));
   Status s = StartWorkers();
@@ -457,6 +478,7 @@ Result<JobReport> JobRun::Run() {
     if (dispatcher_) dispatcher_->Shutdown();
     return s;
   }
+  lap(&stages_.start_s);
   std::thread decoder([this] {
     try {
       DecodeLoop();
@@ -485,7 +507,10 @@ Result<JobReport> JobRun::Run() {
   dispatcher_->Run(board_.get(), arena_shm_.name(), first_chunk_, stop_, tick);
   decoder.join();
   encoder.join();
+  lap(&stages_.pipeline_s);
   report_.dispatch = dispatcher_->stats();
+  stages_.workers_busy_s = report_.dispatch.worker_busy_s;
+  stages_.workers = settings_.workers;
   if (board_->failed()) {
     dispatcher_->Shutdown();
     return board_->failure();
@@ -511,6 +536,8 @@ Result<JobReport> JobRun::Run() {
   mux.expected_width = out_w_;
   mux.expected_height = out_h_;
   FM_RETURN_IF_ERROR(MuxAndVerify(mux));
+  lap(&stages_.mux_s);
+  spdlog::info("stages: {}", stages_.Summary());
 
   report_.output = job_.output;
   report_.frames = plan_.frame_count;
@@ -526,6 +553,27 @@ Result<JobReport> JobRun::Run() {
 }
 
 }  // namespace
+
+std::string StageTimes::Summary() const {
+  auto pct = [](double part, double whole) {
+    return whole > 0 ? static_cast<int>(100.0 * part / whole + 0.5) : 0;
+  };
+  double capacity = pipeline_s * std::max(1, workers);
+  return fmt::format("prepare {:.2f} s, start {:.2f} s, pipeline {:.2f} s [decode {:.2f} s busy "
+                     "({}%), {:.2f} s waiting for a slot; workers {:.2f} s busy ({}% of {}); "
+                     "encode {:.2f} s busy ({}%), {:.2f} s waiting for output], mux {:.2f} s",
+                     prepare_s, start_s, pipeline_s, decode_s, pct(decode_s, pipeline_s),
+                     decode_wait_s, workers_busy_s, pct(workers_busy_s, capacity), workers,
+                     encode_s, pct(encode_s, pipeline_s), encode_wait_s, mux_s);
+}
+
+nlohmann::json StageTimes::ToJson() const {
+  return {{"prepare_s", prepare_s},     {"start_s", start_s},
+          {"pipeline_s", pipeline_s},   {"decode_s", decode_s},
+          {"decode_wait_s", decode_wait_s}, {"workers_busy_s", workers_busy_s},
+          {"workers", workers},         {"encode_s", encode_s},
+          {"encode_wait_s", encode_wait_s}, {"mux_s", mux_s}};
+}
 
 Result<JobReport> RunJob(const JobSpec& job, const Config& config, const std::atomic<bool>& stop,
                          const JobOptions& options) {

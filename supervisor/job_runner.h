@@ -11,6 +11,8 @@
 #include <vector>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "common/config.h"
 #include "common/job_spec.h"
 #include "common/status.h"
@@ -18,6 +20,25 @@
 #include "supervisor/worker_pool.h"
 
 namespace framemill {
+
+// Where a job's time went, in seconds. In the pipeline the decoder, the workers and the encoder
+// run at once: the stage that seldom waits is the bottleneck, the others wait for it.
+struct StageTimes {
+  double prepare_s = 0;       // path checks, probing the input, the plan
+  double start_s = 0;         // workers started and loaded, arena made
+  double pipeline_s = 0;      // decoder and encoder threads running
+  double decode_s = 0;        // decoder thread reading frames from ffmpeg into the arena
+  double decode_wait_s = 0;   // decoder thread waiting for a free arena slot
+  double workers_busy_s = 0;  // workers on chunks, summed over workers
+  int workers = 0;            // workers wanted (for the busy share)
+  double encode_s = 0;        // encoder thread(s) writing frames to ffmpeg, closing segments
+  double encode_wait_s = 0;   // encoder thread(s) waiting for the next chunk's output
+  double mux_s = 0;           // joining segments, audio, verification
+
+  // One line for logs and summaries.
+  std::string Summary() const;
+  nlohmann::json ToJson() const;
+};
 
 struct JobReport {
   std::string output;
@@ -29,6 +50,7 @@ struct JobReport {
   std::string timeline;     // the job's memory timeline (JSON lines)
   DispatchStats dispatch;   // workers started, recycles, crashes, kills, retries, peaks
   int64_t segments_resumed = 0;  // segments found finished in the workspace and kept
+  StageTimes stages;
 };
 
 struct JobProgress {

@@ -1,0 +1,182 @@
+#include "worker/batch_runner.h"
+
+#include <array>
+#include <string>
+
+#include <torch/torch.h>
+
+#ifdef FRAMEMILL_WITH_CUDA
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+namespace framemill {
+namespace {
+
+// uint8 [b,h,w,3] (any device) -> the model's input: dtype [b,3,h,w] in [0,1].
+torch::Tensor ToModelInput(const torch::Tensor& frames, torch::ScalarType dtype) {
+  return frames.permute({0, 3, 1, 2}).to(dtype).div_(255.0);
+}
+
+// The model's output -> float [b,3,h,w] holding whole numbers 0..255, ready to be copied into a
+// uint8 tensor (copy_ converts exactly: every value is already whole and in range).
+torch::Tensor ToByteValues(const torch::Tensor& y) {
+  // clamp out of place: the model may hand back a tensor it still owns (its input, a buffer).
+  torch::Tensor v = torch::clamp(y.to(torch::kFloat32), 0.0, 1.0);
+  return v.mul_(255.0).round_();
+}
+
+}  // namespace
+
+Status CheckOutputShape(const torch::Tensor& y, int64_t b, int64_t oh, int64_t ow) {
+  if (y.dim() == 4 && y.size(0) == b && y.size(1) == 3 && y.size(2) == oh && y.size(3) == ow) {
+    return Status::Ok();
+  }
+  return Status(StatusCode::kModelInvalid,
+                "model output has shape " + c10::str(y.sizes()) + ", expected [" +
+                    std::to_string(b) + ", 3, " + std::to_string(oh) + ", " + std::to_string(ow) + "]");
+}
+
+#ifdef FRAMEMILL_WITH_CUDA
+// Two of everything, used alternately by even and odd batches.
+struct BatchRunner::CudaState {
+  struct Buffers {
+    torch::Tensor up;    // uint8 [batch, h, w, 3] on the device: the batch's input frames
+    torch::Tensor down;  // uint8 [batch, oh, ow, 3] on the device: its output frames
+    at::cuda::CUDAEvent uploaded, consumed, computed, downloaded;
+    bool used = false;   // events recorded at least once
+  };
+  c10::cuda::CUDAStream up_stream;
+  c10::cuda::CUDAStream down_stream;
+  std::array<Buffers, 2> buffers;
+  std::array<int64_t, 5> shape{};  // batch, h, w, oh, ow the buffers were made for
+
+  explicit CudaState(c10::DeviceIndex device)
+      : up_stream(c10::cuda::getStreamFromPool(false, device)),
+        down_stream(c10::cuda::getStreamFromPool(false, device)) {}
+};
+#else
+struct BatchRunner::CudaState {};
+#endif
+
+BatchRunner::BatchRunner(FrameModel& model) : model_(model) {
+#ifdef FRAMEMILL_WITH_CUDA
+  if (model_.device().is_cuda()) cuda_ = std::make_unique<CudaState>(model_.device().index());
+#endif
+}
+
+BatchRunner::~BatchRunner() = default;
+
+Status BatchRunner::RunOnCpu(const ChunkFrames& c,
+                             const std::function<void(int64_t, int64_t)>& before_batch,
+                             const std::function<void(int64_t)>& after_batch) {
+  const size_t in_bytes = static_cast<size_t>(c.in_h * c.in_w * 3);
+  const size_t out_bytes = static_cast<size_t>(c.out_h * c.out_w * 3);
+  for (int64_t off = 0; off < c.frames; off += c.batch) {
+    const int64_t b = std::min(c.batch, c.frames - off);
+    before_batch(c.first_frame + off, b);
+    torch::Tensor frames = torch::from_blob(const_cast<uint8_t*>(c.in) + off * in_bytes,
+                                            {b, c.in_h, c.in_w, 3}, torch::kUInt8);
+    Result<torch::Tensor> y = model_.Run(ToModelInput(frames.to(model_.device()), model_.dtype()));
+    if (!y.ok()) return y.status();
+    FM_RETURN_IF_ERROR(CheckOutputShape(*y, b, c.out_h, c.out_w));
+    torch::Tensor dst = torch::from_blob(c.out + off * out_bytes, {b, c.out_h, c.out_w, 3},
+                                         torch::kUInt8);
+    // One pass: NCHW float -> NHWC uint8, written straight into the arena.
+    dst.permute({0, 3, 1, 2}).copy_(ToByteValues(*y));
+    after_batch(b);
+  }
+  return Status::Ok();
+}
+
+Status BatchRunner::Run(const ChunkFrames& c,
+                        const std::function<void(int64_t, int64_t)>& before_batch,
+                        const std::function<void(int64_t)>& after_batch) {
+  torch::InferenceMode guard;
+  if (cuda_ == nullptr) return RunOnCpu(c, before_batch, after_batch);
+#ifdef FRAMEMILL_WITH_CUDA
+  CudaState& s = *cuda_;
+  const torch::Device device = model_.device();
+  const std::array<int64_t, 5> shape = {c.batch, c.in_h, c.in_w, c.out_h, c.out_w};
+  if (shape != s.shape) {
+    // A new frame size or batch: the device is idle (every chunk ends synchronized).
+    for (auto& buf : s.buffers) {
+      auto opts = torch::TensorOptions().device(device).dtype(torch::kUInt8);
+      buf.up = torch::empty({c.batch, c.in_h, c.in_w, 3}, opts);
+      buf.down = torch::empty({c.batch, c.out_h, c.out_w, 3}, opts);
+    }
+    s.shape = shape;
+  }
+  const size_t in_bytes = static_cast<size_t>(c.in_h * c.in_w * 3);
+  const size_t out_bytes = static_cast<size_t>(c.out_h * c.out_w * 3);
+  c10::cuda::CUDAStream compute = c10::cuda::getCurrentCUDAStream(device.index());
+  Status status = Status::Ok();
+  const int64_t batches = (c.frames + c.batch - 1) / c.batch;
+  // Uploads batch i on the up stream, once the compute stream has converted batch i-2's input
+  // out of the same buffer.
+  auto upload = [&](int64_t i) {
+    CudaState::Buffers& buf = s.buffers[i % 2];
+    const int64_t off = i * c.batch, b = std::min(c.batch, c.frames - off);
+    c10::cuda::CUDAStreamGuard on_up(s.up_stream);
+    if (buf.used) buf.consumed.block(s.up_stream);
+    torch::Tensor src = torch::from_blob(const_cast<uint8_t*>(c.in) + off * in_bytes,
+                                         {b, c.in_h, c.in_w, 3}, torch::kUInt8);
+    buf.up.narrow(0, 0, b).copy_(src, /*non_blocking=*/c.pinned);
+    buf.uploaded.record(s.up_stream);
+  };
+  try {
+    upload(0);
+    for (int64_t i = 0; i < batches; ++i) {
+      CudaState::Buffers& buf = s.buffers[i % 2];
+      const int64_t off = i * c.batch, b = std::min(c.batch, c.frames - off);
+      before_batch(c.first_frame + off, b);
+      if (i + 1 < batches) upload(i + 1);  // queued now: it runs while this batch computes
+      // Compute, on the current stream.
+      buf.uploaded.block(compute);
+      torch::Tensor x = ToModelInput(buf.up.narrow(0, 0, b), model_.dtype());
+      buf.consumed.record(compute);
+      Result<torch::Tensor> y = model_.Run(x);
+      if (!y.ok()) {
+        status = y.status();
+        break;
+      }
+      status = CheckOutputShape(*y, b, c.out_h, c.out_w);
+      if (!status.ok()) break;
+      if (buf.used) buf.downloaded.block(compute);  // batch i-2's download has left `down`
+      buf.down.narrow(0, 0, b).permute({0, 3, 1, 2}).copy_(ToByteValues(*y));
+      buf.computed.record(compute);
+      buf.used = true;
+      // Download, on the down stream, straight into the arena.
+      {
+        c10::cuda::CUDAStreamGuard on_down(s.down_stream);
+        buf.computed.block(s.down_stream);
+        torch::Tensor dst = torch::from_blob(c.out + off * out_bytes,
+                                             {b, c.out_h, c.out_w, 3}, torch::kUInt8);
+        dst.copy_(buf.down.narrow(0, 0, b), /*non_blocking=*/c.pinned);
+        buf.downloaded.record(s.down_stream);
+      }
+      after_batch(b);
+    }
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    status = Status(StatusCode::kModelInvalid, "CUDA: " + what.substr(0, what.find('\n')));
+  }
+  // Nothing may still write into the arena, or read a buffer, once we answer.
+  try {
+    s.up_stream.synchronize();
+    compute.synchronize();
+    s.down_stream.synchronize();
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    if (status.ok()) {
+      status = Status(StatusCode::kModelInvalid, "CUDA: " + what.substr(0, what.find('\n')));
+    }
+  }
+  return status;
+#else
+  return Status(StatusCode::kInternal, "CUDA state without a CUDA build");
+#endif
+}
+
+}  // namespace framemill

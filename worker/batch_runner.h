@@ -1,0 +1,60 @@
+// Runs one chunk of frames through the model, batch by batch, from the arena's input slot to its
+// output slot:
+//
+//   uint8 RGB frames ──copy──► device ──► float, [N,3,H,W], /255 ──► model ──► clamp, x255,
+//   round, uint8, [N,H,W,3] on the device ──copy──► straight into the arena's output slot
+//
+// uint8 crosses the bus (a quarter of float's bytes) and every conversion runs on the device.
+// On CUDA the copies run on two streams of their own (one up, one down) beside the compute
+// stream, with two device buffers per direction, so that batch k+1's upload and batch k-1's
+// download overlap batch k's compute; the host waits once, at the end of the chunk. On the CPU the
+// same steps run in line, with no intermediate copy of the output.
+//
+// Not thread-safe: one per worker process.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "common/status.h"
+#include "worker/frame_model.h"
+
+namespace framemill {
+
+struct ChunkFrames {
+  const uint8_t* in = nullptr;  // frames * in_h * in_w * 3 bytes
+  uint8_t* out = nullptr;       // frames * out_h * out_w * 3 bytes
+  int64_t frames = 0;
+  int64_t batch = 1;
+  int64_t in_h = 0, in_w = 0, out_h = 0, out_w = 0;
+  int64_t first_frame = 0;      // the chunk's first frame in the source (for `before_batch`)
+  bool pinned = false;          // in/out are page-locked (cudaHostRegister): copies can be async
+};
+
+class BatchRunner {
+ public:
+  explicit BatchRunner(FrameModel& model);
+  ~BatchRunner();
+  BatchRunner(const BatchRunner&) = delete;
+  BatchRunner& operator=(const BatchRunner&) = delete;
+
+  // Runs the chunk. `before_batch(first_frame, frames)` is called before each batch starts
+  // (fault injection); `after_batch(frames)` once it is queued (telemetry, heartbeat). Returns
+  // only when every output byte is in `c.out`, or with an error (model raised, wrong output
+  // shape), after the device has finished with the chunk's memory either way.
+  Status Run(const ChunkFrames& c, const std::function<void(int64_t, int64_t)>& before_batch,
+             const std::function<void(int64_t)>& after_batch);
+
+ private:
+  Status RunOnCpu(const ChunkFrames& c, const std::function<void(int64_t, int64_t)>& before_batch,
+                  const std::function<void(int64_t)>& after_batch);
+  FrameModel& model_;
+  struct CudaState;  // streams, events, device buffers (CUDA builds only)
+  std::unique_ptr<CudaState> cuda_;
+};
+
+// Checks a model's output for a batch against [b, 3, oh, ow].
+Status CheckOutputShape(const torch::Tensor& y, int64_t b, int64_t oh, int64_t ow);
+
+}  // namespace framemill

@@ -10,7 +10,8 @@
 // the ratios framemill / min(transcode, model) and framemill / naive.
 //
 // usage: framemill-bench INPUT MODEL DEVICE [WORKERS...]     (default workers: 1 2 4)
-// $FRAMEMILL_BENCH_PRECISION (fp32 | fp16 | bf16, default fp32) applies to every run.
+// $FRAMEMILL_BENCH_PRECISION (fp32 | fp16 | bf16, default fp32) and $FRAMEMILL_BENCH_COLOR
+// (accurate | fast, default accurate) apply to every run.
 // Run from the build directory (it starts ./framemill). Scratch files go to $TMPDIR.
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -78,12 +79,20 @@ void EmptyCache(const torch::Device& d) {
   (void)d;
 }
 
+// $FRAMEMILL_BENCH_COLOR: accurate (default) | fast, for every run (the job's color_conversion).
+std::string ColorConversion() {
+  const char* c = std::getenv("FRAMEMILL_BENCH_COLOR");
+  return c != nullptr && std::string(c) == "fast" ? "fast" : "accurate";
+}
+bool AccurateColor() { return ColorConversion() == "accurate"; }
+
 fm::SegmentFormat Format(const fm::VideoStreamInfo& v, int w, int h) {
   fm::SegmentFormat f;
   f.width = w;
   f.height = h;
   f.frame_rate = v.frame_rate;
   f.encoder.preset = "veryfast";
+  f.accurate_color = AccurateColor();
   return f;
 }
 
@@ -106,7 +115,7 @@ Row Loop(const std::string& name, const std::string& input, const fm::VideoStrea
   Row row{name};
   double cpu0 = CpuSeconds(RUSAGE_SELF) + CpuSeconds(RUSAGE_CHILDREN);
   uint64_t t0 = fm::MonotonicMs();
-  auto reader = fm::FrameReader::Start("ffmpeg", input, v, tmp + "/dec.log");
+  auto reader = fm::FrameReader::Start("ffmpeg", input, v, tmp + "/dec.log", AccurateColor());
   auto enc = fm::SegmentEncoder::Start("ffmpeg", tmp + "/" + name + ".nut",
                                        Format(v, out_w, out_h), tmp + "/enc.log");
   std::vector<uint8_t> frame(static_cast<size_t>(v.width) * v.height * 3);
@@ -135,7 +144,7 @@ Row Loop(const std::string& name, const std::string& input, const fm::VideoStrea
 Row ModelOnly(const std::string& input, const fm::VideoStreamInfo& v, fm::FrameModel& model,
               const std::string& tmp) {
   torch::InferenceMode guard;
-  auto reader = fm::FrameReader::Start("ffmpeg", input, v, tmp + "/dec.log");
+  auto reader = fm::FrameReader::Start("ffmpeg", input, v, tmp + "/dec.log", AccurateColor());
   const size_t fb = static_cast<size_t>(v.width) * v.height * 3;
   std::vector<uint8_t> frames;
   int64_t n = 0;
@@ -173,6 +182,7 @@ Row Framemill(const std::string& input, const std::string& model, const std::str
   nlohmann::json j = {{"input", input}, {"output", tmp + "/fm-" + std::to_string(workers) + ".mkv"},
                       {"model", model}, {"device", device}, {"workers", workers},
                       {"precision", precision != nullptr ? precision : "fp32"},
+                      {"color_conversion", ColorConversion()},
                       {"overwrite", true}, {"encoder", {{"preset", "veryfast"}}}};
   std::ofstream(job) << j.dump();
   Row row{"framemill " + std::to_string(workers) + "w"};

@@ -62,10 +62,31 @@ Status ReadJobSettings(const nlohmann::json& object, const std::string& path, St
   if (r.status().ok() && !ValidDevice(s->device)) {
     r.Fail("device", "must be auto, cpu, cuda or cuda:N, got \"" + s->device + "\"");
   }
+  r.IntList("gpus", &s->gpus, 0, kMaxWorkers - 1);
+  r.Int("workers_per_gpu", &s->workers_per_gpu, 0, kMaxWorkers);
+  if (r.status().ok() && object.is_object() && object.contains("workers") &&
+      s->workers_per_gpu > 0 && object.contains("workers_per_gpu")) {
+    r.Fail("workers_per_gpu", "set workers or workers_per_gpu, not both");
+  }
+  if (r.status().ok() && !s->gpus.empty()) {
+    if (s->device != "cuda" && s->device != "auto") {
+      r.Fail("gpus", "needs device cuda (or auto), not \"" + s->device + "\": each worker "
+                     "sees only its own GPU");
+    }
+    // A count given here wins; otherwise the per-GPU count (from here or the defaults) sets it.
+    if (s->workers_per_gpu > 0 && !(object.is_object() && object.contains("workers"))) {
+      s->workers = static_cast<int>(s->gpus.size()) * s->workers_per_gpu;
+    }
+    if (s->workers > kMaxWorkers) r.Fail("workers_per_gpu", "more than 64 workers in all");
+  }
   r.Int("max_attempts", &s->max_attempts, 1, kMaxAttempts);
   r.String("precision", &s->precision);
   if (r.status().ok() && s->precision != "fp32" && s->precision != "fp16" && s->precision != "bf16") {
     r.Fail("precision", "must be fp32, fp16 or bf16, got \"" + s->precision + "\"");
+  }
+  r.String("color_conversion", &s->color_conversion);
+  if (r.status().ok() && s->color_conversion != "accurate" && s->color_conversion != "fast") {
+    r.Fail("color_conversion", "must be accurate or fast, got \"" + s->color_conversion + "\"");
   }
   r.Double("hang_timeout_s", &s->hang_timeout_s, 1.0, 24 * 3600.0);
   ReadEncoder(r, code, &s->encoder);

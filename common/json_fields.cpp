@@ -1,5 +1,6 @@
 #include "common/json_fields.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -110,6 +111,25 @@ void FieldReader::StringList(const char* key, std::vector<std::string>* out) {
       return Fail(key, "expected a list of non-empty strings");
     }
     list.push_back(item.get<std::string>());
+  }
+  *out = std::move(list);
+}
+
+void FieldReader::IntList(const char* key, std::vector<int>* out, int min, int max) {
+  const nlohmann::json* v = Find(key);
+  if (v == nullptr) return;
+  if (!v->is_array()) return Fail(key, "expected a list of integers, got " + TypeName(*v));
+  std::vector<int> list;
+  for (const nlohmann::json& item : *v) {
+    if (!item.is_number_integer() || item.get<int64_t>() < min || item.get<int64_t>() > max) {
+      return Fail(key, "expected a list of integers from " + std::to_string(min) + " to " +
+                           std::to_string(max));
+    }
+    int x = item.get<int>();
+    if (std::find(list.begin(), list.end(), x) != list.end()) {
+      return Fail(key, std::to_string(x) + " is listed twice");
+    }
+    list.push_back(x);
   }
   *out = std::move(list);
 }

@@ -30,6 +30,8 @@ class FieldReader {
   void Int(const char* key, int* out, int min, int max);
   void Double(const char* key, double* out, double min, double max);
   void StringList(const char* key, std::vector<std::string>* out);
+  // A list of integers, each in [min, max], none twice.
+  void IntList(const char* key, std::vector<int>* out, int min, int max);
 
   // The nested object at `key`, or nullptr when absent or not an object (the latter is recorded
   // as an error). Read it with a child FieldReader whose path is Child(key).

@@ -80,9 +80,12 @@ void Dispatcher::Record(int k, const std::string& event, const std::string& reas
 }
 
 Status Dispatcher::Spawn(int k, int replaces) {
-  FM_RETURN_IF_ERROR(pool_->Spawn(k));
+  // A standby takes over its worker's GPU; a new worker goes where workers are fewest.
+  const int gpu = replaces >= 0 ? channels_[replaces].gpu : LeastLoadedGpu();
+  FM_RETURN_IF_ERROR(pool_->Spawn(k, gpu));
   Channel& ch = channels_[k];
   ch = Channel{};
+  ch.gpu = gpu;
   ch.role = Role::kLoading;
   ch.generation = pool_->Generation(k);
   ch.spawn_ms = MonotonicMs();
@@ -91,8 +94,25 @@ Status Dispatcher::Spawn(int k, int replaces) {
   ch.peak_index = stats_.peaks.size();
   stats_.peaks.push_back({k, ch.generation, pool_->Pid(k), 0, 0, 0});
   ++stats_.workers_started;
-  Record(k, "start", replaces >= 0 ? "standby for worker " + std::to_string(replaces) : "");
+  std::string reason = replaces >= 0 ? "standby for worker " + std::to_string(replaces) : "";
+  if (gpu >= 0) reason += (reason.empty() ? "" : ", ") + std::string("GPU ") + std::to_string(gpu);
+  Record(k, "start", reason);
   return Status::Ok();
+}
+
+int Dispatcher::LeastLoadedGpu() const {
+  int best = -1, best_count = 0;
+  for (int gpu : settings_.gpus) {
+    int count = 0;
+    for (const Channel& ch : channels_) {
+      if (ch.gpu == gpu && ch.role != Role::kNone && ch.role != Role::kRetiring) ++count;
+    }
+    if (best < 0 || count < best_count) {
+      best = gpu;
+      best_count = count;
+    }
+  }
+  return best;
 }
 
 int Dispatcher::FreeChannel() const {

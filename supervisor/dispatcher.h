@@ -97,6 +97,7 @@ class Dispatcher {
     uint64_t generation = 0;
     uint64_t spawn_ms = 0;
     uint64_t ready_ms = 0;
+    int gpu = -1;               // the GPU it is pinned to (settings.gpus), -1 = not pinned
     int replaces = -1;          // a standby (loading or ready): the channel it will take over
     int standby = -1;           // an active worker near its limit: its standby's channel
     bool stop_sent = false;
@@ -120,6 +121,7 @@ class Dispatcher {
   void Promote(int k);
   void Assign(int k);
   int FreeChannel() const;
+  int LeastLoadedGpu() const;  // of settings.gpus, the one with the fewest workers; -1 if none
   int Serving() const;  // workers loading or active, not retiring
 
   const JobPlan& plan_;

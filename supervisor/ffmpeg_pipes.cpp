@@ -129,14 +129,19 @@ std::string SwsMatrix(const std::string& color_space) {
 
 }  // namespace
 
+std::string SwsFlags(bool accurate) {
+  return accurate ? "bicubic+accurate_rnd+full_chroma_int" : "bicubic+full_chroma_int";
+}
+
 Result<std::unique_ptr<FrameReader>> FrameReader::Start(const std::string& ffmpeg,
                                                         const std::string& input,
                                                         const VideoStreamInfo& video,
-                                                        const std::string& stderr_path) {
+                                                        const std::string& stderr_path,
+                                                        bool accurate_color) {
   std::vector<std::string> argv = {ffmpeg, "-nostdin", "-hide_banner", "-v", "error",
                                    "-i", input, "-map", "0:" + std::to_string(video.index),
                                    "-fps_mode", "passthrough", "-an", "-sn", "-dn",
-                                   "-sws_flags", "bicubic+accurate_rnd+full_chroma_int",
+                                   "-sws_flags", SwsFlags(accurate_color),
                                    "-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:1"};
   Result<std::unique_ptr<PipedChild>> child =
       PipedChild::Spawn(argv, PipedChild::Direction::kReadStdout, stderr_path);
@@ -180,7 +185,7 @@ std::vector<std::string> EncoderArguments(const SegmentFormat& f) {
     std::string range = f.color_range == "pc" ? "pc" : "tv";
     a.insert(a.end(), {"-vf", "scale=out_color_matrix=" + matrix + ":out_range=" + range});
   }
-  a.insert(a.end(), {"-sws_flags", "bicubic+accurate_rnd+full_chroma_int", "-c:v",
+  a.insert(a.end(), {"-sws_flags", SwsFlags(f.accurate_color), "-c:v",
                      f.encoder.codec, "-pix_fmt", f.encoder.pix_fmt});
   if (f.encoder.crf >= 0) {
     a.insert(a.end(), {"-crf", std::to_string(f.encoder.crf)});

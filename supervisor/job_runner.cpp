@@ -225,7 +225,8 @@ std::string JobRun::WarmKey() const {
   ::stat(job_.model.c_str(), &st);
   return ResolvePath(job_.model) + "|" + std::to_string(st.st_size) + "|" +
          std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) + "|" +
-         settings_.device + "|" + settings_.precision + "|" + std::to_string(settings_.workers);
+         settings_.device + "|" + settings_.precision + "|" + std::to_string(settings_.workers) +
+         "|" + nlohmann::json(settings_.gpus).dump();
 }
 
 Status JobRun::StartWorkers() {
@@ -352,7 +353,8 @@ Status JobRun::CheckFreeSpace() const {
 void JobRun::DecodeLoop() {
   const VideoStreamInfo& v = media_.video;
   Result<std::unique_ptr<FrameReader>> reader =
-      FrameReader::Start(config_.ffmpeg, job_.input, v, scratch_ + "/decoder.log");
+      FrameReader::Start(config_.ffmpeg, job_.input, v, scratch_ + "/decoder.log",
+                         settings_.color_conversion == "accurate");
   if (!reader.ok()) return board_->Fail(reader.status());
   size_t frame_bytes = arena_->InFrameBytes();
   int64_t decoded = 0;
@@ -415,6 +417,7 @@ void JobRun::EncodeLoop() {
   fmt.height = out_h_;
   fmt.frame_rate = media_.video.frame_rate;
   fmt.encoder = settings_.encoder;
+  fmt.accurate_color = settings_.color_conversion == "accurate";
   fmt.color_space = media_.video.color_space;
   fmt.color_range = media_.video.color_range;
   fmt.color_primaries = media_.video.color_primaries;

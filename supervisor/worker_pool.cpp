@@ -71,7 +71,7 @@ WorkerPool::~WorkerPool() {
   control_->~ControlHeader();
 }
 
-Status WorkerPool::Spawn(int k) {
+Status WorkerPool::Spawn(int k, int gpu) {
   if (processes_[k] != nullptr) {
     return Status(StatusCode::kInternal, "channel " + std::to_string(k) + " still has a worker");
   }
@@ -91,9 +91,10 @@ Status WorkerPool::Spawn(int k) {
       env["PYTORCH_CUDA_ALLOC_CONF"] = options_.pytorch_alloc_conf;
       env["PYTORCH_ALLOC_CONF"] = options_.pytorch_alloc_conf;
     }
+    if (gpu >= 0) env["CUDA_VISIBLE_DEVICES"] = std::to_string(gpu);
     p->child = bp::child(options_.worker_binary, "--control", shm_.name(), "--channel",
                          std::to_string(k), "--model", options_.model, "--device",
-                         options_.device, "--precision", options_.precision, "--log-level",
+                         gpu >= 0 ? std::string("cuda") : options_.device, "--precision", options_.precision, "--log-level",
                          options_.log_level, env,
                          bp::std_in.close(), bp::std_err > p->log_path);
   } catch (const std::exception& e) {
@@ -102,8 +103,8 @@ Status WorkerPool::Spawn(int k) {
   }
   p->pid = p->child.id();
   ch.pid.store(p->pid, std::memory_order_release);
-  spdlog::debug("worker {} generation {} started, pid {}, log {}", k, p->generation, p->pid,
-                p->log_path);
+  spdlog::debug("worker {} generation {} started, pid {}{}, log {}", k, p->generation, p->pid,
+                gpu >= 0 ? ", GPU " + std::to_string(gpu) : std::string(), p->log_path);
   processes_[k] = std::move(p);
   return Status::Ok();
 }

@@ -54,8 +54,9 @@ class WorkerPool {
   const std::string& control_name() const { return shm_.name(); }
 
   // Starts a worker on channel `k`, which must have no live process. The channel's rings and
-  // state are reset first. The worker gets the next generation number (1, 2, ...).
-  Status Spawn(int k);
+  // state are reset first. The worker gets the next generation number (1, 2, ...). `gpu` >= 0
+  // pins it to that GPU: it sees only that one (CUDA_VISIBLE_DEVICES) and runs on cuda:0.
+  Status Spawn(int k, int gpu = -1);
   uint64_t Generation(int k) const;
 
   // Sends `signal` to the worker on channel k, if any.

@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <map>
 #include <sstream>
 
 #include "harness.h"
@@ -108,4 +110,54 @@ TEST_CASE("variable frame rate: every frame keeps its source timestamp, and its 
     CHECK(worst < 0.002);  // Matroska keeps milliseconds
     CHECK(!FirstStream(Probe(output), "audio").is_null());
   }
+}
+
+TEST_CASE("fast colour conversion keeps every frame in its place") {
+  const std::string dir = ScratchDir("fast_color");
+  const int kFrames = 150, kW = 320, kH = 240;
+  const std::string input = dir + "/indexed.mp4";
+  MakeIndexVideo(input, kFrames, kW, kH, 25, /*tone_hz=*/0);
+  nlohmann::json job = {{"input", input}, {"output", dir + "/out.mp4"},
+                        {"model", ModelCopy("identity", dir)}, {"color_conversion", "fast"},
+                        {"device", TestDevice()}};
+  RunResult r = RunJob(dir, job);
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(OutOfPlace(FrameIndices(dir + "/out.mp4", kW, kH), kFrames) == 0);
+}
+
+// $FRAMEMILL_TEST_GPUS: the GPUs to spread workers over on a CUDA machine (default "0").
+TEST_CASE("gpus: workers are spread over the listed GPUs, each pinned to one") {
+  const std::string dir = ScratchDir("gpus");
+  const int kFrames = 400, kW = 320, kH = 240;
+  const std::string input = dir + "/indexed.mp4";
+  MakeIndexVideo(input, kFrames, kW, kH, 25, /*tone_hz=*/0);
+  std::vector<int> gpus;
+  const char* env = std::getenv("FRAMEMILL_TEST_GPUS");
+  std::istringstream list(env != nullptr ? env : "0");
+  for (std::string g; std::getline(list, g, ',');) gpus.push_back(std::stoi(g));
+  nlohmann::json job = {{"input", input}, {"output", dir + "/out.mp4"},
+                        {"model", ModelCopy("identity", dir)}, {"device", "cuda"},
+                        {"gpus", gpus}, {"workers_per_gpu", 2}, {"chunk_frames", 16}};
+  RunResult r = RunJob(dir, job);
+  INFO("stderr: " << r.err);
+  if (TestDevice() == "cpu") {
+    // No GPU here: the job fails at once, saying why, and leaves nothing running.
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find("CUDA is not available") != std::string::npos);
+    CHECK(ProcessesMentioning(dir).empty());
+    return;
+  }
+  REQUIRE(r.exit_code == 0);
+  CHECK(OutOfPlace(FrameIndices(dir + "/out.mp4", kW, kH), kFrames) == 0);
+  std::map<int, int> started;  // workers started per GPU, from the timeline
+  for (const nlohmann::json& e : ReadTimeline(dir + "/out.mp4")) {
+    if (e["event"] != "start") continue;
+    std::string reason = e.value("reason", "");
+    size_t at = reason.find("GPU ");
+    REQUIRE(at != std::string::npos);
+    started[std::stoi(reason.substr(at + 4))]++;
+  }
+  for (int g : gpus) CHECK(started[g] == 2);
+  CHECK(started.size() == gpus.size());
 }

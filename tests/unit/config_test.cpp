@@ -99,6 +99,9 @@ TEST_CASE("config/framemill.json parses and equals the built-in defaults") {
   CHECK(file->defaults.batch == builtin.defaults.batch);
   CHECK(file->defaults.device == builtin.defaults.device);
   CHECK(file->defaults.precision == builtin.defaults.precision);
+  CHECK(file->defaults.color_conversion == builtin.defaults.color_conversion);
+  CHECK(file->defaults.gpus == builtin.defaults.gpus);
+  CHECK(file->defaults.workers_per_gpu == builtin.defaults.workers_per_gpu);
   CHECK(file->defaults.max_attempts == builtin.defaults.max_attempts);
   CHECK(file->defaults.encoder.codec == builtin.defaults.encoder.codec);
   CHECK(file->defaults.encoder.crf == builtin.defaults.encoder.crf);
@@ -124,4 +127,36 @@ TEST_CASE("config/job.example.json is a valid job") {
                                     framemill::JobSettings{});
   REQUIRE(job.ok());
   CHECK(job->settings.chunk_frames == 64);
+}
+
+TEST_CASE("gpus spread workers: workers_per_gpu sets the count, a job's own workers wins") {
+  framemill::JobSettings s;
+  REQUIRE(framemill::ReadJobSettings({{"device", "cuda"}, {"gpus", {0, 1}}, {"workers_per_gpu", 3}},
+                                     "job", StatusCode::kInvalidJob, &s).ok());
+  CHECK(s.gpus == std::vector<int>{0, 1});
+  CHECK(s.workers == 6);
+  // A job over those defaults that sets only its worker count keeps it.
+  framemill::JobSettings job = s;
+  REQUIRE(framemill::ReadJobSettings({{"workers", 2}}, "job", StatusCode::kInvalidJob, &job).ok());
+  CHECK(job.workers == 2);
+  // ...and one that lists other GPUs gets workers_per_gpu of them.
+  job = s;
+  REQUIRE(framemill::ReadJobSettings({{"gpus", {3}}}, "job", StatusCode::kInvalidJob, &job).ok());
+  CHECK(job.workers == 3);
+}
+
+TEST_CASE("bad gpus settings are refused with the key named") {
+  auto fails = [](const json& j) {
+    framemill::JobSettings s;
+    framemill::Status st = framemill::ReadJobSettings(j, "job", StatusCode::kInvalidJob, &s);
+    return st.ok() ? std::string() : st.message();
+  };
+  CHECK(fails({{"gpus", {0, 0}}}).find("job.gpus") != std::string::npos);
+  CHECK(fails({{"gpus", {-1}}}).find("job.gpus") != std::string::npos);
+  CHECK(fails({{"gpus", "0,1"}}).find("job.gpus") != std::string::npos);
+  CHECK(fails({{"device", "cpu"}, {"gpus", {0}}}).find("needs device cuda") != std::string::npos);
+  CHECK(fails({{"device", "cuda"}, {"gpus", {0}}, {"workers", 2}, {"workers_per_gpu", 2}})
+            .find("not both") != std::string::npos);
+  CHECK(fails({{"color_conversion", "quick"}}).find("job.color_conversion") != std::string::npos);
+  CHECK(fails({{"color_conversion", "fast"}}).empty());
 }

@@ -46,6 +46,7 @@ struct Row {
   double seconds = 0, cpu_seconds = 0;
   int64_t frames = 0;
   double peak_rss_mb = 0, peak_gpu_mb = 0;
+  std::string stages;  // framemill's own account of where the time went
   double fps() const { return seconds > 0 ? frames / seconds : 0; }
 };
 
@@ -189,20 +190,37 @@ Row Framemill(const std::string& input, const std::string& model, const std::str
   double cpu0 = CpuSeconds(RUSAGE_CHILDREN);
   uint64_t t0 = fm::MonotonicMs();
   std::fflush(stdout);  // or the child's freopen would write our buffered lines again
+  const std::string out_path = tmp + "/framemill-" + std::to_string(workers) + ".out";
   pid_t pid = fork();
   if (pid == 0) {
-    freopen("/dev/null", "w", stdout);
+    freopen(out_path.c_str(), "w", stdout);
     freopen((tmp + "/framemill.log").c_str(), "w", stderr);
     execl("./framemill", "framemill", "run", job.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
+  // The supervisor's own peak (VmHWM, sampled: wait4's figure would be the largest of it and
+  // the workers it reaped).
   int status = 0;
-  rusage ru{};
-  wait4(pid, &status, 0, &ru);
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    std::ifstream st("/proc/" + std::to_string(pid) + "/status");
+    for (std::string line; std::getline(st, line);) {
+      if (line.rfind("VmHWM:", 0) == 0) row.peak_rss_mb = std::stod(line.substr(6)) / 1024.0;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   row.seconds = (fm::MonotonicMs() - t0) / 1000.0;
   row.cpu_seconds = CpuSeconds(RUSAGE_CHILDREN) - cpu0;
   row.frames = WIFEXITED(status) && WEXITSTATUS(status) == 0 ? frames : 0;
-  row.peak_rss_mb = ru.ru_maxrss / 1024.0;  // the supervisor process itself
+  // The largest GPU reservation of any one worker, from the job's memory timeline.
+  std::ifstream timeline(tmp + "/fm-" + std::to_string(workers) + ".mkv.timeline.jsonl");
+  for (std::string line; std::getline(timeline, line);) {
+    nlohmann::json e = nlohmann::json::parse(line, nullptr, false);
+    if (e.is_object()) row.peak_gpu_mb = std::max(row.peak_gpu_mb, e.value("gpu_reserved_mb", 0.0));
+  }
+  std::ifstream out(out_path);
+  for (std::string line; std::getline(out, line);) {
+    if (line.find("stages: ") != std::string::npos) row.stages = line.substr(line.find("stages: ") + 8);
+  }
   return row;
 }
 
@@ -272,6 +290,7 @@ int main(int argc, char** argv) {
               best.name.c_str(), limit > 0 ? best.fps() / limit : 0.0, best.name.c_str(),
               naive.fps() > 0 ? best.fps() / naive.fps() : 0.0, best.name.c_str(),
               naive.cpu_seconds > 0 ? (best.cpu_seconds / best.frames) / (naive.cpu_seconds / naive.frames) : 0.0);
+  for (const Row& r : fm_rows) std::printf("%s stages: %s\n", r.name.c_str(), r.stages.c_str());
   std::string cleanup = "rm -rf '" + tmp + "'";
   return std::system(cleanup.c_str()) == 0 ? 0 : 1;
 }

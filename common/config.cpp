@@ -58,6 +58,7 @@ Status ReadJobSettings(const nlohmann::json& object, const std::string& path, St
   r.Double("segment_seconds", &s->segment_seconds, 0.001, 24 * 3600.0);
   r.Int("workers", &s->workers, 1, kMaxWorkers);
   r.Int("batch", &s->batch, 1, kMaxBatch);
+  r.Int("encoders", &s->encoders, 1, kMaxEncoders);
   r.String("device", &s->device);
   if (r.status().ok() && !ValidDevice(s->device)) {
     r.Fail("device", "must be auto, cpu, cuda or cuda:N, got \"" + s->device + "\"");

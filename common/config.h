@@ -52,6 +52,9 @@ struct JobSettings {
   // 0 = not set (`workers` workers, spread evenly over `gpus`).
   int workers_per_gpu = 0;
   int batch = 8;                   // frames per model call inside a worker
+  // ffmpeg encoders working on different segments at once (for when encoding is the slowest
+  // stage); with more than one, segments are at most 4 chunks long so that all fit in the arena.
+  int encoders = 1;
   std::string device = "auto";     // auto | cpu | cuda | cuda:N
   std::string precision = "fp32";  // fp32 | fp16 | bf16: the model's weights and activations
   // YUV <-> RGB conversion around the model: "accurate" (swscale with accurate rounding) or
@@ -88,6 +91,7 @@ struct Config {
 inline constexpr int kMaxChunkFrames = 4096;
 inline constexpr int kMaxWorkers = 64;
 inline constexpr int kMaxBatch = 1024;
+inline constexpr int kMaxEncoders = 16;
 inline constexpr int kMaxAttempts = 100;
 inline constexpr int64_t kMaxJobFileBytes = 1 << 20;
 

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <sys/stat.h>
 #include <thread>
@@ -30,6 +31,7 @@ namespace framemill {
 namespace {
 
 constexpr int kStateVersion = 1;       // of state.json
+constexpr int64_t kParallelSegmentChunks = 4;  // longest segment, in chunks, with encoders > 1
 
 Status CheckAllowed(const std::string& what, const std::string& path,
                     const std::vector<std::string>& roots) {
@@ -88,7 +90,10 @@ class JobRun {
   Status CreateArena();
   Status CheckFreeSpace() const;
   void DecodeLoop();
-  void EncodeLoop();
+  void EncodeLoop(int encoder);
+  Status EncodeSegment(const SegmentPlan& seg, const SegmentFormat& fmt, int encoder,
+                       double* busy_s, double* wait_s);
+  Status SegmentFinished(int64_t index, int64_t bytes);
 
   const JobSpec& job_;
   const Config& config_;
@@ -100,8 +105,9 @@ class JobRun {
   int64_t chunks_per_segment_ = 1;
   int64_t first_segment_ = 0;  // segments before it were finished by an earlier run
   int64_t first_chunk_ = 0;
-  std::vector<int64_t> segment_bytes_;  // of each finished segment
-  std::atomic<int64_t> segments_done_{0};  // segment_files_.size(), readable from any thread
+  std::mutex segments_mu_;  // guards segment_bytes_ and state.json between encoder threads
+  std::vector<int64_t> segment_bytes_;  // by segment: its file's size once finished, else -1
+  std::atomic<int64_t> segments_done_{0};  // finished segments, readable from any thread
   JobPlan plan_;
   std::string scratch_;
   Timeline timeline_;
@@ -111,10 +117,9 @@ class JobRun {
   SharedMemory arena_shm_;
   ArenaHeader* arena_ = nullptr;
   std::unique_ptr<ChunkBoard> board_;
-  std::vector<std::string> segment_files_;
   JobReport report_;
   StageTimes& stages_ = report_.stages;  // decode_* written by the decoder thread only,
-                                         // encode_* by the encoder thread only
+                                         // encode_* under segments_mu_
 };
 
 Status JobRun::Prepare() {
@@ -128,6 +133,11 @@ Status JobRun::Prepare() {
   }
   chunks_per_segment_ = ChunksPerSegment(settings_.segment_seconds, v.frame_rate.value(),
                                          settings_.chunk_frames);
+  // Several encoders work on several segments at once, and every chunk of those segments waits
+  // in the arena until its encoder takes it: short segments let them all fit.
+  if (settings_.encoders > 1) {
+    chunks_per_segment_ = std::min<int64_t>(chunks_per_segment_, kParallelSegmentChunks);
+  }
   Result<JobPlan> plan = MakePlan(v.frame_count, settings_.chunk_frames, chunks_per_segment_);
   if (!plan.ok()) return plan.status();
   plan_ = std::move(*plan);
@@ -141,6 +151,7 @@ Status JobRun::Prepare() {
                        BaseName(job_.output)
                  : options_.workspace;
   FM_RETURN_IF_ERROR(MakeDirectories(scratch_));
+  segment_bytes_.assign(plan_.segments.size(), -1);
   FM_RETURN_IF_ERROR(LoadState());
   return SaveState();
 }
@@ -181,8 +192,7 @@ Status JobRun::LoadState() {
         seg.value("frames", int64_t{-1}) != plan_.segments[index].frames) {
       break;
     }
-    segment_files_.push_back(SegmentPath(index));
-    segment_bytes_.push_back(bytes);
+    segment_bytes_[index] = bytes;
     ++first_segment_;
   }
   first_chunk_ = first_segment_ < static_cast<int64_t>(plan_.segments.size())
@@ -199,9 +209,11 @@ Status JobRun::LoadState() {
   return Status::Ok();
 }
 
+// Records the finished segments that follow each other from the first: with several encoders a
+// later segment can finish first, and is recorded once those before it are.
 Status JobRun::SaveState() {
   nlohmann::json done = nlohmann::json::array();
-  for (size_t i = 0; i < segment_files_.size(); ++i) {
+  for (size_t i = 0; i < segment_bytes_.size() && segment_bytes_[i] >= 0; ++i) {
     int64_t index = static_cast<int64_t>(i);
     done.push_back({{"index", index},
                     {"frames", plan_.segments[index].frames},
@@ -285,6 +297,7 @@ Status JobRun::CreateArena() {
   uint64_t slot_bytes = AlignUp((in_frame + out_frame) * plan_.chunk_frames, kSlotAlignment);
   uint64_t budget = static_cast<uint64_t>(config_.arena_mb) << 20;
   uint64_t wanted = static_cast<uint64_t>(settings_.workers) * kInflightPerWorker + 4;
+  if (settings_.encoders > 1) wanted += static_cast<uint64_t>(settings_.encoders * chunks_per_segment_);
   uint64_t slots = std::min<uint64_t>({budget / slot_bytes, wanted, plan_.chunks.size() + 1});
   if (slots < 2) {
     return Status(StatusCode::kInvalidJob,
@@ -411,7 +424,8 @@ void JobRun::DecodeLoop() {
   if (!finished.ok()) board_->Fail(finished.WithContext(job_.input));
 }
 
-void JobRun::EncodeLoop() {
+// Encoder `encoder` of settings_.encoders takes every encoders-th segment.
+void JobRun::EncodeLoop(int encoder) {
   SegmentFormat fmt;
   fmt.width = out_w_;
   fmt.height = out_h_;
@@ -422,45 +436,63 @@ void JobRun::EncodeLoop() {
   fmt.color_range = media_.video.color_range;
   fmt.color_primaries = media_.video.color_primaries;
   fmt.color_transfer = media_.video.color_transfer;
-  size_t frame_bytes = arena_->OutFrameBytes();
-  for (int64_t si = first_segment_; si < static_cast<int64_t>(plan_.segments.size()); ++si) {
-    const SegmentPlan& seg = plan_.segments[si];
-    std::string path = SegmentPath(seg.index);
-    std::string partial = path + ".partial";
-    uint64_t t_start = MonotonicUs();
-    Result<std::unique_ptr<SegmentEncoder>> enc =
-        SegmentEncoder::Start(config_.ffmpeg, partial, fmt, scratch_ + "/encoder.log");
-    if (!enc.ok()) return board_->Fail(enc.status());
-    stages_.encode_s += static_cast<double>(MonotonicUs() - t_start) / 1e6;
-    for (int64_t c = seg.first_chunk; c < seg.first_chunk + seg.chunk_count; ++c) {
-      uint64_t t_wait = MonotonicUs();
-      if (!board_->WaitProcessed(c)) return;
-      uint64_t t_write = MonotonicUs();
-      stages_.encode_wait_s += static_cast<double>(t_write - t_wait) / 1e6;
-      const ChunkPlan& chunk = plan_.chunks[c];
-      Status w = (*enc)->Write(arena_->SlotOut(board_->SlotOf(c)), frame_bytes * chunk.frames);
-      if (!w.ok()) return board_->Fail(w);
-      board_->ReleaseSlot(c);
-      stages_.encode_s += static_cast<double>(MonotonicUs() - t_write) / 1e6;
+  double busy_s = 0, wait_s = 0;
+  for (int64_t si = first_segment_ + encoder; si < static_cast<int64_t>(plan_.segments.size());
+       si += settings_.encoders) {
+    Status s = EncodeSegment(plan_.segments[si], fmt, encoder, &busy_s, &wait_s);
+    if (!s.ok()) {
+      board_->Fail(s.WithContext("segment " + std::to_string(si)));
+      break;
     }
-    uint64_t t_finish = MonotonicUs();
-    Status s = (*enc)->Finish();
-    if (s.ok()) s = SyncFile(partial);
-    if (s.ok()) s = DurableRename(partial, path);
-    struct stat sb {};
-    if (s.ok() && ::stat(path.c_str(), &sb) != 0) s = Status(StatusCode::kIo, "stat " + path);
-    if (s.ok()) {
-      segment_files_.push_back(path);
-      segment_bytes_.push_back(sb.st_size);
-      segments_done_.store(static_cast<int64_t>(segment_files_.size()));
-      s = SaveState();
-    }
-    stages_.encode_s += static_cast<double>(MonotonicUs() - t_finish) / 1e6;
-    if (!s.ok()) return board_->Fail(s.WithContext("segment " + std::to_string(seg.index)));
-    spdlog::debug("segment {} done: {} frames", seg.index, seg.frames);
+    if (board_->failed()) break;
   }
-  board_->MarkAllEncoded();
-  dispatcher_->Wake();
+  std::lock_guard<std::mutex> lock(segments_mu_);
+  stages_.encode_s += busy_s;
+  stages_.encode_wait_s += wait_s;
+}
+
+Status JobRun::EncodeSegment(const SegmentPlan& seg, const SegmentFormat& fmt, int encoder,
+                             double* busy_s, double* wait_s) {
+  const size_t frame_bytes = arena_->OutFrameBytes();
+  const std::string path = SegmentPath(seg.index);
+  const std::string partial = path + ".partial";
+  uint64_t t_start = MonotonicUs();
+  Result<std::unique_ptr<SegmentEncoder>> enc = SegmentEncoder::Start(
+      config_.ffmpeg, partial, fmt, scratch_ + "/encoder-" + std::to_string(encoder) + ".log");
+  if (!enc.ok()) return enc.status();
+  *busy_s += static_cast<double>(MonotonicUs() - t_start) / 1e6;
+  for (int64_t c = seg.first_chunk; c < seg.first_chunk + seg.chunk_count; ++c) {
+    uint64_t t_wait = MonotonicUs();
+    if (!board_->WaitProcessed(c)) return Status::Ok();  // the job failed elsewhere
+    uint64_t t_write = MonotonicUs();
+    *wait_s += static_cast<double>(t_write - t_wait) / 1e6;
+    const ChunkPlan& chunk = plan_.chunks[c];
+    FM_RETURN_IF_ERROR((*enc)->Write(arena_->SlotOut(board_->SlotOf(c)), frame_bytes * chunk.frames));
+    board_->ReleaseSlot(c);
+    *busy_s += static_cast<double>(MonotonicUs() - t_write) / 1e6;
+  }
+  uint64_t t_finish = MonotonicUs();
+  FM_RETURN_IF_ERROR((*enc)->Finish());
+  FM_RETURN_IF_ERROR(SyncFile(partial));
+  FM_RETURN_IF_ERROR(DurableRename(partial, path));
+  struct stat sb {};
+  if (::stat(path.c_str(), &sb) != 0) return Status(StatusCode::kIo, "stat " + path);
+  FM_RETURN_IF_ERROR(SegmentFinished(seg.index, sb.st_size));
+  *busy_s += static_cast<double>(MonotonicUs() - t_finish) / 1e6;
+  spdlog::debug("segment {} done: {} frames", seg.index, seg.frames);
+  return Status::Ok();
+}
+
+Status JobRun::SegmentFinished(int64_t index, int64_t bytes) {
+  std::lock_guard<std::mutex> lock(segments_mu_);
+  segment_bytes_[index] = bytes;
+  int64_t done = segments_done_.load() + 1;
+  segments_done_.store(done);
+  if (done == static_cast<int64_t>(plan_.segments.size())) {
+    board_->MarkAllEncoded();
+    dispatcher_->Wake();
+  }
+  return SaveState();
 }
 
 Result<JobReport> JobRun::Run() {
@@ -489,13 +521,19 @@ Result<JobReport> JobRun::Run() {
       board_->Fail(Status(StatusCode::kInternal, std::string("decoder thread: ") + e.what()));
     }
   });
-  std::thread encoder([this] {
-    try {
-      EncodeLoop();
-    } catch (const std::exception& e) {
-      board_->Fail(Status(StatusCode::kInternal, std::string("encoder thread: ") + e.what()));
-    }
-  });
+  if (segments_done_.load() == static_cast<int64_t>(plan_.segments.size())) {
+    board_->MarkAllEncoded();  // a resumed job whose every segment was already finished
+  }
+  std::vector<std::thread> encoders;
+  for (int e = 0; e < settings_.encoders; ++e) {
+    encoders.emplace_back([this, e] {
+      try {
+        EncodeLoop(e);
+      } catch (const std::exception& ex) {
+        board_->Fail(Status(StatusCode::kInternal, std::string("encoder thread: ") + ex.what()));
+      }
+    });
+  }
   auto tick = [this](int64_t processed) {
     if (!options_.on_progress) return;
     JobProgress p;
@@ -509,11 +547,12 @@ Result<JobReport> JobRun::Run() {
   };
   dispatcher_->Run(board_.get(), arena_shm_.name(), first_chunk_, stop_, tick);
   decoder.join();
-  encoder.join();
+  for (std::thread& t : encoders) t.join();
   lap(&stages_.pipeline_s);
   report_.dispatch = dispatcher_->stats();
   stages_.workers_busy_s = report_.dispatch.worker_busy_s;
   stages_.workers = settings_.workers;
+  stages_.encoders = settings_.encoders;
   if (board_->failed()) {
     dispatcher_->Shutdown();
     return board_->failure();
@@ -531,7 +570,7 @@ Result<JobReport> JobRun::Run() {
   mux.ffprobe = config_.ffprobe;
   mux.source = job_.input;
   mux.source_info = &media_;
-  mux.segments = segment_files_;
+  for (const SegmentPlan& seg : plan_.segments) mux.segments.push_back(SegmentPath(seg.index));
   for (const SegmentPlan& seg : plan_.segments) mux.segment_frames.push_back(seg.frames);
   mux.frame_rate = media_.video.frame_rate;
   mux.scratch_dir = scratch_;
@@ -562,12 +601,13 @@ std::string StageTimes::Summary() const {
     return whole > 0 ? static_cast<int>(100.0 * part / whole + 0.5) : 0;
   };
   double capacity = pipeline_s * std::max(1, workers);
+  double encode_capacity = pipeline_s * std::max(1, encoders);
   return fmt::format("prepare {:.2f} s, start {:.2f} s, pipeline {:.2f} s [decode {:.2f} s busy "
                      "({}%), {:.2f} s waiting for a slot; workers {:.2f} s busy ({}% of {}); "
-                     "encode {:.2f} s busy ({}%), {:.2f} s waiting for output], mux {:.2f} s",
+                     "encode {:.2f} s busy ({}% of {}), {:.2f} s waiting for output], mux {:.2f} s",
                      prepare_s, start_s, pipeline_s, decode_s, pct(decode_s, pipeline_s),
                      decode_wait_s, workers_busy_s, pct(workers_busy_s, capacity), workers,
-                     encode_s, pct(encode_s, pipeline_s), encode_wait_s, mux_s);
+                     encode_s, pct(encode_s, encode_capacity), encoders, encode_wait_s, mux_s);
 }
 
 nlohmann::json StageTimes::ToJson() const {
@@ -575,7 +615,7 @@ nlohmann::json StageTimes::ToJson() const {
           {"pipeline_s", pipeline_s},   {"decode_s", decode_s},
           {"decode_wait_s", decode_wait_s}, {"workers_busy_s", workers_busy_s},
           {"workers", workers},         {"encode_s", encode_s},
-          {"encode_wait_s", encode_wait_s}, {"mux_s", mux_s}};
+          {"encode_wait_s", encode_wait_s}, {"encoders", encoders}, {"mux_s", mux_s}};
 }
 
 Result<JobReport> RunJob(const JobSpec& job, const Config& config, const std::atomic<bool>& stop,

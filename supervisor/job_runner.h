@@ -31,8 +31,9 @@ struct StageTimes {
   double decode_wait_s = 0;   // decoder thread waiting for a free arena slot
   double workers_busy_s = 0;  // workers on chunks, summed over workers
   int workers = 0;            // workers wanted (for the busy share)
-  double encode_s = 0;        // encoder thread(s) writing frames to ffmpeg, closing segments
-  double encode_wait_s = 0;   // encoder thread(s) waiting for the next chunk's output
+  double encode_s = 0;        // encoder threads writing frames to ffmpeg, closing segments (summed)
+  double encode_wait_s = 0;   // encoder threads waiting for the next chunk's output (summed)
+  int encoders = 1;           // encoder threads (for the busy share)
   double mux_s = 0;           // joining segments, audio, verification
 
   // One line for logs and summaries.

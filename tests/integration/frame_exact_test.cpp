@@ -161,3 +161,25 @@ TEST_CASE("gpus: workers are spread over the listed GPUs, each pinned to one") {
   for (int g : gpus) CHECK(started[g] == 2);
   CHECK(started.size() == gpus.size());
 }
+
+TEST_CASE("encoders: three encoders on short segments keep every frame in order, with audio") {
+  const std::string dir = ScratchDir("encoders");
+  const int kFrames = 700, kW = 320, kH = 240;
+  const std::string input = dir + "/indexed.mp4";
+  MakeIndexVideo(input, kFrames, kW, kH, 25, /*tone_hz=*/440);
+  const std::string output = dir + "/out.mp4";
+  nlohmann::json job = {{"input", input}, {"output", output},
+                        {"model", ModelCopy("identity", dir)}, {"encoders", 3},
+                        {"chunk_frames", 20}, {"device", TestDevice()}};
+  RunResult r = RunJob(dir, job);
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(OutOfPlace(FrameIndices(output, kW, kH), kFrames) == 0);
+  // Segments of at most 4 chunks: 700 frames / 80 = 9 segments, encoded three at a time.
+  CHECK(r.out.find("35 chunks, 9 segments") != std::string::npos);
+  nlohmann::json in_audio = FirstStream(Probe(input), "audio");
+  nlohmann::json out_audio = FirstStream(Probe(output), "audio");
+  REQUIRE(!out_audio.is_null());
+  CHECK(std::fabs(std::stod(in_audio["duration"].get<std::string>()) -
+                  std::stod(out_audio["duration"].get<std::string>())) < 0.05);
+}

@@ -100,6 +100,7 @@ TEST_CASE("config/framemill.json parses and equals the built-in defaults") {
   CHECK(file->defaults.device == builtin.defaults.device);
   CHECK(file->defaults.precision == builtin.defaults.precision);
   CHECK(file->defaults.color_conversion == builtin.defaults.color_conversion);
+  CHECK(file->defaults.encoders == builtin.defaults.encoders);
   CHECK(file->defaults.gpus == builtin.defaults.gpus);
   CHECK(file->defaults.workers_per_gpu == builtin.defaults.workers_per_gpu);
   CHECK(file->defaults.max_attempts == builtin.defaults.max_attempts);

@@ -1,0 +1,199 @@
+// framemill-soak: an hour of video (108,000 frames at 30 fps, small frames, with audio) through
+// `framemill run` with the `leak` model, an RSS recycle limit that forces dozens of recycles,
+// and a worker SIGKILLed at random every few seconds. Prints time, fps, recycles, crashes, peak
+// supervisor RSS and worker memory; then checks that every frame came out exactly once and in
+// order (each frame shows its index as blocks; 16 bits, so index mod 65536) and that the audio
+// lasts as long as the source's.
+//
+// The same job on a tenth of the frames runs first, without kills, as the baseline for the
+// supervisor's memory: its peak private RSS (without the arena's shared pages, bounded by
+// arena_mb) must not grow with the video's length.
+//
+// usage: framemill-soak [--frames N] [--size WxH] [--workers W] [--device D]
+//                       [--rss-limit-mb M] [--kill-every S] [--dir DIR]
+// Run from the build directory (it starts ./framemill). Exit status 0 only if the checks pass.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/harness.h"
+
+namespace ft = framemill::test;
+
+namespace {
+
+struct Options {
+  int frames = 108000;
+  int width = 128, height = 96;
+  int workers = 2;
+  std::string device = "cpu";
+  int rss_limit_mb = 400;
+  double kill_every_s = 8;
+  std::string dir;
+};
+
+struct RunFigures {
+  int exit_code = -1;
+  double seconds = 0;
+  double supervisor_peak_mb = 0;  // private RSS of the supervisor process, sampled every 100 ms
+  int recycles = 0, crashes = 0, kills_sent = 0, workers_started = 0;
+  double worker_peak_rss_mb = 0, worker_peak_gpu_mb = 0;
+  std::string err;
+};
+
+// A process's private resident memory (RssAnon + RssFile), MiB: what it allocated and the code
+// it runs, without the shared frame arena's pages (RssShmem), which are bounded by arena_mb.
+double PrivateRssMb(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  double kb = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("RssAnon:", 0) == 0) kb += std::stod(line.substr(8));
+    if (line.rfind("RssFile:", 0) == 0) kb += std::stod(line.substr(8));
+  }
+  return kb / 1024.0;
+}
+
+RunFigures RunSoakJob(const Options& o, const std::string& input, const std::string& output,
+                      const std::string& model, bool kill_workers) {
+  nlohmann::json job = {{"input", input}, {"output", output}, {"model", model},
+                        {"device", o.device}, {"workers", o.workers}, {"overwrite", true},
+                        {"chunk_frames", 32}, {"batch", 8}, {"max_attempts", 10},
+                        {"encoder", {{"preset", "veryfast"}}},
+                        {"recycle", {{"rss_mb", o.rss_limit_mb}}}};
+  RunFigures f;
+  auto t0 = std::chrono::steady_clock::now();
+  ft::BackgroundJob bg = ft::StartJob(o.dir, job, {}, nullptr, kill_workers ? "soak" : "baseline");
+  std::mt19937 rng(12345);
+  std::uniform_real_distribution<double> jitter(0.5, 1.5);
+  auto next_kill = t0 + std::chrono::duration<double>(o.kill_every_s * jitter(rng));
+  int status = 0;
+  while (::waitpid(bg.pid, &status, WNOHANG) == 0) {
+    f.supervisor_peak_mb = std::max(f.supervisor_peak_mb, PrivateRssMb(bg.pid));
+    auto now = std::chrono::steady_clock::now();
+    if (kill_workers && now >= next_kill) {
+      std::vector<int> pids = ft::WorkerPids(o.dir);
+      if (!pids.empty()) {
+        ::kill(pids[std::uniform_int_distribution<size_t>(0, pids.size() - 1)(rng)], SIGKILL);
+        ++f.kills_sent;
+      }
+      next_kill = now + std::chrono::duration<double>(o.kill_every_s * jitter(rng));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  f.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  f.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::ifstream err(bg.err_path);
+  f.err.assign(std::istreambuf_iterator<char>(err), {});
+  for (const nlohmann::json& e : ft::ReadTimeline(output)) {
+    const std::string ev = e.value("event", "");
+    if (ev == "recycle") ++f.recycles;
+    if (ev == "crash") ++f.crashes;
+    if (ev == "start") ++f.workers_started;
+    f.worker_peak_rss_mb = std::max(f.worker_peak_rss_mb, e.value("rss_mb", 0.0));
+    f.worker_peak_gpu_mb = std::max(f.worker_peak_gpu_mb, e.value("gpu_reserved_mb", 0.0));
+  }
+  return f;
+}
+
+// Frames whose index (mod 65536) is not their position; -1 if the count differs.
+int64_t Misplaced(const std::string& path, int width, int height, int64_t frames) {
+  int64_t i = 0, bad = 0;
+  int64_t n = ft::DecodeFrames(path, width, height, [&](const uint8_t* rgb) {
+    if (ft::ReadFrameIndex(rgb, width, height) != static_cast<int>(i % 65536)) ++bad;
+    ++i;
+  });
+  return n == frames ? bad : -1;
+}
+
+double AudioSeconds(const std::string& path) {
+  nlohmann::json a = ft::FirstStream(ft::Probe(path), "audio");
+  return a.is_null() ? -1 : std::stod(a.value("duration", "-1"));
+}
+
+void Print(const char* name, int64_t frames, const RunFigures& f) {
+  std::printf("%-9s %8lld %8.1f %7.1f %9d %8d %7d %8d %11.1f %11.1f %10.1f\n", name,
+              static_cast<long long>(frames), f.seconds, frames / f.seconds, f.workers_started,
+              f.recycles, f.crashes, f.kills_sent, f.supervisor_peak_mb, f.worker_peak_rss_mb,
+              f.worker_peak_gpu_mb);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string k = argv[i], v = argv[i + 1];
+    if (k == "--frames") o.frames = std::stoi(v);
+    else if (k == "--size") std::sscanf(v.c_str(), "%dx%d", &o.width, &o.height);
+    else if (k == "--workers") o.workers = std::stoi(v);
+    else if (k == "--device") o.device = v;
+    else if (k == "--rss-limit-mb") o.rss_limit_mb = std::stoi(v);
+    else if (k == "--kill-every") o.kill_every_s = std::stod(v);
+    else if (k == "--dir") o.dir = v;
+    else {
+      std::fprintf(stderr, "unknown option %s\n", k.c_str());
+      return 2;
+    }
+  }
+  if (o.dir.empty()) {
+    char tmpl[] = "/tmp/framemill-soak-XXXXXX";
+    o.dir = ::mkdtemp(tmpl);
+  }
+  std::filesystem::create_directories(o.dir);
+  const int fps = 30;
+  const std::string model = ft::ModelCopy("leak", o.dir);
+  const int64_t base_frames = o.frames / 10;
+  const std::string input = o.dir + "/hour.mp4", base_input = o.dir + "/tenth.mp4";
+  std::printf("making %d frames %dx%d at %d fps with audio (and a tenth of it) in %s\n", o.frames,
+              o.width, o.height, fps, o.dir.c_str());
+  std::fflush(stdout);
+  ft::MakeIndexVideo(input, o.frames, o.width, o.height, fps, 440);
+  ft::MakeIndexVideo(base_input, static_cast<int>(base_frames), o.width, o.height, fps, 440);
+
+  RunFigures base = RunSoakJob(o, base_input, o.dir + "/tenth-out.mp4", model, false);
+  RunFigures soak = RunSoakJob(o, input, o.dir + "/hour-out.mp4", model, true);
+  std::printf("model leak on %s, %d workers, recycle at %d MiB RSS, a worker killed every ~%.0f s\n",
+              o.device.c_str(), o.workers, o.rss_limit_mb, o.kill_every_s);
+  std::printf("%-9s %8s %8s %7s %9s %8s %7s %8s %11s %11s %10s\n", "run", "frames", "seconds",
+              "fps", "workers", "recycles", "crashes", "killed", "super. MiB", "worker MiB",
+              "gpu MiB");
+  Print("baseline", base_frames, base);
+  Print("soak", o.frames, soak);
+
+  bool ok = true;
+  auto check = [&ok](bool cond, const std::string& what) {
+    std::printf("%s %s\n", cond ? "ok  " : "FAIL", what.c_str());
+    ok = ok && cond;
+  };
+  check(base.exit_code == 0, "baseline job succeeded" + (base.exit_code ? ": " + base.err : ""));
+  check(soak.exit_code == 0, "soak job succeeded" + (soak.exit_code ? ": " + soak.err : ""));
+  if (soak.exit_code == 0) {
+    int64_t bad = Misplaced(o.dir + "/hour-out.mp4", o.width, o.height, o.frames);
+    check(bad == 0, "every frame exactly once, in order (misplaced: " +
+                        (bad < 0 ? std::string("frame count differs") : std::to_string(bad)) + ")");
+    double a_in = AudioSeconds(input), a_out = AudioSeconds(o.dir + "/hour-out.mp4");
+    char line[160];
+    std::snprintf(line, sizeof(line), "audio %.3f s of %.3f s", a_out, a_in);
+    check(a_out > 0 && std::fabs(a_out - a_in) < 0.05, line);
+  }
+  check(soak.recycles >= 12, "dozens of recycles (" + std::to_string(soak.recycles) + ")");
+  double ratio = base.supervisor_peak_mb > 0 ? soak.supervisor_peak_mb / base.supervisor_peak_mb : 0;
+  char line[160];
+  std::snprintf(line, sizeof(line), "supervisor peak RSS %.1f MiB for %d frames vs %.1f MiB for "
+                "%lld: %.2fx (target within 1.10x)", soak.supervisor_peak_mb, o.frames,
+                base.supervisor_peak_mb, static_cast<long long>(base_frames), ratio);
+  check(ratio > 0 && ratio <= 1.10, line);
+  return ok ? 0 : 1;
+}

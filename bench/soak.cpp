@@ -155,15 +155,20 @@ int main(int argc, char** argv) {
   const int fps = 30;
   const std::string model = ft::ModelCopy("leak", o.dir);
   const int64_t base_frames = o.frames / 10;
-  const std::string input = o.dir + "/hour.mp4", base_input = o.dir + "/tenth.mp4";
+  const std::string tag = std::to_string(o.frames) + "-" + std::to_string(o.width) + "x" +
+                          std::to_string(o.height);
+  const std::string input = o.dir + "/in-" + tag + ".mp4", base_input = o.dir + "/tenth-" + tag + ".mp4";
   std::printf("making %d frames %dx%d at %d fps with audio (and a tenth of it) in %s\n", o.frames,
               o.width, o.height, fps, o.dir.c_str());
   std::fflush(stdout);
-  ft::MakeIndexVideo(input, o.frames, o.width, o.height, fps, 440);
-  ft::MakeIndexVideo(base_input, static_cast<int>(base_frames), o.width, o.height, fps, 440);
+  // A --dir of an earlier run keeps its videos (named by length and size): made once.
+  if (!std::filesystem::exists(input)) ft::MakeIndexVideo(input, o.frames, o.width, o.height, fps, 440);
+  if (!std::filesystem::exists(base_input)) {
+    ft::MakeIndexVideo(base_input, static_cast<int>(base_frames), o.width, o.height, fps, 440);
+  }
 
   RunFigures base = RunSoakJob(o, base_input, o.dir + "/tenth-out.mp4", model, false);
-  RunFigures soak = RunSoakJob(o, input, o.dir + "/hour-out.mp4", model, true);
+  RunFigures soak = RunSoakJob(o, input, o.dir + "/out.mp4", model, true);
   std::printf("model leak on %s, %d workers, recycle at %d MiB RSS, a worker killed every ~%.0f s\n",
               o.device.c_str(), o.workers, o.rss_limit_mb, o.kill_every_s);
   std::printf("%-9s %8s %8s %7s %9s %8s %7s %8s %11s %11s %10s\n", "run", "frames", "seconds",
@@ -180,10 +185,10 @@ int main(int argc, char** argv) {
   check(base.exit_code == 0, "baseline job succeeded" + (base.exit_code ? ": " + base.err : ""));
   check(soak.exit_code == 0, "soak job succeeded" + (soak.exit_code ? ": " + soak.err : ""));
   if (soak.exit_code == 0) {
-    int64_t bad = Misplaced(o.dir + "/hour-out.mp4", o.width, o.height, o.frames);
+    int64_t bad = Misplaced(o.dir + "/out.mp4", o.width, o.height, o.frames);
     check(bad == 0, "every frame exactly once, in order (misplaced: " +
                         (bad < 0 ? std::string("frame count differs") : std::to_string(bad)) + ")");
-    double a_in = AudioSeconds(input), a_out = AudioSeconds(o.dir + "/hour-out.mp4");
+    double a_in = AudioSeconds(input), a_out = AudioSeconds(o.dir + "/out.mp4");
     char line[160];
     std::snprintf(line, sizeof(line), "audio %.3f s of %.3f s", a_out, a_in);
     check(a_out > 0 && std::fabs(a_out - a_in) < 0.05, line);

@@ -11,7 +11,9 @@
 //
 // usage: framemill-bench INPUT MODEL DEVICE [WORKERS...]     (default workers: 1 2 4)
 // $FRAMEMILL_BENCH_PRECISION (fp32 | fp16 | bf16, default fp32) and $FRAMEMILL_BENCH_COLOR
-// (accurate | fast, default accurate) apply to every run.
+// (accurate | fast, default accurate) apply to every run; $FRAMEMILL_BENCH_ENCODERS (default 1)
+// to framemill's. $FRAMEMILL_BENCH_GPUS ("0,1") adds framemill rows with WORKERS per GPU on each
+// listed GPU, beside the one-device rows.
 // Run from the build directory (it starts ./framemill). Scratch files go to $TMPDIR.
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -21,6 +23,8 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <sstream>
 #include <thread>
 #include <string>
 #include <vector>
@@ -47,6 +51,7 @@ struct Row {
   int64_t frames = 0;
   double peak_rss_mb = 0, peak_gpu_mb = 0;
   std::string stages;  // framemill's own account of where the time went
+  std::string gpu_flat;  // per worker: GPU reserved MiB after its first chunk -> after its last
   double fps() const { return seconds > 0 ? frames / seconds : 0; }
 };
 
@@ -176,21 +181,34 @@ Row ModelOnly(const std::string& input, const fm::VideoStreamInfo& v, fm::FrameM
   return best;
 }
 
+// `framemill run` with `workers` workers, or with `workers` per GPU on each of `gpus`.
 Row Framemill(const std::string& input, const std::string& model, const std::string& device,
-              int workers, int64_t frames, const std::string& tmp) {
-  std::string job = tmp + "/job-" + std::to_string(workers) + ".json";
+              int workers, const std::vector<int>& gpus, int64_t frames, const std::string& tmp) {
+  static int runs = 0;
+  const std::string id = std::to_string(++runs);
+  std::string job = tmp + "/job-" + id + ".json";
+  const std::string output = tmp + "/fm-" + id + ".mkv";
   const char* precision = std::getenv("FRAMEMILL_BENCH_PRECISION");
-  nlohmann::json j = {{"input", input}, {"output", tmp + "/fm-" + std::to_string(workers) + ".mkv"},
-                      {"model", model}, {"device", device}, {"workers", workers},
+  const char* encoders = std::getenv("FRAMEMILL_BENCH_ENCODERS");
+  nlohmann::json j = {{"input", input}, {"output", output},
+                      {"model", model}, {"device", device},
                       {"precision", precision != nullptr ? precision : "fp32"},
                       {"color_conversion", ColorConversion()},
+                      {"encoders", encoders != nullptr ? std::atoi(encoders) : 1},
                       {"overwrite", true}, {"encoder", {{"preset", "veryfast"}}}};
+  if (gpus.empty()) {
+    j["workers"] = workers;
+  } else {
+    j["gpus"] = gpus;
+    j["workers_per_gpu"] = workers;
+  }
   std::ofstream(job) << j.dump();
-  Row row{"framemill " + std::to_string(workers) + "w"};
+  Row row{"framemill " + std::to_string(workers) + "w" +
+          (gpus.empty() ? "" : "/gpu x" + std::to_string(gpus.size()))};
   double cpu0 = CpuSeconds(RUSAGE_CHILDREN);
   uint64_t t0 = fm::MonotonicMs();
   std::fflush(stdout);  // or the child's freopen would write our buffered lines again
-  const std::string out_path = tmp + "/framemill-" + std::to_string(workers) + ".out";
+  const std::string out_path = tmp + "/framemill-" + id + ".out";
   pid_t pid = fork();
   if (pid == 0) {
     freopen(out_path.c_str(), "w", stdout);
@@ -211,11 +229,26 @@ Row Framemill(const std::string& input, const std::string& model, const std::str
   row.seconds = (fm::MonotonicMs() - t0) / 1000.0;
   row.cpu_seconds = CpuSeconds(RUSAGE_CHILDREN) - cpu0;
   row.frames = WIFEXITED(status) && WEXITSTATUS(status) == 0 ? frames : 0;
-  // The largest GPU reservation of any one worker, from the job's memory timeline.
-  std::ifstream timeline(tmp + "/fm-" + std::to_string(workers) + ".mkv.timeline.jsonl");
+  // From the job's memory timeline: the largest GPU reservation of any one worker, and each
+  // worker's reservation after its first chunk and after its last (flat = no creep).
+  std::ifstream timeline(output + ".timeline.jsonl");
+  std::map<std::string, std::pair<double, double>> first_last;  // by worker/generation
   for (std::string line; std::getline(timeline, line);) {
     nlohmann::json e = nlohmann::json::parse(line, nullptr, false);
-    if (e.is_object()) row.peak_gpu_mb = std::max(row.peak_gpu_mb, e.value("gpu_reserved_mb", 0.0));
+    if (!e.is_object()) continue;
+    double reserved = e.value("gpu_reserved_mb", 0.0);
+    row.peak_gpu_mb = std::max(row.peak_gpu_mb, reserved);
+    if (e.value("event", "") != "chunk") continue;
+    std::string key = std::to_string(e.value("worker", 0)) + "/" + std::to_string(e.value("gen", 0));
+    auto it = first_last.find(key);
+    if (it == first_last.end()) first_last[key] = {reserved, reserved};
+    else it->second.second = reserved;
+  }
+  for (const auto& [key, fl] : first_last) {
+    char part[96];
+    std::snprintf(part, sizeof(part), "%sw%s %.0f->%.0f", row.gpu_flat.empty() ? "" : ", ",
+                  key.c_str(), fl.first, fl.second);
+    row.gpu_flat += part;
   }
   std::ifstream out(out_path);
   for (std::string line; std::getline(out, line);) {
@@ -273,7 +306,16 @@ int main(int argc, char** argv) {
   // framemill first: the in-process runs grow this process's peak RSS, which fork would inherit
   // as a starting point for nothing (ru_maxrss of the child is its own).
   std::vector<Row> fm_rows;
-  for (int w : workers) fm_rows.push_back(Framemill(input, model_path, device_name, w, v.frame_count, tmp));
+  for (int w : workers) fm_rows.push_back(Framemill(input, model_path, device_name, w, {}, v.frame_count, tmp));
+  // $FRAMEMILL_BENCH_GPUS ("0,1"): the same worker counts per GPU, on each of these GPUs.
+  std::vector<int> gpus;
+  if (const char* g = std::getenv("FRAMEMILL_BENCH_GPUS")) {
+    std::istringstream list(g);
+    for (std::string x; std::getline(list, x, ',');) gpus.push_back(std::atoi(x.c_str()));
+  }
+  if (!gpus.empty()) {
+    for (int w : workers) fm_rows.push_back(Framemill(input, model_path, "cuda", w, gpus, v.frame_count, tmp));
+  }
   Row naive = Loop("naive", input, v, model->get(), out_w, out_h, false, tmp);
   Row naive_ec = Loop("naive+empty_cache", input, v, model->get(), out_w, out_h, true, tmp);
   Row transcode = Loop("transcode", input, v, nullptr, v.width, v.height, false, tmp);
@@ -291,6 +333,9 @@ int main(int argc, char** argv) {
               naive.fps() > 0 ? best.fps() / naive.fps() : 0.0, best.name.c_str(),
               naive.cpu_seconds > 0 ? (best.cpu_seconds / best.frames) / (naive.cpu_seconds / naive.frames) : 0.0);
   for (const Row& r : fm_rows) std::printf("%s stages: %s\n", r.name.c_str(), r.stages.c_str());
+  for (const Row& r : fm_rows) {
+    if (r.peak_gpu_mb > 0) std::printf("%s GPU reserved MiB per worker, first chunk -> last: %s\n", r.name.c_str(), r.gpu_flat.c_str());
+  }
   std::string cleanup = "rm -rf '" + tmp + "'";
   return std::system(cleanup.c_str()) == 0 ? 0 : 1;
 }

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <queue>
 #include <sstream>
 #include <sys/stat.h>
 
@@ -40,54 +43,137 @@ bool IsAttachedPicture(const nlohmann::json& stream) {
   return a != d->end() && a->is_number_integer() && a->get<int>() != 0;
 }
 
-// Reads the presentation time of every packet of the video stream. Packets flagged D (discarded,
-// outside an edit list) are not frames of the decoded video.
+// One line of `ffprobe -show_entries packet=pts_time,flags -of csv=p=0`.
+struct PacketLine {
+  bool frame = true;     // false: flagged D (discarded, outside an edit list): not a decoded frame
+  bool has_pts = false;  // "N/A": the container has no timestamps
+  double t = 0.0;
+};
+
+PacketLine ParsePacketLine(const std::string& line) {
+  PacketLine p;
+  size_t comma = line.find(',');
+  p.frame = comma == std::string::npos || line.find('D', comma) == std::string::npos;
+  char* end = nullptr;
+  p.t = std::strtod(line.c_str(), &end);
+  p.has_pts = end != line.c_str() && (*end == ',' || *end == '\0');
+  return p;
+}
+
+// Checks, in one pass and a fixed amount of memory, that presentation times arriving in decode
+// order are start + i / fps within a quarter frame. Decode order differs from presentation
+// order by a few frames (B-frames); a small window puts them back in order. A disorder deeper
+// than the window makes the answer "not known to be constant".
+class ConstantRateCheck {
+ public:
+  explicit ConstantRateCheck(double fps) : fps_(fps), constant_(fps > 0) {}
+  void Add(double t) {
+    window_.push(t);
+    if (window_.size() > kWindow) Emit();
+  }
+  void Finish() {
+    while (!window_.empty()) Emit();
+  }
+  bool constant() const { return constant_; }
+  int64_t count() const { return count_; }
+  double first() const { return first_; }
+  double last() const { return last_; }
+
+ private:
+  static constexpr size_t kWindow = 64;
+  void Emit() {
+    double t = window_.top();
+    window_.pop();
+    if (count_ == 0) first_ = t;
+    if ((count_ > 0 && t < last_) ||
+        std::fabs(t - (first_ + static_cast<double>(count_) / fps_)) > 0.25 / fps_) {
+      constant_ = false;
+    }
+    last_ = t;
+    ++count_;
+  }
+  double fps_;
+  bool constant_;
+  int64_t count_ = 0;
+  double first_ = 0, last_ = 0;
+  std::priority_queue<double, std::vector<double>, std::greater<double>> window_;
+};
+
+Status PacketReadError(const std::string& path, const Result<CommandOutput>& r) {
+  if (!r.ok()) return r.status();
+  return Status(StatusCode::kInputInvalid,
+                path + ": ffprobe cannot read its packets: " + LastLines(r->err, 3));
+}
+
+std::vector<std::string> PacketCommand(const std::string& ffprobe, const std::string& path,
+                                       int stream) {
+  return {ffprobe, "-v", "error", "-select_streams", std::to_string(stream), "-show_entries",
+          "packet=pts_time,flags", "-of", "csv=p=0", path};
+}
+
+// Reads the presentation time of every packet of the video stream as ffprobe prints them,
+// counting frames and checking the rate in fixed memory. Only a variable-rate video (whose frames
+// keep their own times) has its times read again and kept: its memory is 8 bytes a frame.
 Status ReadFrameTimes(const std::string& ffprobe, const std::string& path, MediaInfo* info) {
   VideoStreamInfo& v = info->video;
-  Result<CommandOutput> r = RunAndCapture(
-      {ffprobe, "-v", "error", "-select_streams", std::to_string(v.index), "-show_entries",
-       "packet=pts_time,flags", "-of", "csv=p=0", path});
-  if (!r.ok()) return r.status();
-  if (r->exit_code != 0) {
-    return Status(StatusCode::kInputInvalid,
-                  path + ": ffprobe cannot read its packets: " + LastLines(r->err, 3));
-  }
-  std::istringstream lines(r->out);
+  const double fps = v.frame_rate.value();
   bool missing_pts = false;
-  int64_t packets = 0;
-  for (std::string line; std::getline(lines, line);) {
-    if (line.empty()) continue;
+  int64_t packets = 0, frames = 0;
+  ConstantRateCheck check(fps);
+  Result<CommandOutput> r = RunForEachLine(PacketCommand(ffprobe, path, v.index),
+                                           [&](const std::string& line) {
+    if (line.empty()) return;
     ++packets;
-    size_t comma = line.find(',');
-    std::string pts = line.substr(0, comma);
-    std::string flags = comma == std::string::npos ? "" : line.substr(comma + 1);
-    if (flags.find('D') != std::string::npos) continue;
-    if (pts == "N/A" || pts.empty()) {
-      missing_pts = true;
-      v.frame_times.push_back(0.0);
-      continue;
-    }
-    v.frame_times.push_back(std::stod(pts));
-  }
+    PacketLine p = ParsePacketLine(line);
+    if (!p.frame) return;
+    ++frames;
+    if (p.has_pts) check.Add(p.t);
+    else missing_pts = true;
+  });
+  if (!r.ok() || r->exit_code != 0) return PacketReadError(path, r);
   // A file cut short keeps its header: the index promises frames whose data is gone.
   if (v.header_frames > 0 && packets < v.header_frames) {
     return Status(StatusCode::kInputInvalid,
                   path + ": truncated: its header announces " + std::to_string(v.header_frames) +
                       " video frames, only " + std::to_string(packets) + " are present");
   }
-  std::sort(v.frame_times.begin(), v.frame_times.end());
-  v.frame_count = static_cast<int64_t>(v.frame_times.size());
-  double fps = v.frame_rate.value();
+  check.Finish();
+  v.frame_count = frames;
   if (missing_pts && fps > 0) {
     // No timestamps in the container (raw streams): frames are evenly spaced by definition.
-    for (size_t i = 0; i < v.frame_times.size(); ++i) v.frame_times[i] = v.start_time + i / fps;
+    v.constant_rate = true;
+    v.last_time = v.start_time + static_cast<double>(std::max<int64_t>(frames - 1, 0)) / fps;
+    return Status::Ok();
   }
-  if (!v.frame_times.empty()) v.start_time = v.frame_times.front();
+  if (check.constant() && !missing_pts) {
+    v.constant_rate = true;
+    if (frames > 0) {
+      v.start_time = check.first();
+      v.last_time = check.last();
+    }
+    return Status::Ok();
+  }
+  // Variable rate (or a disorder the check could not follow): every time, sorted, kept.
+  std::vector<double> times;
+  times.reserve(static_cast<size_t>(frames));
+  r = RunForEachLine(PacketCommand(ffprobe, path, v.index), [&](const std::string& line) {
+    if (line.empty()) return;
+    PacketLine p = ParsePacketLine(line);
+    if (p.frame) times.push_back(p.has_pts ? p.t : 0.0);
+  });
+  if (!r.ok() || r->exit_code != 0) return PacketReadError(path, r);
+  std::sort(times.begin(), times.end());
+  v.frame_count = static_cast<int64_t>(times.size());
+  if (!times.empty()) {
+    v.start_time = times.front();
+    v.last_time = times.back();
+  }
   v.constant_rate = fps > 0;
-  for (size_t i = 0; v.constant_rate && i < v.frame_times.size(); ++i) {
-    double ideal = v.frame_times.front() + static_cast<double>(i) / fps;
-    if (std::fabs(v.frame_times[i] - ideal) > 0.25 / fps) v.constant_rate = false;
+  for (size_t i = 0; v.constant_rate && i < times.size(); ++i) {
+    double ideal = times.front() + static_cast<double>(i) / fps;
+    if (std::fabs(times[i] - ideal) > 0.25 / fps) v.constant_rate = false;
   }
+  if (!v.constant_rate) v.frame_times = std::move(times);
   return Status::Ok();
 }
 

@@ -27,7 +27,11 @@ struct VideoStreamInfo {
   double start_time = 0.0;      // seconds; first presentation time of the stream
   int64_t frame_count = 0;      // frames a sequential decode yields
   int64_t header_frames = 0;    // frames the container's header announces (0 = not given)
-  std::vector<double> frame_times;  // presentation time of each frame, seconds, ascending
+  double last_time = 0.0;       // seconds; presentation time of the last frame
+  // Presentation time of each frame, seconds, ascending: kept for variable-rate video only (its
+  // frames keep these times); empty at a constant rate, so that memory does not grow with the
+  // video's length.
+  std::vector<double> frame_times;
   bool constant_rate = true;    // every frame within a quarter frame of start + i / frame_rate
   std::string color_space;      // ffprobe names ("bt709", "smpte170m"), "" when unknown
   std::string color_range;      // "tv" | "pc" | ""

@@ -65,8 +65,8 @@ Status Verify(const MuxRequest& rq, const std::string& path) {
   }
   // Duration of the video: from the first frame to the end of the last, within one frame.
   double frame = 1.0 / src.frame_rate.value();
-  double src_span = src.frame_times.back() - src.frame_times.front() + frame;
-  double out_span = got.frame_times.back() - got.frame_times.front() + frame;
+  double src_span = src.last_time - src.start_time + frame;
+  double out_span = got.last_time - got.start_time + frame;
   if (std::fabs(src_span - out_span) > frame + 1e-3) {
     return Status(StatusCode::kVerifyFailed,
                   "output video lasts " + std::to_string(out_span) + " s, input " +

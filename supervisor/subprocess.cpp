@@ -3,6 +3,7 @@
 #include <fstream>
 #include <future>
 #include <sstream>
+#include <thread>
 #include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
@@ -40,6 +41,32 @@ Result<CommandOutput> RunAndCapture(const std::vector<std::string>& argv) {
     child.wait();
     result.exit_code = child.exit_code();
     result.out = out.get();
+    result.err = err.get();
+  } catch (const std::exception& e) {
+    return Status(StatusCode::kIo, "cannot run " + exe + ": " + e.what());
+  }
+  return result;
+}
+
+Result<CommandOutput> RunForEachLine(const std::vector<std::string>& argv,
+                                     const std::function<void(const std::string&)>& on_line) {
+  std::string exe = FindExecutable(argv.at(0));
+  if (exe.empty()) return Status(StatusCode::kIo, argv[0] + ": program not found on PATH");
+  CommandOutput result;
+  try {
+    // stderr is drained on its own thread, so that a chatty child cannot block on a full
+    // stderr pipe while we read its stdout.
+    boost::asio::io_context io;
+    std::future<std::string> err;
+    bp::ipstream out;
+    std::vector<std::string> args(argv.begin() + 1, argv.end());
+    bp::child child(exe, bp::args(args), bp::std_in.close(), bp::std_out > out,
+                    bp::std_err > err, io);
+    std::thread drain([&io] { io.run(); });
+    for (std::string line; std::getline(out, line);) on_line(line);
+    child.wait();
+    drain.join();
+    result.exit_code = child.exit_code();
     result.err = err.get();
   } catch (const std::exception& e) {
     return Status(StatusCode::kIo, "cannot run " + exe + ": " + e.what());

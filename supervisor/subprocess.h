@@ -3,6 +3,7 @@
 // it is not used; pipes that outlive a spawn are made O_CLOEXEC instead, see ffmpeg_pipes.cpp.)
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,12 @@ std::string WorkerBinaryPath(const std::string& configured);
 // Runs argv[0] (found with FindExecutable) to completion, capturing stdout and stderr.
 // An error Status only when the program could not be started; a non-zero exit is in the result.
 Result<CommandOutput> RunAndCapture(const std::vector<std::string>& argv);
+
+// Like RunAndCapture, but hands stdout to `on_line` one line at a time as it arrives (without
+// the newline) instead of keeping it: for outputs that grow with the video's length (a line per
+// packet), so that memory does not. `out` of the result stays empty.
+Result<CommandOutput> RunForEachLine(const std::vector<std::string>& argv,
+                                     const std::function<void(const std::string&)>& on_line);
 
 // Last `max_lines` lines of a text (for error messages built from a child's stderr).
 std::string LastLines(const std::string& text, int max_lines);

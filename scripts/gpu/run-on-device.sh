@@ -1,41 +1,91 @@
 #!/usr/bin/env bash
-# Builds framemill on a GPU machine against the CUDA LibTorch of its Python torch, runs the
-# CUDA-relevant tests there, and measures recycling on the GPU. Expects the static ffmpeg from
-# scripts/build-static-ffmpeg.sh in .deps/ffmpeg-static. Writes logs and timelines to $OUT
-# (default ./gpu-out).
+# Builds framemill on a GPU machine against the CUDA LibTorch of its Python torch, and runs the
+# steps named on the command line (default: build tests throughput):
+#
+#   build       cmake + build in build-gpu (LibTorch from `python3 -c 'import torch; ...'`)
+#   tests       unit tests; the integration tests that need no shared clips, on CUDA
+#   throughput  framemill-bench, 1080p, `heavy` fp16, accurate and fast colour conversion
+#   sharpen     framemill-bench, 1080p, `sharpen` fp16, fast colour, 1 and 2 encoders
+#   gpus        framemill-bench, 1080p, `heavy` fp16, fast colour: one GPU against every GPU
+#   recycle     bench/recycle-cost.sh on the GPU
+#
+# Expects the static ffmpeg from scripts/build-static-ffmpeg.sh in .deps/ffmpeg-static. Writes
+# logs to $OUT (default ./gpu-out). $FRAMES sets the benchmark input's length (default 1500).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/gpu-out}
+FRAMES=${FRAMES:-1500}
 mkdir -p "$OUT"
 export PATH=$PWD/.deps/ffmpeg-static:$PATH
 log() { echo "== $*"; }
+steps=("$@")
+[ ${#steps[@]} -eq 0 ] && steps=(build tests throughput)
 
 log "machine"
 nvidia-smi -L
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.device_count(), "GPUs")'
 ffmpeg -version | head -1
 nproc
+gpu_count=$(nvidia-smi -L | wc -l)
 
-log "build"
-prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
-t0=$(date +%s)
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_PREFIX_PATH="$prefix" \
-  > "$OUT/cmake.log" 2>&1 || { tail -40 "$OUT/cmake.log"; exit 1; }
-grep -E "framemill:|CUDA" "$OUT/cmake.log" | head
-cmake --build build-gpu -j "$(nproc)" > "$OUT/build.log" 2>&1 || { grep -E "error|Error" "$OUT/build.log" | head -30; exit 1; }
-echo "build took $(( $(date +%s) - t0 )) s"
+bench_input() {  # makes $OUT/in1080.mp4 once
+  [ -f "$OUT/in1080.mp4" ] && return
+  ffmpeg -nostdin -v error -y -f lavfi -i "testsrc2=size=1920x1080:rate=30" -frames:v "$FRAMES" \
+    -c:v libx264 -preset veryfast -crf 20 -pix_fmt yuv420p "$OUT/in1080.mp4"
+}
 
-log "unit tests"
-./build-gpu/tests/framemill_unit_tests 2>&1 | tail -3
-
-log "integration tests on cuda (those that need no shared test clips)"
-FRAMEMILL_TEST_DEVICE=cuda ./build-gpu/tests/framemill_integration_tests -tc="${FRAMEMILL_GPU_TESTS:-frame-exact*,recovery*}" \
-  2>&1 | tail -8
-for t in leak crash hang sigkill_storm; do
-  cp "build-gpu/tests/scratch/$t/out.mp4.timeline.jsonl" "$OUT/$t-cuda.timeline.jsonl" 2>/dev/null
+for step in "${steps[@]}"; do
+  case $step in
+    build)
+      log "build"
+      prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
+      t0=$(date +%s)
+      cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_PREFIX_PATH="$prefix" \
+        > "$OUT/cmake.log" 2>&1 || { tail -40 "$OUT/cmake.log"; exit 1; }
+      grep -E "framemill:|CUDA" "$OUT/cmake.log" | head
+      cmake --build build-gpu -j "$(nproc)" > "$OUT/build.log" 2>&1 ||
+        { grep -E "error|Error" -A3 "$OUT/build.log" | head -40; exit 1; }
+      echo "build took $(( $(date +%s) - t0 )) s"
+      ;;
+    tests)
+      log "unit tests"
+      ./build-gpu/tests/framemill_unit_tests 2>&1 | tail -3
+      log "integration tests on cuda (those that need no shared test clips)"
+      gpus=$(seq -s, 0 $((gpu_count - 1)))
+      FRAMEMILL_TEST_DEVICE=cuda FRAMEMILL_TEST_GPUS=$gpus ./build-gpu/tests/framemill_integration_tests \
+        -tc="${FRAMEMILL_GPU_TESTS:-frame-exact*,recovery*,precision*,gpus*,encoders*,fast colour*}" 2>&1 | tail -8
+      ;;
+    throughput)
+      bench_input
+      for color in accurate fast; do
+        log "throughput: heavy fp16, $color colour conversion"
+        (cd build-gpu && ./framemill model export heavy "$OUT/heavy.pt" >/dev/null &&
+          FRAMEMILL_BENCH_PRECISION=fp16 FRAMEMILL_BENCH_COLOR=$color \
+            ./framemill-bench "$OUT/in1080.mp4" "$OUT/heavy.pt" cuda 1 2 4)
+      done
+      ;;
+    sharpen)
+      bench_input
+      for enc in 1 2; do
+        log "throughput: sharpen fp16, fast colour conversion, $enc encoder(s)"
+        (cd build-gpu && ./framemill model export sharpen "$OUT/sharpen.pt" >/dev/null &&
+          FRAMEMILL_BENCH_PRECISION=fp16 FRAMEMILL_BENCH_COLOR=fast FRAMEMILL_BENCH_ENCODERS=$enc \
+            ./framemill-bench "$OUT/in1080.mp4" "$OUT/sharpen.pt" cuda 2)
+      done
+      ;;
+    gpus)
+      bench_input
+      log "throughput: heavy fp16, fast colour, one GPU against $gpu_count"
+      (cd build-gpu && ./framemill model export heavy "$OUT/heavy.pt" >/dev/null &&
+        FRAMEMILL_BENCH_PRECISION=fp16 FRAMEMILL_BENCH_COLOR=fast FRAMEMILL_BENCH_ENCODERS=2 \
+          FRAMEMILL_BENCH_GPUS=$(seq -s, 0 $((gpu_count - 1))) \
+          ./framemill-bench "$OUT/in1080.mp4" "$OUT/heavy.pt" cuda 2)
+      ;;
+    recycle)
+      log "recycle cost on the GPU"
+      FRAMEMILL_BUILD_DIR=build-gpu bench/recycle-cost.sh cuda 1280x720 3000 heavy 2 8
+      ;;
+    *) echo "unknown step $step"; exit 2 ;;
+  esac
 done
-
-log "recycle cost on the GPU"
-FRAMEMILL_BUILD_DIR=build-gpu bench/recycle-cost.sh cuda 1280x720 3000 heavy 1 8
-FRAMEMILL_BUILD_DIR=build-gpu bench/recycle-cost.sh cuda 1280x720 3000 heavy 2 8
 nvidia-smi --query-gpu=memory.used,memory.total --format=csv

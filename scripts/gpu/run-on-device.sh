@@ -79,7 +79,7 @@ for step in "${steps[@]}"; do
       (cd build-gpu && ./framemill model export heavy "$OUT/heavy.pt" >/dev/null &&
         FRAMEMILL_BENCH_PRECISION=fp16 FRAMEMILL_BENCH_COLOR=fast FRAMEMILL_BENCH_ENCODERS=2 \
           FRAMEMILL_BENCH_GPUS=$(seq -s, 0 $((gpu_count - 1))) \
-          ./framemill-bench "$OUT/in1080.mp4" "$OUT/heavy.pt" cuda 2)
+          ./framemill-bench "$OUT/in1080.mp4" "$OUT/heavy.pt" cuda 1 2)
       ;;
     recycle)
       log "recycle cost on the GPU"

@@ -11,6 +11,8 @@
 namespace framemill {
 namespace {
 
+constexpr int kSpawnTries = 5;  // consecutive failures to start a replacement before giving up
+
 constexpr int kWakeIntervalMs = 50;    // longest the loop sleeps without a wake-up
 constexpr int kStopGraceMs = 5000;
 constexpr double kStandbyAt = 0.8;     // fraction of a soft limit at which a standby starts
@@ -383,9 +385,13 @@ void Dispatcher::CheckLimits(int k, uint64_t now) {
     if (spare < 0) return;  // no spare channel: the replacement starts cold at retirement
     spdlog::info("worker {} (gen {}) nears its limit ({}); standby starts on channel {}", k,
                  ch.generation, *close, spare);
-    ch.standby = spare;
     Status s = Spawn(spare, k);
-    if (!s.ok()) board_->Fail(s);
+    if (s.ok()) {
+      ch.standby = spare;
+    } else {
+      // No standby: the replacement starts cold when this worker retires.
+      spdlog::warn("cannot start a standby for worker {}: {}", k, s.message());
+    }
   }
 }
 
@@ -446,11 +452,24 @@ void Dispatcher::Run(ChunkBoard* board, const std::string& arena_name, int64_t f
     }
     // Keep `wanted` workers serving while chunks remain: replaces crashed, killed and
     // (without warm standby) recycled workers.
-    while (!board_->failed() && processed_ < total && Serving() < wanted) {
+    while (!board_->failed() && processed_ < total && Serving() < wanted &&
+           MonotonicMs() >= spawn_retry_ms_) {
       int k = FreeChannel();
       if (k < 0) break;
       Status s = Spawn(k, -1);
-      if (!s.ok()) board_->Fail(s);
+      if (!s.ok()) {
+        // A worker binary that cannot be started for a moment (replaced by an upgrade while the
+        // job runs) must not end a night's job at once: try again 1, 2, 4, 8 s later.
+        if (++spawn_failures_ >= kSpawnTries) {
+          board_->Fail(s.WithContext(std::to_string(spawn_failures_) + " tries"));
+        } else {
+          uint64_t wait_ms = 1000ull << (spawn_failures_ - 1);
+          spdlog::warn("{}; trying again in {} s", s.message(), wait_ms / 1000);
+          spawn_retry_ms_ = MonotonicMs() + wait_ms;
+        }
+        break;
+      }
+      spawn_failures_ = 0;
     }
     if (tick) tick(processed_);
     pool_->WaitForWake(kWakeIntervalMs);

@@ -138,6 +138,8 @@ class Dispatcher {
   int64_t processed_ = 0;   // chunks whose output is in the arena
   int load_failures_ = 0;   // workers that died while loading, since the last good chunk
   uint64_t load_ms_ = 0;    // spawn to ready of the last worker that became ready
+  uint64_t spawn_retry_ms_ = 0;  // no replacement is started before this (after a failed spawn)
+  int spawn_failures_ = 0;       // replacements that could not be started, in a row
   DispatchStats stats_;
 };
 

@@ -12,6 +12,8 @@
 namespace framemill {
 namespace bp = boost::process;
 
+constexpr int kPipeBytes = 1 << 20;
+
 // One child with one pipe: its stdout (we read) or its stdin (we write). stderr to a file.
 class PipedChild {
  public:
@@ -29,6 +31,9 @@ class PipedChild {
     if (::pipe2(fds, O_CLOEXEC) != 0) {
       return Status(StatusCode::kIo, std::string("pipe: ") + std::strerror(errno));
     }
+    // 1 MiB instead of 64 KiB (the most an unprivileged process may ask by default): ffmpeg and
+    // the supervisor then hand each other a good part of a frame per wake-up.
+    (void)::fcntl(fds[0], F_SETPIPE_SZ, kPipeBytes);
     bp::pipe pipe(fds[0], fds[1]);
     std::vector<std::string> args(argv.begin() + 1, argv.end());
     try {

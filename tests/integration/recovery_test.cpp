@@ -266,3 +266,44 @@ TEST_CASE("recovery: workers get PYTORCH_CUDA_ALLOC_CONF and PYTORCH_ALLOC_CONF 
   RunResult r = WaitJob(bg, 300);
   CHECK(r.exit_code == 0);
 }
+
+TEST_CASE("recovery: a worker binary that cannot be started for a moment delays the replacement, "
+          "and the job finishes") {
+  const std::string dir = ScratchDir("spawn_retry");
+  const int kFrames = 2500;
+  const std::string input = IndexVideo(kFrames);
+  // A copy of the worker binary that the test can make unexecutable, as an upgrade replacing it
+  // would for a moment.
+  const std::string bin = dir + "/framemill-worker";
+  fs::copy_file(FRAMEMILL_WORKER_BIN, bin, fs::copy_options::overwrite_existing);
+  nlohmann::json job = Job(dir, input, "sharpen", "out.mp4");
+  job["workers"] = 1;
+  job["batch"] = 2;
+  BackgroundJob bg = StartJob(dir, job, {{"FRAMEMILL_TEST_FAULT", "crash@1800,once=" + dir + "/crashed"}},
+                              {{"worker_binary", bin}});
+  KillOnExit guard{bg};
+  auto stderr_has = [&](const std::string& text) {
+    std::ifstream in(bg.err_path);
+    std::string all((std::istreambuf_iterator<char>(in)), {});
+    return all.find(text) != std::string::npos;
+  };
+  auto wait_for = [&](const std::string& text) {
+    for (int i = 0; i < 6000 && !stderr_has(text); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return stderr_has(text);
+  };
+  // Once the first worker runs, its binary stops being executable; the crash at frame 1800
+  // then needs a replacement that cannot start.
+  REQUIRE(wait_for("ready on cpu"));
+  fs::permissions(bin, fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
+                  fs::perm_options::remove);
+  CHECK(wait_for("trying again"));
+  fs::permissions(bin, fs::perms::owner_exec, fs::perm_options::add);
+  RunResult r = WaitJob(bg);
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(fs::exists(dir + "/crashed"));
+  CHECK(OutOfPlace(FrameIndices(dir + "/out.mp4", kW, kH), kFrames) == 0);
+  CheckNothingLeft(dir);
+}

@@ -10,7 +10,7 @@
 // arena_mb) must not grow with the video's length.
 //
 // usage: framemill-soak [--frames N] [--size WxH] [--workers W] [--device D]
-//                       [--rss-limit-mb M] [--kill-every S] [--dir DIR]
+//                       [--rss-limit-mb M | --gpu-limit-mb M] [--kill-every S] [--dir DIR]
 // Run from the build directory (it starts ./framemill). Exit status 0 only if the checks pass.
 #include <sys/wait.h>
 #include <unistd.h>
@@ -40,6 +40,7 @@ struct Options {
   int workers = 2;
   std::string device = "cpu";
   int rss_limit_mb = 400;
+  int gpu_limit_mb = 0;  // > 0: recycle by GPU reserved memory instead of RSS (on CUDA)
   double kill_every_s = 8;
   std::string dir;
 };
@@ -71,7 +72,9 @@ RunFigures RunSoakJob(const Options& o, const std::string& input, const std::str
                         {"device", o.device}, {"workers", o.workers}, {"overwrite", true},
                         {"chunk_frames", 32}, {"batch", 8}, {"max_attempts", 10},
                         {"encoder", {{"preset", "veryfast"}}},
-                        {"recycle", {{"rss_mb", o.rss_limit_mb}}}};
+                        {"recycle", o.gpu_limit_mb > 0
+                                        ? nlohmann::json{{"gpu_reserved_mb", o.gpu_limit_mb}}
+                                        : nlohmann::json{{"rss_mb", o.rss_limit_mb}}}};
   RunFigures f;
   auto t0 = std::chrono::steady_clock::now();
   ft::BackgroundJob bg = ft::StartJob(o.dir, job, {}, nullptr, kill_workers ? "soak" : "baseline");
@@ -140,6 +143,7 @@ int main(int argc, char** argv) {
     else if (k == "--workers") o.workers = std::stoi(v);
     else if (k == "--device") o.device = v;
     else if (k == "--rss-limit-mb") o.rss_limit_mb = std::stoi(v);
+    else if (k == "--gpu-limit-mb") o.gpu_limit_mb = std::stoi(v);
     else if (k == "--kill-every") o.kill_every_s = std::stod(v);
     else if (k == "--dir") o.dir = v;
     else {
@@ -169,8 +173,9 @@ int main(int argc, char** argv) {
 
   RunFigures base = RunSoakJob(o, base_input, o.dir + "/tenth-out.mp4", model, false);
   RunFigures soak = RunSoakJob(o, input, o.dir + "/out.mp4", model, true);
-  std::printf("model leak on %s, %d workers, recycle at %d MiB RSS, a worker killed every ~%.0f s\n",
-              o.device.c_str(), o.workers, o.rss_limit_mb, o.kill_every_s);
+  std::printf("model leak on %s, %d workers, recycle at %d MiB %s, a worker killed every ~%.0f s\n",
+              o.device.c_str(), o.workers, o.gpu_limit_mb > 0 ? o.gpu_limit_mb : o.rss_limit_mb,
+              o.gpu_limit_mb > 0 ? "GPU reserved" : "RSS", o.kill_every_s);
   std::printf("%-9s %8s %8s %7s %9s %8s %7s %8s %11s %11s %10s\n", "run", "frames", "seconds",
               "fps", "workers", "recycles", "crashes", "killed", "super. MiB", "worker MiB",
               "gpu MiB");

@@ -8,6 +8,7 @@
 #   sharpen     framemill-bench, 1080p, `sharpen` fp16, fast colour, 1 and 2 encoders
 #   gpus        framemill-bench, 1080p, `heavy` fp16, fast colour: one GPU against every GPU
 #   recycle     bench/recycle-cost.sh on the GPU
+#   soak        framemill-soak on CUDA: an hour of video, recycling by GPU reserved memory
 #
 # Expects the static ffmpeg from scripts/build-static-ffmpeg.sh in .deps/ffmpeg-static. Writes
 # logs to $OUT (default ./gpu-out). $FRAMES sets the benchmark input's length (default 1500).
@@ -80,6 +81,10 @@ for step in "${steps[@]}"; do
         FRAMEMILL_BENCH_PRECISION=fp16 FRAMEMILL_BENCH_COLOR=fast FRAMEMILL_BENCH_ENCODERS=2 \
           FRAMEMILL_BENCH_GPUS=$(seq -s, 0 $((gpu_count - 1))) \
           ./framemill-bench "$OUT/in1080.mp4" "$OUT/heavy.pt" cuda 1 2)
+      ;;
+    soak)
+      log "soak on cuda"
+      (cd build-gpu && ./framemill-soak --device cuda --gpu-limit-mb 600 --dir "$OUT/soak")
       ;;
     recycle)
       log "recycle cost on the GPU"

@@ -2,12 +2,14 @@
 // with the audio track kept.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <map>
 #include <sstream>
 
 #include "harness.h"
+#include "supervisor/media_probe.h"
 
 using namespace framemill::test;
 
@@ -182,4 +184,28 @@ TEST_CASE("encoders: three encoders on short segments keep every frame in order,
   REQUIRE(!out_audio.is_null());
   CHECK(std::fabs(std::stod(in_audio["duration"].get<std::string>()) -
                   std::stod(out_audio["duration"].get<std::string>())) < 0.05);
+}
+
+TEST_CASE("probe: a constant-rate video with B-frames keeps no frame times, a variable-rate one keeps them all") {
+  const std::string dir = ScratchDir("probe_times");
+  const std::string cfr = dir + "/cfr.mp4", vfr = dir + "/vfr.mkv";
+  // libx264 `medium` reorders up to 3 B-frames: decode order differs from presentation order.
+  REQUIRE(Shell("ffmpeg -nostdin -v error -y -f lavfi -i testsrc2=s=160x120:r=30 -frames:v 900 "
+                "-c:v libx264 -preset medium -bf 3 '" + cfr + "'").exit_code == 0);
+  REQUIRE(Shell("ffmpeg -nostdin -v error -y -i '" + cfr + "' -frames:v 120 "
+                "-filter:v \"setpts='if(lt(N,60),N/30,2+(N-60)/10)/TB'\" -fps_mode vfr "
+                "-c:v libx264 -preset veryfast '" + vfr + "'").exit_code == 0);
+  auto c = framemill::ProbeMedia("ffprobe", cfr, /*frame_times=*/true);
+  REQUIRE(c.ok());
+  CHECK(c->video.frame_count == 900);
+  CHECK(c->video.constant_rate);
+  CHECK(c->video.frame_times.empty());
+  CHECK(std::fabs((c->video.last_time - c->video.start_time) - 899.0 / 30) < 1e-3);
+  auto v = framemill::ProbeMedia("ffprobe", vfr, /*frame_times=*/true);
+  REQUIRE(v.ok());
+  CHECK(v->video.frame_count == 120);
+  CHECK_FALSE(v->video.constant_rate);
+  REQUIRE(v->video.frame_times.size() == 120);
+  CHECK(std::is_sorted(v->video.frame_times.begin(), v->video.frame_times.end()));
+  CHECK(std::fabs(v->video.last_time - v->video.start_time - (2.0 + 59.0 / 10)) < 0.01);
 }

@@ -306,9 +306,10 @@ TEST_CASE("service: SIGTERM mid-job exits 0 with nothing left running, and the r
   Service s = MakeService("svc_sigterm");
   const std::string input = s.dir + "/long.mp4";
   MakeIndexVideo(input, 1500, 320, 240, 25, 0);
+  // Two encoders: segments finish out of order, and the state keeps only those from the first on.
   nlohmann::json job = {{"input", input}, {"output", s.dir + "/out.mp4"},
                         {"model", ModelCopy("identity", s.dir)}, {"segment_seconds", 4},
-                        {"batch", 2}};
+                        {"batch", 2}, {"encoders", 2}};
   Drop(s, "j", job.dump());
   BackgroundJob first = Serve(s);
   KillOnExit guard_first{first};
@@ -320,6 +321,9 @@ TEST_CASE("service: SIGTERM mid-job exits 0 with nothing left running, and the r
   CHECK(WorkerPids(s.dir).empty());
   CHECK(SharedMemoryObjects().empty());
   CHECK(fs::exists(s.spool + "/active/j/job.json"));
+  nlohmann::json state = ReadJsonFile(s.spool + "/active/j/work/state.json");
+  int expected = 0;
+  for (const nlohmann::json& seg : state["segments_done"]) CHECK(seg["index"].get<int>() == expected++);
 
   BackgroundJob second = Serve(s, {}, "serve2");
 

@@ -38,6 +38,7 @@
 #include "worker/frame_model.h"
 
 #ifdef FRAMEMILL_WITH_CUDA
+#include <ATen/Context.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #endif
 
@@ -319,6 +320,11 @@ int main(int argc, char** argv) {
   Row naive = Loop("naive", input, v, model->get(), out_w, out_h, false, tmp);
   Row naive_ec = Loop("naive+empty_cache", input, v, model->get(), out_w, out_h, true, tmp);
   Row transcode = Loop("transcode", input, v, nullptr, v.width, v.height, false, tmp);
+#ifdef FRAMEMILL_WITH_CUDA
+  // The compute limit is the model at its fastest: with the cuDNN autotuning framemill's workers
+  // use (the naive loops above run as today's loops do, without it).
+  if (device->is_cuda()) at::globalContext().setBenchmarkCuDNN(true);
+#endif
   Row model_only = ModelOnly(input, v, **model, tmp);
   for (const Row& r : {naive, naive_ec, transcode, model_only}) Print(r);
   Row best = fm_rows.front();

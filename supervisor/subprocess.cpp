@@ -62,10 +62,24 @@ Result<CommandOutput> RunForEachLine(const std::vector<std::string>& argv,
     std::vector<std::string> args(argv.begin() + 1, argv.end());
     bp::child child(exe, bp::args(args), bp::std_in.close(), bp::std_out > out,
                     bp::std_err > err, io);
-    std::thread drain([&io] { io.run(); });
-    for (std::string line; std::getline(out, line);) on_line(line);
+    std::thread drain([&io] {
+      try {
+        io.run();
+      } catch (const std::exception&) {
+        // The stderr text is lost; the exit status still says what happened.
+      }
+    });
+    std::string failure;
+    try {
+      for (std::string line; std::getline(out, line);) on_line(line);
+    } catch (const std::exception& e) {
+      failure = e.what();  // stop the child: its pipes close and the drain thread ends
+      std::error_code ec;
+      child.terminate(ec);
+    }
     child.wait();
     drain.join();
+    if (!failure.empty()) return Status(StatusCode::kInternal, exe + " output: " + failure);
     result.exit_code = child.exit_code();
     result.err = err.get();
   } catch (const std::exception& e) {

@@ -21,6 +21,7 @@
 #include "supervisor/dispatcher.h"
 #include "supervisor/ffmpeg_pipes.h"
 #include "supervisor/job_plan.h"
+#include "supervisor/job_state.h"
 #include "supervisor/media_probe.h"
 #include "supervisor/output_muxer.h"
 #include "supervisor/subprocess.h"
@@ -30,7 +31,6 @@
 namespace framemill {
 namespace {
 
-constexpr int kStateVersion = 1;       // of state.json
 constexpr int64_t kParallelSegmentChunks = 4;  // longest segment, in chunks, with encoders > 1
 
 Status CheckAllowed(const std::string& what, const std::string& path,
@@ -82,9 +82,6 @@ class JobRun {
 
  private:
   Status Prepare();
-  Status LoadState();
-  Status SaveState();
-  std::string SegmentPath(int64_t index) const;
   Status StartWorkers();
   std::string WarmKey() const;
   Status CreateArena();
@@ -104,10 +101,9 @@ class JobRun {
   MediaInfo media_;
   int64_t chunks_per_segment_ = 1;
   int64_t first_segment_ = 0;  // segments before it were finished by an earlier run
+  std::unique_ptr<JobState> state_;  // the done-log (state.json)
   int64_t first_chunk_ = 0;
-  std::mutex segments_mu_;  // guards segment_bytes_ and state.json between encoder threads
-  std::vector<int64_t> segment_bytes_;  // by segment: its file's size once finished, else -1
-  std::atomic<int64_t> segments_done_{0};  // finished segments, readable from any thread
+  std::mutex stages_mu_;  // guards stages_.encode_* between encoder threads
   JobPlan plan_;
   std::string scratch_;
   Timeline timeline_;
@@ -119,7 +115,7 @@ class JobRun {
   std::unique_ptr<ChunkBoard> board_;
   JobReport report_;
   StageTimes& stages_ = report_.stages;  // decode_* written by the decoder thread only,
-                                         // encode_* under segments_mu_
+                                         // encode_* under stages_mu_
 };
 
 Status JobRun::Prepare() {
@@ -151,55 +147,13 @@ Status JobRun::Prepare() {
                        BaseName(job_.output)
                  : options_.workspace;
   FM_RETURN_IF_ERROR(MakeDirectories(scratch_));
-  segment_bytes_.assign(plan_.segments.size(), -1);
-  FM_RETURN_IF_ERROR(LoadState());
-  return SaveState();
-}
-
-std::string JobRun::SegmentPath(int64_t index) const {
-  char name[64];
-  std::snprintf(name, sizeof(name), "/segment_%06lld.nut", static_cast<long long>(index));
-  return scratch_ + name;
-}
-
-// Reads the workspace's state.json, if any, and keeps the finished segments it lists when they
-// belong to this very plan and are on disk as recorded. Segments finish in order, so what is
-// kept is always a prefix of the plan.
-Status JobRun::LoadState() {
-  std::string path = scratch_ + "/state.json";
-  if (!PathExists(path)) return Status::Ok();
-  Result<nlohmann::json> j = ReadJsonFile(path, 64 << 20, StatusCode::kIo);
-  if (!j.ok()) {
-    spdlog::warn("{}: unreadable ({}); starting the job over", path, j.status().message());
-    return Status::Ok();
-  }
-  const nlohmann::json& st = *j;
-  bool same = st.value("version", 0) == kStateVersion && st.value("input", "") == job_.input &&
-              st.value("model", "") == job_.model &&
-              st.value("frame_count", int64_t{-1}) == plan_.frame_count &&
-              st.value("chunk_frames", -1) == plan_.chunk_frames &&
-              st.value("chunks_per_segment", int64_t{-1}) == chunks_per_segment_;
-  if (!same) {
-    spdlog::warn("{}: made for another plan; starting the job over", path);
-    return Status::Ok();
-  }
-  for (const nlohmann::json& seg : st.value("segments_done", nlohmann::json::array())) {
-    int64_t index = seg.value("index", int64_t{-1});
-    int64_t bytes = seg.value("bytes", int64_t{-1});
-    struct stat sb {};
-    if (index != first_segment_ || index >= static_cast<int64_t>(plan_.segments.size()) ||
-        ::stat(SegmentPath(index).c_str(), &sb) != 0 || sb.st_size != bytes ||
-        seg.value("frames", int64_t{-1}) != plan_.segments[index].frames) {
-      break;
-    }
-    segment_bytes_[index] = bytes;
-    ++first_segment_;
-  }
+  state_ = std::make_unique<JobState>(scratch_, job_, plan_, chunks_per_segment_);
+  FM_RETURN_IF_ERROR(state_->Load());
+  first_segment_ = state_->resumed();
   first_chunk_ = first_segment_ < static_cast<int64_t>(plan_.segments.size())
                      ? plan_.segments[first_segment_].first_chunk
                      : static_cast<int64_t>(plan_.chunks.size());
   report_.segments_resumed = first_segment_;
-  segments_done_.store(first_segment_);
   if (first_segment_ > 0) {
     spdlog::info("resuming: {} of {} segments already finished; starting at frame {}",
                  first_segment_, plan_.segments.size(),
@@ -207,28 +161,6 @@ Status JobRun::LoadState() {
                      ? plan_.chunks[first_chunk_].first_frame : plan_.frame_count);
   }
   return Status::Ok();
-}
-
-// Records the finished segments that follow each other from the first: with several encoders a
-// later segment can finish first, and is recorded once those before it are.
-Status JobRun::SaveState() {
-  nlohmann::json done = nlohmann::json::array();
-  for (size_t i = 0; i < segment_bytes_.size() && segment_bytes_[i] >= 0; ++i) {
-    int64_t index = static_cast<int64_t>(i);
-    done.push_back({{"index", index},
-                    {"frames", plan_.segments[index].frames},
-                    {"bytes", segment_bytes_[i]}});
-  }
-  nlohmann::json st = {{"version", kStateVersion},
-                       {"input", job_.input},
-                       {"model", job_.model},
-                       {"output", job_.output},
-                       {"frame_count", plan_.frame_count},
-                       {"chunk_frames", plan_.chunk_frames},
-                       {"chunks_per_segment", chunks_per_segment_},
-                       {"plan", plan_.ToJson()},
-                       {"segments_done", done}};
-  return AtomicWriteFile(scratch_ + "/state.json", st.dump(1) + "\n");
 }
 
 // What makes idle workers fit a job: the model file as it is now, the device, the worker count.
@@ -446,7 +378,7 @@ void JobRun::EncodeLoop(int encoder) {
     }
     if (board_->failed()) break;
   }
-  std::lock_guard<std::mutex> lock(segments_mu_);
+  std::lock_guard<std::mutex> lock(stages_mu_);
   stages_.encode_s += busy_s;
   stages_.encode_wait_s += wait_s;
 }
@@ -454,7 +386,7 @@ void JobRun::EncodeLoop(int encoder) {
 Status JobRun::EncodeSegment(const SegmentPlan& seg, const SegmentFormat& fmt, int encoder,
                              double* busy_s, double* wait_s) {
   const size_t frame_bytes = arena_->OutFrameBytes();
-  const std::string path = SegmentPath(seg.index);
+  const std::string path = state_->SegmentPath(seg.index);
   const std::string partial = path + ".partial";
   uint64_t t_start = MonotonicUs();
   Result<std::unique_ptr<SegmentEncoder>> enc = SegmentEncoder::Start(
@@ -484,15 +416,12 @@ Status JobRun::EncodeSegment(const SegmentPlan& seg, const SegmentFormat& fmt, i
 }
 
 Status JobRun::SegmentFinished(int64_t index, int64_t bytes) {
-  std::lock_guard<std::mutex> lock(segments_mu_);
-  segment_bytes_[index] = bytes;
-  int64_t done = segments_done_.load() + 1;
-  segments_done_.store(done);
-  if (done == static_cast<int64_t>(plan_.segments.size())) {
+  FM_RETURN_IF_ERROR(state_->Finished(index, bytes));
+  if (state_->all_done()) {
     board_->MarkAllEncoded();
     dispatcher_->Wake();
   }
-  return SaveState();
+  return Status::Ok();
 }
 
 Result<JobReport> JobRun::Run() {
@@ -521,7 +450,7 @@ Result<JobReport> JobRun::Run() {
       board_->Fail(Status(StatusCode::kInternal, std::string("decoder thread: ") + e.what()));
     }
   });
-  if (segments_done_.load() == static_cast<int64_t>(plan_.segments.size())) {
+  if (state_->all_done()) {
     board_->MarkAllEncoded();  // a resumed job whose every segment was already finished
   }
   std::vector<std::thread> encoders;
@@ -541,7 +470,7 @@ Result<JobReport> JobRun::Run() {
     p.frames_done = processed < static_cast<int64_t>(plan_.chunks.size())
                         ? plan_.chunks[processed].first_frame : plan_.frame_count;
     p.segments_total = static_cast<int64_t>(plan_.segments.size());
-    p.segments_done = segments_done_.load();
+    p.segments_done = state_->done();
     p.workers = dispatcher_->LiveWorkers();
     options_.on_progress(p);
   };
@@ -570,7 +499,7 @@ Result<JobReport> JobRun::Run() {
   mux.ffprobe = config_.ffprobe;
   mux.source = job_.input;
   mux.source_info = &media_;
-  for (const SegmentPlan& seg : plan_.segments) mux.segments.push_back(SegmentPath(seg.index));
+  for (const SegmentPlan& seg : plan_.segments) mux.segments.push_back(state_->SegmentPath(seg.index));
   for (const SegmentPlan& seg : plan_.segments) mux.segment_frames.push_back(seg.frames);
   mux.frame_rate = media_.video.frame_rate;
   mux.scratch_dir = scratch_;

@@ -1,0 +1,93 @@
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "supervisor/job_state.h"
+
+namespace fs = std::filesystem;
+using framemill::JobState;
+
+namespace {
+
+std::string FreshDir(const std::string& name) {
+  std::string dir = fs::temp_directory_path().string() + "/framemill-unit-" + name + "-" +
+                    std::to_string(::getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+void WriteSegment(const JobState& st, int64_t index, const std::string& content) {
+  std::ofstream(st.SegmentPath(index)) << content;
+}
+
+nlohmann::json ReadState(const std::string& dir) {
+  std::ifstream in(dir + "/state.json");
+  return nlohmann::json::parse(in);
+}
+
+}  // namespace
+
+TEST_CASE("job state: segments finished out of order are recorded from the first on") {
+  const std::string dir = FreshDir("state_order");
+  framemill::JobSpec job;
+  job.input = "/in.mp4";
+  job.model = "/m.pt";
+  auto plan = framemill::MakePlan(400, 25, 4);  // 16 chunks, 4 segments
+  REQUIRE(plan.ok());
+  JobState st(dir, job, *plan, 4);
+  REQUIRE(st.Load().ok());
+  CHECK(st.resumed() == 0);
+  WriteSegment(st, 1, "one");
+  REQUIRE(st.Finished(1, 3).ok());
+  CHECK(st.done() == 1);
+  CHECK(ReadState(dir)["segments_done"].empty());  // segment 0 is not finished yet
+  WriteSegment(st, 0, "zero");
+  REQUIRE(st.Finished(0, 4).ok());
+  nlohmann::json done = ReadState(dir)["segments_done"];
+  REQUIRE(done.size() == 2);
+  CHECK(done[0]["index"] == 0);
+  CHECK(done[1]["index"] == 1);
+  CHECK(done[1]["bytes"] == 3);
+
+  // A later run of the same plan keeps both; one whose file changed size stops the prefix there.
+  JobState again(dir, job, *plan, 4);
+  REQUIRE(again.Load().ok());
+  CHECK(again.resumed() == 2);
+  CHECK_FALSE(again.all_done());
+  WriteSegment(st, 0, "zero, longer now");
+  JobState changed(dir, job, *plan, 4);
+  REQUIRE(changed.Load().ok());
+  CHECK(changed.resumed() == 0);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("job state: a state made for another plan, or unreadable, starts the job over") {
+  const std::string dir = FreshDir("state_other");
+  framemill::JobSpec job;
+  job.input = "/in.mp4";
+  job.model = "/m.pt";
+  auto plan = framemill::MakePlan(400, 25, 4);
+  REQUIRE(plan.ok());
+  {
+    JobState st(dir, job, *plan, 4);
+    REQUIRE(st.Load().ok());
+    WriteSegment(st, 0, "zero");
+    REQUIRE(st.Finished(0, 4).ok());
+  }
+  auto other = framemill::MakePlan(400, 25, 2);  // the same video in shorter segments
+  REQUIRE(other.ok());
+  JobState st2(dir, job, *other, 2);
+  REQUIRE(st2.Load().ok());
+  CHECK(st2.resumed() == 0);
+  std::ofstream(dir + "/state.json") << "{ not json";
+  JobState st3(dir, job, *plan, 4);
+  REQUIRE(st3.Load().ok());
+  CHECK(st3.resumed() == 0);
+  CHECK(ReadState(dir)["segments_done"].empty());  // rewritten, valid again
+  fs::remove_all(dir);
+}

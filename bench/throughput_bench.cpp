@@ -52,6 +52,7 @@ struct Row {
   int64_t frames = 0;
   double peak_rss_mb = 0, peak_gpu_mb = 0;
   std::string stages;  // framemill's own account of where the time went
+  double pipeline_seconds = 0;  // of it: decoding to the last segment, without start-up and mux
   std::string gpu_flat;  // per worker: GPU reserved MiB after its first chunk -> after its last
   double fps() const { return seconds > 0 ? frames / seconds : 0; }
 };
@@ -253,7 +254,11 @@ Row Framemill(const std::string& input, const std::string& model, const std::str
   }
   std::ifstream out(out_path);
   for (std::string line; std::getline(out, line);) {
-    if (line.find("stages: ") != std::string::npos) row.stages = line.substr(line.find("stages: ") + 8);
+    if (line.find("stages: ") != std::string::npos) {
+      row.stages = line.substr(line.find("stages: ") + 8);
+      size_t at = row.stages.find("pipeline ");
+      if (at != std::string::npos) row.pipeline_seconds = std::atof(row.stages.c_str() + at + 9);
+    }
   }
   return row;
 }
@@ -338,6 +343,14 @@ int main(int argc, char** argv) {
               best.name.c_str(), limit > 0 ? best.fps() / limit : 0.0, best.name.c_str(),
               naive.fps() > 0 ? best.fps() / naive.fps() : 0.0, best.name.c_str(),
               naive.cpu_seconds > 0 ? (best.cpu_seconds / best.frames) / (naive.cpu_seconds / naive.frames) : 0.0);
+  // A long job's rate: the pipeline alone, without the fixed seconds of start-up and mux.
+  for (const Row& r : fm_rows) {
+    if (r.pipeline_seconds <= 0 || r.frames == 0) continue;
+    double fps = r.frames / r.pipeline_seconds;
+    std::printf("steady state: %s pipeline %.1f fps = %.2f of min(transcode, model), %.2fx naive\n",
+                r.name.c_str(), fps, limit > 0 ? fps / limit : 0.0,
+                naive.fps() > 0 ? fps / naive.fps() : 0.0);
+  }
   for (const Row& r : fm_rows) std::printf("%s stages: %s\n", r.name.c_str(), r.stages.c_str());
   for (const Row& r : fm_rows) {
     if (r.peak_gpu_mb > 0) std::printf("%s GPU reserved MiB per worker, first chunk -> last: %s\n", r.name.c_str(), r.gpu_flat.c_str());

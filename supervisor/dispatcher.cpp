@@ -102,6 +102,19 @@ Status Dispatcher::Spawn(int k, int replaces) {
   return Status::Ok();
 }
 
+std::string DispatchStats::StartupSummary() const {
+  auto median = [](std::vector<double> v) {
+    if (v.empty()) return 0.0;
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    return v[v.size() / 2];
+  };
+  double ready_max = ready_s.empty() ? 0.0 : *std::max_element(ready_s.begin(), ready_s.end());
+  return fmt::format("spawn to ready median {:.0f} ms (max {:.0f}); first chunk median {:.0f} ms, "
+                     "later chunks {:.0f} ms",
+                     1000 * median(ready_s), 1000 * ready_max, 1000 * median(first_chunk_s),
+                     later_chunks > 0 ? 1000 * later_chunk_s_sum / later_chunks : 0.0);
+}
+
 int Dispatcher::LeastLoadedGpu() const {
   int best = -1, best_count = 0;
   for (int gpu : settings_.gpus) {
@@ -213,6 +226,7 @@ void Dispatcher::NoteReady(int k) {
                ch.replaces >= 0 ? " (standby)" : "");
   Record(k, "ready");
   ch.ready_ms = MonotonicMs();
+  stats_.ready_s.push_back(static_cast<double>(ch.ready_ms - ch.spawn_ms) / 1000.0);
   load_ms_ = ch.ready_ms - ch.spawn_ms;
   ch.role = ch.replaces >= 0 ? Role::kStandby : Role::kActive;
   if (ch.role == Role::kStandby && !arena_name_.empty()) {
@@ -320,7 +334,15 @@ void Dispatcher::CollectResults(int k) {
     } else {
       load_failures_ = 0;
       ++processed_;
-      stats_.worker_busy_s += static_cast<double>(r.busy_us) / 1e6;
+      const double busy_s = static_cast<double>(r.busy_us) / 1e6;
+      stats_.worker_busy_s += busy_s;
+      if (!ch.first_chunk_done) {
+        stats_.first_chunk_s.push_back(busy_s);
+        ch.first_chunk_done = true;
+      } else {
+        stats_.later_chunk_s_sum += busy_s;
+        ++stats_.later_chunks;
+      }
       board_->MarkProcessed(chunk.index);
       Record(k, "chunk");
     }

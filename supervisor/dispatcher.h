@@ -55,6 +55,15 @@ struct DispatchStats {
   int kills = 0;             // workers killed for a hard limit or a hang
   int chunk_retries = 0;     // chunks sent again
   double worker_busy_s = 0;  // the workers' time on chunks that succeeded, all workers summed
+  // What a worker (re)start costs: spawn to ready (process, CUDA context, model load, probe) of
+  // each worker, and each worker's first chunk against the mean of all later chunks.
+  std::vector<double> ready_s;
+  std::vector<double> first_chunk_s;
+  double later_chunk_s_sum = 0;
+  int64_t later_chunks = 0;
+  // One line of those figures, e.g. "spawn to ready median 900 ms (max 1292); first chunk
+  // median 410 ms, later chunks 290 ms".
+  std::string StartupSummary() const;
   std::map<std::string, int> recycles;  // by kind of reason: "rss", "gpu", "max_chunks"
   // Peak figures of each worker generation that ran, in start order.
   std::vector<WorkerSnapshot> peaks;
@@ -98,6 +107,7 @@ class Dispatcher {
     uint64_t spawn_ms = 0;
     uint64_t ready_ms = 0;
     int gpu = -1;               // the GPU it is pinned to (settings.gpus), -1 = not pinned
+    bool first_chunk_done = false;
     int replaces = -1;          // a standby (loading or ready): the channel it will take over
     int standby = -1;           // an active worker near its limit: its standby's channel
     bool stop_sent = false;

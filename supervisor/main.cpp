@@ -107,6 +107,7 @@ void PrintSummary(const framemill::JobReport& r) {
                 static_cast<unsigned long long>(p.frames), p.rss_bytes / 1048576.0,
                 p.gpu_reserved_bytes / 1048576.0);
   }
+  std::printf("framemill: worker start: %s\n", d.StartupSummary().c_str());
   std::printf("framemill: stages: %s\n", r.stages.Summary().c_str());
   std::printf("framemill: memory timeline: %s\n", r.timeline.c_str());
 }

@@ -61,8 +61,11 @@ struct DispatchStats {
   std::vector<double> first_chunk_s;
   double later_chunk_s_sum = 0;
   int64_t later_chunks = 0;
-  // One line of those figures, e.g. "spawn to ready median 900 ms (max 1292); first chunk
-  // median 410 ms, later chunks 290 ms".
+  // Those figures summed up, in ms: ready_median, ready_max, first_chunk_median,
+  // later_chunk_mean (0 where nothing was measured).
+  std::map<std::string, double> StartupFigures() const;
+  // The same as one line: "spawn to ready median 900 ms (max 1292); first chunk median 410 ms,
+  // later chunks 290 ms".
   std::string StartupSummary() const;
   std::map<std::string, int> recycles;  // by kind of reason: "rss", "gpu", "max_chunks"
   // Peak figures of each worker generation that ran, in start order.

@@ -235,7 +235,7 @@ bool Service::RunClaimed(const std::string& id) {
               {"kills", r.dispatch.kills}, {"chunk_retries", r.dispatch.chunk_retries},
               {"segments", r.segments}, {"segments_resumed", r.segments_resumed},
               {"stages", r.stages.ToJson()},
-              {"worker_start", r.dispatch.StartupSummary()}};
+              {"worker_start", r.dispatch.StartupFigures()}};
     (void)RemoveTree(options.workspace);  // the output is complete; segments are not needed
     spdlog::info("job {} done: {} frames in {:.1f} s", id, r.frames, r.seconds);
   } else {

@@ -68,13 +68,19 @@ double PrivateRssMb(int pid) {
 
 RunFigures RunSoakJob(const Options& o, const std::string& input, const std::string& output,
                       const std::string& model, bool kill_workers) {
-  nlohmann::json job = {{"input", input}, {"output", output}, {"model", model},
-                        {"device", o.device}, {"workers", o.workers}, {"overwrite", true},
-                        {"chunk_frames", 32}, {"batch", 8}, {"max_attempts", 10},
-                        {"encoder", {{"preset", "veryfast"}}},
-                        {"recycle", o.gpu_limit_mb > 0
-                                        ? nlohmann::json{{"gpu_reserved_mb", o.gpu_limit_mb}}
-                                        : nlohmann::json{{"rss_mb", o.rss_limit_mb}}}};
+  nlohmann::json job = {
+      {"input", input},
+      {"output", output},
+      {"model", model},
+      {"device", o.device},
+      {"workers", o.workers},
+      {"overwrite", true},
+      {"chunk_frames", 32},
+      {"batch", 8},
+      {"max_attempts", 10},
+      {"encoder", {{"preset", "veryfast"}}},
+      {"recycle", o.gpu_limit_mb > 0 ? nlohmann::json{{"gpu_reserved_mb", o.gpu_limit_mb}}
+                                     : nlohmann::json{{"rss_mb", o.rss_limit_mb}}}};
   RunFigures f;
   auto t0 = std::chrono::steady_clock::now();
   ft::BackgroundJob bg = ft::StartJob(o.dir, job, {}, nullptr, kill_workers ? "soak" : "baseline");
@@ -138,14 +144,22 @@ int main(int argc, char** argv) {
   Options o;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
-    if (k == "--frames") o.frames = std::stoi(v);
-    else if (k == "--size") std::sscanf(v.c_str(), "%dx%d", &o.width, &o.height);
-    else if (k == "--workers") o.workers = std::stoi(v);
-    else if (k == "--device") o.device = v;
-    else if (k == "--rss-limit-mb") o.rss_limit_mb = std::stoi(v);
-    else if (k == "--gpu-limit-mb") o.gpu_limit_mb = std::stoi(v);
-    else if (k == "--kill-every") o.kill_every_s = std::stod(v);
-    else if (k == "--dir") o.dir = v;
+    if (k == "--frames")
+      o.frames = std::stoi(v);
+    else if (k == "--size")
+      std::sscanf(v.c_str(), "%dx%d", &o.width, &o.height);
+    else if (k == "--workers")
+      o.workers = std::stoi(v);
+    else if (k == "--device")
+      o.device = v;
+    else if (k == "--rss-limit-mb")
+      o.rss_limit_mb = std::stoi(v);
+    else if (k == "--gpu-limit-mb")
+      o.gpu_limit_mb = std::stoi(v);
+    else if (k == "--kill-every")
+      o.kill_every_s = std::stod(v);
+    else if (k == "--dir")
+      o.dir = v;
     else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
       return 2;
@@ -159,14 +173,16 @@ int main(int argc, char** argv) {
   const int fps = 30;
   const std::string model = ft::ModelCopy("leak", o.dir);
   const int64_t base_frames = o.frames / 10;
-  const std::string tag = std::to_string(o.frames) + "-" + std::to_string(o.width) + "x" +
-                          std::to_string(o.height);
-  const std::string input = o.dir + "/in-" + tag + ".mp4", base_input = o.dir + "/tenth-" + tag + ".mp4";
+  const std::string tag =
+      std::to_string(o.frames) + "-" + std::to_string(o.width) + "x" + std::to_string(o.height);
+  const std::string input = o.dir + "/in-" + tag + ".mp4",
+                    base_input = o.dir + "/tenth-" + tag + ".mp4";
   std::printf("making %d frames %dx%d at %d fps with audio (and a tenth of it) in %s\n", o.frames,
               o.width, o.height, fps, o.dir.c_str());
   std::fflush(stdout);
   // A --dir of an earlier run keeps its videos (named by length and size): made once.
-  if (!std::filesystem::exists(input)) ft::MakeIndexVideo(input, o.frames, o.width, o.height, fps, 440);
+  if (!std::filesystem::exists(input))
+    ft::MakeIndexVideo(input, o.frames, o.width, o.height, fps, 440);
   if (!std::filesystem::exists(base_input)) {
     ft::MakeIndexVideo(base_input, static_cast<int>(base_frames), o.width, o.height, fps, 440);
   }
@@ -199,11 +215,14 @@ int main(int argc, char** argv) {
     check(a_out > 0 && std::fabs(a_out - a_in) < 0.05, line);
   }
   check(soak.recycles >= 12, "dozens of recycles (" + std::to_string(soak.recycles) + ")");
-  double ratio = base.supervisor_peak_mb > 0 ? soak.supervisor_peak_mb / base.supervisor_peak_mb : 0;
+  double ratio =
+      base.supervisor_peak_mb > 0 ? soak.supervisor_peak_mb / base.supervisor_peak_mb : 0;
   char line[160];
-  std::snprintf(line, sizeof(line), "supervisor peak RSS %.1f MiB for %d frames vs %.1f MiB for "
-                "%lld: %.2fx (target within 1.10x)", soak.supervisor_peak_mb, o.frames,
-                base.supervisor_peak_mb, static_cast<long long>(base_frames), ratio);
+  std::snprintf(line, sizeof(line),
+                "supervisor peak RSS %.1f MiB for %d frames vs %.1f MiB for "
+                "%lld: %.2fx (target within 1.10x)",
+                soak.supervisor_peak_mb, o.frames, base.supervisor_peak_mb,
+                static_cast<long long>(base_frames), ratio);
   check(ratio > 0 && ratio <= 1.10, line);
   return ok ? 0 : 1;
 }

@@ -51,7 +51,7 @@ struct Row {
   double seconds = 0, cpu_seconds = 0;
   int64_t frames = 0;
   double peak_rss_mb = 0, peak_gpu_mb = 0;
-  std::string stages;  // framemill's own account of where the time went
+  std::string stages;           // framemill's own account of where the time went
   double pipeline_seconds = 0;  // of it: decoding to the last segment, without start-up and mux
   std::string gpu_flat;  // per worker: GPU reserved MiB after its first chunk -> after its last
   double fps() const { return seconds > 0 ? frames / seconds : 0; }
@@ -108,12 +108,21 @@ torch::ScalarType g_dtype = torch::kFloat32;
 
 torch::Tensor ToModel(const uint8_t* frames, int64_t n, int h, int w, const torch::Device& d) {
   return torch::from_blob(const_cast<uint8_t*>(frames), {n, h, w, 3}, torch::kUInt8)
-      .to(d).permute({0, 3, 1, 2}).to(g_dtype).div_(255.0);
+      .to(d)
+      .permute({0, 3, 1, 2})
+      .to(g_dtype)
+      .div_(255.0);
 }
 
 torch::Tensor FromModel(const torch::Tensor& y) {
-  return y.to(torch::kFloat32).clamp(0.0, 1.0).mul(255.0).round().to(torch::kUInt8).permute({0, 2, 3, 1})
-      .contiguous().to(torch::kCPU);
+  return y.to(torch::kFloat32)
+      .clamp(0.0, 1.0)
+      .mul(255.0)
+      .round()
+      .to(torch::kUInt8)
+      .permute({0, 2, 3, 1})
+      .contiguous()
+      .to(torch::kCPU);
 }
 
 // Decode -> (model) -> encode, frame by frame, in this process.
@@ -124,8 +133,8 @@ Row Loop(const std::string& name, const std::string& input, const fm::VideoStrea
   double cpu0 = CpuSeconds(RUSAGE_SELF) + CpuSeconds(RUSAGE_CHILDREN);
   uint64_t t0 = fm::MonotonicMs();
   auto reader = fm::FrameReader::Start("ffmpeg", input, v, tmp + "/dec.log", AccurateColor());
-  auto enc = fm::SegmentEncoder::Start("ffmpeg", tmp + "/" + name + ".nut",
-                                       Format(v, out_w, out_h), tmp + "/enc.log");
+  auto enc = fm::SegmentEncoder::Start("ffmpeg", tmp + "/" + name + ".nut", Format(v, out_w, out_h),
+                                       tmp + "/enc.log");
   std::vector<uint8_t> frame(static_cast<size_t>(v.width) * v.height * 3);
   while (true) {
     fm::Result<bool> got = (*reader)->Read(frame.data());
@@ -133,7 +142,8 @@ Row Loop(const std::string& name, const std::string& input, const fm::VideoStrea
     if (model == nullptr) {
       (void)(*enc)->Write(frame.data(), frame.size());
     } else {
-      torch::Tensor y = FromModel(*model->Run(ToModel(frame.data(), 1, v.height, v.width, model->device())));
+      torch::Tensor y =
+          FromModel(*model->Run(ToModel(frame.data(), 1, v.height, v.width, model->device())));
       (void)(*enc)->Write(y.data_ptr<uint8_t>(), static_cast<size_t>(y.numel()));
       if (empty_cache) EmptyCache(model->device());
     }
@@ -164,12 +174,14 @@ Row ModelOnly(const std::string& input, const fm::VideoStreamInfo& v, fm::FrameM
   Row best{"model"};
   for (int64_t batch : {1, 4, 8, 16}) {
     if (batch > n) break;
-    torch::Tensor warm = FromModel(*model.Run(ToModel(frames.data(), batch, v.height, v.width, model.device())));
+    torch::Tensor warm =
+        FromModel(*model.Run(ToModel(frames.data(), batch, v.height, v.width, model.device())));
     double cpu0 = CpuSeconds(RUSAGE_SELF);
     uint64_t t0 = fm::MonotonicMs();
     int64_t done = 0;
     for (int64_t off = 0; off + batch <= n; off += batch) {
-      torch::Tensor y = FromModel(*model.Run(ToModel(frames.data() + fb * off, batch, v.height, v.width, model.device())));
+      torch::Tensor y = FromModel(
+          *model.Run(ToModel(frames.data() + fb * off, batch, v.height, v.width, model.device())));
       done += batch;
     }
     Row r{"model (batch " + std::to_string(batch) + ")"};
@@ -192,12 +204,15 @@ Row Framemill(const std::string& input, const std::string& model, const std::str
   const std::string output = tmp + "/fm-" + id + ".mkv";
   const char* precision = std::getenv("FRAMEMILL_BENCH_PRECISION");
   const char* encoders = std::getenv("FRAMEMILL_BENCH_ENCODERS");
-  nlohmann::json j = {{"input", input}, {"output", output},
-                      {"model", model}, {"device", device},
+  nlohmann::json j = {{"input", input},
+                      {"output", output},
+                      {"model", model},
+                      {"device", device},
                       {"precision", precision != nullptr ? precision : "fp32"},
                       {"color_conversion", ColorConversion()},
                       {"encoders", encoders != nullptr ? std::atoi(encoders) : 1},
-                      {"overwrite", true}, {"encoder", {{"preset", "veryfast"}}}};
+                      {"overwrite", true},
+                      {"encoder", {{"preset", "veryfast"}}}};
   if (gpus.empty()) {
     j["workers"] = workers;
   } else {
@@ -241,10 +256,13 @@ Row Framemill(const std::string& input, const std::string& model, const std::str
     double reserved = e.value("gpu_reserved_mb", 0.0);
     row.peak_gpu_mb = std::max(row.peak_gpu_mb, reserved);
     if (e.value("event", "") != "chunk") continue;
-    std::string key = std::to_string(e.value("worker", 0)) + "/" + std::to_string(e.value("gen", 0));
+    std::string key =
+        std::to_string(e.value("worker", 0)) + "/" + std::to_string(e.value("gen", 0));
     auto it = first_last.find(key);
-    if (it == first_last.end()) first_last[key] = {reserved, reserved};
-    else it->second.second = reserved;
+    if (it == first_last.end())
+      first_last[key] = {reserved, reserved};
+    else
+      it->second.second = reserved;
   }
   for (const auto& [key, fl] : first_last) {
     char part[96];
@@ -265,7 +283,8 @@ Row Framemill(const std::string& input, const std::string& model, const std::str
 
 void Print(const Row& r) {
   std::printf("%-22s %8.1f %10.4f %9.0f %9.0f %8.1f\n", r.name.c_str(), r.fps(),
-              r.frames > 0 ? r.cpu_seconds / r.frames : 0.0, r.peak_rss_mb, r.peak_gpu_mb, r.seconds);
+              r.frames > 0 ? r.cpu_seconds / r.frames : 0.0, r.peak_rss_mb, r.peak_gpu_mb,
+              r.seconds);
 }
 
 }  // namespace
@@ -304,15 +323,18 @@ int main(int argc, char** argv) {
   }
   g_dtype = *dtype;
   auto size = fm::ProbeOutputSize(**model, 64);
-  int out_w = static_cast<int>(v.width * size->first / 64), out_h = static_cast<int>(v.height * size->second / 64);
+  int out_w = static_cast<int>(v.width * size->first / 64),
+      out_h = static_cast<int>(v.height * size->second / 64);
   std::printf("input %s: %lld frames %dx%d -> %dx%d; model %s on %s; %u CPU threads\n",
-              input.c_str(), static_cast<long long>(v.frame_count), v.width, v.height, out_w,
-              out_h, model_path.c_str(), device->str().c_str(), std::thread::hardware_concurrency());
-  std::printf("%-22s %8s %10s %9s %9s %8s\n", "run", "fps", "cpu s/fr", "rss MiB", "gpu MiB", "seconds");
+              input.c_str(), static_cast<long long>(v.frame_count), v.width, v.height, out_w, out_h,
+              model_path.c_str(), device->str().c_str(), std::thread::hardware_concurrency());
+  std::printf("%-22s %8s %10s %9s %9s %8s\n", "run", "fps", "cpu s/fr", "rss MiB", "gpu MiB",
+              "seconds");
   // framemill first: the in-process runs grow this process's peak RSS, which fork would inherit
   // as a starting point for nothing (ru_maxrss of the child is its own).
   std::vector<Row> fm_rows;
-  for (int w : workers) fm_rows.push_back(Framemill(input, model_path, device_name, w, {}, v.frame_count, tmp));
+  for (int w : workers)
+    fm_rows.push_back(Framemill(input, model_path, device_name, w, {}, v.frame_count, tmp));
   // $FRAMEMILL_BENCH_GPUS ("0,1"): the same worker counts per GPU, on each of these GPUs.
   std::vector<int> gpus;
   if (const char* g = std::getenv("FRAMEMILL_BENCH_GPUS")) {
@@ -320,7 +342,8 @@ int main(int argc, char** argv) {
     for (std::string x; std::getline(list, x, ',');) gpus.push_back(std::atoi(x.c_str()));
   }
   if (!gpus.empty()) {
-    for (int w : workers) fm_rows.push_back(Framemill(input, model_path, "cuda", w, gpus, v.frame_count, tmp));
+    for (int w : workers)
+      fm_rows.push_back(Framemill(input, model_path, "cuda", w, gpus, v.frame_count, tmp));
   }
   Row naive = Loop("naive", input, v, model->get(), out_w, out_h, false, tmp);
   Row naive_ec = Loop("naive+empty_cache", input, v, model->get(), out_w, out_h, true, tmp);
@@ -338,11 +361,13 @@ int main(int argc, char** argv) {
     if (r.fps() > best.fps()) best = r;
   }
   double limit = std::min(transcode.fps(), model_only.fps());
-  std::printf("ratios: %s / min(transcode, model) = %.2f; %s / naive = %.2f; "
-              "cpu s/frame %s / naive = %.2f\n",
-              best.name.c_str(), limit > 0 ? best.fps() / limit : 0.0, best.name.c_str(),
-              naive.fps() > 0 ? best.fps() / naive.fps() : 0.0, best.name.c_str(),
-              naive.cpu_seconds > 0 ? (best.cpu_seconds / best.frames) / (naive.cpu_seconds / naive.frames) : 0.0);
+  std::printf(
+      "ratios: %s / min(transcode, model) = %.2f; %s / naive = %.2f; "
+      "cpu s/frame %s / naive = %.2f\n",
+      best.name.c_str(), limit > 0 ? best.fps() / limit : 0.0, best.name.c_str(),
+      naive.fps() > 0 ? best.fps() / naive.fps() : 0.0, best.name.c_str(),
+      naive.cpu_seconds > 0 ? (best.cpu_seconds / best.frames) / (naive.cpu_seconds / naive.frames)
+                            : 0.0);
   // A long job's rate: the pipeline alone, without the fixed seconds of start-up and mux.
   for (const Row& r : fm_rows) {
     if (r.pipeline_seconds <= 0 || r.frames == 0) continue;
@@ -353,7 +378,9 @@ int main(int argc, char** argv) {
   }
   for (const Row& r : fm_rows) std::printf("%s stages: %s\n", r.name.c_str(), r.stages.c_str());
   for (const Row& r : fm_rows) {
-    if (r.peak_gpu_mb > 0) std::printf("%s GPU reserved MiB per worker, first chunk -> last: %s\n", r.name.c_str(), r.gpu_flat.c_str());
+    if (r.peak_gpu_mb > 0)
+      std::printf("%s GPU reserved MiB per worker, first chunk -> last: %s\n", r.name.c_str(),
+                  r.gpu_flat.c_str());
   }
   std::string cleanup = "rm -rf '" + tmp + "'";
   return std::system(cleanup.c_str()) == 0 ? 0 : 1;

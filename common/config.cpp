@@ -71,8 +71,9 @@ Status ReadJobSettings(const nlohmann::json& object, const std::string& path, St
   }
   if (r.status().ok() && !s->gpus.empty()) {
     if (s->device != "cuda" && s->device != "auto") {
-      r.Fail("gpus", "needs device cuda (or auto), not \"" + s->device + "\": each worker "
-                     "sees only its own GPU");
+      r.Fail("gpus", "needs device cuda (or auto), not \"" + s->device +
+                         "\": each worker "
+                         "sees only its own GPU");
     }
     // A count given here wins; otherwise the per-GPU count (from here or the defaults) sets it.
     if (s->workers_per_gpu > 0 && !(object.is_object() && object.contains("workers"))) {
@@ -82,7 +83,8 @@ Status ReadJobSettings(const nlohmann::json& object, const std::string& path, St
   }
   r.Int("max_attempts", &s->max_attempts, 1, kMaxAttempts);
   r.String("precision", &s->precision);
-  if (r.status().ok() && s->precision != "fp32" && s->precision != "fp16" && s->precision != "bf16") {
+  if (r.status().ok() && s->precision != "fp32" && s->precision != "fp16" &&
+      s->precision != "bf16") {
     r.Fail("precision", "must be fp32, fp16 or bf16, got \"" + s->precision + "\"");
   }
   r.String("color_conversion", &s->color_conversion);

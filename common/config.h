@@ -42,16 +42,16 @@ struct KillSettings {
 
 // Settings a job may override; the config file gives their defaults.
 struct JobSettings {
-  int chunk_frames = 32;           // frames per chunk: the unit of dispatch and of retry
-  double segment_seconds = 60.0;   // target length of one encoded segment (rounded to chunks)
-  int workers = 2;                 // worker processes for the job
+  int chunk_frames = 32;          // frames per chunk: the unit of dispatch and of retry
+  double segment_seconds = 60.0;  // target length of one encoded segment (rounded to chunks)
+  int workers = 2;                // worker processes for the job
   // GPUs to spread the workers over (CUDA device indices as the machine numbers them); each
   // worker sees only its own GPU (CUDA_VISIBLE_DEVICES). Empty: every worker uses `device`.
   std::vector<int> gpus;
   // With `gpus`: workers on each GPU; `workers` is then gpus.size() * workers_per_gpu.
   // 0 = not set (`workers` workers, spread evenly over `gpus`).
   int workers_per_gpu = 0;
-  int batch = 8;                   // frames per model call inside a worker
+  int batch = 8;  // frames per model call inside a worker
   // ffmpeg encoders working on different segments at once (for when encoding is the slowest
   // stage); with more than one, segments are at most 4 chunks long so that all fit in the arena.
   int encoders = 1;
@@ -60,8 +60,8 @@ struct JobSettings {
   // YUV <-> RGB conversion around the model: "accurate" (swscale with accurate rounding) or
   // "fast" (without it: about 4x faster decoding at 1080p, slightly coarser rounding).
   std::string color_conversion = "accurate";
-  int max_attempts = 3;            // tries per chunk before the job fails
-  double hang_timeout_s = 300.0;   // a busy worker without a heartbeat this long is killed
+  int max_attempts = 3;           // tries per chunk before the job fails
+  double hang_timeout_s = 300.0;  // a busy worker without a heartbeat this long is killed
   EncoderSettings encoder;
   RecycleSettings recycle;
   KillSettings kill;
@@ -69,7 +69,7 @@ struct JobSettings {
 
 struct Config {
   JobSettings defaults;
-  std::string ffmpeg = "ffmpeg";          // path or name on PATH
+  std::string ffmpeg = "ffmpeg";  // path or name on PATH
   std::string ffprobe = "ffprobe";
   std::string worker_binary;              // "" = framemill-worker beside the framemill binary
   int64_t arena_mb = 4096;                // shared-memory frame arena per job, MiB
@@ -84,7 +84,7 @@ struct Config {
   std::vector<std::string> allowed_input_roots;
   std::vector<std::string> allowed_output_roots;
   std::vector<std::string> allowed_model_roots;
-  double rescan_interval_s = 10.0;        // spool rescans besides inotify (lost events, NFS)
+  double rescan_interval_s = 10.0;  // spool rescans besides inotify (lost events, NFS)
 };
 
 // Limits that keep a job file from asking for absurd resources. Used by both parsers.

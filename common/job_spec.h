@@ -13,9 +13,9 @@
 namespace framemill {
 
 struct JobSpec {
-  std::string input;    // source video file
-  std::string output;   // final video file; appears only when complete and verified
-  std::string model;    // TorchScript file
+  std::string input;       // source video file
+  std::string output;      // final video file; appears only when complete and verified
+  std::string model;       // TorchScript file
   bool overwrite = false;  // replace an existing output
   int priority = 0;        // the spool runs higher first, then older first
   JobSettings settings;    // config defaults overridden by the job's keys

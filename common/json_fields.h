@@ -18,7 +18,8 @@ namespace framemill {
 class FieldReader {
  public:
   // `path` names the object in messages ("job", "config.defaults"). `code` is the StatusCode of
-  // every error this reader reports. If `object` is not a JSON object, status() is already an error.
+  // every error this reader reports. If `object` is not a JSON object, status() is already an
+  // error.
   FieldReader(const nlohmann::json& object, std::string path, StatusCode code);
 
   // Each getter leaves *out untouched when the key is absent (so it keeps its default), and

@@ -8,4 +8,3 @@
 
 #include "common/clock.h"
 #include "common/log_lines.h"
-

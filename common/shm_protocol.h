@@ -43,10 +43,10 @@ struct ChunkRequest {
   enum Kind : uint32_t { kChunk = 1, kStop = 2, kWarmup = 3 };
   uint32_t kind;
   uint32_t slot;
-  uint64_t chunk_id;     // index of the chunk in the job's plan
-  uint64_t first_frame;  // index of the chunk's first frame in the source
-  uint32_t frames;       // frames in this chunk (<= arena chunk_frames)
-  uint32_t batch;        // frames per model call
+  uint64_t chunk_id;            // index of the chunk in the job's plan
+  uint64_t first_frame;         // index of the chunk's first frame in the source
+  uint32_t frames;              // frames in this chunk (<= arena chunk_frames)
+  uint32_t batch;               // frames per model call
   char arena_name[kNameBytes];  // shared-memory object holding the slot
 };
 
@@ -79,7 +79,8 @@ struct WorkerTelemetry {
   std::atomic<uint64_t> gpu_reserved_bytes{0};
   std::atomic<uint64_t> gpu_peak_allocated_bytes{0};
   std::atomic<uint64_t> gpu_peak_reserved_bytes{0};
-  std::atomic<uint64_t> gpu_process_bytes{0};  // NVML: all of this process's GPU memory; 0 = unknown
+  std::atomic<uint64_t> gpu_process_bytes{
+      0};  // NVML: all of this process's GPU memory; 0 = unknown
 };
 
 struct WorkerChannel {
@@ -88,8 +89,8 @@ struct WorkerChannel {
   // Output size of the model for a kProbeSize x kProbeSize input; fixed once kReady.
   std::atomic<uint32_t> probe_out_width{0};
   std::atomic<uint32_t> probe_out_height{0};
-  char device[32];                 // device the worker chose ("cpu", "cuda:0"); set before kReady
-  char error[kMessageBytes];       // why the worker failed; set before kFailed
+  char device[32];            // device the worker chose ("cpu", "cuda:0"); set before kReady
+  char error[kMessageBytes];  // why the worker failed; set before kFailed
   boost::interprocess::interprocess_semaphore request_posted{0};  // worker waits on it
   SpscRing<ChunkRequest, kRingCapacity> requests;
   SpscRing<ChunkResult, kRingCapacity> results;
@@ -115,8 +116,8 @@ struct ArenaHeader {
   uint32_t slot_count;
   uint32_t chunk_frames;  // frames a slot can hold
   uint32_t in_width, in_height, out_width, out_height;
-  uint64_t slot_bytes;    // distance between slots
-  uint64_t data_offset;   // from the start of the object to slot 0
+  uint64_t slot_bytes;   // distance between slots
+  uint64_t data_offset;  // from the start of the object to slot 0
 
   size_t InFrameBytes() const { return size_t{in_width} * in_height * 3; }
   size_t OutFrameBytes() const { return size_t{out_width} * out_height * 3; }

@@ -4,21 +4,36 @@ namespace framemill {
 
 const char* StatusCodeName(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return "ok";
-    case StatusCode::kInvalidJob: return "invalid_job";
-    case StatusCode::kInvalidConfig: return "invalid_config";
-    case StatusCode::kInputMissing: return "input_missing";
-    case StatusCode::kInputInvalid: return "input_invalid";
-    case StatusCode::kModelInvalid: return "model_invalid";
-    case StatusCode::kOutputInvalid: return "output_invalid";
-    case StatusCode::kWorkerFailed: return "worker_failed";
-    case StatusCode::kEncodeFailed: return "encode_failed";
-    case StatusCode::kVerifyFailed: return "verify_failed";
-    case StatusCode::kCancelled: return "cancelled";
-    case StatusCode::kIo: return "io_error";
-    case StatusCode::kPathNotAllowed: return "path_not_allowed";
-    case StatusCode::kNoSpace: return "no_space";
-    case StatusCode::kInternal: return "internal";
+    case StatusCode::kOk:
+      return "ok";
+    case StatusCode::kInvalidJob:
+      return "invalid_job";
+    case StatusCode::kInvalidConfig:
+      return "invalid_config";
+    case StatusCode::kInputMissing:
+      return "input_missing";
+    case StatusCode::kInputInvalid:
+      return "input_invalid";
+    case StatusCode::kModelInvalid:
+      return "model_invalid";
+    case StatusCode::kOutputInvalid:
+      return "output_invalid";
+    case StatusCode::kWorkerFailed:
+      return "worker_failed";
+    case StatusCode::kEncodeFailed:
+      return "encode_failed";
+    case StatusCode::kVerifyFailed:
+      return "verify_failed";
+    case StatusCode::kCancelled:
+      return "cancelled";
+    case StatusCode::kIo:
+      return "io_error";
+    case StatusCode::kPathNotAllowed:
+      return "path_not_allowed";
+    case StatusCode::kNoSpace:
+      return "no_space";
+    case StatusCode::kInternal:
+      return "internal";
   }
   return "unknown";
 }

@@ -57,7 +57,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}          // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) {}  // NOLINT: implicit by design
 
   bool ok() const { return value_.has_value(); }
@@ -78,8 +78,8 @@ class [[nodiscard]] Result {
 }  // namespace framemill
 
 // Propagates a non-ok Status out of the calling function.
-#define FM_RETURN_IF_ERROR(expr)              \
-  do {                                        \
-    ::framemill::Status fm_status_ = (expr);  \
-    if (!fm_status_.ok()) return fm_status_;  \
+#define FM_RETURN_IF_ERROR(expr)             \
+  do {                                       \
+    ::framemill::Status fm_status_ = (expr); \
+    if (!fm_status_.ok()) return fm_status_; \
   } while (0)

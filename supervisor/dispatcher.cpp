@@ -13,9 +13,9 @@ namespace {
 
 constexpr int kSpawnTries = 5;  // consecutive failures to start a replacement before giving up
 
-constexpr int kWakeIntervalMs = 50;    // longest the loop sleeps without a wake-up
+constexpr int kWakeIntervalMs = 50;  // longest the loop sleeps without a wake-up
 constexpr int kStopGraceMs = 5000;
-constexpr double kStandbyAt = 0.8;     // fraction of a soft limit at which a standby starts
+constexpr double kStandbyAt = 0.8;  // fraction of a soft limit at which a standby starts
 
 std::string FrameRange(const ChunkPlan& c) {
   return "frames " + std::to_string(c.first_frame) + "-" +
@@ -109,18 +109,20 @@ std::map<std::string, double> DispatchStats::StartupFigures() const {
     return v[v.size() / 2];
   };
   double ready_max = ready_s.empty() ? 0.0 : *std::max_element(ready_s.begin(), ready_s.end());
-  return {{"ready_median_ms", 1000 * median(ready_s)},
-          {"ready_max_ms", 1000 * ready_max},
-          {"first_chunk_median_ms", 1000 * median(first_chunk_s)},
-          {"later_chunk_mean_ms", later_chunks > 0 ? 1000 * later_chunk_s_sum / later_chunks : 0.0}};
+  return {
+      {"ready_median_ms", 1000 * median(ready_s)},
+      {"ready_max_ms", 1000 * ready_max},
+      {"first_chunk_median_ms", 1000 * median(first_chunk_s)},
+      {"later_chunk_mean_ms", later_chunks > 0 ? 1000 * later_chunk_s_sum / later_chunks : 0.0}};
 }
 
 std::string DispatchStats::StartupSummary() const {
   std::map<std::string, double> f = StartupFigures();
-  return fmt::format("spawn to ready median {:.0f} ms (max {:.0f}); first chunk median {:.0f} ms, "
-                     "later chunks {:.0f} ms",
-                     f["ready_median_ms"], f["ready_max_ms"], f["first_chunk_median_ms"],
-                     f["later_chunk_mean_ms"]);
+  return fmt::format(
+      "spawn to ready median {:.0f} ms (max {:.0f}); first chunk median {:.0f} ms, "
+      "later chunks {:.0f} ms",
+      f["ready_median_ms"], f["ready_max_ms"], f["first_chunk_median_ms"],
+      f["later_chunk_mean_ms"]);
 }
 
 int Dispatcher::LeastLoadedGpu() const {
@@ -197,7 +199,8 @@ Result<std::pair<uint32_t, uint32_t>> Dispatcher::Start(const std::atomic<bool>&
         return Status(StatusCode::kModelInvalid,
                       "worker " + std::to_string(e.channel) + " could not start: " + why);
       }
-      spdlog::warn("worker {} died while loading the model ({}); starting it again", e.channel, why);
+      spdlog::warn("worker {} died while loading the model ({}); starting it again", e.channel,
+                   why);
       Record(e.channel, "crash", why);
       ++stats_.crashes;
       channels_[e.channel] = Channel{};
@@ -225,7 +228,8 @@ void Dispatcher::NoteReady(int k) {
   WorkerChannel& wc = pool_->channel(k);
   if (wc.probe_out_width.load() != probe_w_ || wc.probe_out_height.load() != probe_h_) {
     if (board_ != nullptr) {
-      board_->Fail(Status(StatusCode::kModelInvalid, "workers disagree on the model's output size"));
+      board_->Fail(
+          Status(StatusCode::kModelInvalid, "workers disagree on the model's output size"));
     }
     return;
   }
@@ -295,20 +299,21 @@ void Dispatcher::HandleExit(const WorkerExit& e) {
   }
   std::deque<int64_t> lost;
   lost.swap(ch.inflight);
-  std::string why = ch.kill_deadline_ms != 0 ? "worker killed (" + ch.kill_reason + "; " + what + ")"
-                                             : "worker died (" + what + ")";
+  std::string why = ch.kill_deadline_ms != 0
+                        ? "worker killed (" + ch.kill_reason + "; " + what + ")"
+                        : "worker died (" + what + ")";
   // From the back, so that the oldest chunk ends up first in the queue.
   for (auto it = lost.rbegin(); it != lost.rend(); ++it) {
     ChunkFailed(*it, why, StatusCode::kWorkerFailed);
   }
-  Promote(k);                                          // its standby takes over
+  Promote(k);                                                 // its standby takes over
   if (ch.replaces >= 0) channels_[ch.replaces].standby = -1;  // a standby died: start another
   if (ch.role == Role::kLoading && !clean) {
     // Workers that keep dying while loading would be restarted forever.
     if (++load_failures_ >= settings_.max_attempts) {
-      board_->Fail(Status(StatusCode::kWorkerFailed,
-                          "workers failed to start " + std::to_string(load_failures_) +
-                              " times in a row; last: " + what));
+      board_->Fail(Status(StatusCode::kWorkerFailed, "workers failed to start " +
+                                                         std::to_string(load_failures_) +
+                                                         " times in a row; last: " + what));
     }
   }
   ch = Channel{};
@@ -336,8 +341,9 @@ void Dispatcher::CollectResults(int k) {
       std::string msg(r.message, strnlen(r.message, sizeof(r.message)));
       ChunkFailed(chunk.index, "model failed: " + msg, StatusCode::kModelInvalid);
     } else if (r.frames_done != static_cast<uint32_t>(chunk.frames)) {
-      ChunkFailed(chunk.index, "worker returned " + std::to_string(r.frames_done) + " of " +
-                                   std::to_string(chunk.frames) + " frames",
+      ChunkFailed(chunk.index,
+                  "worker returned " + std::to_string(r.frames_done) + " of " +
+                      std::to_string(chunk.frames) + " frames",
                   StatusCode::kWorkerFailed);
     } else {
       load_failures_ = 0;
@@ -371,7 +377,8 @@ void Dispatcher::CheckLimits(int k, uint64_t now) {
   WorkerFigures f = Figures(k);
   std::optional<std::string> hard;
   if (ch.role == Role::kLoading) {
-    if (now > ch.spawn_ms + start_timeout_ms_) hard = "model not loaded within worker_start_timeout_s";
+    if (now > ch.spawn_ms + start_timeout_ms_)
+      hard = "model not loaded within worker_start_timeout_s";
   } else {
     hard = HardLimitReason(settings_, f, now);
   }

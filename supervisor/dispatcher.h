@@ -109,17 +109,17 @@ class Dispatcher {
     uint64_t generation = 0;
     uint64_t spawn_ms = 0;
     uint64_t ready_ms = 0;
-    int gpu = -1;               // the GPU it is pinned to (settings.gpus), -1 = not pinned
+    int gpu = -1;  // the GPU it is pinned to (settings.gpus), -1 = not pinned
     bool first_chunk_done = false;
-    int replaces = -1;          // a standby (loading or ready): the channel it will take over
-    int standby = -1;           // an active worker near its limit: its standby's channel
+    int replaces = -1;  // a standby (loading or ready): the channel it will take over
+    int standby = -1;   // an active worker near its limit: its standby's channel
     bool stop_sent = false;
     uint64_t kill_deadline_ms = 0;  // SIGTERM sent; SIGKILL when this passes
     std::string kill_reason;
     std::string retire_reason;
     SoftLimits limits;
     std::deque<int64_t> inflight;
-    size_t peak_index = 0;      // into stats_.peaks
+    size_t peak_index = 0;  // into stats_.peaks
   };
 
   Status Spawn(int k, int replaces);
@@ -135,7 +135,7 @@ class Dispatcher {
   void Assign(int k);
   int FreeChannel() const;
   int LeastLoadedGpu() const;  // of settings.gpus, the one with the fewest workers; -1 if none
-  int Serving() const;  // workers loading or active, not retiring
+  int Serving() const;         // workers loading or active, not retiring
 
   const JobPlan& plan_;
   const JobSettings& settings_;
@@ -148,9 +148,9 @@ class Dispatcher {
   ChunkBoard* board_ = nullptr;
   std::string arena_name_;
   uint32_t probe_w_ = 0, probe_h_ = 0;
-  int64_t processed_ = 0;   // chunks whose output is in the arena
-  int load_failures_ = 0;   // workers that died while loading, since the last good chunk
-  uint64_t load_ms_ = 0;    // spawn to ready of the last worker that became ready
+  int64_t processed_ = 0;        // chunks whose output is in the arena
+  int load_failures_ = 0;        // workers that died while loading, since the last good chunk
+  uint64_t load_ms_ = 0;         // spawn to ready of the last worker that became ready
   uint64_t spawn_retry_ms_ = 0;  // no replacement is started before this (after a failed spawn)
   int spawn_failures_ = 0;       // replacements that could not be started, in a row
   DispatchStats stats_;

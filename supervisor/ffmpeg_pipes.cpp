@@ -20,8 +20,7 @@ class PipedChild {
   enum class Direction { kReadStdout, kWriteStdin };
 
   static Result<std::unique_ptr<PipedChild>> Spawn(const std::vector<std::string>& argv,
-                                                   Direction dir,
-                                                   const std::string& stderr_path) {
+                                                   Direction dir, const std::string& stderr_path) {
     std::string exe = FindExecutable(argv.at(0));
     if (exe.empty()) return Status(StatusCode::kIo, argv[0] + ": program not found on PATH");
     auto pc = std::unique_ptr<PipedChild>(new PipedChild());
@@ -43,8 +42,8 @@ class PipedChild {
         pc->fd_ = pipe.native_source();
         pipe.assign_source(-1);
       } else {
-        pc->child_ = bp::child(exe, bp::args(args), bp::std_in < pipe, bp::std_out.close(),
-                               bp::std_err > stderr_path);
+        pc->child_ = bp::child(exe, bp::args(args),
+                               bp::std_in<pipe, bp::std_out.close(), bp::std_err> stderr_path);
         pc->fd_ = pipe.native_sink();
         pipe.assign_sink(-1);
       }
@@ -143,11 +142,27 @@ Result<std::unique_ptr<FrameReader>> FrameReader::Start(const std::string& ffmpe
                                                         const VideoStreamInfo& video,
                                                         const std::string& stderr_path,
                                                         bool accurate_color) {
-  std::vector<std::string> argv = {ffmpeg, "-nostdin", "-hide_banner", "-v", "error",
-                                   "-i", input, "-map", "0:" + std::to_string(video.index),
-                                   "-fps_mode", "passthrough", "-an", "-sn", "-dn",
-                                   "-sws_flags", SwsFlags(accurate_color),
-                                   "-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:1"};
+  std::vector<std::string> argv = {ffmpeg,
+                                   "-nostdin",
+                                   "-hide_banner",
+                                   "-v",
+                                   "error",
+                                   "-i",
+                                   input,
+                                   "-map",
+                                   "0:" + std::to_string(video.index),
+                                   "-fps_mode",
+                                   "passthrough",
+                                   "-an",
+                                   "-sn",
+                                   "-dn",
+                                   "-sws_flags",
+                                   SwsFlags(accurate_color),
+                                   "-f",
+                                   "rawvideo",
+                                   "-pix_fmt",
+                                   "rgb24",
+                                   "pipe:1"};
   Result<std::unique_ptr<PipedChild>> child =
       PipedChild::Spawn(argv, PipedChild::Direction::kReadStdout, stderr_path);
   if (!child.ok()) return child.status();
@@ -162,11 +177,12 @@ FrameReader::~FrameReader() = default;
 
 Result<bool> FrameReader::Read(uint8_t* dst) {
   ssize_t n = child_->ReadFull(dst, frame_bytes_);
-  if (n < 0) return Status(StatusCode::kIo, std::string("read from decoder: ") + std::strerror(errno));
+  if (n < 0)
+    return Status(StatusCode::kIo, std::string("read from decoder: ") + std::strerror(errno));
   if (n == 0) return false;
   if (static_cast<size_t>(n) != frame_bytes_) {
-    return Status(StatusCode::kInputInvalid, "decoder stopped in the middle of a frame: " +
-                                                 child_->ErrorTail());
+    return Status(StatusCode::kInputInvalid,
+                  "decoder stopped in the middle of a frame: " + child_->ErrorTail());
   }
   return true;
 }
@@ -174,24 +190,27 @@ Result<bool> FrameReader::Read(uint8_t* dst) {
 Status FrameReader::Finish() {
   int code = child_->Wait();
   if (code != 0) {
-    return Status(StatusCode::kInputInvalid,
-                  "ffmpeg decoder exited with " + std::to_string(code) + ": " + child_->ErrorTail());
+    return Status(StatusCode::kInputInvalid, "ffmpeg decoder exited with " + std::to_string(code) +
+                                                 ": " + child_->ErrorTail());
   }
   return Status::Ok();
 }
 
 std::vector<std::string> EncoderArguments(const SegmentFormat& f) {
-  std::vector<std::string> a = {"-f", "rawvideo", "-pix_fmt", "rgb24",
-                                "-s", std::to_string(f.width) + "x" + std::to_string(f.height),
-                                "-framerate", f.frame_rate.ToString(), "-i", "pipe:0"};
+  std::vector<std::string> a = {
+      "-f",         "rawvideo",
+      "-pix_fmt",   "rgb24",
+      "-s",         std::to_string(f.width) + "x" + std::to_string(f.height),
+      "-framerate", f.frame_rate.ToString(),
+      "-i",         "pipe:0"};
   std::string matrix = SwsMatrix(f.color_space);
   bool yuv = f.encoder.pix_fmt.rfind("yuv", 0) == 0;
   if (yuv && !matrix.empty()) {
     std::string range = f.color_range == "pc" ? "pc" : "tv";
     a.insert(a.end(), {"-vf", "scale=out_color_matrix=" + matrix + ":out_range=" + range});
   }
-  a.insert(a.end(), {"-sws_flags", SwsFlags(f.accurate_color), "-c:v",
-                     f.encoder.codec, "-pix_fmt", f.encoder.pix_fmt});
+  a.insert(a.end(), {"-sws_flags", SwsFlags(f.accurate_color), "-c:v", f.encoder.codec, "-pix_fmt",
+                     f.encoder.pix_fmt});
   if (f.encoder.crf >= 0) {
     a.insert(a.end(), {"-crf", std::to_string(f.encoder.crf)});
     // libvpx needs a zero bitrate for pure constant-quality mode.
@@ -230,9 +249,9 @@ Status SegmentEncoder::Write(const uint8_t* frames, size_t bytes) {
     int err = errno;
     int code = child_->Wait();
     std::string tail = child_->ErrorTail();
-    return Status(EncodeFailureCode(tail),
-                  std::string("ffmpeg encoder stopped taking frames (") + std::strerror(err) +
-                      ", exit " + std::to_string(code) + "): " + tail);
+    return Status(EncodeFailureCode(tail), std::string("ffmpeg encoder stopped taking frames (") +
+                                               std::strerror(err) + ", exit " +
+                                               std::to_string(code) + "): " + tail);
   }
   return Status::Ok();
 }

@@ -13,8 +13,9 @@ int64_t ChunksPerSegment(double segment_seconds, double fps, int32_t chunk_frame
 
 Result<JobPlan> MakePlan(int64_t frame_count, int32_t chunk_frames, int64_t chunks_per_segment) {
   if (frame_count < 1 || chunk_frames < 1 || chunks_per_segment < 1) {
-    return Status(StatusCode::kInternal, "MakePlan: frame_count, chunk_frames and "
-                                         "chunks_per_segment must be positive");
+    return Status(StatusCode::kInternal,
+                  "MakePlan: frame_count, chunk_frames and "
+                  "chunks_per_segment must be positive");
   }
   JobPlan plan;
   plan.frame_count = frame_count;
@@ -25,7 +26,8 @@ Result<JobPlan> MakePlan(int64_t frame_count, int32_t chunk_frames, int64_t chun
     ChunkPlan chunk;
     chunk.index = c;
     chunk.first_frame = c * chunk_frames;
-    chunk.frames = static_cast<int32_t>(std::min<int64_t>(chunk_frames, frame_count - chunk.first_frame));
+    chunk.frames =
+        static_cast<int32_t>(std::min<int64_t>(chunk_frames, frame_count - chunk.first_frame));
     chunk.segment = c / chunks_per_segment;
     if (chunk.segment == static_cast<int64_t>(plan.segments.size())) {
       SegmentPlan seg;

@@ -42,7 +42,8 @@ Status CheckAllowed(const std::string& what, const std::string& path,
   std::string list;
   for (const std::string& root : roots) list += (list.empty() ? "" : ", ") + root;
   return Status(StatusCode::kPathNotAllowed, what + " " + path + " (resolves to " +
-                                                 ResolvePath(path) + ") is outside the allowed roots: " + list);
+                                                 ResolvePath(path) +
+                                                 ") is outside the allowed roots: " + list);
 }
 
 Status CheckPaths(const JobSpec& job, const Config& config) {
@@ -100,7 +101,7 @@ class JobRun {
 
   MediaInfo media_;
   int64_t chunks_per_segment_ = 1;
-  int64_t first_segment_ = 0;  // segments before it were finished by an earlier run
+  int64_t first_segment_ = 0;        // segments before it were finished by an earlier run
   std::unique_ptr<JobState> state_;  // the done-log (state.json)
   int64_t first_chunk_ = 0;
   std::mutex stages_mu_;  // guards stages_.encode_* between encoder threads
@@ -127,8 +128,8 @@ Status JobRun::Prepare() {
   if (!v.constant_rate) {
     spdlog::info("{}: variable frame rate; every frame keeps its source timestamp", job_.input);
   }
-  chunks_per_segment_ = ChunksPerSegment(settings_.segment_seconds, v.frame_rate.value(),
-                                         settings_.chunk_frames);
+  chunks_per_segment_ =
+      ChunksPerSegment(settings_.segment_seconds, v.frame_rate.value(), settings_.chunk_frames);
   // Several encoders work on several segments at once, and every chunk of those segments waits
   // in the arena until its encoder takes it: short segments let them all fit.
   if (settings_.encoders > 1) {
@@ -137,11 +138,12 @@ Status JobRun::Prepare() {
   Result<JobPlan> plan = MakePlan(v.frame_count, settings_.chunk_frames, chunks_per_segment_);
   if (!plan.ok()) return plan.status();
   plan_ = std::move(*plan);
-  spdlog::info("{}: video stream #{} {} {}x{} @ {} fps, {} frames, {} audio, {} subtitle; "
-               "plan: {} chunks of {}, {} segments",
-               job_.input, v.index, v.codec, v.width, v.height, v.frame_rate.ToString(),
-               v.frame_count, media_.audio.size(), media_.subtitles.size(), plan_.chunks.size(),
-               plan_.chunk_frames, plan_.segments.size());
+  spdlog::info(
+      "{}: video stream #{} {} {}x{} @ {} fps, {} frames, {} audio, {} subtitle; "
+      "plan: {} chunks of {}, {} segments",
+      job_.input, v.index, v.codec, v.width, v.height, v.frame_rate.ToString(), v.frame_count,
+      media_.audio.size(), media_.subtitles.size(), plan_.chunks.size(), plan_.chunk_frames,
+      plan_.segments.size());
   scratch_ = options_.workspace.empty()
                  ? DirName(job_.output) + "/.framemill-work." + std::to_string(::getpid()) + "." +
                        BaseName(job_.output)
@@ -158,7 +160,8 @@ Status JobRun::Prepare() {
     spdlog::info("resuming: {} of {} segments already finished; starting at frame {}",
                  first_segment_, plan_.segments.size(),
                  first_chunk_ < static_cast<int64_t>(plan_.chunks.size())
-                     ? plan_.chunks[first_chunk_].first_frame : plan_.frame_count);
+                     ? plan_.chunks[first_chunk_].first_frame
+                     : plan_.frame_count);
   }
   return Status::Ok();
 }
@@ -199,9 +202,9 @@ Status JobRun::StartWorkers() {
     if (!created.ok()) return created.status();
     pool = std::move(*created);
   }
-  dispatcher_ = std::make_unique<Dispatcher>(
-      plan_, settings_, std::move(pool), &timeline_,
-      static_cast<uint64_t>(config_.worker_start_timeout_s * 1000));
+  dispatcher_ =
+      std::make_unique<Dispatcher>(plan_, settings_, std::move(pool), &timeline_,
+                                   static_cast<uint64_t>(config_.worker_start_timeout_s * 1000));
   Result<std::pair<uint32_t, uint32_t>> probe = dispatcher_->Start(stop_);
   if (!probe.ok()) return probe.status();
   probe_w_ = probe->first;
@@ -229,14 +232,15 @@ Status JobRun::CreateArena() {
   uint64_t slot_bytes = AlignUp((in_frame + out_frame) * plan_.chunk_frames, kSlotAlignment);
   uint64_t budget = static_cast<uint64_t>(config_.arena_mb) << 20;
   uint64_t wanted = static_cast<uint64_t>(settings_.workers) * kInflightPerWorker + 4;
-  if (settings_.encoders > 1) wanted += static_cast<uint64_t>(settings_.encoders * chunks_per_segment_);
+  if (settings_.encoders > 1)
+    wanted += static_cast<uint64_t>(settings_.encoders * chunks_per_segment_);
   uint64_t slots = std::min<uint64_t>({budget / slot_bytes, wanted, plan_.chunks.size() + 1});
   if (slots < 2) {
     return Status(StatusCode::kInvalidJob,
-                  "arena_mb=" + std::to_string(config_.arena_mb) + " holds fewer than 2 chunks of " +
-                      std::to_string(plan_.chunk_frames) + " frames at " +
-                      std::to_string(v.width) + "x" + std::to_string(v.height) + " -> " +
-                      std::to_string(out_w_) + "x" + std::to_string(out_h_) + " (" +
+                  "arena_mb=" + std::to_string(config_.arena_mb) +
+                      " holds fewer than 2 chunks of " + std::to_string(plan_.chunk_frames) +
+                      " frames at " + std::to_string(v.width) + "x" + std::to_string(v.height) +
+                      " -> " + std::to_string(out_w_) + "x" + std::to_string(out_h_) + " (" +
                       std::to_string(slot_bytes >> 20) +
                       " MiB each): lower chunk_frames or raise arena_mb");
   }
@@ -307,16 +311,18 @@ void JobRun::DecodeLoop() {
   // whatever the container's seeking can do, at the price of decoding them once more.
   if (first_chunk_ > 0) {
     int64_t skip = first_chunk_ < static_cast<int64_t>(plan_.chunks.size())
-                       ? plan_.chunks[first_chunk_].first_frame : plan_.frame_count;
+                       ? plan_.chunks[first_chunk_].first_frame
+                       : plan_.frame_count;
     std::vector<uint8_t> discard(frame_bytes);
     for (; decoded < skip; ++decoded) {
       if (board_->failed()) return;
       Result<bool> got = (*reader)->Read(discard.data());
       if (!got.ok()) return board_->Fail(got.status().WithContext(job_.input));
       if (!*got) {
-        return board_->Fail(Status(StatusCode::kInputInvalid,
-                                   job_.input + ": decoding ended after " + std::to_string(decoded) +
-                                       " frames while skipping finished segments"));
+        return board_->Fail(
+            Status(StatusCode::kInputInvalid, job_.input + ": decoding ended after " +
+                                                  std::to_string(decoded) +
+                                                  " frames while skipping finished segments"));
       }
     }
   }
@@ -333,11 +339,11 @@ void JobRun::DecodeLoop() {
       if (!got.ok()) return board_->Fail(got.status().WithContext(job_.input));
       if (!*got) {
         Status finished = (*reader)->Finish();
-        return board_->Fail(Status(
-            StatusCode::kInputInvalid,
-            job_.input + ": decoding ended after " + std::to_string(decoded) + " of " +
-                std::to_string(v.frame_count) + " frames (truncated or corrupt input)" +
-                (finished.ok() ? "" : "; " + finished.message())));
+        return board_->Fail(
+            Status(StatusCode::kInputInvalid,
+                   job_.input + ": decoding ended after " + std::to_string(decoded) + " of " +
+                       std::to_string(v.frame_count) + " frames (truncated or corrupt input)" +
+                       (finished.ok() ? "" : "; " + finished.message())));
       }
       ++decoded;
     }
@@ -399,7 +405,8 @@ Status JobRun::EncodeSegment(const SegmentPlan& seg, const SegmentFormat& fmt, i
     uint64_t t_write = MonotonicUs();
     *wait_s += static_cast<double>(t_write - t_wait) / 1e6;
     const ChunkPlan& chunk = plan_.chunks[c];
-    FM_RETURN_IF_ERROR((*enc)->Write(arena_->SlotOut(board_->SlotOf(c)), frame_bytes * chunk.frames));
+    FM_RETURN_IF_ERROR(
+        (*enc)->Write(arena_->SlotOut(board_->SlotOf(c)), frame_bytes * chunk.frames));
     board_->ReleaseSlot(c);
     *busy_s += static_cast<double>(MonotonicUs() - t_write) / 1e6;
   }
@@ -468,7 +475,8 @@ Result<JobReport> JobRun::Run() {
     JobProgress p;
     p.frames_total = plan_.frame_count;
     p.frames_done = processed < static_cast<int64_t>(plan_.chunks.size())
-                        ? plan_.chunks[processed].first_frame : plan_.frame_count;
+                        ? plan_.chunks[processed].first_frame
+                        : plan_.frame_count;
     p.segments_total = static_cast<int64_t>(plan_.segments.size());
     p.segments_done = state_->done();
     p.workers = dispatcher_->LiveWorkers();
@@ -499,7 +507,8 @@ Result<JobReport> JobRun::Run() {
   mux.ffprobe = config_.ffprobe;
   mux.source = job_.input;
   mux.source_info = &media_;
-  for (const SegmentPlan& seg : plan_.segments) mux.segments.push_back(state_->SegmentPath(seg.index));
+  for (const SegmentPlan& seg : plan_.segments)
+    mux.segments.push_back(state_->SegmentPath(seg.index));
   for (const SegmentPlan& seg : plan_.segments) mux.segment_frames.push_back(seg.frames);
   mux.frame_rate = media_.video.frame_rate;
   mux.scratch_dir = scratch_;
@@ -531,20 +540,27 @@ std::string StageTimes::Summary() const {
   };
   double capacity = pipeline_s * std::max(1, workers);
   double encode_capacity = pipeline_s * std::max(1, encoders);
-  return fmt::format("prepare {:.2f} s, start {:.2f} s, pipeline {:.2f} s [decode {:.2f} s busy "
-                     "({}%), {:.2f} s waiting for a slot; workers {:.2f} s busy ({}% of {}); "
-                     "encode {:.2f} s busy ({}% of {}), {:.2f} s waiting for output], mux {:.2f} s",
-                     prepare_s, start_s, pipeline_s, decode_s, pct(decode_s, pipeline_s),
-                     decode_wait_s, workers_busy_s, pct(workers_busy_s, capacity), workers,
-                     encode_s, pct(encode_s, encode_capacity), encoders, encode_wait_s, mux_s);
+  return fmt::format(
+      "prepare {:.2f} s, start {:.2f} s, pipeline {:.2f} s [decode {:.2f} s busy "
+      "({}%), {:.2f} s waiting for a slot; workers {:.2f} s busy ({}% of {}); "
+      "encode {:.2f} s busy ({}% of {}), {:.2f} s waiting for output], mux {:.2f} s",
+      prepare_s, start_s, pipeline_s, decode_s, pct(decode_s, pipeline_s), decode_wait_s,
+      workers_busy_s, pct(workers_busy_s, capacity), workers, encode_s,
+      pct(encode_s, encode_capacity), encoders, encode_wait_s, mux_s);
 }
 
 nlohmann::json StageTimes::ToJson() const {
-  return {{"prepare_s", prepare_s},     {"start_s", start_s},
-          {"pipeline_s", pipeline_s},   {"decode_s", decode_s},
-          {"decode_wait_s", decode_wait_s}, {"workers_busy_s", workers_busy_s},
-          {"workers", workers},         {"encode_s", encode_s},
-          {"encode_wait_s", encode_wait_s}, {"encoders", encoders}, {"mux_s", mux_s}};
+  return {{"prepare_s", prepare_s},
+          {"start_s", start_s},
+          {"pipeline_s", pipeline_s},
+          {"decode_s", decode_s},
+          {"decode_wait_s", decode_wait_s},
+          {"workers_busy_s", workers_busy_s},
+          {"workers", workers},
+          {"encode_s", encode_s},
+          {"encode_wait_s", encode_wait_s},
+          {"encoders", encoders},
+          {"mux_s", mux_s}};
 }
 
 Result<JobReport> RunJob(const JobSpec& job, const Config& config, const std::atomic<bool>& stop,

@@ -48,8 +48,8 @@ struct JobReport {
   int64_t segments = 0;
   int in_width = 0, in_height = 0, out_width = 0, out_height = 0;
   double seconds = 0.0;
-  std::string timeline;     // the job's memory timeline (JSON lines)
-  DispatchStats dispatch;   // workers started, recycles, crashes, kills, retries, peaks
+  std::string timeline;          // the job's memory timeline (JSON lines)
+  DispatchStats dispatch;        // workers started, recycles, crashes, kills, retries, peaks
   int64_t segments_resumed = 0;  // segments found finished in the workspace and kept
   StageTimes stages;
 };
@@ -57,7 +57,7 @@ struct JobReport {
 struct JobProgress {
   std::vector<WorkerSnapshot> workers;  // the live workers and their current memory
   int64_t frames_total = 0;
-  int64_t frames_done = 0;       // frames whose model output is ready (resumed ones included)
+  int64_t frames_done = 0;  // frames whose model output is ready (resumed ones included)
   int64_t segments_done = 0;
   int64_t segments_total = 0;
 };

@@ -75,9 +75,8 @@ Status JobState::Save() {
   nlohmann::json done = nlohmann::json::array();
   for (size_t i = 0; i < bytes_.size() && bytes_[i] >= 0; ++i) {
     int64_t index = static_cast<int64_t>(i);
-    done.push_back({{"index", index},
-                    {"frames", plan_.segments[index].frames},
-                    {"bytes", bytes_[i]}});
+    done.push_back(
+        {{"index", index}, {"frames", plan_.segments[index].frames}, {"bytes", bytes_[i]}});
   }
   nlohmann::json st = {{"version", kStateVersion},
                        {"input", job_.input},

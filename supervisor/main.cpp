@@ -85,27 +85,30 @@ int ModelCommand(const std::vector<std::string>& args, const framemill::Config& 
 
 void PrintSummary(const framemill::JobReport& r) {
   const framemill::DispatchStats& d = r.dispatch;
-  std::printf("framemill: wrote %s: %lld frames %dx%d -> %dx%d in %.1f s (%.1f fps), "
-              "%lld chunks, %lld segments\n",
-              r.output.c_str(), static_cast<long long>(r.frames), r.in_width, r.in_height,
-              r.out_width, r.out_height, r.seconds, r.seconds > 0 ? r.frames / r.seconds : 0.0,
-              static_cast<long long>(r.chunks), static_cast<long long>(r.segments));
+  std::printf(
+      "framemill: wrote %s: %lld frames %dx%d -> %dx%d in %.1f s (%.1f fps), "
+      "%lld chunks, %lld segments\n",
+      r.output.c_str(), static_cast<long long>(r.frames), r.in_width, r.in_height, r.out_width,
+      r.out_height, r.seconds, r.seconds > 0 ? r.frames / r.seconds : 0.0,
+      static_cast<long long>(r.chunks), static_cast<long long>(r.segments));
   int recycles = 0;
   std::string by_reason;
   for (const auto& [reason, n] : d.recycles) {
     recycles += n;
     by_reason += (by_reason.empty() ? "" : ", ") + reason + " " + std::to_string(n);
   }
-  std::printf("framemill: workers started %d, recycled %d%s%s%s, crashed %d, killed %d; "
-              "chunks retried %d\n",
-              d.workers_started, recycles, by_reason.empty() ? "" : " (", by_reason.c_str(),
-              by_reason.empty() ? "" : ")", d.crashes, d.kills, d.chunk_retries);
+  std::printf(
+      "framemill: workers started %d, recycled %d%s%s%s, crashed %d, killed %d; "
+      "chunks retried %d\n",
+      d.workers_started, recycles, by_reason.empty() ? "" : " (", by_reason.c_str(),
+      by_reason.empty() ? "" : ")", d.crashes, d.kills, d.chunk_retries);
   for (const auto& p : d.peaks) {
-    std::printf("framemill:   worker %d gen %llu: %llu frames, peak rss %.0f MiB, peak gpu "
-                "reserved %.0f MiB\n",
-                p.worker, static_cast<unsigned long long>(p.generation),
-                static_cast<unsigned long long>(p.frames), p.rss_bytes / 1048576.0,
-                p.gpu_reserved_bytes / 1048576.0);
+    std::printf(
+        "framemill:   worker %d gen %llu: %llu frames, peak rss %.0f MiB, peak gpu "
+        "reserved %.0f MiB\n",
+        p.worker, static_cast<unsigned long long>(p.generation),
+        static_cast<unsigned long long>(p.frames), p.rss_bytes / 1048576.0,
+        p.gpu_reserved_bytes / 1048576.0);
   }
   std::printf("framemill: worker start: %s\n", d.StartupSummary().c_str());
   std::printf("framemill: stages: %s\n", r.stages.Summary().c_str());
@@ -139,13 +142,11 @@ int RunCommand(const std::string& job_path, const framemill::Config& config) {
                    fps > 0 ? static_cast<double>(p.frames_total - p.frames_done) / fps : 0.0);
     };
   }
-  framemill::Result<framemill::JobReport> report =
-      framemill::RunJob(*job, config, g_stop, options);
+  framemill::Result<framemill::JobReport> report = framemill::RunJob(*job, config, g_stop, options);
   if (::isatty(2)) std::fprintf(stderr, "\n");
   if (!report.ok()) {
     std::fprintf(stderr, "framemill: job failed: %s\n", report.status().ToString().c_str());
-    return report.status().code() == framemill::StatusCode::kCancelled ? kExitStopped
-                                                                        : kExitFailed;
+    return report.status().code() == framemill::StatusCode::kCancelled ? kExitStopped : kExitFailed;
   }
   PrintSummary(*report);
   return kExitOk;

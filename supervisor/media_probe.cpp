@@ -107,8 +107,16 @@ Status PacketReadError(const std::string& path, const Result<CommandOutput>& r) 
 
 std::vector<std::string> PacketCommand(const std::string& ffprobe, const std::string& path,
                                        int stream) {
-  return {ffprobe, "-v", "error", "-select_streams", std::to_string(stream), "-show_entries",
-          "packet=pts_time,flags", "-of", "csv=p=0", path};
+  return {ffprobe,
+          "-v",
+          "error",
+          "-select_streams",
+          std::to_string(stream),
+          "-show_entries",
+          "packet=pts_time,flags",
+          "-of",
+          "csv=p=0",
+          path};
 }
 
 // Reads the presentation time of every packet of the video stream as ffprobe prints them,
@@ -120,16 +128,18 @@ Status ReadFrameTimes(const std::string& ffprobe, const std::string& path, Media
   bool missing_pts = false;
   int64_t packets = 0, frames = 0;
   ConstantRateCheck check(fps);
-  Result<CommandOutput> r = RunForEachLine(PacketCommand(ffprobe, path, v.index),
-                                           [&](const std::string& line) {
-    if (line.empty()) return;
-    ++packets;
-    PacketLine p = ParsePacketLine(line);
-    if (!p.frame) return;
-    ++frames;
-    if (p.has_pts) check.Add(p.t);
-    else missing_pts = true;
-  });
+  Result<CommandOutput> r =
+      RunForEachLine(PacketCommand(ffprobe, path, v.index), [&](const std::string& line) {
+        if (line.empty()) return;
+        ++packets;
+        PacketLine p = ParsePacketLine(line);
+        if (!p.frame) return;
+        ++frames;
+        if (p.has_pts)
+          check.Add(p.t);
+        else
+          missing_pts = true;
+      });
   if (!r.ok() || r->exit_code != 0) return PacketReadError(path, r);
   // A file cut short keeps its header: the index promises frames whose data is gone.
   if (v.header_frames > 0 && packets < v.header_frames) {
@@ -204,8 +214,8 @@ Result<MediaInfo> ProbeMedia(const std::string& ffprobe, const std::string& path
     return Status(StatusCode::kInputMissing, path + ": input does not exist or is not readable");
   }
   if (!S_ISREG(st.st_mode)) return Status(StatusCode::kInputMissing, path + ": not a regular file");
-  Result<CommandOutput> r = RunAndCapture({ffprobe, "-v", "error", "-print_format", "json",
-                                           "-show_format", "-show_streams", path});
+  Result<CommandOutput> r = RunAndCapture(
+      {ffprobe, "-v", "error", "-print_format", "json", "-show_format", "-show_streams", path});
   if (!r.ok()) return r.status();
   if (r->exit_code != 0) {
     return Status(StatusCode::kInputInvalid,

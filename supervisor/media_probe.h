@@ -23,25 +23,25 @@ struct VideoStreamInfo {
   std::string codec;
   int width = 0;
   int height = 0;
-  Rational frame_rate;          // nominal rate (r_frame_rate, else avg_frame_rate)
-  double start_time = 0.0;      // seconds; first presentation time of the stream
-  int64_t frame_count = 0;      // frames a sequential decode yields
-  int64_t header_frames = 0;    // frames the container's header announces (0 = not given)
-  double last_time = 0.0;       // seconds; presentation time of the last frame
+  Rational frame_rate;        // nominal rate (r_frame_rate, else avg_frame_rate)
+  double start_time = 0.0;    // seconds; first presentation time of the stream
+  int64_t frame_count = 0;    // frames a sequential decode yields
+  int64_t header_frames = 0;  // frames the container's header announces (0 = not given)
+  double last_time = 0.0;     // seconds; presentation time of the last frame
   // Presentation time of each frame, seconds, ascending: kept for variable-rate video only (its
   // frames keep these times); empty at a constant rate, so that memory does not grow with the
   // video's length.
   std::vector<double> frame_times;
-  bool constant_rate = true;    // every frame within a quarter frame of start + i / frame_rate
-  std::string color_space;      // ffprobe names ("bt709", "smpte170m"), "" when unknown
-  std::string color_range;      // "tv" | "pc" | ""
+  bool constant_rate = true;  // every frame within a quarter frame of start + i / frame_rate
+  std::string color_space;    // ffprobe names ("bt709", "smpte170m"), "" when unknown
+  std::string color_range;    // "tv" | "pc" | ""
   std::string color_primaries;
   std::string color_transfer;
 };
 
 struct OtherStreamInfo {
   int index = -1;
-  std::string type;   // "audio" | "subtitle"
+  std::string type;  // "audio" | "subtitle"
   std::string codec;
   double duration = 0.0;  // seconds, 0 when unknown
 };
@@ -58,8 +58,7 @@ struct MediaInfo {
 // Probes `path`. With `frame_times`, reads every video packet's timestamp (no decoding; fast).
 // Errors: kInputMissing (no such file), kInputInvalid (not a media file, no video stream,
 // no frames) with ffprobe's own message.
-Result<MediaInfo> ProbeMedia(const std::string& ffprobe, const std::string& path,
-                             bool frame_times);
+Result<MediaInfo> ProbeMedia(const std::string& ffprobe, const std::string& path, bool frame_times);
 
 // Parses "30000/1001" (also "25"); den 0 or garbage gives {0, 1}.
 Rational ParseRational(const std::string& text);

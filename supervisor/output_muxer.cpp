@@ -30,14 +30,16 @@ bool CanCopySubtitle(const std::string& ext, const std::string& codec) {
 // Each segment's duration is given exactly (frames / rate). Without it the concat demuxer takes
 // it from the file, and a segment whose first frame is presented after its first decode (B-frames
 // shift the first timestamp by the reorder delay) would open a gap of that delay at every join.
-std::string ConcatList(const std::vector<std::string>& segments,
-                       const std::vector<int64_t>& frames, const Rational& rate) {
+std::string ConcatList(const std::vector<std::string>& segments, const std::vector<int64_t>& frames,
+                       const Rational& rate) {
   std::string list = "ffconcat version 1.0\n";
   for (size_t i = 0; i < segments.size(); ++i) {
     std::string escaped;
     for (char c : segments[i]) {
-      if (c == '\'') escaped += "'\\''";
-      else escaped += c;
+      if (c == '\'')
+        escaped += "'\\''";
+      else
+        escaped += c;
     }
     char duration[64];
     std::snprintf(duration, sizeof(duration), "%.9f",
@@ -49,7 +51,9 @@ std::string ConcatList(const std::vector<std::string>& segments,
 
 Status Verify(const MuxRequest& rq, const std::string& path) {
   Result<MediaInfo> out = ProbeMedia(rq.ffprobe, path, /*frame_times=*/true);
-  if (!out.ok()) return Status(StatusCode::kVerifyFailed, "output cannot be read back: " + out.status().message());
+  if (!out.ok())
+    return Status(StatusCode::kVerifyFailed,
+                  "output cannot be read back: " + out.status().message());
   const VideoStreamInfo& src = rq.source_info->video;
   const VideoStreamInfo& got = out->video;
   if (got.frame_count != src.frame_count) {
@@ -58,24 +62,23 @@ Status Verify(const MuxRequest& rq, const std::string& path) {
                                                  std::to_string(src.frame_count));
   }
   if (got.width != rq.expected_width || got.height != rq.expected_height) {
-    return Status(StatusCode::kVerifyFailed,
-                  "output is " + std::to_string(got.width) + "x" + std::to_string(got.height) +
-                      ", expected " + std::to_string(rq.expected_width) + "x" +
-                      std::to_string(rq.expected_height));
+    return Status(StatusCode::kVerifyFailed, "output is " + std::to_string(got.width) + "x" +
+                                                 std::to_string(got.height) + ", expected " +
+                                                 std::to_string(rq.expected_width) + "x" +
+                                                 std::to_string(rq.expected_height));
   }
   // Duration of the video: from the first frame to the end of the last, within one frame.
   double frame = 1.0 / src.frame_rate.value();
   double src_span = src.last_time - src.start_time + frame;
   double out_span = got.last_time - got.start_time + frame;
   if (std::fabs(src_span - out_span) > frame + 1e-3) {
-    return Status(StatusCode::kVerifyFailed,
-                  "output video lasts " + std::to_string(out_span) + " s, input " +
-                      std::to_string(src_span) + " s");
+    return Status(StatusCode::kVerifyFailed, "output video lasts " + std::to_string(out_span) +
+                                                 " s, input " + std::to_string(src_span) + " s");
   }
   if (out->audio.size() != rq.source_info->audio.size()) {
-    return Status(StatusCode::kVerifyFailed,
-                  "output has " + std::to_string(out->audio.size()) + " audio streams, input " +
-                      std::to_string(rq.source_info->audio.size()));
+    return Status(StatusCode::kVerifyFailed, "output has " + std::to_string(out->audio.size()) +
+                                                 " audio streams, input " +
+                                                 std::to_string(rq.source_info->audio.size()));
   }
   return Status::Ok();
 }
@@ -89,12 +92,13 @@ Result<std::string> Retime(const MuxRequest& rq, const std::string& list_path) {
   std::string joined = rq.scratch_dir + "/joined.mkv";
   std::string retimed = rq.scratch_dir + "/retimed.mkv";
   std::string stamps = rq.scratch_dir + "/timestamps.txt";
-  Result<CommandOutput> r = RunAndCapture({rq.ffmpeg, "-nostdin", "-hide_banner", "-v", "error",
-                                           "-y", "-f", "concat", "-safe", "0", "-i", list_path,
-                                           "-map", "0:v:0", "-c", "copy", joined});
+  Result<CommandOutput> r =
+      RunAndCapture({rq.ffmpeg, "-nostdin", "-hide_banner", "-v", "error", "-y", "-f", "concat",
+                     "-safe", "0", "-i", list_path, "-map", "0:v:0", "-c", "copy", joined});
   if (!r.ok() || r->exit_code != 0) {
-    return Status(StatusCode::kEncodeFailed,
-                  "joining segments failed: " + (r.ok() ? LastLines(r->err, 4) : r.status().message()));
+    return Status(
+        StatusCode::kEncodeFailed,
+        "joining segments failed: " + (r.ok() ? LastLines(r->err, 4) : r.status().message()));
   }
   std::string text = "# timestamp format v2\n";
   char line[64];
@@ -108,9 +112,11 @@ Result<std::string> Retime(const MuxRequest& rq, const std::string& list_path) {
   if (!r.ok() || r->exit_code > 1) {
     return Status(StatusCode::kEncodeFailed,
                   "mkvmerge could not give the frames their source timestamps (is mkvtoolnix "
-                  "installed?): " + (r.ok() ? LastLines(r->out + r->err, 4) : r.status().message()));
+                  "installed?): " +
+                      (r.ok() ? LastLines(r->out + r->err, 4) : r.status().message()));
   }
-  spdlog::info("variable frame rate: {} frames given their source timestamps", v.frame_times.size());
+  spdlog::info("variable frame rate: {} frames given their source timestamps",
+               v.frame_times.size());
   return retimed;
 }
 
@@ -124,7 +130,8 @@ std::string PartialOutputPath(const std::string& output) {
 Status MuxAndVerify(const MuxRequest& rq) {
   const MediaInfo& src = *rq.source_info;
   std::string list_path = rq.scratch_dir + "/segments.ffconcat";
-  FM_RETURN_IF_ERROR(AtomicWriteFile(list_path, ConcatList(rq.segments, rq.segment_frames, rq.frame_rate)));
+  FM_RETURN_IF_ERROR(
+      AtomicWriteFile(list_path, ConcatList(rq.segments, rq.segment_frames, rq.frame_rate)));
 
   std::string partial = PartialOutputPath(rq.output);
   std::vector<std::string> video_input = {"-f", "concat", "-safe", "0", "-i", list_path};
@@ -153,7 +160,8 @@ Status MuxAndVerify(const MuxRequest& rq) {
     }
   }
   argv.insert(argv.end(), {"-c", "copy", "-map_metadata", "1"});
-  if (ext == "mp4" || ext == "mov" || ext == "m4v") argv.insert(argv.end(), {"-movflags", "+faststart"});
+  if (ext == "mp4" || ext == "mov" || ext == "m4v")
+    argv.insert(argv.end(), {"-movflags", "+faststart"});
   argv.push_back(partial);
 
   Result<CommandOutput> r = RunAndCapture(argv);

@@ -14,14 +14,14 @@ namespace framemill {
 struct MuxRequest {
   std::string ffmpeg;
   std::string ffprobe;
-  std::string mkvmerge = "mkvmerge";   // for variable-frame-rate sources only
-  std::string source;                  // the job's input (audio and subtitles come from it)
+  std::string mkvmerge = "mkvmerge";  // for variable-frame-rate sources only
+  std::string source;                 // the job's input (audio and subtitles come from it)
   const MediaInfo* source_info = nullptr;
-  std::vector<std::string> segments;   // encoded segment files, in order
-  std::vector<int64_t> segment_frames; // frames in each segment
-  Rational frame_rate;                 // the rate the segments were encoded at
-  std::string scratch_dir;             // for the concat list and ffmpeg's log
-  std::string output;                  // final path; written only when verified
+  std::vector<std::string> segments;    // encoded segment files, in order
+  std::vector<int64_t> segment_frames;  // frames in each segment
+  Rational frame_rate;                  // the rate the segments were encoded at
+  std::string scratch_dir;              // for the concat list and ffmpeg's log
+  std::string output;                   // final path; written only when verified
   int expected_width = 0;
   int expected_height = 0;
 };

@@ -100,8 +100,9 @@ Status Service::Run() {
   if (stale > 0) spdlog::info("removed {} shared-memory objects left by dead supervisors", stale);
   if (config_.allowed_input_roots.empty() || config_.allowed_output_roots.empty() ||
       config_.allowed_model_roots.empty()) {
-    spdlog::warn("allowed_input_roots, allowed_output_roots or allowed_model_roots is empty: "
-                 "jobs may name any path this user can reach");
+    spdlog::warn(
+        "allowed_input_roots, allowed_output_roots or allowed_model_roots is empty: "
+        "jobs may name any path this user can reach");
   }
   int inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   if (inotify_fd >= 0) {
@@ -199,21 +200,28 @@ bool Service::RunClaimed(const std::string& id) {
     last_write = now;
     double secs = static_cast<double>(now - start_ms) / 1000.0;
     double fps = secs > 0 ? static_cast<double>(p.frames_done) / secs : 0.0;
-    nlohmann::json progress = {{"id", id}, {"frames_done", p.frames_done},
-                               {"frames_total", p.frames_total}, {"segments_done", p.segments_done},
-                               {"segments_total", p.segments_total}, {"elapsed_s", secs},
-                               {"fps", fps}, {"workers", nlohmann::json::array()}};
+    nlohmann::json progress = {{"id", id},
+                               {"frames_done", p.frames_done},
+                               {"frames_total", p.frames_total},
+                               {"segments_done", p.segments_done},
+                               {"segments_total", p.segments_total},
+                               {"elapsed_s", secs},
+                               {"fps", fps},
+                               {"workers", nlohmann::json::array()}};
     for (const WorkerSnapshot& w : p.workers) {
-      progress["workers"].push_back({{"worker", w.worker}, {"gen", w.generation}, {"pid", w.pid},
-                                     {"frames", w.frames},
-                                     {"rss_mb", static_cast<double>(w.rss_bytes) / (1 << 20)},
-                                     {"gpu_reserved_mb",
-                                      static_cast<double>(w.gpu_reserved_bytes) / (1 << 20)}});
+      progress["workers"].push_back(
+          {{"worker", w.worker},
+           {"gen", w.generation},
+           {"pid", w.pid},
+           {"frames", w.frames},
+           {"rss_mb", static_cast<double>(w.rss_bytes) / (1 << 20)},
+           {"gpu_reserved_mb", static_cast<double>(w.gpu_reserved_bytes) / (1 << 20)}});
     }
     (void)AtomicWriteFile(dir + "/progress.json", progress.dump() + "\n");
     char status[256];
     std::snprintf(status, sizeof(status), "STATUS=job %s: %lld/%lld frames, %.1f fps", id.c_str(),
-                  static_cast<long long>(p.frames_done), static_cast<long long>(p.frames_total), fps);
+                  static_cast<long long>(p.frames_done), static_cast<long long>(p.frames_total),
+                  fps);
     sd_notify(0, status);
   };
   Result<JobReport> report = RunJob(*job, config_, job_stop, options);
@@ -226,14 +234,22 @@ bool Service::RunClaimed(const std::string& id) {
     const JobReport& r = *report;
     int recycles = 0;
     for (const auto& [reason, n] : r.dispatch.recycles) recycles += n;
-    result = {{"version", 1},        {"id", id},
-              {"status", "done"},    {"output", r.output},
-              {"frames", r.frames},  {"seconds", r.seconds},
-              {"started_at", started}, {"finished_at", IsoNow()},
-              {"workers_started", r.dispatch.workers_started}, {"recycles", recycles},
-              {"recycles_by_reason", r.dispatch.recycles}, {"crashes", r.dispatch.crashes},
-              {"kills", r.dispatch.kills}, {"chunk_retries", r.dispatch.chunk_retries},
-              {"segments", r.segments}, {"segments_resumed", r.segments_resumed},
+    result = {{"version", 1},
+              {"id", id},
+              {"status", "done"},
+              {"output", r.output},
+              {"frames", r.frames},
+              {"seconds", r.seconds},
+              {"started_at", started},
+              {"finished_at", IsoNow()},
+              {"workers_started", r.dispatch.workers_started},
+              {"recycles", recycles},
+              {"recycles_by_reason", r.dispatch.recycles},
+              {"crashes", r.dispatch.crashes},
+              {"kills", r.dispatch.kills},
+              {"chunk_retries", r.dispatch.chunk_retries},
+              {"segments", r.segments},
+              {"segments_resumed", r.segments_resumed},
               {"stages", r.stages.ToJson()},
               {"worker_start", r.dispatch.StartupFigures()}};
     (void)RemoveTree(options.workspace);  // the output is complete; segments are not needed

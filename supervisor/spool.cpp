@@ -39,7 +39,8 @@ int64_t MtimeNs(const std::string& path) {
 }
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 std::string SafeId(const std::string& name) {
@@ -68,14 +69,17 @@ Status Spool::Prepare() {
 Status Spool::Lock() {
   std::string path = root_ + "/lock";
   lock_fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock_fd_ < 0) return Status(StatusCode::kIo, "cannot open " + path + ": " + std::strerror(errno));
+  if (lock_fd_ < 0)
+    return Status(StatusCode::kIo, "cannot open " + path + ": " + std::strerror(errno));
   if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
     char buf[32] = {};
     (void)!::pread(lock_fd_, buf, sizeof(buf) - 1, 0);
     ::close(lock_fd_);
     lock_fd_ = -1;
-    return Status(StatusCode::kIo, "spool " + root_ + " is already served by another framemill "
-                                   "(pid " + std::string(buf[0] ? buf : "unknown") + ")");
+    return Status(StatusCode::kIo, "spool " + root_ +
+                                       " is already served by another framemill "
+                                       "(pid " +
+                                       std::string(buf[0] ? buf : "unknown") + ")");
   }
   std::string pid = std::to_string(::getpid());
   (void)!::ftruncate(lock_fd_, 0);
@@ -109,11 +113,13 @@ std::vector<SpoolEntry> Spool::Incoming() const {
 std::vector<SpoolEntry> Spool::Active() const {
   std::vector<SpoolEntry> jobs;
   for (const std::string& id : ListNames(Dir("active"))) {
-    SpoolEntry e{id, "active", JobDir("active", id), 0, MtimeNs(JobDir("active", id) + "/job.json")};
+    SpoolEntry e{id, "active", JobDir("active", id), 0,
+                 MtimeNs(JobDir("active", id) + "/job.json")};
     jobs.push_back(e);
   }
-  std::sort(jobs.begin(), jobs.end(),
-            [](const SpoolEntry& a, const SpoolEntry& b) { return a.submitted_ns < b.submitted_ns; });
+  std::sort(jobs.begin(), jobs.end(), [](const SpoolEntry& a, const SpoolEntry& b) {
+    return a.submitted_ns < b.submitted_ns;
+  });
   return jobs;
 }
 
@@ -182,9 +188,10 @@ Result<std::string> Spool::Submit(const nlohmann::json& job) {
   auto now = std::chrono::system_clock::now().time_since_epoch();
   std::mt19937_64 rng(std::random_device{}());
   char id[64];
-  std::snprintf(id, sizeof(id), "%lld-%06llx",
-                static_cast<long long>(std::chrono::duration_cast<std::chrono::seconds>(now).count()),
-                static_cast<unsigned long long>(rng() & 0xffffff));
+  std::snprintf(
+      id, sizeof(id), "%lld-%06llx",
+      static_cast<long long>(std::chrono::duration_cast<std::chrono::seconds>(now).count()),
+      static_cast<unsigned long long>(rng() & 0xffffff));
   std::string tmp = Dir("tmp") + "/" + id + ".json";
   FM_RETURN_IF_ERROR(AtomicWriteFile(tmp, job.dump(2) + "\n"));
   FM_RETURN_IF_ERROR(DurableRename(tmp, Dir("incoming") + "/" + id + ".json"));

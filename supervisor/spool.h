@@ -27,8 +27,8 @@ namespace framemill {
 
 struct SpoolEntry {
   std::string id;
-  std::string state;   // incoming | active | done | failed
-  std::string path;    // the job file (incoming) or the job's directory
+  std::string state;  // incoming | active | done | failed
+  std::string path;   // the job file (incoming) or the job's directory
   int priority = 0;
   int64_t submitted_ns = 0;  // the job file's mtime
 };

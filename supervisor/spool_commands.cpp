@@ -47,9 +47,12 @@ int SubmitCommand(const std::vector<std::string>& args, const Config& config) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto next = [&]() -> std::string { return i + 1 < args.size() ? args[++i] : ""; };
-    if (a == "--model") job["model"] = ResolvePath(next());
-    else if (a == "--output") job["output"] = ResolvePath(next());
-    else if (a == "--priority") job["priority"] = CliValue(next());
+    if (a == "--model")
+      job["model"] = ResolvePath(next());
+    else if (a == "--output")
+      job["output"] = ResolvePath(next());
+    else if (a == "--priority")
+      job["priority"] = CliValue(next());
     else if (a.find('=') != std::string::npos) {
       job[a.substr(0, a.find('='))] = CliValue(a.substr(a.find('=') + 1));
     } else if (!job.contains("input")) {
@@ -61,7 +64,8 @@ int SubmitCommand(const std::vector<std::string>& args, const Config& config) {
   }
   Result<JobSpec> parsed = ParseJob(job, config.defaults);
   if (!parsed.ok()) {
-    std::fprintf(stderr, "framemill submit: job rejected: %s\n", parsed.status().ToString().c_str());
+    std::fprintf(stderr, "framemill submit: job rejected: %s\n",
+                 parsed.status().ToString().c_str());
     return 1;
   }
   Spool spool(config.spool_dir);
@@ -96,8 +100,10 @@ int StatusCommand(const std::vector<std::string>& args, const Config& config) {
   bool follow = false;
   std::string id;
   for (const std::string& a : args) {
-    if (a == "--follow") follow = true;
-    else id = a;
+    if (a == "--follow")
+      follow = true;
+    else
+      id = a;
   }
   if (id.empty()) {
     int counts[4] = {0, 0, 0, 0};
@@ -112,10 +118,11 @@ int StatusCommand(const std::vector<std::string>& args, const Config& config) {
       std::printf("  %s: %s\n", e.id.c_str(), ProgressLine(p).c_str());
       if (!p.is_object()) continue;
       for (const nlohmann::json& w : p.value("workers", nlohmann::json::array())) {
-        std::printf("    worker %d gen %d pid %d: %lld frames, rss %.0f MiB, gpu reserved %.0f MiB\n",
-                    w.value("worker", 0), w.value("gen", 0), w.value("pid", 0),
-                    static_cast<long long>(w.value("frames", int64_t{0})), w.value("rss_mb", 0.0),
-                    w.value("gpu_reserved_mb", 0.0));
+        std::printf(
+            "    worker %d gen %d pid %d: %lld frames, rss %.0f MiB, gpu reserved %.0f MiB\n",
+            w.value("worker", 0), w.value("gen", 0), w.value("pid", 0),
+            static_cast<long long>(w.value("frames", int64_t{0})), w.value("rss_mb", 0.0),
+            w.value("gpu_reserved_mb", 0.0));
       }
     }
     return 0;
@@ -151,8 +158,11 @@ int CancelCommand(const std::string& id, const Config& config) {
     return kExitNoSuchJob;
   }
   if (e->state == "incoming") {
-    nlohmann::json result = {{"version", 1}, {"id", id}, {"status", "failed"},
-                             {"reason", {{"code", "cancelled"}, {"message", "cancelled before it started"}}}};
+    nlohmann::json result = {
+        {"version", 1},
+        {"id", id},
+        {"status", "failed"},
+        {"reason", {{"code", "cancelled"}, {"message", "cancelled before it started"}}}};
     Status s = spool.FailIncoming(*e, result);
     if (!s.ok()) {
       std::fprintf(stderr, "framemill cancel: %s\n", s.ToString().c_str());
@@ -167,7 +177,8 @@ int CancelCommand(const std::string& id, const Config& config) {
       return 1;
     }
   } else {
-    std::fprintf(stderr, "framemill cancel: job %s already ended (%s)\n", id.c_str(), e->state.c_str());
+    std::fprintf(stderr, "framemill cancel: job %s already ended (%s)\n", id.c_str(),
+                 e->state.c_str());
     return 1;
   }
   std::printf("%s: cancelled\n", id.c_str());

@@ -35,8 +35,8 @@ Result<CommandOutput> RunAndCapture(const std::vector<std::string>& argv) {
     boost::asio::io_context io;
     std::future<std::string> out, err;
     std::vector<std::string> args(argv.begin() + 1, argv.end());
-    bp::child child(exe, bp::args(args), bp::std_in.close(), bp::std_out > out,
-                    bp::std_err > err, io);
+    bp::child child(exe, bp::args(args), bp::std_in.close(), bp::std_out > out, bp::std_err > err,
+                    io);
     io.run();  // returns once both pipes reach end of file
     child.wait();
     result.exit_code = child.exit_code();
@@ -60,8 +60,8 @@ Result<CommandOutput> RunForEachLine(const std::vector<std::string>& argv,
     std::future<std::string> err;
     bp::ipstream out;
     std::vector<std::string> args(argv.begin() + 1, argv.end());
-    bp::child child(exe, bp::args(args), bp::std_in.close(), bp::std_out > out,
-                    bp::std_err > err, io);
+    bp::child child(exe, bp::args(args), bp::std_in.close(), bp::std_out > out, bp::std_err > err,
+                    io);
     std::thread drain([&io] {
       try {
         io.run();

@@ -24,24 +24,24 @@ struct WorkerPool::Process {
 };
 
 std::string WorkerExit::Describe() const {
-  std::string what = signaled ? "killed by signal " + std::to_string(signal) + " (" +
-                                    strsignal(signal) + ")"
-                              : "exit code " + std::to_string(exit_code);
+  std::string what =
+      signaled ? "killed by signal " + std::to_string(signal) + " (" + strsignal(signal) + ")"
+               : "exit code " + std::to_string(exit_code);
   if (!error.empty()) what += ": " + error;
   return what;
 }
 
-Result<std::unique_ptr<WorkerPool>> WorkerPool::Create(const WorkerOptions& options,
-                                                       int channels) {
+Result<std::unique_ptr<WorkerPool>> WorkerPool::Create(const WorkerOptions& options, int channels) {
   if (channels < 1 || channels > static_cast<int>(kMaxWorkerChannels)) {
     return Status(StatusCode::kInternal, "worker channel count out of range");
   }
   if (FindExecutable(options.worker_binary).empty() ||
       ::access(FindExecutable(options.worker_binary).c_str(), X_OK) != 0) {
-    return Status(StatusCode::kIo, "worker binary not found or not executable: " +
-                                       options.worker_binary);
+    return Status(StatusCode::kIo,
+                  "worker binary not found or not executable: " + options.worker_binary);
   }
-  Result<SharedMemory> shm = SharedMemory::Create(NewSharedMemoryName("ctl"), sizeof(ControlHeader));
+  Result<SharedMemory> shm =
+      SharedMemory::Create(NewSharedMemoryName("ctl"), sizeof(ControlHeader));
   if (!shm.ok()) return shm.status();
   auto* control = new (shm->data()) ControlHeader();
   control->magic = kControlMagic;
@@ -94,12 +94,13 @@ Status WorkerPool::Spawn(int k, int gpu) {
     if (gpu >= 0) env["CUDA_VISIBLE_DEVICES"] = std::to_string(gpu);
     p->child = bp::child(options_.worker_binary, "--control", shm_.name(), "--channel",
                          std::to_string(k), "--model", options_.model, "--device",
-                         gpu >= 0 ? std::string("cuda") : options_.device, "--precision", options_.precision, "--log-level",
-                         options_.log_level, env,
+                         gpu >= 0 ? std::string("cuda") : options_.device, "--precision",
+                         options_.precision, "--log-level", options_.log_level, env,
                          bp::std_in.close(), bp::std_err > p->log_path);
   } catch (const std::exception& e) {
     ch.state.store(WorkerState::kEmpty);
-    return Status(StatusCode::kIo, "cannot start worker " + options_.worker_binary + ": " + e.what());
+    return Status(StatusCode::kIo,
+                  "cannot start worker " + options_.worker_binary + ": " + e.what());
   }
   p->pid = p->child.id();
   ch.pid.store(p->pid, std::memory_order_release);
@@ -191,8 +192,8 @@ void WorkerPool::StopAll(int grace_ms) {
   }
   for (int k = 0; k < channel_count_; ++k) {
     if (processes_[k] == nullptr) continue;
-    spdlog::warn("worker {} (pid {}) did not stop within {} ms; killing it", k,
-                 processes_[k]->pid, grace_ms);
+    spdlog::warn("worker {} (pid {}) did not stop within {} ms; killing it", k, processes_[k]->pid,
+                 grace_ms);
     ::kill(processes_[k]->pid, SIGKILL);
   }
   for (int k = 0; k < channel_count_; ++k) {

@@ -23,20 +23,20 @@ struct WorkerOptions {
   std::string device;         // auto | cpu | cuda | cuda:N
   std::string precision = "fp32";
   std::string log_level;
-  std::string log_dir;            // each worker's stderr goes to log_dir/worker-<k>-<gen>.log
-  std::string pytorch_alloc_conf; // "" = inherit the environment as it is
+  std::string log_dir;             // each worker's stderr goes to log_dir/worker-<k>-<gen>.log
+  std::string pytorch_alloc_conf;  // "" = inherit the environment as it is
 };
 
 // A worker process that has ended and been reaped.
 struct WorkerExit {
   int channel = -1;
   int pid = 0;
-  int exit_code = 0;     // valid when !signaled
-  int signal = 0;        // valid when signaled
+  int exit_code = 0;  // valid when !signaled
+  int signal = 0;     // valid when signaled
   bool signaled = false;
   uint64_t generation = 0;
   WorkerState last_state = WorkerState::kEmpty;
-  std::string error;     // the worker's own account (channel error text), may be empty
+  std::string error;        // the worker's own account (channel error text), may be empty
   std::string stderr_tail;  // last lines the worker wrote to stderr
 
   std::string Describe() const;  // "exit code 3: <error>" / "killed by signal 9 (Killed)"

@@ -33,9 +33,10 @@ Status CheckOutputShape(const torch::Tensor& y, int64_t b, int64_t oh, int64_t o
   if (y.dim() == 4 && y.size(0) == b && y.size(1) == 3 && y.size(2) == oh && y.size(3) == ow) {
     return Status::Ok();
   }
-  return Status(StatusCode::kModelInvalid,
-                "model output has shape " + c10::str(y.sizes()) + ", expected [" +
-                    std::to_string(b) + ", 3, " + std::to_string(oh) + ", " + std::to_string(ow) + "]");
+  return Status(StatusCode::kModelInvalid, "model output has shape " + c10::str(y.sizes()) +
+                                               ", expected [" + std::to_string(b) + ", 3, " +
+                                               std::to_string(oh) + ", " + std::to_string(ow) +
+                                               "]");
 }
 
 #ifdef FRAMEMILL_WITH_CUDA
@@ -45,7 +46,7 @@ struct BatchRunner::CudaState {
     torch::Tensor up;    // uint8 [batch, h, w, 3] on the device: the batch's input frames
     torch::Tensor down;  // uint8 [batch, oh, ow, 3] on the device: its output frames
     at::cuda::CUDAEvent uploaded, consumed, computed, downloaded;
-    bool used = false;   // events recorded at least once
+    bool used = false;  // events recorded at least once
   };
   c10::cuda::CUDAStream up_stream;
   c10::cuda::CUDAStream down_stream;
@@ -81,8 +82,8 @@ Status BatchRunner::RunOnCpu(const ChunkFrames& c,
     Result<torch::Tensor> y = model_.Run(ToModelInput(frames.to(model_.device()), model_.dtype()));
     if (!y.ok()) return y.status();
     FM_RETURN_IF_ERROR(CheckOutputShape(*y, b, c.out_h, c.out_w));
-    torch::Tensor dst = torch::from_blob(c.out + off * out_bytes, {b, c.out_h, c.out_w, 3},
-                                         torch::kUInt8);
+    torch::Tensor dst =
+        torch::from_blob(c.out + off * out_bytes, {b, c.out_h, c.out_w, 3}, torch::kUInt8);
     // One pass: NCHW float -> NHWC uint8, written straight into the arena.
     dst.permute({0, 3, 1, 2}).copy_(ToByteValues(*y));
     after_batch(b);
@@ -151,8 +152,8 @@ Status BatchRunner::Run(const ChunkFrames& c,
       {
         c10::cuda::CUDAStreamGuard on_down(s.down_stream);
         buf.computed.block(s.down_stream);
-        torch::Tensor dst = torch::from_blob(c.out + off * out_bytes,
-                                             {b, c.out_h, c.out_w, 3}, torch::kUInt8);
+        torch::Tensor dst =
+            torch::from_blob(c.out + off * out_bytes, {b, c.out_h, c.out_w, 3}, torch::kUInt8);
         dst.copy_(buf.down.narrow(0, 0, b), /*non_blocking=*/c.pinned);
         buf.downloaded.record(s.down_stream);
       }

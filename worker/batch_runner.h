@@ -28,8 +28,8 @@ struct ChunkFrames {
   int64_t frames = 0;
   int64_t batch = 1;
   int64_t in_h = 0, in_w = 0, out_h = 0, out_w = 0;
-  int64_t first_frame = 0;      // the chunk's first frame in the source (for `before_batch`)
-  bool pinned = false;          // in/out are page-locked (cudaHostRegister): copies can be async
+  int64_t first_frame = 0;  // the chunk's first frame in the source (for `before_batch`)
+  bool pinned = false;      // in/out are page-locked (cudaHostRegister): copies can be async
 };
 
 class BatchRunner {

@@ -9,8 +9,8 @@
 namespace framemill {
 namespace {
 
-constexpr int kHeavyWidth = 64;   // channels of the heavy model's hidden layers
-constexpr int kHeavyLayers = 8;   // hidden 3x3 convolutions
+constexpr int kHeavyWidth = 64;  // channels of the heavy model's hidden layers
+constexpr int kHeavyLayers = 8;  // hidden 3x3 convolutions
 
 torch::jit::Module Identity() {
   torch::jit::Module m("framemill.Identity");
@@ -32,7 +32,8 @@ def forward(self, x):
 
 torch::jit::Module Sharpen() {
   torch::jit::Module m("framemill.Sharpen");
-  torch::Tensor k = torch::tensor({0.f, -1.f, 0.f, -1.f, 5.f, -1.f, 0.f, -1.f, 0.f}).view({1, 1, 3, 3});
+  torch::Tensor k =
+      torch::tensor({0.f, -1.f, 0.f, -1.f, 5.f, -1.f, 0.f, -1.f, 0.f}).view({1, 1, 3, 3});
   m.register_parameter("weight", k.repeat({3, 1, 1, 1}), /*is_buffer=*/false);
   m.define(R"(
 def forward(self, x):
@@ -104,16 +105,23 @@ std::vector<std::string> ExampleModelNames() {
 Status ExportExampleModel(const std::string& name, const std::string& path) {
   try {
     torch::jit::Module m;
-    if (name == "identity") m = Identity();
-    else if (name == "invert") m = Invert();
-    else if (name == "sharpen") m = Sharpen();
-    else if (name == "upscale2x") m = Upscale2x();
-    else if (name == "heavy") m = Heavy();
-    else if (name == "leak") m = Leak();
+    if (name == "identity")
+      m = Identity();
+    else if (name == "invert")
+      m = Invert();
+    else if (name == "sharpen")
+      m = Sharpen();
+    else if (name == "upscale2x")
+      m = Upscale2x();
+    else if (name == "heavy")
+      m = Heavy();
+    else if (name == "leak")
+      m = Leak();
     else {
       std::string names;
       for (const std::string& n : ExampleModelNames()) names += (names.empty() ? "" : ", ") + n;
-      return Status(StatusCode::kInvalidJob, "unknown example model \"" + name + "\" (known: " + names + ")");
+      return Status(StatusCode::kInvalidJob,
+                    "unknown example model \"" + name + "\" (known: " + names + ")");
     }
     std::string tmp = path + ".tmp." + std::to_string(::getpid());
     m.save(tmp);

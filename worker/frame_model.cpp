@@ -48,14 +48,15 @@ Result<torch::Device> ResolveDevice(const std::string& device) {
     if (device == "auto") return cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
     if (!cuda) {
       return Status(StatusCode::kInvalidJob,
-                    "device \"" + device + "\" asked for, but CUDA is not available to this "
-                    "worker (no GPU, or a LibTorch built without CUDA)");
+                    "device \"" + device +
+                        "\" asked for, but CUDA is not available to this "
+                        "worker (no GPU, or a LibTorch built without CUDA)");
     }
     torch::Device d(device == "cuda" ? std::string("cuda:0") : device);
     if (d.index() >= static_cast<int>(torch::cuda::device_count())) {
-      return Status(StatusCode::kInvalidJob,
-                    "device \"" + device + "\": only " +
-                        std::to_string(torch::cuda::device_count()) + " CUDA devices");
+      return Status(StatusCode::kInvalidJob, "device \"" + device + "\": only " +
+                                                 std::to_string(torch::cuda::device_count()) +
+                                                 " CUDA devices");
     }
     return d;
   } catch (const std::exception& e) {
@@ -69,8 +70,10 @@ Result<torch::ScalarType> ResolvePrecision(const std::string& precision,
   if (precision == "bf16") return torch::kBFloat16;
   if (precision == "fp16") {
     if (!device.is_cuda()) {
-      return Status(StatusCode::kInvalidJob, "precision fp16 needs a CUDA device (this worker "
-                                             "runs on " + device.str() + "; use bf16 or fp32)");
+      return Status(StatusCode::kInvalidJob,
+                    "precision fp16 needs a CUDA device (this worker "
+                    "runs on " +
+                        device.str() + "; use bf16 or fp32)");
     }
     return torch::kFloat16;
   }
@@ -99,10 +102,10 @@ Result<std::pair<int64_t, int64_t>> ProbeOutputSize(FrameModel& model, int64_t s
   if (!y.ok()) return y.status();
   const torch::Tensor& t = *y;
   if (t.dim() != 4 || t.size(0) != 1 || t.size(1) != 3) {
-    return Status(StatusCode::kModelInvalid,
-                  "model output has shape " + c10::str(t.sizes()) + " for input [1, 3, " +
-                      std::to_string(size) + ", " + std::to_string(size) +
-                      "]; expected [1, 3, H, W]");
+    return Status(StatusCode::kModelInvalid, "model output has shape " + c10::str(t.sizes()) +
+                                                 " for input [1, 3, " + std::to_string(size) +
+                                                 ", " + std::to_string(size) +
+                                                 "]; expected [1, 3, H, W]");
   }
   if (!t.is_floating_point()) {
     return Status(StatusCode::kModelInvalid, "model output is not floating point");

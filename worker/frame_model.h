@@ -32,7 +32,8 @@ class FrameModel {
 Result<torch::Device> ResolveDevice(const std::string& device);
 
 // fp32 | fp16 | bf16 -> the dtype; fp16 needs a CUDA device.
-Result<torch::ScalarType> ResolvePrecision(const std::string& precision, const torch::Device& device);
+Result<torch::ScalarType> ResolvePrecision(const std::string& precision,
+                                           const torch::Device& device);
 
 // Loads a TorchScript file onto `device` with weights in `dtype`, in eval mode. Run() then takes
 // batches of that dtype.

@@ -32,12 +32,18 @@ int main(int argc, char** argv) {
   WorkerArgs args;
   std::string level = "info";
   for (size_t i = 0; i + 1 < a.size(); i += 2) {
-    if (a[i] == "--control") args.control = a[i + 1];
-    else if (a[i] == "--channel") args.channel = std::atoi(a[i + 1].c_str());
-    else if (a[i] == "--model") args.model = a[i + 1];
-    else if (a[i] == "--device") args.device = a[i + 1];
-    else if (a[i] == "--precision") args.precision = a[i + 1];
-    else if (a[i] == "--log-level") level = a[i + 1];
+    if (a[i] == "--control")
+      args.control = a[i + 1];
+    else if (a[i] == "--channel")
+      args.channel = std::atoi(a[i + 1].c_str());
+    else if (a[i] == "--model")
+      args.model = a[i + 1];
+    else if (a[i] == "--device")
+      args.device = a[i + 1];
+    else if (a[i] == "--precision")
+      args.precision = a[i + 1];
+    else if (a[i] == "--log-level")
+      level = a[i + 1];
     else {
       std::fprintf(stderr, "framemill-worker: unknown argument %s\n", a[i].c_str());
       return kWorkerExitUsage;
@@ -45,10 +51,11 @@ int main(int argc, char** argv) {
   }
   if (args.control.empty() || args.channel < 0 || args.model.empty() || args.device.empty() ||
       a.size() % 2 != 0) {
-    std::fprintf(stderr, "usage: framemill-worker --control NAME --channel K --model PATH "
-                         "--device DEV [--log-level L]\n"
-                         "       framemill-worker --export-model NAME PATH\n"
-                         "       framemill-worker --list-models\n");
+    std::fprintf(stderr,
+                 "usage: framemill-worker --control NAME --channel K --model PATH "
+                 "--device DEV [--log-level L]\n"
+                 "       framemill-worker --export-model NAME PATH\n"
+                 "       framemill-worker --list-models\n");
     return kWorkerExitUsage;
   }
   InitLogging("worker" + std::to_string(args.channel), level);

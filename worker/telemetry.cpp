@@ -24,7 +24,8 @@ uint64_t CurrentRssBytes() {
   uint64_t kib = 0;
   while (std::fgets(line, sizeof(line), f) != nullptr) {
     unsigned long long v = 0;
-    if (std::sscanf(line, "RssAnon: %llu kB", &v) == 1 || std::sscanf(line, "RssFile: %llu kB", &v) == 1) {
+    if (std::sscanf(line, "RssAnon: %llu kB", &v) == 1 ||
+        std::sscanf(line, "RssFile: %llu kB", &v) == 1) {
       kib += v;
     }
   }

@@ -165,14 +165,15 @@ void Worker::Warmup(const ChunkRequest& rq) {
   if (arena == nullptr || rq.batch == 0) return;  // the first real chunk will report the problem
   uint64_t t0 = MonotonicMs();
   torch::InferenceMode guard;
-  torch::Tensor x = torch::rand({static_cast<int64_t>(rq.batch), 3, arena->in_height, arena->in_width},
-                                torch::TensorOptions().device(model_->device()).dtype(model_->dtype()));
+  torch::Tensor x =
+      torch::rand({static_cast<int64_t>(rq.batch), 3, arena->in_height, arena->in_width},
+                  torch::TensorOptions().device(model_->device()).dtype(model_->dtype()));
   Result<torch::Tensor> y = model_->Run(x);
   if (y.ok()) (void)y->sum().item<float>();  // wait for the device to finish
   PublishTelemetry(ch_.telemetry, model_->device(), nvml_.get());
-  LogDebug("worker " + std::to_string(channel_) + ": warm-up at " + std::to_string(arena->in_width) +
-           "x" + std::to_string(arena->in_height) + " took " + std::to_string(MonotonicMs() - t0) +
-           " ms");
+  LogDebug("worker " + std::to_string(channel_) + ": warm-up at " +
+           std::to_string(arena->in_width) + "x" + std::to_string(arena->in_height) + " took " +
+           std::to_string(MonotonicMs() - t0) + " ms");
 }
 
 void Worker::Publish(const ChunkResult& result) {
@@ -267,7 +268,8 @@ int RunWorker(const WorkerArgs& args) {
   if (shm->size() < sizeof(ControlHeader) || control->magic != kControlMagic ||
       control->version != kProtocolVersion || control->header_bytes != sizeof(ControlHeader) ||
       control->channel_bytes != sizeof(WorkerChannel)) {
-    LogError("cannot attach to " + args.control + ": it was made by a framemill with another "
+    LogError("cannot attach to " + args.control +
+             ": it was made by a framemill with another "
              "shared-memory layout (this worker speaks protocol version " +
              std::to_string(kProtocolVersion) + "); use matching binaries");
     return kWorkerExitAttach;

@@ -13,7 +13,8 @@
 
 using namespace framemill::test;
 
-TEST_CASE("frame-exact: 2,050 indexed frames through identity with 3 workers keep order and audio") {
+TEST_CASE(
+    "frame-exact: 2,050 indexed frames through identity with 3 workers keep order and audio") {
   const std::string dir = ScratchDir("frame_exact");
   const int kFrames = 2050, kW = 320, kH = 240, kFps = 25;
   const std::string input = dir + "/indexed.mp4";
@@ -53,7 +54,8 @@ TEST_CASE("frame-exact: 2,050 indexed frames through identity with 3 workers kee
   for (const std::string& name : ListDir(dir)) CHECK(name.rfind(".framemill", 0) != 0);
 }
 
-TEST_CASE("precision: bf16 keeps every frame, and fp16 without a GPU is refused with a clear message") {
+TEST_CASE(
+    "precision: bf16 keeps every frame, and fp16 without a GPU is refused with a clear message") {
   const std::string dir = ScratchDir("precision");
   const int kFrames = 200, kW = 320, kH = 240;
   const std::string input = dir + "/indexed.mp4";
@@ -83,21 +85,26 @@ TEST_CASE("variable frame rate: every frame keeps its source timestamp, and its 
   const std::string cfr = dir + "/cfr.mp4", vfr = dir + "/vfr.mkv";
   MakeIndexVideo(cfr, kFrames, kW, kH, 30, /*tone_hz=*/0);
   // 60 frames at 30 fps, then 60 at 10 fps, with 8 s of audio: a phone-camera-like timeline.
-  RunResult made = Shell("ffmpeg -nostdin -v error -y -i '" + cfr + "' -f lavfi -i sine=d=8 "
+  RunResult made = Shell("ffmpeg -nostdin -v error -y -i '" + cfr +
+                         "' -f lavfi -i sine=d=8 "
                          "-filter:v \"setpts='if(lt(N,60),N/30,2+(N-60)/10)/TB'\" -fps_mode vfr "
-                         "-c:v libx264 -preset veryfast -crf 18 -c:a aac -t 8 '" + vfr + "'");
+                         "-c:v libx264 -preset veryfast -crf 18 -c:a aac -t 8 '" +
+                         vfr + "'");
   REQUIRE(made.exit_code == 0);
   for (const char* ext : {"mkv", "mp4"}) {
     const std::string output = dir + "/out." + ext;
-    nlohmann::json job = {{"input", vfr}, {"output", output}, {"model", ModelCopy("identity", dir)},
-                          {"chunk_frames", 16}, {"segment_seconds", 1}, {"device", TestDevice()}};
+    nlohmann::json job = {
+        {"input", vfr},       {"output", output},     {"model", ModelCopy("identity", dir)},
+        {"chunk_frames", 16}, {"segment_seconds", 1}, {"device", TestDevice()}};
     RunResult r = RunJob(dir, job);
     INFO(ext << " stderr: " << r.err);
     REQUIRE(r.exit_code == 0);
     CHECK(OutOfPlace(FrameIndices(output, kW, kH), kFrames) == 0);
     auto times = [](const std::string& path) {
-      RunResult p = Shell("ffprobe -v error -select_streams v:0 -show_entries packet=pts_time "
-                          "-of csv=p=0 '" + path + "' | sort -g");
+      RunResult p = Shell(
+          "ffprobe -v error -select_streams v:0 -show_entries packet=pts_time "
+          "-of csv=p=0 '" +
+          path + "' | sort -g");
       std::vector<double> t;
       std::istringstream in(p.out);
       for (std::string line; std::getline(in, line);) t.push_back(std::stod(line));
@@ -119,8 +126,10 @@ TEST_CASE("fast colour conversion keeps every frame in its place") {
   const int kFrames = 150, kW = 320, kH = 240;
   const std::string input = dir + "/indexed.mp4";
   MakeIndexVideo(input, kFrames, kW, kH, 25, /*tone_hz=*/0);
-  nlohmann::json job = {{"input", input}, {"output", dir + "/out.mp4"},
-                        {"model", ModelCopy("identity", dir)}, {"color_conversion", "fast"},
+  nlohmann::json job = {{"input", input},
+                        {"output", dir + "/out.mp4"},
+                        {"model", ModelCopy("identity", dir)},
+                        {"color_conversion", "fast"},
                         {"device", TestDevice()}};
   RunResult r = RunJob(dir, job);
   INFO("stderr: " << r.err);
@@ -138,9 +147,13 @@ TEST_CASE("gpus: workers are spread over the listed GPUs, each pinned to one") {
   const char* env = std::getenv("FRAMEMILL_TEST_GPUS");
   std::istringstream list(env != nullptr ? env : "0");
   for (std::string g; std::getline(list, g, ',');) gpus.push_back(std::stoi(g));
-  nlohmann::json job = {{"input", input}, {"output", dir + "/out.mp4"},
-                        {"model", ModelCopy("identity", dir)}, {"device", "cuda"},
-                        {"gpus", gpus}, {"workers_per_gpu", 2}, {"chunk_frames", 16}};
+  nlohmann::json job = {{"input", input},
+                        {"output", dir + "/out.mp4"},
+                        {"model", ModelCopy("identity", dir)},
+                        {"device", "cuda"},
+                        {"gpus", gpus},
+                        {"workers_per_gpu", 2},
+                        {"chunk_frames", 16}};
   RunResult r = RunJob(dir, job);
   INFO("stderr: " << r.err);
   if (TestDevice() == "cpu") {
@@ -170,9 +183,9 @@ TEST_CASE("encoders: three encoders on short segments keep every frame in order,
   const std::string input = dir + "/indexed.mp4";
   MakeIndexVideo(input, kFrames, kW, kH, 25, /*tone_hz=*/440);
   const std::string output = dir + "/out.mp4";
-  nlohmann::json job = {{"input", input}, {"output", output},
-                        {"model", ModelCopy("identity", dir)}, {"encoders", 3},
-                        {"chunk_frames", 20}, {"device", TestDevice()}};
+  nlohmann::json job = {
+      {"input", input}, {"output", output},   {"model", ModelCopy("identity", dir)},
+      {"encoders", 3},  {"chunk_frames", 20}, {"device", TestDevice()}};
   RunResult r = RunJob(dir, job);
   INFO("stderr: " << r.err);
   REQUIRE(r.exit_code == 0);
@@ -186,15 +199,22 @@ TEST_CASE("encoders: three encoders on short segments keep every frame in order,
                   std::stod(out_audio["duration"].get<std::string>())) < 0.05);
 }
 
-TEST_CASE("probe: a constant-rate video with B-frames keeps no frame times, a variable-rate one keeps them all") {
+TEST_CASE(
+    "probe: a constant-rate video with B-frames keeps no frame times, a variable-rate one keeps "
+    "them all") {
   const std::string dir = ScratchDir("probe_times");
   const std::string cfr = dir + "/cfr.mp4", vfr = dir + "/vfr.mkv";
   // libx264 `medium` reorders up to 3 B-frames: decode order differs from presentation order.
   REQUIRE(Shell("ffmpeg -nostdin -v error -y -f lavfi -i testsrc2=s=160x120:r=30 -frames:v 900 "
-                "-c:v libx264 -preset medium -bf 3 '" + cfr + "'").exit_code == 0);
-  REQUIRE(Shell("ffmpeg -nostdin -v error -y -i '" + cfr + "' -frames:v 120 "
+                "-c:v libx264 -preset medium -bf 3 '" +
+                cfr + "'")
+              .exit_code == 0);
+  REQUIRE(Shell("ffmpeg -nostdin -v error -y -i '" + cfr +
+                "' -frames:v 120 "
                 "-filter:v \"setpts='if(lt(N,60),N/30,2+(N-60)/10)/TB'\" -fps_mode vfr "
-                "-c:v libx264 -preset veryfast '" + vfr + "'").exit_code == 0);
+                "-c:v libx264 -preset veryfast '" +
+                vfr + "'")
+              .exit_code == 0);
   auto c = framemill::ProbeMedia("ffprobe", cfr, /*frame_times=*/true);
   REQUIRE(c.ok());
   CHECK(c->video.frame_count == 900);

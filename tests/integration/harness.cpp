@@ -200,9 +200,8 @@ std::vector<uint64_t> FrameHashes(const std::string& path, int width, int height
 
 std::vector<int> FrameIndices(const std::string& path, int width, int height) {
   std::vector<int> indices;
-  DecodeFrames(path, width, height, [&](const uint8_t* rgb) {
-    indices.push_back(ReadFrameIndex(rgb, width, height));
-  });
+  DecodeFrames(path, width, height,
+               [&](const uint8_t* rgb) { indices.push_back(ReadFrameIndex(rgb, width, height)); });
   return indices;
 }
 
@@ -284,7 +283,8 @@ int64_t DecodeFrames(const std::string& path, int width, int height,
 }
 
 nlohmann::json Probe(const std::string& path) {
-  RunResult r = Shell("ffprobe -v error -print_format json -show_streams -show_format " + Quote(path));
+  RunResult r =
+      Shell("ffprobe -v error -print_format json -show_streams -show_format " + Quote(path));
   if (r.exit_code != 0) return nullptr;
   return nlohmann::json::parse(r.out);
 }
@@ -298,8 +298,10 @@ nlohmann::json FirstStream(const nlohmann::json& probe, const std::string& type)
 }
 
 int64_t CountFrames(const std::string& path) {
-  RunResult r = Shell("ffprobe -v error -select_streams v:0 -count_frames -show_entries "
-                      "stream=nb_read_frames -of csv=p=0 " + Quote(path));
+  RunResult r = Shell(
+      "ffprobe -v error -select_streams v:0 -count_frames -show_entries "
+      "stream=nb_read_frames -of csv=p=0 " +
+      Quote(path));
   if (r.exit_code != 0) return -1;
   return std::stoll(r.out);
 }

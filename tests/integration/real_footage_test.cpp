@@ -46,10 +46,10 @@ TEST_CASE("real footage: every shared clip through identity keeps frames, rate, 
       const std::string dir = ScratchDir(std::string("real_") + clip.file);
       const std::string input = TestClip(clip.file);
       const std::string output = dir + "/out." + clip.output_ext;
-      nlohmann::json job = {{"input", input},      {"output", output},
-                            {"model", ModelCopy("identity", dir)},
-                            {"workers", 2},        {"chunk_frames", 16},
-                            {"segment_seconds", 2}, {"device", TestDevice()}};
+      nlohmann::json job = {
+          {"input", input},        {"output", output},   {"model", ModelCopy("identity", dir)},
+          {"workers", 2},          {"chunk_frames", 16}, {"segment_seconds", 2},
+          {"device", TestDevice()}};
       RunResult r = RunJob(dir, job);
       INFO("stderr: " << r.err);
       REQUIRE(r.exit_code == 0);
@@ -78,12 +78,9 @@ TEST_CASE("upscale2x on a real clip doubles width and height exactly") {
   const std::string dir = ScratchDir("upscale2x");
   const std::string input = TestClip("d20.mp4");
   const std::string output = dir + "/out.mp4";
-  nlohmann::json job = {{"input", input},
-                        {"output", output},
-                        {"model", ModelCopy("upscale2x", dir)},
-                        {"workers", 2},
-                        {"chunk_frames", 24},
-                        {"device", TestDevice()}};
+  nlohmann::json job = {
+      {"input", input}, {"output", output},   {"model", ModelCopy("upscale2x", dir)},
+      {"workers", 2},   {"chunk_frames", 24}, {"device", TestDevice()}};
   RunResult r = RunJob(dir, job);
   INFO("stderr: " << r.err);
   REQUIRE(r.exit_code == 0);

@@ -49,9 +49,8 @@ nlohmann::json Job(const std::string& dir, const std::string& input, const std::
 }
 
 int CountEvents(const std::vector<nlohmann::json>& timeline, const std::string& event) {
-  return static_cast<int>(std::count_if(timeline.begin(), timeline.end(), [&](const auto& r) {
-    return r["event"] == event;
-  }));
+  return static_cast<int>(std::count_if(timeline.begin(), timeline.end(),
+                                        [&](const auto& r) { return r["event"] == event; }));
 }
 
 void CheckNothingLeft(const std::string& dir) {
@@ -101,8 +100,8 @@ TEST_CASE("recovery: a worker that crashes mid-chunk is replaced and the output 
   REQUIRE(ref.exit_code == 0);
 
   nlohmann::json job = Job(dir, input, "identity", "out.mp4");
-  RunResult r = WaitJob(StartJob(dir, job, {{"FRAMEMILL_TEST_FAULT",
-                                             "crash@517,once=" + dir + "/crashed"}}));
+  RunResult r =
+      WaitJob(StartJob(dir, job, {{"FRAMEMILL_TEST_FAULT", "crash@517,once=" + dir + "/crashed"}}));
   INFO("stderr: " << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(fs::exists(dir + "/crashed"));  // the fault did fire
@@ -130,7 +129,8 @@ TEST_CASE("recovery: 20 SIGKILLs of random workers at random moments change noth
   std::mt19937 rng(20261130);
   int kills = 0;
   while (kills < 20) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<>(50, 300)(rng)));
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(std::uniform_int_distribution<>(50, 300)(rng)));
     int status = 0;
     if (::waitpid(bg.pid, &status, WNOHANG) == bg.pid) {
       FAIL("the job ended after only " << kills << " kills: make the video longer");
@@ -156,24 +156,25 @@ TEST_CASE("recovery: a worker that stops its heartbeat is killed after hang_time
   const double kHangTimeout = 2.0, kGrace = 1.0;
   job["hang_timeout_s"] = kHangTimeout;
   job["kill"] = {{"grace_s", kGrace}};
-  RunResult r = WaitJob(StartJob(dir, job, {{"FRAMEMILL_TEST_FAULT",
-                                             "hang@300,once=" + dir + "/hung"}}));
+  RunResult r =
+      WaitJob(StartJob(dir, job, {{"FRAMEMILL_TEST_FAULT", "hang@300,once=" + dir + "/hung"}}));
   INFO("stderr: " << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(OutOfPlace(FrameIndices(dir + "/out.mp4", kW, kH), kFrames) == 0);
 
   std::vector<nlohmann::json> timeline = ReadTimeline(dir + "/out.mp4");
-  auto kill = std::find_if(timeline.begin(), timeline.end(), [](const auto& row) {
-    return row["event"] == "kill";
-  });
+  auto kill = std::find_if(timeline.begin(), timeline.end(),
+                           [](const auto& row) { return row["event"] == "kill"; });
   REQUIRE(kill != timeline.end());
   CHECK((*kill)["reason"].get<std::string>().find("no heartbeat") != std::string::npos);
   int worker = (*kill)["worker"], gen = (*kill)["gen"];
   double last_sign = 0, exit_t = -1;
   for (const auto& row : timeline) {
     if (row["worker"] != worker || row["gen"] != gen) continue;
-    if (row["event"] == "exit") exit_t = row["t"];
-    else if (row["event"] != "kill") last_sign = row["t"];
+    if (row["event"] == "exit")
+      exit_t = row["t"];
+    else if (row["event"] != "kill")
+      last_sign = row["t"];
   }
   REQUIRE(exit_t > 0);
   // It ignores SIGTERM, so it dies by SIGKILL after the grace period, within timeout + grace of
@@ -194,7 +195,7 @@ TEST_CASE("recovery: a chunk that always crashes its worker fails the job with i
   CHECK(r.err.find("worker_failed") != std::string::npos);
   CHECK(r.err.find("frames 480-511") != std::string::npos);  // chunk 15 holds frame 500
   CHECK(r.err.find("failed 3 times") != std::string::npos);
-  CHECK(r.err.find("signal 6") != std::string::npos);       // the workers' exit status
+  CHECK(r.err.find("signal 6") != std::string::npos);  // the workers' exit status
   CHECK_FALSE(fs::exists(dir + "/out.mp4"));
   CheckNothingLeft(dir);
 
@@ -206,8 +207,9 @@ TEST_CASE("recovery: a chunk that always crashes its worker fails the job with i
   CheckNothingLeft(dir);
 }
 
-TEST_CASE("recovery: a supervisor killed mid-job leaves no workers, and the next one clears its "
-          "shared memory") {
+TEST_CASE(
+    "recovery: a supervisor killed mid-job leaves no workers, and the next one clears its "
+    "shared memory") {
   const std::string dir = ScratchDir("stale");
   nlohmann::json job = Job(dir, IndexVideo(4000), "identity", "out.mp4");
   job["batch"] = 2;
@@ -267,8 +269,9 @@ TEST_CASE("recovery: workers get PYTORCH_CUDA_ALLOC_CONF and PYTORCH_ALLOC_CONF 
   CHECK(r.exit_code == 0);
 }
 
-TEST_CASE("recovery: a worker binary that cannot be started for a moment delays the replacement, "
-          "and the job finishes") {
+TEST_CASE(
+    "recovery: a worker binary that cannot be started for a moment delays the replacement, "
+    "and the job finishes") {
   const std::string dir = ScratchDir("spawn_retry");
   const int kFrames = 2500;
   const std::string input = IndexVideo(kFrames);
@@ -279,8 +282,9 @@ TEST_CASE("recovery: a worker binary that cannot be started for a moment delays 
   nlohmann::json job = Job(dir, input, "sharpen", "out.mp4");
   job["workers"] = 1;
   job["batch"] = 2;
-  BackgroundJob bg = StartJob(dir, job, {{"FRAMEMILL_TEST_FAULT", "crash@1800,once=" + dir + "/crashed"}},
-                              {{"worker_binary", bin}});
+  BackgroundJob bg =
+      StartJob(dir, job, {{"FRAMEMILL_TEST_FAULT", "crash@1800,once=" + dir + "/crashed"}},
+               {{"worker_binary", bin}});
   KillOnExit guard{bg};
   auto stderr_has = [&](const std::string& text) {
     std::ifstream in(bg.err_path);

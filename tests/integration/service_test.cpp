@@ -151,8 +151,8 @@ TEST_CASE("service: drains 30 jobs, good ones to done/, bad ones to failed/ with
   const std::string model = ModelCopy("identity", s.dir);
   const std::string input = SmallVideo(s.dir, 40);
   fs::create_directories(s.dir + "/out");
-  BackgroundJob serve = Serve(s, {{"NOTIFY_SOCKET", s.dir + "/notify.sock"},
-                                  {"WATCHDOG_USEC", "1000000"}});
+  BackgroundJob serve =
+      Serve(s, {{"NOTIFY_SOCKET", s.dir + "/notify.sock"}, {"WATCHDOG_USEC", "1000000"}});
   KillOnExit guard_serve{serve};
   REQUIRE(WaitUntil([&] { return notify.Count("READY=1") == 1; }, 20));
 
@@ -160,7 +160,8 @@ TEST_CASE("service: drains 30 jobs, good ones to done/, bad ones to failed/ with
     return nlohmann::json{{"input", input}, {"output", s.dir + "/out/" + out}, {"model", model}};
   };
   const int kGood = 22;
-  for (int i = 0; i < kGood; ++i) Drop(s, "good" + std::to_string(i), job("good" + std::to_string(i) + ".mp4").dump());
+  for (int i = 0; i < kGood; ++i)
+    Drop(s, "good" + std::to_string(i), job("good" + std::to_string(i) + ".mp4").dump());
   std::map<std::string, std::string> bad_reason;
   Drop(s, "malformed", "{\"input\": ");
   bad_reason["malformed"] = "invalid_job";
@@ -196,13 +197,15 @@ TEST_CASE("service: drains 30 jobs, good ones to done/, bad ones to failed/ with
   std::ofstream(s.spool + "/incoming/notes.txt") << "not a job";  // ignored: not .json
 
   const size_t total = kGood + bad_reason.size();
-  REQUIRE(WaitUntil([&] {
-    size_t n = 0;
-    for (const char* d : {"/done", "/failed"}) {
-      if (fs::exists(s.spool + d)) n += std::distance(fs::directory_iterator(s.spool + d), {});
-    }
-    return n == total;
-  }, 400));
+  REQUIRE(WaitUntil(
+      [&] {
+        size_t n = 0;
+        for (const char* d : {"/done", "/failed"}) {
+          if (fs::exists(s.spool + d)) n += std::distance(fs::directory_iterator(s.spool + d), {});
+        }
+        return n == total;
+      },
+      400));
 
   int started = 0;
   for (int i = 0; i < kGood; ++i) {
@@ -240,8 +243,8 @@ TEST_CASE("service: drains 30 jobs, good ones to done/, bad ones to failed/ with
 
   // Still up, still working: a job submitted through the client runs too.
   CHECK(::kill(serve.pid, 0) == 0);
-  RunResult sub = Cli(s, "submit '" + input + "' --model '" + model + "' --output '" + s.dir +
-                             "/out/late.mp4'");
+  RunResult sub = Cli(
+      s, "submit '" + input + "' --model '" + model + "' --output '" + s.dir + "/out/late.mp4'");
   REQUIRE(sub.exit_code == 0);
   std::string id = sub.out.substr(0, sub.out.find('\n'));
   CHECK(WaitUntil([&] { return fs::exists(s.spool + "/done/" + id + "/result.json"); }, 60));
@@ -259,15 +262,19 @@ TEST_CASE("service: drains 30 jobs, good ones to done/, bad ones to failed/ with
   CHECK(ProcessesMentioning(s.dir).empty());
 }
 
-TEST_CASE("service: SIGKILL mid-job, restart: finished segments are kept as they are and the "
-          "output is frame-exact") {
+TEST_CASE(
+    "service: SIGKILL mid-job, restart: finished segments are kept as they are and the "
+    "output is frame-exact") {
   Service s = MakeService("svc_kill_resume");
   const int kFrames = 3000;
   const std::string input = s.dir + "/long.mp4";
   MakeIndexVideo(input, kFrames, 320, 240, 25, 330);
-  nlohmann::json job = {{"input", input}, {"output", s.dir + "/out.mp4"},
-                        {"model", ModelCopy("identity", s.dir)}, {"chunk_frames", 25},
-                        {"segment_seconds", 4}, {"batch", 2}};  // 30 segments of 100 frames
+  nlohmann::json job = {{"input", input},
+                        {"output", s.dir + "/out.mp4"},
+                        {"model", ModelCopy("identity", s.dir)},
+                        {"chunk_frames", 25},
+                        {"segment_seconds", 4},
+                        {"batch", 2}};  // 30 segments of 100 frames
   Drop(s, "long", job.dump());
   const std::string work = s.spool + "/active/long/work";
   BackgroundJob first = Serve(s);
@@ -288,8 +295,11 @@ TEST_CASE("service: SIGKILL mid-job, restart: finished segments are kept as they
 
   KillOnExit guard_second{second};
   // While it works on, the segments from before the kill must stay untouched.
-  REQUIRE(WaitUntil([&] { return SegmentsDone(work + "/state.json") >= kept + 2 ||
-                                 fs::exists(s.spool + "/done/long"); }, 120));
+  REQUIRE(WaitUntil(
+      [&] {
+        return SegmentsDone(work + "/state.json") >= kept + 2 || fs::exists(s.spool + "/done/long");
+      },
+      120));
   if (fs::exists(work)) {
     for (int i = 0; i < kept; ++i) {
       char name[64];
@@ -311,9 +321,12 @@ TEST_CASE("service: SIGTERM mid-job exits 0 with nothing left running, and the r
   const std::string input = s.dir + "/long.mp4";
   MakeIndexVideo(input, 1500, 320, 240, 25, 0);
   // Two encoders: segments finish out of order, and the state keeps only those from the first on.
-  nlohmann::json job = {{"input", input}, {"output", s.dir + "/out.mp4"},
-                        {"model", ModelCopy("identity", s.dir)}, {"segment_seconds", 4},
-                        {"batch", 2}, {"encoders", 2}};
+  nlohmann::json job = {{"input", input},
+                        {"output", s.dir + "/out.mp4"},
+                        {"model", ModelCopy("identity", s.dir)},
+                        {"segment_seconds", 4},
+                        {"batch", 2},
+                        {"encoders", 2}};
   Drop(s, "j", job.dump());
   BackgroundJob first = Serve(s);
   KillOnExit guard_first{first};
@@ -327,7 +340,8 @@ TEST_CASE("service: SIGTERM mid-job exits 0 with nothing left running, and the r
   CHECK(fs::exists(s.spool + "/active/j/job.json"));
   nlohmann::json state = ReadJsonFile(s.spool + "/active/j/work/state.json");
   int expected = 0;
-  for (const nlohmann::json& seg : state["segments_done"]) CHECK(seg["index"].get<int>() == expected++);
+  for (const nlohmann::json& seg : state["segments_done"])
+    CHECK(seg["index"].get<int>() == expected++);
 
   BackgroundJob second = Serve(s, {}, "serve2");
 
@@ -384,7 +398,8 @@ TEST_CASE("service: cancel stops a running job, files it as cancelled and remove
   CHECK(WaitJob(serve, 30).exit_code == 0);
 }
 
-TEST_CASE("service: a job that cannot fit on its disk fails with no_space and the service goes on") {
+TEST_CASE(
+    "service: a job that cannot fit on its disk fails with no_space and the service goes on") {
   Service s = MakeService("svc_no_space");
   const std::string small = s.dir + "/small-disk";
   fs::create_directories(small);
@@ -397,14 +412,22 @@ TEST_CASE("service: a job that cannot fit on its disk fails with no_space and th
     ~Unmount() { ::umount2(path.c_str(), MNT_DETACH); }
   } unmount{small};
   const std::string model = ModelCopy("identity", s.dir);
-  Drop(s, "too_big", nlohmann::json{{"input", TestClip("d20.mp4")}, {"output", small + "/out.mp4"},
-                                    {"model", model}}.dump());
-  Drop(s, "fits", nlohmann::json{{"input", SmallVideo(s.dir, 40)}, {"output", s.dir + "/fits.mp4"},
-                                 {"model", model}}.dump());
+  Drop(s, "too_big",
+       nlohmann::json{
+           {"input", TestClip("d20.mp4")}, {"output", small + "/out.mp4"}, {"model", model}}
+           .dump());
+  Drop(s, "fits",
+       nlohmann::json{
+           {"input", SmallVideo(s.dir, 40)}, {"output", s.dir + "/fits.mp4"}, {"model", model}}
+           .dump());
   BackgroundJob serve = Serve(s);
   KillOnExit guard_serve{serve};
-  REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/failed/too_big/result.json") &&
-                                 fs::exists(s.spool + "/done/fits/result.json"); }, 120));
+  REQUIRE(WaitUntil(
+      [&] {
+        return fs::exists(s.spool + "/failed/too_big/result.json") &&
+               fs::exists(s.spool + "/done/fits/result.json");
+      },
+      120));
   nlohmann::json r = ReadJsonFile(s.spool + "/failed/too_big/result.json");
   CHECK(r["reason"]["code"] == "no_space");
   CHECK(ListDir(small).empty());  // nothing half-written on the full disk

@@ -36,9 +36,10 @@ TEST_CASE("config keys are read, nested defaults included") {
 }
 
 TEST_CASE("recycle and kill limits are read, and a hard limit under the soft one is refused") {
-  json j = {{"defaults", {{"recycle", {{"rss_mb", 800}, {"max_chunks", 50}, {"warm_standby", false}}},
-                          {"kill", {{"rss_mb", 1200}, {"grace_s", 3}}},
-                          {"hang_timeout_s", 45}}}};
+  json j = {{"defaults",
+             {{"recycle", {{"rss_mb", 800}, {"max_chunks", 50}, {"warm_standby", false}}},
+              {"kill", {{"rss_mb", 1200}, {"grace_s", 3}}},
+              {"hang_timeout_s", 45}}}};
   auto c = ParseConfig(j);
   REQUIRE(c.ok());
   CHECK(c->defaults.recycle.rss_mb == 800);
@@ -133,7 +134,8 @@ TEST_CASE("config/job.example.json is a valid job") {
 TEST_CASE("gpus spread workers: workers_per_gpu sets the count, a job's own workers wins") {
   framemill::JobSettings s;
   REQUIRE(framemill::ReadJobSettings({{"device", "cuda"}, {"gpus", {0, 1}}, {"workers_per_gpu", 3}},
-                                     "job", StatusCode::kInvalidJob, &s).ok());
+                                     "job", StatusCode::kInvalidJob, &s)
+              .ok());
   CHECK(s.gpus == std::vector<int>{0, 1});
   CHECK(s.workers == 6);
   // A job over those defaults that sets only its worker count keeps it.

@@ -52,7 +52,7 @@ TEST_CASE("impossible plans are errors, not crashes") {
 }
 
 TEST_CASE("segment length in chunks follows the target seconds, at least one chunk") {
-  CHECK(ChunksPerSegment(60, 25, 32) == 47);        // 1500 frames / 32
+  CHECK(ChunksPerSegment(60, 25, 32) == 47);  // 1500 frames / 32
   CHECK(ChunksPerSegment(60, 30000.0 / 1001, 64) == 28);
   CHECK(ChunksPerSegment(0.01, 25, 64) == 1);
 }

@@ -25,8 +25,10 @@ Item MakeItem(uint64_t i) { return Item{i, i * 2654435761u + 7}; }
 
 void Produce(Ring* ring) {
   for (uint64_t i = 0; i < kItems;) {
-    if (ring->TryPush(MakeItem(i))) ++i;
-    else std::this_thread::yield();
+    if (ring->TryPush(MakeItem(i)))
+      ++i;
+    else
+      std::this_thread::yield();
   }
 }
 
@@ -79,7 +81,8 @@ TEST_CASE("ring: two threads pass 200,000 items in order") {
 }
 
 TEST_CASE("ring: two processes pass 200,000 items in order through shared memory") {
-  void* mem = ::mmap(nullptr, sizeof(Ring), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  void* mem =
+      ::mmap(nullptr, sizeof(Ring), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   REQUIRE(mem != MAP_FAILED);
   auto* ring = new (mem) Ring();
   pid_t child = ::fork();
@@ -97,7 +100,8 @@ TEST_CASE("ring: two processes pass 200,000 items in order through shared memory
 }
 
 TEST_CASE("ring: a producer killed at any moment never blocks the consumer") {
-  void* mem = ::mmap(nullptr, sizeof(Ring), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  void* mem =
+      ::mmap(nullptr, sizeof(Ring), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   REQUIRE(mem != MAP_FAILED);
   auto* ring = new (mem) Ring();
   pid_t child = ::fork();

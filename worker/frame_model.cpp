@@ -1,5 +1,7 @@
 #include "worker/frame_model.h"
 
+#include <cstdlib>
+
 #include <torch/cuda.h>
 #include <torch/script.h>
 
@@ -47,10 +49,17 @@ Result<torch::Device> ResolveDevice(const std::string& device) {
     bool cuda = torch::cuda::is_available();
     if (device == "auto") return cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
     if (!cuda) {
+      // A worker pinned to a GPU (the job's `gpus`) sees that one only: a wrong index shows here.
+      const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+      std::string pinned = visible != nullptr
+                               ? std::string("; it was given CUDA_VISIBLE_DEVICES=") + visible +
+                                     " (the job's gpus): is there such a GPU?"
+                               : std::string();
       return Status(StatusCode::kInvalidJob,
                     "device \"" + device +
                         "\" asked for, but CUDA is not available to this "
-                        "worker (no GPU, or a LibTorch built without CUDA)");
+                        "worker (no GPU, or a LibTorch built without CUDA)" +
+                        pinned);
     }
     torch::Device d(device == "cuda" ? std::string("cuda:0") : device);
     if (d.index() >= static_cast<int>(torch::cuda::device_count())) {

@@ -160,6 +160,7 @@ TEST_CASE("gpus: workers are spread over the listed GPUs, each pinned to one") {
     // No GPU here: the job fails at once, saying why, and leaves nothing running.
     CHECK(r.exit_code == 1);
     CHECK(r.err.find("CUDA is not available") != std::string::npos);
+    CHECK(r.err.find("CUDA_VISIBLE_DEVICES=0 (the job's gpus)") != std::string::npos);
     CHECK(ProcessesMentioning(dir).empty());
     return;
   }

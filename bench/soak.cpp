@@ -28,6 +28,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/proc_status.h"
 #include "tests/integration/harness.h"
 
 namespace ft = framemill::test;
@@ -54,18 +55,6 @@ struct RunFigures {
   std::string err;
 };
 
-// A process's private resident memory (RssAnon + RssFile), MiB: what it allocated and the code
-// it runs, without the shared frame arena's pages (RssShmem), which are bounded by arena_mb.
-double PrivateRssMb(int pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  double kb = 0;
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("RssAnon:", 0) == 0) kb += std::stod(line.substr(8));
-    if (line.rfind("RssFile:", 0) == 0) kb += std::stod(line.substr(8));
-  }
-  return kb / 1024.0;
-}
-
 RunFigures RunSoakJob(const Options& o, const std::string& input, const std::string& output,
                       const std::string& model, bool kill_workers) {
   nlohmann::json job = {
@@ -89,7 +78,9 @@ RunFigures RunSoakJob(const Options& o, const std::string& input, const std::str
   auto next_kill = t0 + std::chrono::duration<double>(o.kill_every_s * jitter(rng));
   int status = 0;
   while (::waitpid(bg.pid, &status, WNOHANG) == 0) {
-    f.supervisor_peak_mb = std::max(f.supervisor_peak_mb, PrivateRssMb(bg.pid));
+    // Private memory (see common/proc_status.h): the arena's shared pages are bounded by arena_mb.
+    f.supervisor_peak_mb =
+        std::max(f.supervisor_peak_mb, framemill::ReadProcMemory(bg.pid).private_bytes / 1048576.0);
     auto now = std::chrono::steady_clock::now();
     if (kill_workers && now >= next_kill) {
       std::vector<int> pids = ft::WorkerPids(o.dir);

@@ -33,6 +33,7 @@
 #include <torch/torch.h>
 
 #include "common/clock.h"
+#include "common/proc_status.h"
 #include "supervisor/ffmpeg_pipes.h"
 #include "supervisor/media_probe.h"
 #include "worker/frame_model.h"
@@ -47,6 +48,7 @@ namespace fm = framemill;
 namespace {
 
 struct Row {
+  explicit Row(std::string n) : name(std::move(n)) {}
   std::string name;
   double seconds = 0, cpu_seconds = 0;
   int64_t frames = 0;
@@ -237,10 +239,7 @@ Row Framemill(const std::string& input, const std::string& model, const std::str
   // the workers it reaped).
   int status = 0;
   while (waitpid(pid, &status, WNOHANG) == 0) {
-    std::ifstream st("/proc/" + std::to_string(pid) + "/status");
-    for (std::string line; std::getline(st, line);) {
-      if (line.rfind("VmHWM:", 0) == 0) row.peak_rss_mb = std::stod(line.substr(6)) / 1024.0;
-    }
+    row.peak_rss_mb = std::max(row.peak_rss_mb, fm::ReadProcMemory(pid).peak_bytes / 1048576.0);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   row.seconds = (fm::MonotonicMs() - t0) / 1000.0;

@@ -116,6 +116,12 @@ std::map<std::string, double> DispatchStats::StartupFigures() const {
       {"later_chunk_mean_ms", later_chunks > 0 ? 1000 * later_chunk_s_sum / later_chunks : 0.0}};
 }
 
+double DispatchStats::WorkerBusySeconds() const {
+  double s = later_chunk_s_sum;
+  for (double first : first_chunk_s) s += first;
+  return s;
+}
+
 std::string DispatchStats::StartupSummary() const {
   std::map<std::string, double> f = StartupFigures();
   return fmt::format(
@@ -349,7 +355,6 @@ void Dispatcher::CollectResults(int k) {
       load_failures_ = 0;
       ++processed_;
       const double busy_s = static_cast<double>(r.busy_us) / 1e6;
-      stats_.worker_busy_s += busy_s;
       if (!ch.first_chunk_done) {
         stats_.first_chunk_s.push_back(busy_s);
         ch.first_chunk_done = true;

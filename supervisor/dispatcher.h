@@ -51,16 +51,18 @@ struct WorkerSnapshot {
 
 struct DispatchStats {
   int workers_started = 0;
-  int crashes = 0;           // workers that died unasked
-  int kills = 0;             // workers killed for a hard limit or a hang
-  int chunk_retries = 0;     // chunks sent again
-  double worker_busy_s = 0;  // the workers' time on chunks that succeeded, all workers summed
-  // What a worker (re)start costs: spawn to ready (process, CUDA context, model load, probe) of
-  // each worker, and each worker's first chunk against the mean of all later chunks.
+  int crashes = 0;        // workers that died unasked
+  int kills = 0;          // workers killed for a hard limit or a hang
+  int chunk_retries = 0;  // chunks sent again
+  // The workers' time on chunks that succeeded: spawn to ready (process, CUDA context, model
+  // load, probe) of each worker, each worker's first chunk, and the sum of all later chunks
+  // (a restart costs the first two, less a later chunk).
   std::vector<double> ready_s;
   std::vector<double> first_chunk_s;
   double later_chunk_s_sum = 0;
   int64_t later_chunks = 0;
+  // All workers' time on chunks that succeeded, summed.
+  double WorkerBusySeconds() const;
   // Those figures summed up, in ms: ready_median, ready_max, first_chunk_median,
   // later_chunk_mean (0 where nothing was measured).
   std::map<std::string, double> StartupFigures() const;

@@ -101,7 +101,6 @@ class JobRun {
 
   MediaInfo media_;
   int64_t chunks_per_segment_ = 1;
-  int64_t first_segment_ = 0;        // segments before it were finished by an earlier run
   std::unique_ptr<JobState> state_;  // the done-log (state.json)
   int64_t first_chunk_ = 0;
   std::mutex stages_mu_;  // guards stages_.encode_* between encoder threads
@@ -151,14 +150,14 @@ Status JobRun::Prepare() {
   FM_RETURN_IF_ERROR(MakeDirectories(scratch_));
   state_ = std::make_unique<JobState>(scratch_, job_, plan_, chunks_per_segment_);
   FM_RETURN_IF_ERROR(state_->Load());
-  first_segment_ = state_->resumed();
-  first_chunk_ = first_segment_ < static_cast<int64_t>(plan_.segments.size())
-                     ? plan_.segments[first_segment_].first_chunk
+  const int64_t first_segment = state_->resumed();
+  first_chunk_ = first_segment < static_cast<int64_t>(plan_.segments.size())
+                     ? plan_.segments[first_segment].first_chunk
                      : static_cast<int64_t>(plan_.chunks.size());
-  report_.segments_resumed = first_segment_;
-  if (first_segment_ > 0) {
+  report_.segments_resumed = first_segment;
+  if (first_segment > 0) {
     spdlog::info("resuming: {} of {} segments already finished; starting at frame {}",
-                 first_segment_, plan_.segments.size(),
+                 first_segment, plan_.segments.size(),
                  first_chunk_ < static_cast<int64_t>(plan_.chunks.size())
                      ? plan_.chunks[first_chunk_].first_frame
                      : plan_.frame_count);
@@ -277,7 +276,7 @@ Status JobRun::CheckFreeSpace() const {
   if (::stat(job_.input.c_str(), &st) != 0) return Status::Ok();
   double scale = static_cast<double>(out_w_) * out_h_ /
                  (static_cast<double>(media_.video.width) * media_.video.height);
-  double remaining = 1.0 - static_cast<double>(first_segment_) /
+  double remaining = 1.0 - static_cast<double>(state_->resumed()) /
                                static_cast<double>(std::max<size_t>(1, plan_.segments.size()));
   int64_t segments = static_cast<int64_t>(st.st_size * scale * 1.5 * remaining);
   int64_t output = static_cast<int64_t>(st.st_size * scale * 1.5);
@@ -375,7 +374,7 @@ void JobRun::EncodeLoop(int encoder) {
   fmt.color_primaries = media_.video.color_primaries;
   fmt.color_transfer = media_.video.color_transfer;
   double busy_s = 0, wait_s = 0;
-  for (int64_t si = first_segment_ + encoder; si < static_cast<int64_t>(plan_.segments.size());
+  for (int64_t si = state_->resumed() + encoder; si < static_cast<int64_t>(plan_.segments.size());
        si += settings_.encoders) {
     Status s = EncodeSegment(plan_.segments[si], fmt, encoder, &busy_s, &wait_s);
     if (!s.ok()) {
@@ -487,7 +486,7 @@ Result<JobReport> JobRun::Run() {
   for (std::thread& t : encoders) t.join();
   lap(&stages_.pipeline_s);
   report_.dispatch = dispatcher_->stats();
-  stages_.workers_busy_s = report_.dispatch.worker_busy_s;
+  stages_.workers_busy_s = report_.dispatch.WorkerBusySeconds();
   stages_.workers = settings_.workers;
   stages_.encoders = settings_.encoders;
   if (board_->failed()) {

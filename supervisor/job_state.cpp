@@ -61,6 +61,9 @@ Status JobState::Load() {
     }
   }
   done_.store(resumed_);
+  // The plan, once, for people and tools reading the workspace; state.json, rewritten after
+  // every segment, names the plan by its sizes only.
+  FM_RETURN_IF_ERROR(AtomicWriteFile(workspace_ + "/plan.json", plan_.ToJson().dump(1) + "\n"));
   return Save();
 }
 
@@ -85,7 +88,6 @@ Status JobState::Save() {
                        {"frame_count", plan_.frame_count},
                        {"chunk_frames", plan_.chunk_frames},
                        {"chunks_per_segment", chunks_per_segment_},
-                       {"plan", plan_.ToJson()},
                        {"segments_done", done}};
   return AtomicWriteFile(workspace_ + "/state.json", st.dump(1) + "\n");
 }

@@ -1,4 +1,5 @@
-// A job's done-log: state.json in its workspace, beside the finished segment files. It names
+// A job's done-log: state.json in its workspace, beside the finished segment files and
+// plan.json (the chunk and segment plan, written once when the job starts). state.json names
 // the plan it belongs to (input, model, frame count, chunk and segment sizes) and lists the
 // finished segments with their sizes, always a run of segments from the first: a later run of
 // the same job with the same workspace keeps those segments as they are and redoes the rest.

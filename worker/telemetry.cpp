@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/proc_status.h"
 
 #include "worker/nvml_memory.h"
 
@@ -14,24 +15,7 @@
 
 namespace framemill {
 
-uint64_t CurrentRssBytes() {
-  // RssAnon + RssFile from /proc/self/status: the process's own resident memory. Plain RSS (statm)
-  // also counts the pages of the shared frame arena the worker has touched, which belong to the
-  // supervisor and would make every worker look hundreds of MiB bigger than it is.
-  std::FILE* f = std::fopen("/proc/self/status", "r");
-  if (f == nullptr) return 0;
-  char line[256];
-  uint64_t kib = 0;
-  while (std::fgets(line, sizeof(line), f) != nullptr) {
-    unsigned long long v = 0;
-    if (std::sscanf(line, "RssAnon: %llu kB", &v) == 1 ||
-        std::sscanf(line, "RssFile: %llu kB", &v) == 1) {
-      kib += v;
-    }
-  }
-  std::fclose(f);
-  return kib * 1024;
-}
+uint64_t CurrentRssBytes() { return ReadProcMemory().private_bytes; }
 
 std::string PciBusId(const torch::Device& device) {
 #ifdef FRAMEMILL_WITH_CUDA

@@ -13,6 +13,22 @@
 
 using namespace framemill::test;
 
+namespace {
+
+// Makes dir/indexed.mp4 (`frames` indexed frames, 320x240 at 25 fps, with a tone when
+// `tone_hz` > 0) and runs a job over it into dir/out.mp4 on the test device; `keys` add to the
+// job or override those.
+RunResult RunOnIndexed(const std::string& dir, int frames, const nlohmann::json& keys,
+                       int tone_hz = 0) {
+  const std::string input = dir + "/indexed.mp4";
+  MakeIndexVideo(input, frames, 320, 240, 25, tone_hz);
+  nlohmann::json job = {{"input", input}, {"output", dir + "/out.mp4"}, {"device", TestDevice()}};
+  job.update(keys);
+  return RunJob(dir, job);
+}
+
+}  // namespace
+
 TEST_CASE(
     "frame-exact: 2,050 indexed frames through identity with 3 workers keep order and audio") {
   const std::string dir = ScratchDir("frame_exact");
@@ -58,21 +74,17 @@ TEST_CASE(
     "precision: bf16 keeps every frame, and fp16 without a GPU is refused with a clear message") {
   const std::string dir = ScratchDir("precision");
   const int kFrames = 200, kW = 320, kH = 240;
-  const std::string input = dir + "/indexed.mp4";
-  MakeIndexVideo(input, kFrames, kW, kH, 25, /*tone_hz=*/0);
-  nlohmann::json job = {{"input", input},
-                        {"output", dir + "/bf16.mp4"},
-                        {"model", ModelCopy("sharpen", dir)},
-                        {"precision", "bf16"},
-                        {"device", TestDevice()}};
-  RunResult r = RunJob(dir, job);
+  nlohmann::json job = {{"model", ModelCopy("sharpen", dir)}, {"precision", "bf16"}};
+  RunResult r = RunOnIndexed(dir, kFrames, job);
   INFO("stderr: " << r.err);
   REQUIRE(r.exit_code == 0);
-  CHECK(OutOfPlace(FrameIndices(dir + "/bf16.mp4", kW, kH), kFrames) == 0);
+  CHECK(OutOfPlace(FrameIndices(dir + "/out.mp4", kW, kH), kFrames) == 0);
 
   if (TestDevice() == "cpu") {
-    job["precision"] = "fp16";
-    job["output"] = dir + "/fp16.mp4";
+    job.update({{"input", dir + "/indexed.mp4"},
+                {"output", dir + "/fp16.mp4"},
+                {"device", "cpu"},
+                {"precision", "fp16"}});
     RunResult f = RunJob(dir, job);
     CHECK(f.exit_code == 1);
     CHECK(f.err.find("precision fp16 needs a CUDA device") != std::string::npos);
@@ -124,14 +136,8 @@ TEST_CASE("variable frame rate: every frame keeps its source timestamp, and its 
 TEST_CASE("fast colour conversion keeps every frame in its place") {
   const std::string dir = ScratchDir("fast_color");
   const int kFrames = 150, kW = 320, kH = 240;
-  const std::string input = dir + "/indexed.mp4";
-  MakeIndexVideo(input, kFrames, kW, kH, 25, /*tone_hz=*/0);
-  nlohmann::json job = {{"input", input},
-                        {"output", dir + "/out.mp4"},
-                        {"model", ModelCopy("identity", dir)},
-                        {"color_conversion", "fast"},
-                        {"device", TestDevice()}};
-  RunResult r = RunJob(dir, job);
+  RunResult r = RunOnIndexed(dir, kFrames,
+                             {{"model", ModelCopy("identity", dir)}, {"color_conversion", "fast"}});
   INFO("stderr: " << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(OutOfPlace(FrameIndices(dir + "/out.mp4", kW, kH), kFrames) == 0);
@@ -141,20 +147,16 @@ TEST_CASE("fast colour conversion keeps every frame in its place") {
 TEST_CASE("gpus: workers are spread over the listed GPUs, each pinned to one") {
   const std::string dir = ScratchDir("gpus");
   const int kFrames = 400, kW = 320, kH = 240;
-  const std::string input = dir + "/indexed.mp4";
-  MakeIndexVideo(input, kFrames, kW, kH, 25, /*tone_hz=*/0);
   std::vector<int> gpus;
   const char* env = std::getenv("FRAMEMILL_TEST_GPUS");
   std::istringstream list(env != nullptr ? env : "0");
   for (std::string g; std::getline(list, g, ',');) gpus.push_back(std::stoi(g));
-  nlohmann::json job = {{"input", input},
-                        {"output", dir + "/out.mp4"},
-                        {"model", ModelCopy("identity", dir)},
-                        {"device", "cuda"},
-                        {"gpus", gpus},
-                        {"workers_per_gpu", 2},
-                        {"chunk_frames", 16}};
-  RunResult r = RunJob(dir, job);
+  RunResult r = RunOnIndexed(dir, kFrames,
+                             {{"model", ModelCopy("identity", dir)},
+                              {"device", "cuda"},
+                              {"gpus", gpus},
+                              {"workers_per_gpu", 2},
+                              {"chunk_frames", 16}});
   INFO("stderr: " << r.err);
   if (TestDevice() == "cpu") {
     // No GPU here: the job fails at once, saying why, and leaves nothing running.
@@ -181,13 +183,10 @@ TEST_CASE("gpus: workers are spread over the listed GPUs, each pinned to one") {
 TEST_CASE("encoders: three encoders on short segments keep every frame in order, with audio") {
   const std::string dir = ScratchDir("encoders");
   const int kFrames = 700, kW = 320, kH = 240;
-  const std::string input = dir + "/indexed.mp4";
-  MakeIndexVideo(input, kFrames, kW, kH, 25, /*tone_hz=*/440);
-  const std::string output = dir + "/out.mp4";
-  nlohmann::json job = {
-      {"input", input}, {"output", output},   {"model", ModelCopy("identity", dir)},
-      {"encoders", 3},  {"chunk_frames", 20}, {"device", TestDevice()}};
-  RunResult r = RunJob(dir, job);
+  const std::string input = dir + "/indexed.mp4", output = dir + "/out.mp4";
+  RunResult r = RunOnIndexed(
+      dir, kFrames, {{"model", ModelCopy("identity", dir)}, {"encoders", 3}, {"chunk_frames", 20}},
+      /*tone_hz=*/440);
   INFO("stderr: " << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(OutOfPlace(FrameIndices(output, kW, kH), kFrames) == 0);

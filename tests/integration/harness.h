@@ -9,13 +9,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "supervisor/subprocess.h"
+
 namespace framemill::test {
 
-struct RunResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
+// A finished command: exit code, stdout, stderr (the supervisor's own type).
+using RunResult = framemill::CommandOutput;
 
 // A fresh, empty directory for the calling test (under the build tree).
 std::string ScratchDir(const std::string& test_name);

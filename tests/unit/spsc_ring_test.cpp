@@ -23,6 +23,33 @@ constexpr uint64_t kItems = 200000;
 
 Item MakeItem(uint64_t i) { return Item{i, i * 2654435761u + 7}; }
 
+// Out of order or torn: not the item `i` should be.
+bool Wrong(const Item& it, uint64_t i) { return it.seq != i || it.check != MakeItem(i).check; }
+
+// A ring in anonymous shared memory, so that a forked child shares it; unmapped at scope exit.
+struct SharedRing {
+  SharedRing()
+      : mem(::mmap(nullptr, sizeof(Ring), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1,
+                   0)),
+        ring(mem == MAP_FAILED ? nullptr : new (mem) Ring()) {}
+  ~SharedRing() {
+    if (ring != nullptr) ::munmap(mem, sizeof(Ring));
+  }
+  void* mem;
+  Ring* ring;
+};
+
+// Forks a child that runs `produce(ring)` and exits; returns its pid (-1 if fork failed).
+template <typename F>
+pid_t ForkProducer(Ring* ring, F produce) {
+  pid_t child = ::fork();
+  if (child == 0) {
+    produce(ring);
+    ::_exit(0);
+  }
+  return child;
+}
+
 void Produce(Ring* ring) {
   for (uint64_t i = 0; i < kItems;) {
     if (ring->TryPush(MakeItem(i)))
@@ -43,7 +70,7 @@ uint64_t Consume(Ring* ring) {
       continue;
     }
     REQUIRE(r == PopResult::kItem);
-    if (it.seq != i || it.check != MakeItem(i).check) ++bad;
+    if (Wrong(it, i)) ++bad;
     ++i;
   }
   return bad;
@@ -81,43 +108,34 @@ TEST_CASE("ring: two threads pass 200,000 items in order") {
 }
 
 TEST_CASE("ring: two processes pass 200,000 items in order through shared memory") {
-  void* mem =
-      ::mmap(nullptr, sizeof(Ring), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  REQUIRE(mem != MAP_FAILED);
-  auto* ring = new (mem) Ring();
-  pid_t child = ::fork();
+  SharedRing shared;
+  REQUIRE(shared.ring != nullptr);
+  pid_t child = ForkProducer(shared.ring, Produce);
   REQUIRE(child >= 0);
-  if (child == 0) {
-    Produce(ring);
-    ::_exit(0);
-  }
-  uint64_t bad = Consume(ring);
+  uint64_t bad = Consume(shared.ring);
   int status = 0;
   ::waitpid(child, &status, 0);
   CHECK(WIFEXITED(status));
   CHECK(bad == 0);
-  ::munmap(mem, sizeof(Ring));
 }
 
 TEST_CASE("ring: a producer killed at any moment never blocks the consumer") {
-  void* mem =
-      ::mmap(nullptr, sizeof(Ring), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  REQUIRE(mem != MAP_FAILED);
-  auto* ring = new (mem) Ring();
-  pid_t child = ::fork();
-  REQUIRE(child >= 0);
-  if (child == 0) {
+  SharedRing shared;
+  REQUIRE(shared.ring != nullptr);
+  Ring* ring = shared.ring;
+  pid_t child = ForkProducer(ring, [](Ring* r) {
     for (uint64_t i = 0;; ++i) {
-      while (!ring->TryPush(MakeItem(i))) {
+      while (!r->TryPush(MakeItem(i))) {
       }
     }
-  }
+  });
+  REQUIRE(child >= 0);
   // Drain for a while, then SIGKILL the producer mid-stream and drain what it published.
   uint64_t next = 0, bad = 0;
   Item it{};
   while (next < 50000) {
     if (ring->TryPop(&it) == PopResult::kItem) {
-      if (it.seq != next || it.check != MakeItem(next).check) ++bad;
+      if (Wrong(it, next)) ++bad;
       ++next;
     }
   }
@@ -125,10 +143,9 @@ TEST_CASE("ring: a producer killed at any moment never blocks the consumer") {
   ::waitpid(child, nullptr, 0);
   PopResult r;
   while ((r = ring->TryPop(&it)) == PopResult::kItem) {
-    if (it.seq != next || it.check != MakeItem(next).check) ++bad;
+    if (Wrong(it, next)) ++bad;
     ++next;
   }
   CHECK(r == PopResult::kEmpty);
   CHECK(bad == 0);
-  ::munmap(mem, sizeof(Ring));
 }

@@ -13,7 +13,8 @@
 // $FRAMEMILL_BENCH_PRECISION (fp32 | fp16 | bf16, default fp32) and $FRAMEMILL_BENCH_COLOR
 // (accurate | fast, default accurate) apply to every run; $FRAMEMILL_BENCH_ENCODERS (default 1)
 // to framemill's. $FRAMEMILL_BENCH_GPUS ("0,1") adds framemill rows with WORKERS per GPU on each
-// listed GPU, beside the one-device rows.
+// listed GPU, beside the one-device rows. $FRAMEMILL_BENCH_BASELINES=0 runs framemill's rows
+// alone (to compare framemill settings with each other when the baselines are already known).
 // Run from the build directory (it starts ./framemill). Scratch files go to $TMPDIR.
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -344,36 +345,57 @@ int main(int argc, char** argv) {
     for (int w : workers)
       fm_rows.push_back(Framemill(input, model_path, "cuda", w, gpus, v.frame_count, tmp));
   }
-  Row naive = Loop("naive", input, v, model->get(), out_w, out_h, false, tmp);
-  Row naive_ec = Loop("naive+empty_cache", input, v, model->get(), out_w, out_h, true, tmp);
-  Row transcode = Loop("transcode", input, v, nullptr, v.width, v.height, false, tmp);
+  const char* baselines_env = std::getenv("FRAMEMILL_BENCH_BASELINES");
+  const bool baselines = baselines_env == nullptr || std::string(baselines_env) != "0";
+  Row naive{"naive"}, naive_ec{"naive+empty_cache"}, transcode{"transcode"}, model_only{"model"};
+  if (baselines) {
+    naive = Loop("naive", input, v, model->get(), out_w, out_h, false, tmp);
+    naive_ec = Loop("naive+empty_cache", input, v, model->get(), out_w, out_h, true, tmp);
+    transcode = Loop("transcode", input, v, nullptr, v.width, v.height, false, tmp);
 #ifdef FRAMEMILL_WITH_CUDA
-  // The compute limit is the model at its fastest: with the cuDNN autotuning framemill's workers
-  // use (the naive loops above run as today's loops do, without it).
-  if (device->is_cuda()) at::globalContext().setBenchmarkCuDNN(true);
+    // The compute limit is the model at its fastest: with the cuDNN autotuning framemill's
+    // workers use (the naive loops above run as today's loops do, without it).
+    if (device->is_cuda()) at::globalContext().setBenchmarkCuDNN(true);
 #endif
-  Row model_only = ModelOnly(input, v, **model, tmp);
-  for (const Row& r : {naive, naive_ec, transcode, model_only}) Print(r);
+    model_only = ModelOnly(input, v, **model, tmp);
+    for (const Row& r : {naive, naive_ec, transcode, model_only}) Print(r);
+  }
   Row best = fm_rows.front();
   for (const Row& r : fm_rows) {
     Print(r);
     if (r.fps() > best.fps()) best = r;
   }
   double limit = std::min(transcode.fps(), model_only.fps());
-  std::printf(
-      "ratios: %s / min(transcode, model) = %.2f; %s / naive = %.2f; "
-      "cpu s/frame %s / naive = %.2f\n",
-      best.name.c_str(), limit > 0 ? best.fps() / limit : 0.0, best.name.c_str(),
-      naive.fps() > 0 ? best.fps() / naive.fps() : 0.0, best.name.c_str(),
-      naive.cpu_seconds > 0 ? (best.cpu_seconds / best.frames) / (naive.cpu_seconds / naive.frames)
-                            : 0.0);
+  if (baselines) {
+    std::printf(
+        "ratios: %s / min(transcode, model) = %.2f; %s / naive = %.2f; "
+        "cpu s/frame %s / naive = %.2f\n",
+        best.name.c_str(), limit > 0 ? best.fps() / limit : 0.0, best.name.c_str(),
+        naive.fps() > 0 ? best.fps() / naive.fps() : 0.0, best.name.c_str(),
+        naive.cpu_seconds > 0
+            ? (best.cpu_seconds / best.frames) / (naive.cpu_seconds / naive.frames)
+            : 0.0);
+  }
+  // Several GPUs against one: each multi-GPU row over the one-device row of as many workers.
+  for (size_t i = 0; !gpus.empty() && i < workers.size(); ++i) {
+    const Row& one = fm_rows[i];
+    const Row& many = fm_rows[workers.size() + i];
+    if (one.frames == 0 || many.frames == 0 || one.pipeline_seconds <= 0 ||
+        many.pipeline_seconds <= 0)
+      continue;
+    std::printf("gpus: %s / %s = %.2f whole job, %.2f steady state\n", many.name.c_str(),
+                one.name.c_str(), many.fps() / one.fps(),
+                one.pipeline_seconds / many.pipeline_seconds);
+  }
   // A long job's rate: the pipeline alone, without the fixed seconds of start-up and mux.
   for (const Row& r : fm_rows) {
     if (r.pipeline_seconds <= 0 || r.frames == 0) continue;
     double fps = r.frames / r.pipeline_seconds;
-    std::printf("steady state: %s pipeline %.1f fps = %.2f of min(transcode, model), %.2fx naive\n",
-                r.name.c_str(), fps, limit > 0 ? fps / limit : 0.0,
-                naive.fps() > 0 ? fps / naive.fps() : 0.0);
+    std::printf("steady state: %s pipeline %.1f fps", r.name.c_str(), fps);
+    if (baselines)
+      std::printf(" = %.2f of min(transcode, model), %.2fx naive", limit > 0 ? fps / limit : 0.0,
+                  naive.fps() > 0 ? fps / naive.fps() : 0.0);
+    std::printf("\n");
   }
   for (const Row& r : fm_rows) std::printf("%s stages: %s\n", r.name.c_str(), r.stages.c_str());
   for (const Row& r : fm_rows) {

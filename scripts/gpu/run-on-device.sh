@@ -7,6 +7,8 @@
 #   throughput  framemill-bench, 1080p, `heavy` fp16, accurate and fast colour conversion
 #   sharpen     framemill-bench, 1080p, `sharpen` fp16, fast colour, 1 and 2 encoders
 #   gpus        framemill-bench, 1080p, `heavy` fp16, fast colour: one GPU against every GPU
+#               ($ENCODERS encoders, default 2; $WORKERS workers per GPU, default "1 2")
+#   decode      the decoding ceiling: ffmpeg decoding the 1080p input into a pipe, alone
 #   recycle     bench/recycle-cost.sh on the GPU
 #   soak        framemill-soak on CUDA: an hour of video, recycling by GPU reserved memory
 #
@@ -78,9 +80,19 @@ for step in "${steps[@]}"; do
       bench_input
       log "throughput: heavy fp16, fast colour, one GPU against $gpu_count"
       (cd build-gpu && ./framemill model export heavy "$OUT/heavy.pt" >/dev/null &&
-        FRAMEMILL_BENCH_PRECISION=fp16 FRAMEMILL_BENCH_COLOR=fast FRAMEMILL_BENCH_ENCODERS=2 \
-          FRAMEMILL_BENCH_GPUS=$(seq -s, 0 $((gpu_count - 1))) \
-          ./framemill-bench "$OUT/in1080.mp4" "$OUT/heavy.pt" cuda 1 2)
+        FRAMEMILL_BENCH_PRECISION=fp16 FRAMEMILL_BENCH_COLOR=fast \
+          FRAMEMILL_BENCH_ENCODERS=${ENCODERS:-2} FRAMEMILL_BENCH_GPUS=$(seq -s, 0 $((gpu_count - 1))) \
+          ./framemill-bench "$OUT/in1080.mp4" "$OUT/heavy.pt" cuda ${WORKERS:-1 2})
+      ;;
+    decode)
+      bench_input
+      for fmt in "rgb24 -sws_flags bicubic+accurate_rnd+full_chroma_int" \
+        "rgb24 -sws_flags bicubic+full_chroma_int" "yuv420p"; do
+        log "decoding alone into a pipe: -pix_fmt $fmt"
+        TIMEFORMAT="$FRAMES frames: %R s wall, %U s user, %S s system"
+        # shellcheck disable=SC2086  # $fmt holds several arguments
+        time (ffmpeg -nostdin -v error -i "$OUT/in1080.mp4" -f rawvideo -pix_fmt $fmt - | cat >/dev/null)
+      done
       ;;
     soak)
       log "soak on cuda"

@@ -90,10 +90,12 @@ void EmptyCache(const torch::Device& d) {
   (void)d;
 }
 
-// $FRAMEMILL_BENCH_COLOR: accurate (default) | fast, for every run (the job's color_conversion).
+// $FRAMEMILL_BENCH_COLOR: accurate (default) | fast | device: the job's color_conversion. The
+// in-process rows decode with ffmpeg's conversion, fast for `device` (they have no workers).
 std::string ColorConversion() {
   const char* c = std::getenv("FRAMEMILL_BENCH_COLOR");
-  return c != nullptr && std::string(c) == "fast" ? "fast" : "accurate";
+  std::string v = c != nullptr ? c : "accurate";
+  return v == "fast" || v == "device" ? v : "accurate";
 }
 bool AccurateColor() { return ColorConversion() == "accurate"; }
 

@@ -6,7 +6,8 @@
 //    worker the reverse. No lock that a worker could hold: semaphores (which have no owner) are
 //    used only to wake the other side.
 //  - a frame arena ("...arena") per job: a header and `slot_count` slots. A slot holds one
-//    chunk: its input frames, then room for its output frames, rgb24, packed rows.
+//    chunk: its input frames (rgb24 or planar YUV 4:2:0, see frame_format.h), then room for its
+//    output frames, rgb24, packed rows.
 //    The supervisor alone decides which slot belongs to which chunk; a worker touches only the
 //    slot of a request it holds.
 //
@@ -22,11 +23,12 @@
 
 #include <boost/interprocess/sync/interprocess_semaphore.hpp>
 
+#include "common/frame_format.h"
 #include "common/spsc_ring.h"
 
 namespace framemill {
 
-inline constexpr uint32_t kProtocolVersion = 4;
+inline constexpr uint32_t kProtocolVersion = 5;
 inline constexpr uint64_t kControlMagic = 0x4c54434d4d52464dull;  // "MFRMMCTL"
 inline constexpr uint64_t kArenaMagic = 0x4e5241414d52464dull;    // "MFRMAARN"
 inline constexpr uint32_t kMaxWorkerChannels = 64;
@@ -116,10 +118,14 @@ struct ArenaHeader {
   uint32_t slot_count;
   uint32_t chunk_frames;  // frames a slot can hold
   uint32_t in_width, in_height, out_width, out_height;
+  FrameFormat in_format;  // how the input frames lie in a slot
+  YuvMatrix in_matrix;    // kYuv420p: the matrix to RGB
+  uint32_t in_full_range;  // kYuv420p: 1 = full range (0-255), 0 = limited (16-235)
+  uint32_t reserved;
   uint64_t slot_bytes;   // distance between slots
   uint64_t data_offset;  // from the start of the object to slot 0
 
-  size_t InFrameBytes() const { return size_t{in_width} * in_height * 3; }
+  size_t InFrameBytes() const { return FrameBytes(in_format, in_width, in_height); }
   size_t OutFrameBytes() const { return size_t{out_width} * out_height * 3; }
   uint8_t* SlotIn(uint32_t slot) {
     return reinterpret_cast<uint8_t*>(this) + data_offset + slot * slot_bytes;

@@ -7,6 +7,7 @@
 
 #include <boost/process.hpp>
 
+#include "common/frame_format.h"
 #include "supervisor/subprocess.h"
 
 namespace framemill {
@@ -141,7 +142,12 @@ Result<std::unique_ptr<FrameReader>> FrameReader::Start(const std::string& ffmpe
                                                         const std::string& input,
                                                         const VideoStreamInfo& video,
                                                         const std::string& stderr_path,
-                                                        bool accurate_color) {
+                                                        bool accurate_color, bool yuv) {
+  // A yuvj420p source is asked for as yuvj420p: as yuv420p, ffmpeg would squeeze its range.
+  const std::string pix_fmt = yuv ? video.pix_fmt : "rgb24";
+  if (yuv && !IsPlanarYuv420(pix_fmt)) {
+    return Status(StatusCode::kInternal, "YUV frames asked of a " + pix_fmt + " source");
+  }
   std::vector<std::string> argv = {ffmpeg,
                                    "-nostdin",
                                    "-hide_banner",
@@ -161,12 +167,13 @@ Result<std::unique_ptr<FrameReader>> FrameReader::Start(const std::string& ffmpe
                                    "-f",
                                    "rawvideo",
                                    "-pix_fmt",
-                                   "rgb24",
+                                   pix_fmt,
                                    "pipe:1"};
   Result<std::unique_ptr<PipedChild>> child =
       PipedChild::Spawn(argv, PipedChild::Direction::kReadStdout, stderr_path);
   if (!child.ok()) return child.status();
-  size_t bytes = static_cast<size_t>(video.width) * video.height * 3;
+  size_t bytes = FrameBytes(yuv ? FrameFormat::kYuv420p : FrameFormat::kRgb24,
+                            static_cast<uint32_t>(video.width), static_cast<uint32_t>(video.height));
   return std::unique_ptr<FrameReader>(new FrameReader(std::move(*child), bytes));
 }
 

@@ -21,15 +21,16 @@ class FrameReader {
  public:
   // Starts decoding `video` of `input`. `-fps_mode passthrough` keeps ffmpeg from inventing or
   // dropping frames to make the rate constant: every decoded frame comes out exactly once.
-  // `accurate_color`: see SwsFlags.
+  // Frames come as rgb24 (`accurate_color`: see SwsFlags), or with `yuv` as the source's own
+  // 8-bit 4:2:0 planes (the source must be yuv420p or yuvj420p: see IsPlanarYuv420), unconverted.
   static Result<std::unique_ptr<FrameReader>> Start(const std::string& ffmpeg,
                                                     const std::string& input,
                                                     const VideoStreamInfo& video,
                                                     const std::string& stderr_path,
-                                                    bool accurate_color = true);
+                                                    bool accurate_color = true, bool yuv = false);
   ~FrameReader();
 
-  // Reads one frame of width*height*3 bytes into `dst`. true: a frame; false: end of stream.
+  // Reads one frame (FrameBytes of its format) into `dst`. true: a frame; false: end of stream.
   // A partial frame is an error.
   Result<bool> Read(uint8_t* dst);
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/file_util.h"
+#include "common/frame_format.h"
 #include "common/json_fields.h"
 #include "common/log.h"
 #include "common/shared_memory.h"
@@ -226,7 +227,17 @@ Status JobRun::CreateArena() {
   }
   out_w_ = static_cast<int>(ow / kProbeSize);
   out_h_ = static_cast<int>(oh / kProbeSize);
-  uint64_t in_frame = static_cast<uint64_t>(v.width) * v.height * 3;
+  // color_conversion device: the source's 4:2:0 planes go to the workers as they are.
+  const bool yuv = settings_.color_conversion == "device" && IsPlanarYuv420(v.pix_fmt);
+  if (settings_.color_conversion == "device" && !yuv) {
+    spdlog::warn(
+        "{}: color_conversion device takes 8-bit 4:2:0 video and this is {}; ffmpeg converts "
+        "it to RGB (fast) instead",
+        job_.input, v.pix_fmt.empty() ? "of an unknown pixel format" : v.pix_fmt);
+  }
+  const FrameFormat in_format = yuv ? FrameFormat::kYuv420p : FrameFormat::kRgb24;
+  uint64_t in_frame =
+      FrameBytes(in_format, static_cast<uint32_t>(v.width), static_cast<uint32_t>(v.height));
   uint64_t out_frame = static_cast<uint64_t>(out_w_) * out_h_ * 3;
   uint64_t slot_bytes = AlignUp((in_frame + out_frame) * plan_.chunk_frames, kSlotAlignment);
   uint64_t budget = static_cast<uint64_t>(config_.arena_mb) << 20;
@@ -256,6 +267,9 @@ Status JobRun::CreateArena() {
   arena_->chunk_frames = static_cast<uint32_t>(plan_.chunk_frames);
   arena_->in_width = static_cast<uint32_t>(v.width);
   arena_->in_height = static_cast<uint32_t>(v.height);
+  arena_->in_format = in_format;
+  arena_->in_matrix = MatrixForColorSpace(v.color_space);
+  arena_->in_full_range = v.color_range == "pc" || v.pix_fmt == "yuvj420p" ? 1 : 0;
   arena_->out_width = static_cast<uint32_t>(out_w_);
   arena_->out_height = static_cast<uint32_t>(out_h_);
   arena_->slot_bytes = slot_bytes;
@@ -302,7 +316,8 @@ void JobRun::DecodeLoop() {
   const VideoStreamInfo& v = media_.video;
   Result<std::unique_ptr<FrameReader>> reader =
       FrameReader::Start(config_.ffmpeg, job_.input, v, scratch_ + "/decoder.log",
-                         settings_.color_conversion == "accurate");
+                         settings_.color_conversion == "accurate",
+                         arena_->in_format == FrameFormat::kYuv420p);
   if (!reader.ok()) return board_->Fail(reader.status());
   size_t frame_bytes = arena_->InFrameBytes();
   int64_t decoded = 0;
@@ -526,6 +541,9 @@ Result<JobReport> JobRun::Run() {
   report_.in_height = media_.video.height;
   report_.out_width = out_w_;
   report_.out_height = out_h_;
+  report_.worker_input_format =
+      arena_ != nullptr && arena_->in_format == FrameFormat::kYuv420p ? media_.video.pix_fmt
+                                                                      : "rgb24";
   report_.seconds = static_cast<double>(MonotonicMs() - t0) / 1000.0;
   report_.timeline = timeline_.path();
   return report_;

@@ -47,6 +47,9 @@ struct JobReport {
   int64_t chunks = 0;
   int64_t segments = 0;
   int in_width = 0, in_height = 0, out_width = 0, out_height = 0;
+  // The pixel format the workers were handed: "rgb24", or with color_conversion device the
+  // source's own "yuv420p" / "yuvj420p".
+  std::string worker_input_format;
   double seconds = 0.0;
   std::string timeline;          // the job's memory timeline (JSON lines)
   DispatchStats dispatch;        // workers started, recycles, crashes, kills, retries, peaks

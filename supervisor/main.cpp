@@ -86,9 +86,10 @@ int ModelCommand(const std::vector<std::string>& args, const framemill::Config& 
 void PrintSummary(const framemill::JobReport& r) {
   const framemill::DispatchStats& d = r.dispatch;
   std::printf(
-      "framemill: wrote %s: %lld frames %dx%d -> %dx%d in %.1f s (%.1f fps), "
+      "framemill: wrote %s: %lld frames %dx%d (%s to the workers) -> %dx%d in %.1f s (%.1f fps), "
       "%lld chunks, %lld segments\n",
-      r.output.c_str(), static_cast<long long>(r.frames), r.in_width, r.in_height, r.out_width,
+      r.output.c_str(), static_cast<long long>(r.frames), r.in_width, r.in_height,
+      r.worker_input_format.c_str(), r.out_width,
       r.out_height, r.seconds, r.seconds > 0 ? r.frames / r.seconds : 0.0,
       static_cast<long long>(r.chunks), static_cast<long long>(r.segments));
   int recycles = 0;

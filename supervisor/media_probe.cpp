@@ -246,6 +246,7 @@ Result<MediaInfo> ProbeMedia(const std::string& ffprobe, const std::string& path
       if (v.frame_rate.num == 0) v.frame_rate = avg;
       v.start_time = NumberField(s, "start_time");
       v.header_frames = static_cast<int64_t>(NumberField(s, "nb_frames"));
+      v.pix_fmt = StringField(s, "pix_fmt");
       v.color_space = StringField(s, "color_space");
       v.color_range = StringField(s, "color_range");
       v.color_primaries = StringField(s, "color_primaries");

@@ -33,6 +33,7 @@ struct VideoStreamInfo {
   // video's length.
   std::vector<double> frame_times;
   bool constant_rate = true;  // every frame within a quarter frame of start + i / frame_rate
+  std::string pix_fmt;        // ffprobe name ("yuv420p"), "" when unknown
   std::string color_space;    // ffprobe names ("bt709", "smpte170m"), "" when unknown
   std::string color_range;    // "tv" | "pc" | ""
   std::string color_primaries;

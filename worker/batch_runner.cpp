@@ -14,11 +14,6 @@
 namespace framemill {
 namespace {
 
-// uint8 [b,h,w,3] (any device) -> the model's input: dtype [b,3,h,w] in [0,1].
-torch::Tensor ToModelInput(const torch::Tensor& frames, torch::ScalarType dtype) {
-  return frames.permute({0, 3, 1, 2}).to(dtype).div_(255.0);
-}
-
 // The model's output -> float [b,3,h,w] holding whole numbers 0..255, ready to be copied into a
 // uint8 tensor (copy_ converts exactly: every value is already whole and in range).
 torch::Tensor ToByteValues(const torch::Tensor& y) {
@@ -43,7 +38,7 @@ Status CheckOutputShape(const torch::Tensor& y, int64_t b, int64_t oh, int64_t o
 // Two of everything, used alternately by even and odd batches.
 struct BatchRunner::CudaState {
   struct Buffers {
-    torch::Tensor up;    // uint8 [batch, h, w, 3] on the device: the batch's input frames
+    torch::Tensor up;    // uint8 [batch, frame bytes] on the device: the batch's input frames
     torch::Tensor down;  // uint8 [batch, oh, ow, 3] on the device: its output frames
     at::cuda::CUDAEvent uploaded, consumed, computed, downloaded;
     bool used = false;  // events recorded at least once
@@ -51,7 +46,7 @@ struct BatchRunner::CudaState {
   c10::cuda::CUDAStream up_stream;
   c10::cuda::CUDAStream down_stream;
   std::array<Buffers, 2> buffers;
-  std::array<int64_t, 5> shape{};  // batch, h, w, oh, ow the buffers were made for
+  std::array<int64_t, 4> shape{};  // batch, input frame bytes, oh, ow the buffers were made for
 
   explicit CudaState(c10::DeviceIndex device)
       : up_stream(c10::cuda::getStreamFromPool(false, device)),
@@ -72,14 +67,15 @@ BatchRunner::~BatchRunner() = default;
 Status BatchRunner::RunOnCpu(const ChunkFrames& c,
                              const std::function<void(int64_t, int64_t)>& before_batch,
                              const std::function<void(int64_t)>& after_batch) {
-  const size_t in_bytes = static_cast<size_t>(c.in_h * c.in_w * 3);
+  const int64_t in_bytes = c.layout.FrameBytes();
   const size_t out_bytes = static_cast<size_t>(c.out_h * c.out_w * 3);
   for (int64_t off = 0; off < c.frames; off += c.batch) {
     const int64_t b = std::min(c.batch, c.frames - off);
     before_batch(c.first_frame + off, b);
     torch::Tensor frames = torch::from_blob(const_cast<uint8_t*>(c.in) + off * in_bytes,
-                                            {b, c.in_h, c.in_w, 3}, torch::kUInt8);
-    Result<torch::Tensor> y = model_.Run(ToModelInput(frames.to(model_.device()), model_.dtype()));
+                                            {b, in_bytes}, torch::kUInt8);
+    Result<torch::Tensor> y =
+        model_.Run(ToModelInput(frames.to(model_.device()), c.layout, model_.dtype()));
     if (!y.ok()) return y.status();
     FM_RETURN_IF_ERROR(CheckOutputShape(*y, b, c.out_h, c.out_w));
     torch::Tensor dst =
@@ -99,17 +95,17 @@ Status BatchRunner::Run(const ChunkFrames& c,
 #ifdef FRAMEMILL_WITH_CUDA
   CudaState& s = *cuda_;
   const torch::Device device = model_.device();
-  const std::array<int64_t, 5> shape = {c.batch, c.in_h, c.in_w, c.out_h, c.out_w};
+  const int64_t in_bytes = c.layout.FrameBytes();
+  const std::array<int64_t, 4> shape = {c.batch, in_bytes, c.out_h, c.out_w};
   if (shape != s.shape) {
     // A new frame size or batch: the device is idle (every chunk ends synchronized).
     for (auto& buf : s.buffers) {
       auto opts = torch::TensorOptions().device(device).dtype(torch::kUInt8);
-      buf.up = torch::empty({c.batch, c.in_h, c.in_w, 3}, opts);
+      buf.up = torch::empty({c.batch, in_bytes}, opts);
       buf.down = torch::empty({c.batch, c.out_h, c.out_w, 3}, opts);
     }
     s.shape = shape;
   }
-  const size_t in_bytes = static_cast<size_t>(c.in_h * c.in_w * 3);
   const size_t out_bytes = static_cast<size_t>(c.out_h * c.out_w * 3);
   c10::cuda::CUDAStream compute = c10::cuda::getCurrentCUDAStream(device.index());
   Status status = Status::Ok();
@@ -122,7 +118,7 @@ Status BatchRunner::Run(const ChunkFrames& c,
     c10::cuda::CUDAStreamGuard on_up(s.up_stream);
     if (buf.used) buf.consumed.block(s.up_stream);
     torch::Tensor src = torch::from_blob(const_cast<uint8_t*>(c.in) + off * in_bytes,
-                                         {b, c.in_h, c.in_w, 3}, torch::kUInt8);
+                                         {b, in_bytes}, torch::kUInt8);
     buf.up.narrow(0, 0, b).copy_(src, /*non_blocking=*/c.pinned);
     buf.uploaded.record(s.up_stream);
   };
@@ -135,7 +131,7 @@ Status BatchRunner::Run(const ChunkFrames& c,
       if (i + 1 < batches) upload(i + 1);  // queued now: it runs while this batch computes
       // Compute, on the current stream.
       buf.uploaded.block(compute);
-      torch::Tensor x = ToModelInput(buf.up.narrow(0, 0, b), model_.dtype());
+      torch::Tensor x = ToModelInput(buf.up.narrow(0, 0, b), c.layout, model_.dtype());
       buf.consumed.record(compute);
       Result<torch::Tensor> y = model_.Run(x);
       if (!y.ok()) {

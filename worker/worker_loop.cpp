@@ -140,8 +140,11 @@ ChunkResult Worker::Process(const ChunkRequest& rq) {
   c.out = arena->SlotOut(rq.slot);
   c.frames = rq.frames;
   c.batch = rq.batch;
-  c.in_h = arena->in_height;
-  c.in_w = arena->in_width;
+  c.layout.format = arena->in_format;
+  c.layout.height = arena->in_height;
+  c.layout.width = arena->in_width;
+  c.layout.matrix = arena->in_matrix;
+  c.layout.full_range = arena->in_full_range != 0;
   c.out_h = arena->out_height;
   c.out_w = arena->out_width;
   c.first_frame = static_cast<int64_t>(rq.first_frame);

@@ -6,8 +6,9 @@
 #   tests       unit tests; the integration tests that need no shared clips, on CUDA
 #   throughput  framemill-bench, 1080p, `heavy` fp16, accurate and fast colour conversion
 #   sharpen     framemill-bench, 1080p, `sharpen` fp16, fast colour, 1 and 2 encoders
-#   gpus        framemill-bench, 1080p, `heavy` fp16, fast colour: one GPU against every GPU
-#               ($ENCODERS encoders, default 2; $WORKERS workers per GPU, default "1 2")
+#   gpus        framemill-bench, 1080p, `heavy` fp16: one GPU against every GPU ($COLOR colour
+#               conversion, default device; $ENCODERS encoders, default 4; $WORKERS workers per
+#               GPU, default "1 2")
 #   decode      the decoding ceiling: ffmpeg decoding the 1080p input into a pipe, alone
 #   recycle     bench/recycle-cost.sh on the GPU
 #   soak        framemill-soak on CUDA: an hour of video, recycling by GPU reserved memory
@@ -56,7 +57,7 @@ for step in "${steps[@]}"; do
       log "integration tests on cuda (those that need no shared test clips)"
       gpus=$(seq -s, 0 $((gpu_count - 1)))
       FRAMEMILL_TEST_DEVICE=cuda FRAMEMILL_TEST_GPUS=$gpus ./build-gpu/tests/framemill_integration_tests \
-        -tc="${FRAMEMILL_GPU_TESTS:-frame-exact*,recovery*,precision*,gpus*,encoders*,fast colour*}" 2>&1 | tail -8
+        -tc="${FRAMEMILL_GPU_TESTS:-frame-exact*,recovery*,precision*,gpus*,encoders*,fast colour*,device colour*}" 2>&1 | tail -8
       ;;
     throughput)
       bench_input
@@ -78,10 +79,10 @@ for step in "${steps[@]}"; do
       ;;
     gpus)
       bench_input
-      log "throughput: heavy fp16, fast colour, one GPU against $gpu_count"
+      log "throughput: heavy fp16, ${COLOR:-device} colour, one GPU against $gpu_count"
       (cd build-gpu && ./framemill model export heavy "$OUT/heavy.pt" >/dev/null &&
-        FRAMEMILL_BENCH_PRECISION=fp16 FRAMEMILL_BENCH_COLOR=fast \
-          FRAMEMILL_BENCH_ENCODERS=${ENCODERS:-2} FRAMEMILL_BENCH_GPUS=$(seq -s, 0 $((gpu_count - 1))) \
+        FRAMEMILL_BENCH_PRECISION=fp16 FRAMEMILL_BENCH_COLOR=${COLOR:-device} \
+          FRAMEMILL_BENCH_ENCODERS=${ENCODERS:-4} FRAMEMILL_BENCH_GPUS=$(seq -s, 0 $((gpu_count - 1))) \
           ./framemill-bench "$OUT/in1080.mp4" "$OUT/heavy.pt" cuda ${WORKERS:-1 2})
       ;;
     decode)

@@ -38,9 +38,15 @@ torch::Tensor YuvToRgb(const torch::Tensor& frames, const InputLayout& in) {
 
 }  // namespace
 
+// Both layouts hand the model a channels-last tensor (NCHW shape, NHWC strides): convolutions
+// run on it natively (cuDNN's fp16 kernels), while a plain NCHW input made the `heavy` model on
+// an H200 1.55x slower and reserve 10.7 GB instead of 4.3.
 torch::Tensor ToModelInput(const torch::Tensor& frames, const InputLayout& in,
                            torch::ScalarType dtype) {
-  if (in.format == FrameFormat::kYuv420p) return YuvToRgb(frames, in).to(dtype);
+  if (in.format == FrameFormat::kYuv420p) {
+    return YuvToRgb(frames, in).to(dtype, /*non_blocking=*/false, /*copy=*/false,
+                                   torch::MemoryFormat::ChannelsLast);
+  }
   return frames.view({frames.size(0), in.height, in.width, 3})
       .permute({0, 3, 1, 2})
       .to(dtype)

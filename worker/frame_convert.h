@@ -1,5 +1,5 @@
 // The arena's input frames -> the model's input: [b, 3, h, w] of the model's dtype, RGB in [0, 1],
-// on whatever device the frames are (the worker's, once uploaded).
+// channels-last in memory, on whatever device the frames are (the worker's, once uploaded).
 //
 //   rgb24:   a permute and a scale
 //   yuv420p: chroma upsampled (bicubic, centre-sited: as swscale does by default), then the

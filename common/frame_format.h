@@ -39,11 +39,20 @@ inline YuvMatrix MatrixForColorSpace(const std::string& color_space) {
 // Luma weights of red and blue (green's is 1 - kr - kb).
 inline void MatrixWeights(YuvMatrix m, double* kr, double* kb) {
   switch (m) {
-    case YuvMatrix::kBt709: *kr = 0.2126, *kb = 0.0722; return;
-    case YuvMatrix::kBt2020: *kr = 0.2627, *kb = 0.0593; return;
-    case YuvMatrix::kSmpte240m: *kr = 0.212, *kb = 0.087; return;
-    case YuvMatrix::kFcc: *kr = 0.30, *kb = 0.11; return;
-    case YuvMatrix::kBt601: break;
+    case YuvMatrix::kBt709:
+      *kr = 0.2126, *kb = 0.0722;
+      return;
+    case YuvMatrix::kBt2020:
+      *kr = 0.2627, *kb = 0.0593;
+      return;
+    case YuvMatrix::kSmpte240m:
+      *kr = 0.212, *kb = 0.087;
+      return;
+    case YuvMatrix::kFcc:
+      *kr = 0.30, *kb = 0.11;
+      return;
+    case YuvMatrix::kBt601:
+      break;
   }
   *kr = 0.299, *kb = 0.114;
 }

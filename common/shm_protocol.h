@@ -118,8 +118,8 @@ struct ArenaHeader {
   uint32_t slot_count;
   uint32_t chunk_frames;  // frames a slot can hold
   uint32_t in_width, in_height, out_width, out_height;
-  FrameFormat in_format;  // how the input frames lie in a slot
-  YuvMatrix in_matrix;    // kYuv420p: the matrix to RGB
+  FrameFormat in_format;   // how the input frames lie in a slot
+  YuvMatrix in_matrix;     // kYuv420p: the matrix to RGB
   uint32_t in_full_range;  // kYuv420p: 1 = full range (0-255), 0 = limited (16-235)
   uint32_t reserved;
   uint64_t slot_bytes;   // distance between slots

@@ -172,8 +172,9 @@ Result<std::unique_ptr<FrameReader>> FrameReader::Start(const std::string& ffmpe
   Result<std::unique_ptr<PipedChild>> child =
       PipedChild::Spawn(argv, PipedChild::Direction::kReadStdout, stderr_path);
   if (!child.ok()) return child.status();
-  size_t bytes = FrameBytes(yuv ? FrameFormat::kYuv420p : FrameFormat::kRgb24,
-                            static_cast<uint32_t>(video.width), static_cast<uint32_t>(video.height));
+  size_t bytes =
+      FrameBytes(yuv ? FrameFormat::kYuv420p : FrameFormat::kRgb24,
+                 static_cast<uint32_t>(video.width), static_cast<uint32_t>(video.height));
   return std::unique_ptr<FrameReader>(new FrameReader(std::move(*child), bytes));
 }
 

@@ -314,10 +314,9 @@ Status JobRun::CheckFreeSpace() const {
 
 void JobRun::DecodeLoop() {
   const VideoStreamInfo& v = media_.video;
-  Result<std::unique_ptr<FrameReader>> reader =
-      FrameReader::Start(config_.ffmpeg, job_.input, v, scratch_ + "/decoder.log",
-                         settings_.color_conversion == "accurate",
-                         arena_->in_format == FrameFormat::kYuv420p);
+  Result<std::unique_ptr<FrameReader>> reader = FrameReader::Start(
+      config_.ffmpeg, job_.input, v, scratch_ + "/decoder.log",
+      settings_.color_conversion == "accurate", arena_->in_format == FrameFormat::kYuv420p);
   if (!reader.ok()) return board_->Fail(reader.status());
   size_t frame_bytes = arena_->InFrameBytes();
   int64_t decoded = 0;
@@ -541,9 +540,9 @@ Result<JobReport> JobRun::Run() {
   report_.in_height = media_.video.height;
   report_.out_width = out_w_;
   report_.out_height = out_h_;
-  report_.worker_input_format =
-      arena_ != nullptr && arena_->in_format == FrameFormat::kYuv420p ? media_.video.pix_fmt
-                                                                      : "rgb24";
+  report_.worker_input_format = arena_ != nullptr && arena_->in_format == FrameFormat::kYuv420p
+                                    ? media_.video.pix_fmt
+                                    : "rgb24";
   report_.seconds = static_cast<double>(MonotonicMs() - t0) / 1000.0;
   report_.timeline = timeline_.path();
   return report_;

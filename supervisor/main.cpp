@@ -89,9 +89,9 @@ void PrintSummary(const framemill::JobReport& r) {
       "framemill: wrote %s: %lld frames %dx%d (%s to the workers) -> %dx%d in %.1f s (%.1f fps), "
       "%lld chunks, %lld segments\n",
       r.output.c_str(), static_cast<long long>(r.frames), r.in_width, r.in_height,
-      r.worker_input_format.c_str(), r.out_width,
-      r.out_height, r.seconds, r.seconds > 0 ? r.frames / r.seconds : 0.0,
-      static_cast<long long>(r.chunks), static_cast<long long>(r.segments));
+      r.worker_input_format.c_str(), r.out_width, r.out_height, r.seconds,
+      r.seconds > 0 ? r.frames / r.seconds : 0.0, static_cast<long long>(r.chunks),
+      static_cast<long long>(r.segments));
   int recycles = 0;
   std::string by_reason;
   for (const auto& [reason, n] : d.recycles) {

@@ -72,8 +72,8 @@ Status BatchRunner::RunOnCpu(const ChunkFrames& c,
   for (int64_t off = 0; off < c.frames; off += c.batch) {
     const int64_t b = std::min(c.batch, c.frames - off);
     before_batch(c.first_frame + off, b);
-    torch::Tensor frames = torch::from_blob(const_cast<uint8_t*>(c.in) + off * in_bytes,
-                                            {b, in_bytes}, torch::kUInt8);
+    torch::Tensor frames =
+        torch::from_blob(const_cast<uint8_t*>(c.in) + off * in_bytes, {b, in_bytes}, torch::kUInt8);
     Result<torch::Tensor> y =
         model_.Run(ToModelInput(frames.to(model_.device()), c.layout, model_.dtype()));
     if (!y.ok()) return y.status();
@@ -117,8 +117,8 @@ Status BatchRunner::Run(const ChunkFrames& c,
     const int64_t off = i * c.batch, b = std::min(c.batch, c.frames - off);
     c10::cuda::CUDAStreamGuard on_up(s.up_stream);
     if (buf.used) buf.consumed.block(s.up_stream);
-    torch::Tensor src = torch::from_blob(const_cast<uint8_t*>(c.in) + off * in_bytes,
-                                         {b, in_bytes}, torch::kUInt8);
+    torch::Tensor src =
+        torch::from_blob(const_cast<uint8_t*>(c.in) + off * in_bytes, {b, in_bytes}, torch::kUInt8);
     buf.up.narrow(0, 0, b).copy_(src, /*non_blocking=*/c.pinned);
     buf.uploaded.record(s.up_stream);
   };

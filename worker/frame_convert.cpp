@@ -44,8 +44,8 @@ torch::Tensor YuvToRgb(const torch::Tensor& frames, const InputLayout& in) {
 torch::Tensor ToModelInput(const torch::Tensor& frames, const InputLayout& in,
                            torch::ScalarType dtype) {
   if (in.format == FrameFormat::kYuv420p) {
-    return YuvToRgb(frames, in).to(dtype, /*non_blocking=*/false, /*copy=*/false,
-                                   torch::MemoryFormat::ChannelsLast);
+    return YuvToRgb(frames, in)
+        .to(dtype, /*non_blocking=*/false, /*copy=*/false, torch::MemoryFormat::ChannelsLast);
   }
   return frames.view({frames.size(0), in.height, in.width, 3})
       .permute({0, 3, 1, 2})

@@ -22,8 +22,8 @@ struct InputLayout {
   bool full_range = false;               // yuv420p only
 
   int64_t FrameBytes() const {
-    return static_cast<int64_t>(framemill::FrameBytes(format, static_cast<uint32_t>(width),
-                                                      static_cast<uint32_t>(height)));
+    return static_cast<int64_t>(
+        framemill::FrameBytes(format, static_cast<uint32_t>(width), static_cast<uint32_t>(height)));
   }
 };
 

@@ -88,10 +88,10 @@ Status ReadJobSettings(const nlohmann::json& object, const std::string& path, St
     r.Fail("precision", "must be fp32, fp16 or bf16, got \"" + s->precision + "\"");
   }
   r.String("color_conversion", &s->color_conversion);
-  if (r.status().ok() && s->color_conversion != "accurate" && s->color_conversion != "fast" &&
-      s->color_conversion != "device") {
+  if (r.status().ok() && s->color_conversion != "auto" && s->color_conversion != "accurate" &&
+      s->color_conversion != "fast" && s->color_conversion != "device") {
     r.Fail("color_conversion",
-           "must be accurate, fast or device, got \"" + s->color_conversion + "\"");
+           "must be auto, accurate, fast or device, got \"" + s->color_conversion + "\"");
   }
   r.Double("hang_timeout_s", &s->hang_timeout_s, 1.0, 24 * 3600.0);
   ReadEncoder(r, code, &s->encoder);

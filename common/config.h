@@ -58,11 +58,12 @@ struct JobSettings {
   std::string device = "auto";     // auto | cpu | cuda | cuda:N
   std::string precision = "fp32";  // fp32 | fp16 | bf16: the model's weights and activations
   // YUV <-> RGB conversion around the model: "accurate" (swscale with accurate rounding),
-  // "fast" (without it: about 4x faster decoding at 1080p, slightly coarser rounding) or
+  // "fast" (without it: about 4x faster decoding at 1080p, slightly coarser rounding),
   // "device" (the decoder passes 8-bit 4:2:0 YUV as it is and each worker converts it on its
-  // device: half the bytes per frame and no swscale; other sources get "fast"). The encoders'
-  // RGB -> YUV is swscale's, accurate with "accurate", fast otherwise.
-  std::string color_conversion = "accurate";
+  // device: half the bytes per frame and no swscale; other sources get "fast"), or "auto":
+  // device when the workers run on a GPU and the source is 8-bit 4:2:0, accurate otherwise.
+  // The encoders' RGB -> YUV is swscale's, accurate with "accurate", fast otherwise.
+  std::string color_conversion = "auto";
   int max_attempts = 3;           // tries per chunk before the job fails
   double hang_timeout_s = 300.0;  // a busy worker without a heartbeat this long is killed
   EncoderSettings encoder;

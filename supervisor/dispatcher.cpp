@@ -162,7 +162,13 @@ int Dispatcher::Serving() const {
   return n;
 }
 
-Result<std::pair<uint32_t, uint32_t>> Dispatcher::Start(const std::atomic<bool>& stop) {
+Result<FirstWorker> Dispatcher::Start(const std::atomic<bool>& stop) {
+  FirstWorker first;
+  auto found = [&](int k) {
+    probe_w_ = first.probe_w = pool_->channel(k).probe_out_width.load();
+    probe_h_ = first.probe_h = pool_->channel(k).probe_out_height.load();
+    first.device = pool_->channel(k).device;  // terminated: CopyString
+  };
   int wanted = std::min<int>(settings_.workers, static_cast<int>(plan_.chunks.size()));
   // Workers left loaded by the previous job (see Release) are taken over as they are.
   int adopted = 0;
@@ -183,14 +189,13 @@ Result<std::pair<uint32_t, uint32_t>> Dispatcher::Start(const std::atomic<bool>&
     ch.limits = JitteredLimits(settings_.recycle, rng_);
     ch.peak_index = stats_.peaks.size();
     stats_.peaks.push_back({k, ch.generation, pool_->Pid(k), 0, 0, 0});
-    probe_w_ = pool_->channel(k).probe_out_width.load();
-    probe_h_ = pool_->channel(k).probe_out_height.load();
+    found(k);
     Record(k, "ready", "kept loaded from the previous job");
     ++adopted;
   }
   if (adopted > 0) {
     for (const WorkerExit& e : pool_->ReapExited()) channels_[e.channel] = Channel{};
-    return std::make_pair(probe_w_, probe_h_);  // Run() starts any missing workers
+    return first;  // Run() starts any missing workers
   }
   for (int k = 0; k < wanted; ++k) FM_RETURN_IF_ERROR(Spawn(k, -1));
   uint64_t deadline = MonotonicMs() + start_timeout_ms_;
@@ -214,10 +219,9 @@ Result<std::pair<uint32_t, uint32_t>> Dispatcher::Start(const std::atomic<bool>&
     }
     for (int k = 0; k < wanted; ++k) {
       if (pool_->channel(k).state.load(std::memory_order_acquire) == WorkerState::kReady) {
-        probe_w_ = pool_->channel(k).probe_out_width.load();
-        probe_h_ = pool_->channel(k).probe_out_height.load();
+        found(k);
         NoteReady(k);
-        return std::make_pair(probe_w_, probe_h_);
+        return first;
       }
     }
     if (MonotonicMs() > deadline) {

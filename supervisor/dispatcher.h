@@ -74,16 +74,21 @@ struct DispatchStats {
   std::vector<WorkerSnapshot> peaks;
 };
 
+// What the first worker to load the model found.
+struct FirstWorker {
+  uint32_t probe_w = 0, probe_h = 0;  // the model's output size for a kProbeSize square input
+  std::string device;                 // where it runs: "cpu", "cuda:0"
+};
+
 class Dispatcher {
  public:
   Dispatcher(const JobPlan& plan, const JobSettings& settings, std::unique_ptr<WorkerPool> pool,
              Timeline* timeline, uint64_t start_timeout_ms);
   ~Dispatcher();
 
-  // Starts the job's workers and waits until one has loaded the model; returns the model's
-  // output size for a kProbeSize square input. Fails with kModelInvalid if a worker cannot
-  // load it.
-  Result<std::pair<uint32_t, uint32_t>> Start(const std::atomic<bool>& stop);
+  // Starts the job's workers and waits until one has loaded the model; returns what that one
+  // found. Fails with kModelInvalid if a worker cannot load it.
+  Result<FirstWorker> Start(const std::atomic<bool>& stop);
 
   // Runs until every chunk is encoded or the board has failed (the failure is on the board).
   // Chunks before `first_chunk` are already done (a resumed job). `tick` is called on every

@@ -110,6 +110,9 @@ class JobRun {
   Timeline timeline_;
   std::unique_ptr<Dispatcher> dispatcher_;
   uint32_t probe_w_ = 0, probe_h_ = 0;
+  std::string worker_device_;  // where the first worker runs ("cpu", "cuda:0")
+  // settings_.color_conversion with "auto" resolved: accurate | fast | device.
+  std::string color_conversion_;
   int out_w_ = 0, out_h_ = 0;
   SharedMemory arena_shm_;
   ArenaHeader* arena_ = nullptr;
@@ -205,11 +208,13 @@ Status JobRun::StartWorkers() {
   dispatcher_ =
       std::make_unique<Dispatcher>(plan_, settings_, std::move(pool), &timeline_,
                                    static_cast<uint64_t>(config_.worker_start_timeout_s * 1000));
-  Result<std::pair<uint32_t, uint32_t>> probe = dispatcher_->Start(stop_);
-  if (!probe.ok()) return probe.status();
-  probe_w_ = probe->first;
-  probe_h_ = probe->second;
-  spdlog::info("model maps {}x{} to {}x{}", kProbeSize, kProbeSize, probe_w_, probe_h_);
+  Result<FirstWorker> first = dispatcher_->Start(stop_);
+  if (!first.ok()) return first.status();
+  probe_w_ = first->probe_w;
+  probe_h_ = first->probe_h;
+  worker_device_ = first->device;
+  spdlog::info("model maps {}x{} to {}x{} on {}", kProbeSize, kProbeSize, probe_w_, probe_h_,
+               worker_device_);
   return Status::Ok();
 }
 
@@ -227,13 +232,20 @@ Status JobRun::CreateArena() {
   }
   out_w_ = static_cast<int>(ow / kProbeSize);
   out_h_ = static_cast<int>(oh / kProbeSize);
-  // color_conversion device: the source's 4:2:0 planes go to the workers as they are.
-  const bool yuv = settings_.color_conversion == "device" && IsPlanarYuv420(v.pix_fmt);
-  if (settings_.color_conversion == "device" && !yuv) {
+  // color_conversion device: the source's 4:2:0 planes go to the workers as they are; auto
+  // does that for workers on a GPU, and leaves the conversion to ffmpeg (accurate) elsewhere.
+  color_conversion_ = settings_.color_conversion;
+  if (color_conversion_ == "auto") {
+    const bool gpu = worker_device_.rfind("cuda", 0) == 0;
+    color_conversion_ = gpu && IsPlanarYuv420(v.pix_fmt) ? "device" : "accurate";
+  }
+  const bool yuv = color_conversion_ == "device" && IsPlanarYuv420(v.pix_fmt);
+  if (color_conversion_ == "device" && !yuv) {
     spdlog::warn(
         "{}: color_conversion device takes 8-bit 4:2:0 video and this is {}; ffmpeg converts "
         "it to RGB (fast) instead",
         job_.input, v.pix_fmt.empty() ? "of an unknown pixel format" : v.pix_fmt);
+    color_conversion_ = "fast";
   }
   const FrameFormat in_format = yuv ? FrameFormat::kYuv420p : FrameFormat::kRgb24;
   uint64_t in_frame =
@@ -316,7 +328,7 @@ void JobRun::DecodeLoop() {
   const VideoStreamInfo& v = media_.video;
   Result<std::unique_ptr<FrameReader>> reader = FrameReader::Start(
       config_.ffmpeg, job_.input, v, scratch_ + "/decoder.log",
-      settings_.color_conversion == "accurate", arena_->in_format == FrameFormat::kYuv420p);
+      color_conversion_ == "accurate", arena_->in_format == FrameFormat::kYuv420p);
   if (!reader.ok()) return board_->Fail(reader.status());
   size_t frame_bytes = arena_->InFrameBytes();
   int64_t decoded = 0;
@@ -382,7 +394,7 @@ void JobRun::EncodeLoop(int encoder) {
   fmt.height = out_h_;
   fmt.frame_rate = media_.video.frame_rate;
   fmt.encoder = settings_.encoder;
-  fmt.accurate_color = settings_.color_conversion == "accurate";
+  fmt.accurate_color = color_conversion_ == "accurate";
   fmt.color_space = media_.video.color_space;
   fmt.color_range = media_.video.color_range;
   fmt.color_primaries = media_.video.color_primaries;

@@ -222,7 +222,8 @@ TEST_CASE("service: drains 30 jobs, good ones to done/, bad ones to failed/ with
     CHECK(st["workers_busy_s"].get<double>() > 0);
     CHECK(st["encode_s"].get<double>() > 0);
     CHECK(st["pipeline_s"].get<double>() >= st["decode_s"].get<double>());
-    CHECK(r["worker_input_format"] == "rgb24");  // color_conversion accurate: ffmpeg converts
+    // color_conversion auto: the source's YUV to workers on a GPU, RGB from ffmpeg to CPU ones.
+    CHECK(r["worker_input_format"] == (TestDevice() == "cpu" ? "rgb24" : "yuv420p"));
     // A job that started workers timed them; every job ran chunks.
     const nlohmann::json& ws = r["worker_start"];
     if (r["workers_started"].get<int>() > 0) CHECK(ws["ready_median_ms"].get<double>() > 0);

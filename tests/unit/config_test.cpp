@@ -163,4 +163,5 @@ TEST_CASE("bad gpus settings are refused with the key named") {
   CHECK(fails({{"color_conversion", "quick"}}).find("job.color_conversion") != std::string::npos);
   CHECK(fails({{"color_conversion", "fast"}}).empty());
   CHECK(fails({{"color_conversion", "device"}}).empty());
+  CHECK(fails({{"color_conversion", "auto"}}).empty());
 }

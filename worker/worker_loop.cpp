@@ -23,6 +23,7 @@
 #include "common/shm_protocol.h"
 #include "worker/batch_runner.h"
 #include "worker/fault_injection.h"
+#include "worker/frame_convert.h"
 #include "worker/frame_model.h"
 #include "worker/nvml_memory.h"
 #include "worker/telemetry.h"
@@ -31,6 +32,17 @@ namespace framemill {
 namespace {
 
 constexpr int kIdleWaitMs = 200;  // wake-up period while idle: heartbeat and parent check
+
+// How the arena's input frames lie, for the conversion to the model's input.
+InputLayout ArenaLayout(const ArenaHeader& arena) {
+  InputLayout layout;
+  layout.format = arena.in_format;
+  layout.height = arena.in_height;
+  layout.width = arena.in_width;
+  layout.matrix = arena.in_matrix;
+  layout.full_range = arena.in_full_range != 0;
+  return layout;
+}
 
 class Worker {
  public:
@@ -140,11 +152,7 @@ ChunkResult Worker::Process(const ChunkRequest& rq) {
   c.out = arena->SlotOut(rq.slot);
   c.frames = rq.frames;
   c.batch = rq.batch;
-  c.layout.format = arena->in_format;
-  c.layout.height = arena->in_height;
-  c.layout.width = arena->in_width;
-  c.layout.matrix = arena->in_matrix;
-  c.layout.full_range = arena->in_full_range != 0;
+  c.layout = ArenaLayout(*arena);
   c.out_h = arena->out_height;
   c.out_w = arena->out_width;
   c.first_frame = static_cast<int64_t>(rq.first_frame);
@@ -168,10 +176,13 @@ void Worker::Warmup(const ChunkRequest& rq) {
   if (arena == nullptr || rq.batch == 0) return;  // the first real chunk will report the problem
   uint64_t t0 = MonotonicMs();
   torch::InferenceMode guard;
-  torch::Tensor x =
-      torch::rand({static_cast<int64_t>(rq.batch), 3, arena->in_height, arena->in_width},
-                  torch::TensorOptions().device(model_->device()).dtype(model_->dtype()));
-  Result<torch::Tensor> y = model_->Run(x);
+  // Random frames in the arena's layout through the same conversion as real ones: the model
+  // then sees the dtype, shape and memory format (channels-last) that cuDNN tunes for.
+  InputLayout layout = ArenaLayout(*arena);
+  torch::Tensor frames =
+      torch::randint(0, 256, {static_cast<int64_t>(rq.batch), layout.FrameBytes()},
+                     torch::TensorOptions().device(model_->device()).dtype(torch::kUInt8));
+  Result<torch::Tensor> y = model_->Run(ToModelInput(frames, layout, model_->dtype()));
   if (y.ok()) (void)y->sum().item<float>();  // wait for the device to finish
   PublishTelemetry(ch_.telemetry, model_->device(), nvml_.get());
   LogDebug("worker " + std::to_string(channel_) + ": warm-up at " +

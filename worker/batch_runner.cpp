@@ -91,7 +91,14 @@ Status BatchRunner::Run(const ChunkFrames& c,
                         const std::function<void(int64_t, int64_t)>& before_batch,
                         const std::function<void(int64_t)>& after_batch) {
   torch::InferenceMode guard;
-  if (cuda_ == nullptr) return RunOnCpu(c, before_batch, after_batch);
+  if (cuda_ == nullptr) {
+    try {
+      return RunOnCpu(c, before_batch, after_batch);
+    } catch (const std::exception& e) {
+      std::string what = e.what();
+      return Status(StatusCode::kModelInvalid, what.substr(0, what.find('\n')));
+    }
+  }
 #ifdef FRAMEMILL_WITH_CUDA
   CudaState& s = *cuda_;
   const torch::Device device = model_.device();

@@ -179,11 +179,18 @@ void Worker::Warmup(const ChunkRequest& rq) {
   // Random frames in the arena's layout through the same conversion as real ones: the model
   // then sees the dtype, shape and memory format (channels-last) that cuDNN tunes for.
   InputLayout layout = ArenaLayout(*arena);
-  torch::Tensor frames =
-      torch::randint(0, 256, {static_cast<int64_t>(rq.batch), layout.FrameBytes()},
-                     torch::TensorOptions().device(model_->device()).dtype(torch::kUInt8));
-  Result<torch::Tensor> y = model_->Run(ToModelInput(frames, layout, model_->dtype()));
-  if (y.ok()) (void)y->sum().item<float>();  // wait for the device to finish
+  try {
+    torch::Tensor frames =
+        torch::randint(0, 256, {static_cast<int64_t>(rq.batch), layout.FrameBytes()},
+                       torch::TensorOptions().device(model_->device()).dtype(torch::kUInt8));
+    Result<torch::Tensor> y = model_->Run(ToModelInput(frames, layout, model_->dtype()));
+    if (y.ok()) (void)y->sum().item<float>();  // wait for the device to finish
+  } catch (const std::exception& e) {
+    // Out of memory, say: the first real chunk meets it again and reports it.
+    std::string what = e.what();
+    LogWarn("worker " + std::to_string(channel_) +
+            ": warm-up failed: " + what.substr(0, what.find('\n')));
+  }
   PublishTelemetry(ch_.telemetry, model_->device(), nvml_.get());
   LogDebug("worker " + std::to_string(channel_) + ": warm-up at " +
            std::to_string(arena->in_width) + "x" + std::to_string(arena->in_height) + " took " +

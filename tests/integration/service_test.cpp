@@ -323,12 +323,15 @@ TEST_CASE("service: SIGTERM mid-job exits 0 with nothing left running, and the r
   const std::string input = s.dir + "/long.mp4";
   MakeIndexVideo(input, 1500, 320, 240, 25, 0);
   // Two encoders: segments finish out of order, and the state keeps only those from the first on.
+  // YUV frames to the workers: the restart skips the finished frames in that format (the SIGKILL
+  // test above resumes with rgb24).
   nlohmann::json job = {{"input", input},
                         {"output", s.dir + "/out.mp4"},
                         {"model", ModelCopy("identity", s.dir)},
                         {"segment_seconds", 4},
                         {"batch", 2},
-                        {"encoders", 2}};
+                        {"encoders", 2},
+                        {"color_conversion", "device"}};
   Drop(s, "j", job.dump());
   BackgroundJob first = Serve(s);
   KillOnExit guard_first{first};
@@ -350,6 +353,9 @@ TEST_CASE("service: SIGTERM mid-job exits 0 with nothing left running, and the r
   KillOnExit guard_second{second};
   REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/done/j/result.json"); }, 300));
   CHECK(OutOfPlace(FrameIndices(s.dir + "/out.mp4", 320, 240), 1500) == 0);
+  nlohmann::json result = ReadJsonFile(s.spool + "/done/j/result.json");
+  CHECK(result["worker_input_format"] == "yuv420p");
+  CHECK(result["segments_resumed"].get<int>() >= 1);
   ::kill(second.pid, SIGTERM);
   CHECK(WaitJob(second, 60).exit_code == 0);
 }

@@ -34,6 +34,24 @@ namespace {
 
 constexpr int64_t kParallelSegmentChunks = 4;  // longest segment, in chunks, with encoders > 1
 
+// The job's color_conversion for this source and these workers: "auto" is device for workers on
+// a GPU and an 8-bit 4:2:0 source, accurate otherwise; "device" for any other source is fast.
+std::string ResolveColorConversion(const std::string& setting, const std::string& worker_device,
+                                   const VideoStreamInfo& v, const std::string& input) {
+  const bool planar420 = IsPlanarYuv420(v.pix_fmt);
+  if (setting == "auto") {
+    return worker_device.rfind("cuda", 0) == 0 && planar420 ? "device" : "accurate";
+  }
+  if (setting == "device" && !planar420) {
+    spdlog::warn(
+        "{}: color_conversion device takes 8-bit 4:2:0 video and this is {}; ffmpeg converts "
+        "it to RGB (fast) instead",
+        input, v.pix_fmt.empty() ? "of an unknown pixel format" : v.pix_fmt);
+    return "fast";
+  }
+  return setting;
+}
+
 Status CheckAllowed(const std::string& what, const std::string& path,
                     const std::vector<std::string>& roots) {
   if (roots.empty()) return Status::Ok();
@@ -111,7 +129,7 @@ class JobRun {
   std::unique_ptr<Dispatcher> dispatcher_;
   uint32_t probe_w_ = 0, probe_h_ = 0;
   std::string worker_device_;  // where the first worker runs ("cpu", "cuda:0")
-  // settings_.color_conversion with "auto" resolved: accurate | fast | device.
+  // settings_.color_conversion as it applies to this job: accurate | fast | device.
   std::string color_conversion_;
   int out_w_ = 0, out_h_ = 0;
   SharedMemory arena_shm_;
@@ -232,22 +250,11 @@ Status JobRun::CreateArena() {
   }
   out_w_ = static_cast<int>(ow / kProbeSize);
   out_h_ = static_cast<int>(oh / kProbeSize);
-  // color_conversion device: the source's 4:2:0 planes go to the workers as they are; auto
-  // does that for workers on a GPU, and leaves the conversion to ffmpeg (accurate) elsewhere.
-  color_conversion_ = settings_.color_conversion;
-  if (color_conversion_ == "auto") {
-    const bool gpu = worker_device_.rfind("cuda", 0) == 0;
-    color_conversion_ = gpu && IsPlanarYuv420(v.pix_fmt) ? "device" : "accurate";
-  }
-  const bool yuv = color_conversion_ == "device" && IsPlanarYuv420(v.pix_fmt);
-  if (color_conversion_ == "device" && !yuv) {
-    spdlog::warn(
-        "{}: color_conversion device takes 8-bit 4:2:0 video and this is {}; ffmpeg converts "
-        "it to RGB (fast) instead",
-        job_.input, v.pix_fmt.empty() ? "of an unknown pixel format" : v.pix_fmt);
-    color_conversion_ = "fast";
-  }
-  const FrameFormat in_format = yuv ? FrameFormat::kYuv420p : FrameFormat::kRgb24;
+  // color_conversion device: the source's 4:2:0 planes go to the workers as they are.
+  color_conversion_ =
+      ResolveColorConversion(settings_.color_conversion, worker_device_, v, job_.input);
+  const FrameFormat in_format =
+      color_conversion_ == "device" ? FrameFormat::kYuv420p : FrameFormat::kRgb24;
   uint64_t in_frame =
       FrameBytes(in_format, static_cast<uint32_t>(v.width), static_cast<uint32_t>(v.height));
   uint64_t out_frame = static_cast<uint64_t>(out_w_) * out_h_ * 3;
@@ -326,9 +333,9 @@ Status JobRun::CheckFreeSpace() const {
 
 void JobRun::DecodeLoop() {
   const VideoStreamInfo& v = media_.video;
-  Result<std::unique_ptr<FrameReader>> reader = FrameReader::Start(
-      config_.ffmpeg, job_.input, v, scratch_ + "/decoder.log",
-      color_conversion_ == "accurate", arena_->in_format == FrameFormat::kYuv420p);
+  Result<std::unique_ptr<FrameReader>> reader =
+      FrameReader::Start(config_.ffmpeg, job_.input, v, scratch_ + "/decoder.log",
+                         color_conversion_ == "accurate", color_conversion_ == "device");
   if (!reader.ok()) return board_->Fail(reader.status());
   size_t frame_bytes = arena_->InFrameBytes();
   int64_t decoded = 0;
@@ -532,9 +539,10 @@ Result<JobReport> JobRun::Run() {
   mux.ffprobe = config_.ffprobe;
   mux.source = job_.input;
   mux.source_info = &media_;
-  for (const SegmentPlan& seg : plan_.segments)
+  for (const SegmentPlan& seg : plan_.segments) {
     mux.segments.push_back(state_->SegmentPath(seg.index));
-  for (const SegmentPlan& seg : plan_.segments) mux.segment_frames.push_back(seg.frames);
+    mux.segment_frames.push_back(seg.frames);
+  }
   mux.frame_rate = media_.video.frame_rate;
   mux.scratch_dir = scratch_;
   mux.output = job_.output;
@@ -552,9 +560,7 @@ Result<JobReport> JobRun::Run() {
   report_.in_height = media_.video.height;
   report_.out_width = out_w_;
   report_.out_height = out_h_;
-  report_.worker_input_format = arena_ != nullptr && arena_->in_format == FrameFormat::kYuv420p
-                                    ? media_.video.pix_fmt
-                                    : "rgb24";
+  report_.worker_input_format = color_conversion_ == "device" ? media_.video.pix_fmt : "rgb24";
   report_.seconds = static_cast<double>(MonotonicMs() - t0) / 1000.0;
   report_.timeline = timeline_.path();
   return report_;

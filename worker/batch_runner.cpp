@@ -95,8 +95,7 @@ Status BatchRunner::Run(const ChunkFrames& c,
     try {
       return RunOnCpu(c, before_batch, after_batch);
     } catch (const std::exception& e) {
-      std::string what = e.what();
-      return Status(StatusCode::kModelInvalid, what.substr(0, what.find('\n')));
+      return Status(StatusCode::kModelInvalid, FirstLine(e.what()));
     }
   }
 #ifdef FRAMEMILL_WITH_CUDA
@@ -163,8 +162,7 @@ Status BatchRunner::Run(const ChunkFrames& c,
       after_batch(b);
     }
   } catch (const std::exception& e) {
-    std::string what = e.what();
-    status = Status(StatusCode::kModelInvalid, "CUDA: " + what.substr(0, what.find('\n')));
+    status = Status(StatusCode::kModelInvalid, "CUDA: " + FirstLine(e.what()));
   }
   // Nothing may still write into the arena, or read a buffer, once we answer.
   try {
@@ -172,10 +170,7 @@ Status BatchRunner::Run(const ChunkFrames& c,
     compute.synchronize();
     s.down_stream.synchronize();
   } catch (const std::exception& e) {
-    std::string what = e.what();
-    if (status.ok()) {
-      status = Status(StatusCode::kModelInvalid, "CUDA: " + what.substr(0, what.find('\n')));
-    }
+    if (status.ok()) status = Status(StatusCode::kModelInvalid, "CUDA: " + FirstLine(e.what()));
   }
   return status;
 #else

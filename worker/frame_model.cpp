@@ -6,13 +6,13 @@
 #include <torch/script.h>
 
 namespace framemill {
-namespace {
 
-// The first line of a LibTorch error: the rest is a C++ backtrace that helps nobody here.
 std::string FirstLine(const std::string& what) {
   size_t nl = what.find('\n');
   return nl == std::string::npos ? what : what.substr(0, nl);
 }
+
+namespace {
 
 class TorchScriptModel : public FrameModel {
  public:

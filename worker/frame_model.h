@@ -41,6 +41,9 @@ Result<std::unique_ptr<FrameModel>> LoadTorchScriptModel(const std::string& path
                                                          const torch::Device& device,
                                                          torch::ScalarType dtype = torch::kFloat32);
 
+// The first line of a LibTorch error: the rest is a C++ backtrace that helps nobody here.
+std::string FirstLine(const std::string& what);
+
 // Runs the model once on a random size x size frame and returns its output size (w, h),
 // checking the output's shape against the contract.
 Result<std::pair<int64_t, int64_t>> ProbeOutputSize(FrameModel& model, int64_t size);

@@ -187,9 +187,7 @@ void Worker::Warmup(const ChunkRequest& rq) {
     if (y.ok()) (void)y->sum().item<float>();  // wait for the device to finish
   } catch (const std::exception& e) {
     // Out of memory, say: the first real chunk meets it again and reports it.
-    std::string what = e.what();
-    LogWarn("worker " + std::to_string(channel_) +
-            ": warm-up failed: " + what.substr(0, what.find('\n')));
+    LogWarn("worker " + std::to_string(channel_) + ": warm-up failed: " + FirstLine(e.what()));
   }
   PublishTelemetry(ch_.telemetry, model_->device(), nvml_.get());
   LogDebug("worker " + std::to_string(channel_) + ": warm-up at " +

@@ -27,6 +27,44 @@ RunResult RunOnIndexed(const std::string& dir, int frames, const nlohmann::json&
   return RunJob(dir, job);
 }
 
+using Frames = std::vector<std::vector<uint8_t>>;
+
+// Every frame of `path`, decoded to rgb24 at width x height.
+Frames DecodeAll(const std::string& path, int width, int height) {
+  Frames frames;
+  DecodeFrames(path, width, height, [&](const uint8_t* rgb) {
+    frames.emplace_back(rgb, rgb + static_cast<size_t>(width) * height * 3);
+  });
+  return frames;
+}
+
+// How far two videos' frames are apart on the top-left width x height of each (their rows
+// a_width and b_width pixels long), frame by frame: the worst frame's mean absolute difference
+// of values, and the worst frame's share of values 8 or more apart.
+struct Difference {
+  double mean = 0, far = 0;
+};
+Difference WorstDifference(const Frames& a, int a_width, const Frames& b, int b_width, int width,
+                           int height) {
+  Difference worst;
+  const double values = 3.0 * width * height;
+  for (size_t f = 0; f < std::min(a.size(), b.size()); ++f) {
+    int64_t sum = 0, far = 0;
+    for (int y = 0; y < height; ++y) {
+      const uint8_t* ra = a[f].data() + static_cast<size_t>(y) * a_width * 3;
+      const uint8_t* rb = b[f].data() + static_cast<size_t>(y) * b_width * 3;
+      for (int x = 0; x < width * 3; ++x) {
+        int d = std::abs(ra[x] - rb[x]);
+        sum += d;
+        far += d >= 8;
+      }
+    }
+    worst.mean = std::max(worst.mean, sum / values);
+    worst.far = std::max(worst.far, far / values);
+  }
+  return worst;
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -249,37 +287,34 @@ TEST_CASE(
 // of values 8 apart; bilinear chroma instead of bicubic 0.85 and 3%.
 TEST_CASE("device colour conversion: colours match ffmpeg's for BT.601, BT.709 and full range") {
   const std::string dir = ScratchDir("device_color_match");
-  const int kFrames = 30;
+  const int kFrames = 30, kW = 320, kH = 240;
   struct Source {
     std::string name;
-    int width, height;
-    std::string encode;  // ffmpeg output options for the source
-    std::string model;
+    std::string encode;         // ffmpeg output options for the source
     std::string worker_format;  // what the job must report handing the workers
   };
   const std::string x264 = "-c:v libx264 -preset veryfast -crf 12 ";
   const std::vector<Source> sources = {
-      {"bt601", 320, 240, x264 + "-pix_fmt yuv420p", "identity", "yuv420p"},
-      {"bt709", 320, 240,
-       x264 + "-pix_fmt yuv420p -colorspace bt709 -color_primaries bt709 -color_trc bt709",
-       "identity", "yuv420p"},
-      {"full", 320, 240, x264 + "-pix_fmt yuvj420p", "identity", "yuvj420p"},
+      {"bt601", x264 + "-pix_fmt yuv420p", "yuv420p"},
+      {"bt709", x264 + "-pix_fmt yuv420p -colorspace bt709 -color_primaries bt709 -color_trc bt709",
+       "yuv420p"},
+      {"full", x264 + "-pix_fmt yuvj420p", "yuvj420p"},
       // Not 4:2:0: ffmpeg converts it to RGB itself, and the job says so.
-      {"yuv444", 320, 240, x264 + "-pix_fmt yuv444p", "identity", "rgb24"},
+      {"yuv444", x264 + "-pix_fmt yuv444p", "rgb24"},
   };
+  const std::string model = ModelCopy("identity", dir);
   for (const Source& s : sources) {
     INFO("source " << s.name);
     const std::string input = dir + "/" + s.name + ".mkv";
-    REQUIRE(Shell("ffmpeg -nostdin -v error -y -f lavfi -i testsrc2=size=" +
-                  std::to_string(s.width) + "x" + std::to_string(s.height) + ":rate=30 -frames:v " +
+    REQUIRE(Shell("ffmpeg -nostdin -v error -y -f lavfi -i testsrc2=size=320x240:rate=30 "
+                  "-frames:v " +
                   std::to_string(kFrames) + " " + s.encode + " " + input)
                 .exit_code == 0);
-    const int out_w = s.width, out_h = s.height;
-    std::map<std::string, std::vector<std::vector<uint8_t>>> out;
+    std::map<std::string, Frames> out;
     for (std::string conversion : {"accurate", "device"}) {
       nlohmann::json job = {{"input", input},
                             {"output", dir + "/" + s.name + "-" + conversion + ".mkv"},
-                            {"model", ModelCopy(s.model, dir)},
+                            {"model", model},
                             {"device", TestDevice()},
                             {"color_conversion", conversion},
                             {"encoder", {{"crf", 0}, {"preset", "ultrafast"}}}};
@@ -289,26 +324,13 @@ TEST_CASE("device colour conversion: colours match ffmpeg's for BT.601, BT.709 a
       if (conversion == "device") {
         CHECK(r.out.find("(" + s.worker_format + " to the workers)") != std::string::npos);
       }
-      DecodeFrames(job["output"], out_w, out_h, [&](const uint8_t* rgb) {
-        out[conversion].emplace_back(rgb, rgb + static_cast<size_t>(out_w) * out_h * 3);
-      });
+      out[conversion] = DecodeAll(job["output"], kW, kH);
     }
     REQUIRE(out["accurate"].size() == kFrames);
     REQUIRE(out["device"].size() == kFrames);
-    double worst = 0, far = 0;  // worst frame's mean difference; share of values 8+ apart
-    for (int f = 0; f < kFrames; ++f) {
-      const std::vector<uint8_t>& a = out["accurate"][f];
-      const std::vector<uint8_t>& b = out["device"][f];
-      int64_t sum = 0, n_far = 0;
-      for (size_t i = 0; i < a.size(); ++i) {
-        sum += std::abs(a[i] - b[i]);
-        n_far += std::abs(a[i] - b[i]) >= 8;
-      }
-      worst = std::max(worst, static_cast<double>(sum) / a.size());
-      far = std::max(far, static_cast<double>(n_far) / a.size());
-    }
-    CHECK(worst < 0.5);
-    CHECK(far < 0.001);
+    Difference d = WorstDifference(out["accurate"], kW, out["device"], kW, kW, kH);
+    CHECK(d.mean < 0.5);
+    CHECK(d.far < 0.001);
   }
 }
 
@@ -323,7 +345,7 @@ TEST_CASE(
   const std::string dir = ScratchDir("device_color_odd");
   const int kFrames = 20;
   const std::string model = ModelCopy("upscale2x", dir);
-  std::map<std::string, std::vector<std::vector<uint8_t>>> out;
+  std::map<std::string, Frames> out;
   const std::map<std::string, std::pair<int, int>> sizes = {{"even", {162, 122}},
                                                             {"odd", {161, 121}}};
   for (const auto& [name, size] : sizes) {
@@ -343,28 +365,11 @@ TEST_CASE(
     INFO("stderr: " << r.err);
     REQUIRE(r.exit_code == 0);
     CHECK(r.out.find("(yuv420p to the workers)") != std::string::npos);
-    const int w = 2 * size.first, h = 2 * size.second;
-    DecodeFrames(job["output"], w, h, [&](const uint8_t* rgb) {
-      out[name].emplace_back(rgb, rgb + static_cast<size_t>(w) * h * 3);
-    });
+    out[name] = DecodeAll(job["output"], 2 * size.first, 2 * size.second);
   }
   REQUIRE(out["even"].size() == kFrames);
   REQUIRE(out["odd"].size() == kFrames);
-  const int ew = 2 * 162, ow = 2 * 161, oh = 2 * 121;
-  double worst = 0, far = 0;
-  for (int f = 0; f < kFrames; ++f) {
-    int64_t sum = 0, n_far = 0;
-    for (int y = 0; y < oh; ++y) {
-      for (int x = 0; x < ow * 3; ++x) {
-        int d = std::abs(out["odd"][f][static_cast<size_t>(y) * ow * 3 + x] -
-                         out["even"][f][static_cast<size_t>(y) * ew * 3 + x]);
-        sum += d;
-        n_far += d >= 8;
-      }
-    }
-    worst = std::max(worst, static_cast<double>(sum) / (ow * oh * 3));
-    far = std::max(far, static_cast<double>(n_far) / (ow * oh * 3));
-  }
-  CHECK(worst < 0.5);
-  CHECK(far < 0.001);
+  Difference d = WorstDifference(out["odd"], 2 * 161, out["even"], 2 * 162, 2 * 161, 2 * 121);
+  CHECK(d.mean < 0.5);
+  CHECK(d.far < 0.001);
 }

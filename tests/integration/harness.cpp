@@ -7,6 +7,7 @@
 #include <csignal>
 #include <fcntl.h>
 #include <cstdio>
+#include <cstdlib>
 #include <dirent.h>
 #include <filesystem>
 #include <fstream>
@@ -162,6 +163,12 @@ RunResult WaitJob(const BackgroundJob& job, double timeout_s) {
 RunResult RunJob(const std::string& dir, const nlohmann::json& job, const nlohmann::json& config,
                  const Env& env) {
   return WaitJob(StartJob(dir, job, env, config));
+}
+
+void SkipTest(const std::string& reason) {
+  std::fprintf(stderr, "SKIPPED: %s\n", reason.c_str());
+  std::fflush(nullptr);
+  std::_Exit(kSkipExitCode);
 }
 
 std::string TestDevice() {

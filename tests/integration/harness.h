@@ -60,6 +60,11 @@ RunResult WaitJob(const BackgroundJob& job, double timeout_s = 600);
 RunResult RunJob(const std::string& dir, const nlohmann::json& job,
                  const nlohmann::json& config = nullptr, const Env& env = {});
 
+// Ends the calling test as skipped: prints why and exits with kSkipExitCode, which ctest reports
+// as "Skipped" (SKIP_RETURN_CODE). For a test that cannot run here, never a quiet return.
+inline constexpr int kSkipExitCode = 77;
+[[noreturn]] void SkipTest(const std::string& reason);
+
 // The device the tests run models on: $FRAMEMILL_TEST_DEVICE, default "cpu".
 std::string TestDevice();
 

@@ -1,6 +1,6 @@
-# The ctest side of fuzzing, included by tests/CMakeLists.txt. The fixture "fuzz: build"
+# The ctest side of fuzzing, included by tests/CMakeLists.txt. The fixture fuzz_build
 # configures and builds the clang project in tests/fuzz/ into <build>/tests/fuzz-build (so the
-# instrumented build costs nothing until the fuzz tests run); each "fuzz: NAME" test then runs
+# instrumented build costs nothing until the fuzz tests run); each fuzz_NAME test then runs
 # fuzz_NAME for FRAMEMILL_FUZZ_SECONDS from its seed corpus and fails on any crash, sanitizer
 # report, timeout (a single input over 10 s) or memory blow-up (over 2 GiB).
 
@@ -31,21 +31,28 @@ set(FRAMEMILL_FUZZ_BUILD_JOBS 2 CACHE STRING "Parallel compile jobs of the fuzz 
 set(fuzz_source_dir ${CMAKE_CURRENT_SOURCE_DIR}/fuzz)
 set(fuzz_build_dir ${CMAKE_CURRENT_BINARY_DIR}/fuzz-build)
 
-add_test(NAME "fuzz: build"
+add_test(NAME fuzz_build
   COMMAND ${fuzz_source_dir}/build-fuzzers.sh ${fuzz_source_dir} ${fuzz_build_dir}
           ${FRAMEMILL_CLANGXX} ${FRAMEMILL_FUZZ_BUILD_JOBS} "${CMAKE_CXX_COMPILER_LAUNCHER}")
-set_tests_properties("fuzz: build" PROPERTIES FIXTURES_SETUP framemill_fuzzers TIMEOUT 900)
+set_tests_properties(fuzz_build PROPERTIES FIXTURES_SETUP framemill_fuzzers TIMEOUT 900)
 
 # The ctest half of framemill_add_fuzzer (the build half is in tests/fuzz/CMakeLists.txt).
 function(framemill_add_fuzzer name source corpus_dir)
-  add_test(NAME "fuzz: ${name}"
+  cmake_parse_arguments(PARSE_ARGV 3 arg "" "DICT" "SOURCES")
+  set(dict "")
+  if(arg_DICT)
+    set(dict ${fuzz_source_dir}/${arg_DICT})
+  endif()
+  add_test(NAME fuzz_${name}
     COMMAND ${fuzz_source_dir}/run-fuzzer.sh ${fuzz_build_dir}/fuzz_${name}
-            ${fuzz_source_dir}/${corpus_dir} ${fuzz_source_dir}/json.dict
-            ${FRAMEMILL_FUZZ_SECONDS} ${CMAKE_CURRENT_BINARY_DIR}/fuzz-findings/${name})
+            ${fuzz_source_dir}/${corpus_dir} ${FRAMEMILL_FUZZ_SECONDS}
+            ${CMAKE_CURRENT_BINARY_DIR}/fuzz-findings/${name} "${dict}")
   math(EXPR timeout "${FRAMEMILL_FUZZ_SECONDS} + 120")
-  set_tests_properties("fuzz: ${name}" PROPERTIES FIXTURES_REQUIRED framemill_fuzzers
+  set_tests_properties(fuzz_${name} PROPERTIES FIXTURES_REQUIRED framemill_fuzzers
     TIMEOUT ${timeout} LABELS fuzz)
-  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${fuzz_source_dir}/${source})
+  foreach(file ${source} ${arg_DICT})
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${fuzz_source_dir}/${file})
+  endforeach()
 endfunction()
 
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${fuzz_source_dir}/fuzzers.cmake)

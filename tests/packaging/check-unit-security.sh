@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Checks the systemd unit: `systemd-analyze verify` accepts it without a single warning, and
-# `systemd-analyze security --offline=yes` rates its exposure at or below the limit (default 2.5).
+# Checks the systemd unit: `systemd-analyze verify` accepts it without a single warning, the
+# NVIDIA devices stay reachable, and `systemd-analyze security --offline=yes` rates its exposure
+# at or below the limit (default 2.5).
 # Usage: check-unit-security.sh UNIT_FILE FRAMEMILL_BINARY [MAX_EXPOSURE]
 # Exits 77 (skipped) where systemd-analyze is not installed or too old for --offline (< 252).
 set -euo pipefail
@@ -33,6 +34,22 @@ if ! verify_out=$(systemd-analyze verify "$scratch/framemill.service" 2>&1) || [
   exit 1
 fi
 echo "verify: no complaints"
+
+# The GPU must stay usable whatever the score: the NVIDIA device classes allowed (major 195 is
+# "nvidia"/"nvidiactl" in current drivers, "nvidia-frontend" in older ones; CUDA opens the caps
+# nodes read-only), and none of the settings that would hide the devices or /proc/driver/nvidia or
+# forbid the W+X memory of LibTorch's and CUDA's JIT.
+for line in "DeviceAllow=char-nvidia rw" "DeviceAllow=char-nvidiactl rw" \
+            "DeviceAllow=char-nvidia-frontend rw" "DeviceAllow=char-nvidia-uvm rw" \
+            "DeviceAllow=char-nvidia-caps r"; do
+  grep -qx "$line" "$unit" || { echo "FAIL: the unit lacks '$line' (the GPU would be closed)"; exit 1; }
+done
+for bad in "PrivateDevices=yes" "ProcSubset=pid" "MemoryDenyWriteExecute=yes"; do
+  if grep -qx "$bad" "$unit"; then
+    echo "FAIL: the unit sets $bad, which breaks CUDA (see the unit's comments)"
+    exit 1
+  fi
+done
 
 report=$(systemd-analyze security --offline=yes "$unit" 2>&1) || true
 line=$(grep 'Overall exposure level' <<<"$report" || true)

@@ -13,9 +13,15 @@ for path in ./usr/bin/framemill ./usr/bin/framemill-worker ./etc/framemill/frame
   grep -q " $path\$" <<<"$contents" || { echo "missing from the package: $path"; exit 1; }
 done
 depends=$(dpkg-deb -f "$deb" Depends)
+grep -q "systemd (>= 248)" <<<"$depends" || { echo "Depends lacks systemd (>= 248): $depends"; exit 1; }
 for dep in ffmpeg libtorch; do
   grep -q "$dep" <<<"$depends" || { echo "Depends lacks $dep: $depends"; exit 1; }
 done
+# The packaged unit is the hardened one from the source tree (check-unit-security.sh rates it).
+dpkg-deb -x "$deb" "$out/root"
+source_dir=$(dirname "$0")/../..
+cmp -s "$out/root/usr/lib/systemd/system/framemill.service" "$source_dir/systemd/framemill.service" ||
+  { echo "the packaged unit differs from systemd/framemill.service"; exit 1; }
 dpkg-deb -e "$deb" "$out/control"
 grep -q "systemctl enable framemill.service" "$out/control/postinst" || { echo "postinst does not enable the service"; exit 1; }
 echo "package ok: $(basename "$deb"), Depends: $depends"

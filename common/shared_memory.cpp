@@ -1,5 +1,6 @@
 #include "common/shared_memory.h"
 
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -26,9 +27,13 @@ constexpr time_t kUnownedGraceS = 60;
 
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
 
+std::atomic<uint64_t (*)()> g_name_source{nullptr};  // tests only
+
 std::string RandomHex() {
   uint64_t v = 0;
-  if (::getrandom(&v, sizeof(v), 0) != static_cast<ssize_t>(sizeof(v))) {
+  if (uint64_t(*source)() = g_name_source.load()) {
+    v = source();
+  } else if (::getrandom(&v, sizeof(v), 0) != static_cast<ssize_t>(sizeof(v))) {
     // getrandom cannot fail for 8 bytes once the pool is ready; fall back to something unique.
     v = (static_cast<uint64_t>(::getpid()) << 32) ^ static_cast<uint64_t>(::clock());
   }
@@ -97,8 +102,8 @@ struct SharedMemory::Directory {
       if (d->fd < 0) ::rmdir(tmpl.c_str());
       return s;
     }
-    int ofd = ::openat(d->fd, kOwnerFile, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                       0600);
+    int ofd =
+        ::openat(d->fd, kOwnerFile, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     std::string record = ProcessIdentity(::getpid()) + "\n";
     bool written = ofd >= 0 && ::write(ofd, record.data(), record.size()) ==
                                    static_cast<ssize_t>(record.size());
@@ -167,8 +172,8 @@ Result<SharedMemory> SharedMemory::Open(const std::string& path) {
     ::close(fd);
     return Status(StatusCode::kIo, "shared memory " + path + " is not a regular file with a size");
   }
-  void* p = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED,
-                   fd, 0);
+  void* p =
+      ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   ::close(fd);
   if (p == MAP_FAILED) return Status(StatusCode::kIo, Errno("mmap " + path));
   SharedMemory m;
@@ -206,6 +211,8 @@ void SharedMemory::Release() {
   size_ = 0;
 }
 
+void SetSharedMemoryNameSourceForTesting(uint64_t (*source)()) { g_name_source.store(source); }
+
 std::string ProcessIdentity(int pid) {
   if (pid <= 0) return "";
   std::string stat;
@@ -217,8 +224,9 @@ std::string ProcessIdentity(int pid) {
   char state = 0;
   unsigned long long start = 0;
   // Field 3 is the state, field 22 the start time.
-  if (std::sscanf(p, " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
-                     "%*s %llu",
+  if (std::sscanf(p,
+                  " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+                  "%*s %llu",
                   &state, &start) != 2) {
     return "";
   }
@@ -233,8 +241,8 @@ std::vector<SharedMemoryDir> ListFramemillDirs() {
   while (dirent* e = ::readdir(shm)) {
     if (std::strncmp(e->d_name, kDirPrefix, std::strlen(kDirPrefix)) != 0) continue;
     struct stat st {};
-    if (::fstatat(::dirfd(shm), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-        !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) {
+    if (::fstatat(::dirfd(shm), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) ||
+        st.st_uid != ::geteuid()) {
       continue;  // another user's, or not ours to look at
     }
     int fd = ::openat(::dirfd(shm), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -306,8 +314,8 @@ int RemoveLegacyObjects() {
     long pid = std::strtol(p, &end, 10);
     if (end == p || *end != '.' || pid <= 0 || pid == ::getpid()) continue;
     struct stat st {};
-    if (::fstatat(::dirfd(shm), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-        !S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) {
+    if (::fstatat(::dirfd(shm), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+        st.st_uid != ::geteuid()) {
       continue;
     }
     if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM) continue;  // alive

@@ -79,6 +79,10 @@ int RemoveStaleObjects();
 // the files in it (for tests and diagnostics).
 std::vector<std::string> ListFramemillObjects();
 
+// For tests: replaces the source of the random part of object names (nullptr: getrandom), so
+// that a test can make a name collide with an existing file.
+void SetSharedMemoryNameSourceForTesting(uint64_t (*source)());
+
 // "<pid> <start time>" of a process from /proc/<pid>/stat; "" when it does not run. The start
 // time (clock ticks since boot) tells a process apart from a later one given the same pid.
 std::string ProcessIdentity(int pid);

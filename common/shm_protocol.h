@@ -123,7 +123,8 @@ struct WorkerTelemetry {
   std::atomic<uint64_t> gpu_reserved_bytes{0};
   std::atomic<uint64_t> gpu_peak_allocated_bytes{0};
   std::atomic<uint64_t> gpu_peak_reserved_bytes{0};
-  std::atomic<uint64_t> gpu_process_bytes{0};  // NVML: all of this process's GPU memory; 0 = unknown
+  std::atomic<uint64_t> gpu_process_bytes{
+      0};  // NVML: all of this process's GPU memory; 0 = unknown
 };
 
 struct WorkerChannel {

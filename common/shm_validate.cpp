@@ -39,7 +39,8 @@ Status ValidateChunkResult(const ChunkResult& r, const std::vector<HeldChunk>& h
   size_t i = 0;
   while (i < held.size() && held[i].chunk_id != r.chunk_id) ++i;
   if (i == held.size()) {
-    return Bad("result for chunk " + std::to_string(r.chunk_id) + ", which the worker does not hold");
+    return Bad("result for chunk " + std::to_string(r.chunk_id) +
+               ", which the worker does not hold");
   }
   const HeldChunk& h = held[i];
   if (r.slot != h.slot) {
@@ -66,9 +67,8 @@ Status ValidateChunkResult(const ChunkResult& r, const std::vector<HeldChunk>& h
   return Status::Ok();
 }
 
-Status ValidateChunkResultBytes(const uint8_t* bytes, size_t n,
-                                const std::vector<HeldChunk>& held, ChunkResult* out,
-                                size_t* index) {
+Status ValidateChunkResultBytes(const uint8_t* bytes, size_t n, const std::vector<HeldChunk>& held,
+                                ChunkResult* out, size_t* index) {
   if (n < sizeof(ChunkResult)) return Bad("short result");
   std::memcpy(out, bytes, sizeof(ChunkResult));
   return ValidateChunkResult(*out, held, index);
@@ -156,7 +156,7 @@ Status ValidateArenaGeometry(const ArenaGeometry& g, uint64_t mapping_bytes) {
   }
   if (g.in_full_range > 1) return bad("range flag is neither 0 nor 1");
   if (g.data_offset < sizeof(ArenaHeader)) return bad("slots overlap the header");
-  // Frame sides are below 2^16, so a frame is below 2^34 bytes: no overflow until the products.
+  // Frame sides are at most 2^18, so a frame is below 2^39 bytes: no overflow until the products.
   const uint64_t frame = g.InFrameBytes() + g.OutFrameBytes();
   uint64_t per_slot = 0, slots = 0, end = 0;
   if (!Mul(frame, g.chunk_frames, &per_slot) || per_slot > g.slot_bytes) {

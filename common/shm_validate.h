@@ -21,8 +21,8 @@ namespace framemill {
 
 // Largest side a model's output may have for a kProbeSize square input (a 16x upscaler).
 inline constexpr uint32_t kMaxProbeOutput = kProbeSize * 16;
-// Largest frame side an arena may describe.
-inline constexpr uint32_t kMaxFrameSide = 1u << 16;
+// Largest frame side an arena may describe (far above any video; keeps the sums from overflowing).
+inline constexpr uint32_t kMaxFrameSide = 1u << 18;
 // Largest memory figure a worker may report (1 PiB): anything above is a lie, not a leak.
 inline constexpr uint64_t kMaxPlausibleBytes = 1ull << 50;
 // Largest time a worker may claim for one chunk (7 days).
@@ -41,14 +41,12 @@ struct HeldChunk {
 // A result is valid when it answers a chunk in `held`, names that chunk's slot, has error 0
 // (frames_done == frames) or 1 (frames_done <= frames, and a message), a message terminated
 // within its buffer, and a plausible busy time. On success, *index is the position in `held`.
-Status ValidateChunkResult(const ChunkResult& r, const std::vector<HeldChunk>& held,
-                           size_t* index);
+Status ValidateChunkResult(const ChunkResult& r, const std::vector<HeldChunk>& held, size_t* index);
 
 // The same on a raw image of `n` bytes (fewer than sizeof(ChunkResult) is invalid); *out gets
 // the copy that was checked.
-Status ValidateChunkResultBytes(const uint8_t* bytes, size_t n,
-                                const std::vector<HeldChunk>& held, ChunkResult* out,
-                                size_t* index);
+Status ValidateChunkResultBytes(const uint8_t* bytes, size_t n, const std::vector<HeldChunk>& held,
+                                ChunkResult* out, size_t* index);
 
 // A WorkerState as written by a worker: one of the enum's values.
 Result<WorkerState> ValidateWorkerState(uint32_t raw);

@@ -75,6 +75,7 @@ void Dispatcher::Record(int k, const std::string& event, const std::string& reas
   e.gpu_process_bytes = t.gpu_process_bytes;
   e.reason = reason;
   if (timeline_ != nullptr) timeline_->Record(e, MonotonicMs());
+  if (channels_[k].peak_index >= stats_.peaks.size()) return;  // not started by this job
   WorkerSnapshot& p = stats_.peaks[channels_[k].peak_index];
   if (e.pid != 0) p.pid = e.pid;
   p.frames = std::max(p.frames, e.frames);
@@ -180,10 +181,15 @@ Result<FirstWorker> Dispatcher::Start(const std::atomic<bool>& stop) {
   int wanted = std::min<int>(settings_.workers, static_cast<int>(plan_.chunks.size()));
   // Workers left loaded by the previous job (see Release) are taken over as they are.
   int adopted = 0;
-  bool killed = false;  // an adopted worker broke the protocol
+  bool killed = false;  // a worker left by the previous job broke the protocol
   for (int k = 0; k < static_cast<int>(channels_.size()); ++k) {
     WorkerState state = WorkerState::kEmpty;
-    if (!pool_->Alive(k) || !CheckWorker(k, &state) || state != WorkerState::kReady) continue;
+    if (!pool_->Alive(k)) continue;
+    if (!CheckWorker(k, &state)) {
+      killed = true;  // reaped below
+      continue;
+    }
+    if (state != WorkerState::kReady) continue;
     if (adopted == wanted) {  // more than this job wants
       pool_->Signal(k, SIGKILL);
       continue;

@@ -54,9 +54,9 @@ struct WorkerSnapshot {
 
 struct DispatchStats {
   int workers_started = 0;
-  int crashes = 0;        // workers that died unasked
-  int kills = 0;          // workers killed for a hard limit or a hang
-  int chunk_retries = 0;  // chunks sent again
+  int crashes = 0;              // workers that died unasked
+  int kills = 0;                // workers killed for a hard limit or a hang
+  int chunk_retries = 0;        // chunks sent again
   int protocol_violations = 0;  // workers killed for writing invalid shared memory
   // The workers' time on chunks that succeeded: spawn to ready (process, CUDA context, model
   // load, probe) of each worker, each worker's first chunk, and the sum of all later chunks

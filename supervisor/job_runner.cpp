@@ -289,7 +289,9 @@ Status JobRun::CreateArena() {
   g.slot_bytes = slot_bytes;
   g.data_offset = data_offset;
   g.total_bytes = data_offset + slots * slot_bytes;
-  FM_RETURN_IF_ERROR(ValidateArenaGeometry(g, g.total_bytes).WithContext("internal"));
+  if (Status valid = ValidateArenaGeometry(g, g.total_bytes); !valid.ok()) {
+    return Status(StatusCode::kInternal, valid.message());
+  }
   Result<SharedMemory> shm = SharedMemory::Create("arena", g.total_bytes);
   if (!shm.ok()) return shm.status();
   arena_shm_ = std::move(*shm);

@@ -29,7 +29,7 @@ struct WorkerPool::Process {
   WorkerChannel* channel = nullptr;
   CheckedProducer<ChunkRequest, kRingCapacity> requests;
   CheckedConsumer<ChunkResult, kRingCapacity> results;
-  int sock = -1;  // our end of the socket pair; -1 once the worker closed its end
+  int sock = -1;                // our end of the socket pair; -1 once the worker closed its end
   TelemetrySnapshot telemetry;  // the last valid reading
 
   ~Process() {
@@ -124,8 +124,7 @@ Status WorkerPool::Spawn(int k, int gpu) {
         "--wake-fd", std::to_string(worker_end), "--model", options_.model, "--device",
         gpu >= 0 ? std::string("cuda") : options_.device, "--precision", options_.precision,
         "--log-level", options_.log_level, env, bp::std_in.close(), bp::std_err > p->log_path,
-        bp::extend::on_exec_setup =
-            [worker_end](auto&) { ::fcntl(worker_end, F_SETFD, 0); });
+        bp::extend::on_exec_setup = [worker_end](auto&) { ::fcntl(worker_end, F_SETFD, 0); });
   } catch (const std::exception& e) {
     ::close(worker_end);
     return Status(StatusCode::kIo,

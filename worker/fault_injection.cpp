@@ -16,9 +16,10 @@ Result<Fault> ParseFault(const std::string& spec) {
   Fault f;
   if (spec.empty()) return f;
   auto bad = [&] {
-    return Status(StatusCode::kInvalidConfig, std::string(kFaultEnvVar) + "=\"" + spec +
-                                                  "\": expected crash@N, hang@N or "
-                                                  "exit:K@N or scribble@N, optionally followed by ,once=PATH");
+    return Status(StatusCode::kInvalidConfig,
+                  std::string(kFaultEnvVar) + "=\"" + spec +
+                      "\": expected crash@N, hang@N or "
+                      "exit:K@N or scribble@N, optionally followed by ,once=PATH");
   };
   std::string main = spec;
   size_t comma = spec.find(',');

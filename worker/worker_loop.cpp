@@ -79,7 +79,7 @@ class Worker {
   int channel_;
   int wake_fd_;
   int supervisor_pid_;  // read once at attach
-  Fault fault_;  // test-only, from the environment
+  Fault fault_;         // test-only, from the environment
   std::unique_ptr<NvmlMemory> nvml_;
   std::unique_ptr<FrameModel> model_;
   std::unique_ptr<BatchRunner> runner_;
@@ -193,9 +193,8 @@ ChunkResult Worker::Process(const ChunkRequest& rq) {
   c.first_frame = static_cast<int64_t>(rq.first_frame);
   c.pinned = arena_registered_;
   // A kScribble fault (tests) overwrites all this worker can reach of the supervisor's memory.
-  const std::vector<ScribbleRegion> scribble = {
-      {control_shm_->data(), control_shm_->size()},
-      {base, static_cast<size_t>(arena.data_offset)}};
+  const std::vector<ScribbleRegion> scribble = {{control_shm_->data(), control_shm_->size()},
+                                                {base, static_cast<size_t>(arena.data_offset)}};
   Status s = runner_->Run(
       c,
       [this, &scribble](int64_t first, int64_t n) {
@@ -233,8 +232,8 @@ void Worker::Warmup(const ChunkRequest& rq) {
   }
   PublishTelemetry(ch_.telemetry, model_->device(), nvml_.get());
   LogDebug("worker " + std::to_string(channel_) + ": warm-up at " +
-           std::to_string(rq.arena.in_width) + "x" + std::to_string(rq.arena.in_height) +
-           " took " + std::to_string(MonotonicMs() - t0) + " ms");
+           std::to_string(rq.arena.in_width) + "x" + std::to_string(rq.arena.in_height) + " took " +
+           std::to_string(MonotonicMs() - t0) + " ms");
 }
 
 void Worker::Publish(const ChunkResult& result) {
@@ -331,8 +330,8 @@ int RunWorker(const WorkerArgs& args) {
   // The descriptor must be the socket the supervisor handed over.
   int type = 0;
   socklen_t len = sizeof(type);
-  if (args.wake_fd < 0 ||
-      ::getsockopt(args.wake_fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM) {
+  if (args.wake_fd < 0 || ::getsockopt(args.wake_fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 ||
+      type != SOCK_STREAM) {
     LogError("--wake-fd " + std::to_string(args.wake_fd) +
              " is not the socket the supervisor hands its workers");
     return kWorkerExitAttach;

@@ -80,7 +80,7 @@ TEST_CASE(
   CHECK(std::any_of(kill, timeline.end(), [](const auto& row) { return row["event"] == "start"; }));
   CHECK(std::any_of(kill, timeline.end(), [&](const auto& row) {
     return row["event"] == "exit" && row["worker"] == (*kill)["worker"] &&
-           row["generation"] == (*kill)["generation"];
+           row["gen"] == (*kill)["gen"];
   }));
   CHECK(SharedMemoryObjects().empty());
   CHECK(ProcessesMentioning(dir).empty());

@@ -183,3 +183,70 @@ TEST_CASE("shm security: files planted in /dev/shm by another user do not block 
     }
   }
 }
+
+namespace {
+
+// A job run by framemill-hostile-worker in `mode` (see hostile_worker.cpp), at most 120 s.
+RunResult RunHostile(const std::string& dir, const std::string& mode, int frames) {
+  nlohmann::json job = IndexJob(dir, frames, "out-" + mode + ".mp4");
+  job["color_conversion"] = "accurate";  // rgb24 in the arena: the stand-in copies it through
+  job["device"] = "cpu";
+  BackgroundJob bg = StartJob(dir, job, {{"FRAMEMILL_HOSTILE", mode}},
+                              {{"worker_binary", FRAMEMILL_HOSTILE_WORKER_BIN}}, mode);
+  KillOnExit guard{bg};
+  return WaitJob(bg, 120);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "shm security: a worker that lies in its results, rings, state, heartbeat or probe is killed "
+    "for it, and the job fails cleanly or stays frame-exact") {
+  const std::string dir = ScratchDir("shm_hostile");
+  // Each lie, and words the supervisor's log must give for it.
+  const std::vector<std::pair<std::string, std::string>> lies = {
+      {"foreign-chunk", "which the worker does not hold"},
+      {"wrong-slot", "not its slot"},
+      {"frames", "frames done of"},
+      {"message", "unterminated message"},
+      {"result-tail", "impossible tail index in the result ring"},
+      {"request-head", "impossible head index in the request ring"},
+      {"state", "worker state 77 is no state"},
+      {"heartbeat", "ahead of the clock"},
+      {"probe", "is outside 1.."}};
+  for (const auto& [mode, words] : lies) {
+    INFO("mode " << mode);
+    RunResult r = RunHostile(dir, mode, 300);  // 10 chunks: requests go on after a lie
+    INFO("stderr: " << r.err);
+    CHECK(r.err.find("protocol violation: ") != std::string::npos);
+    CHECK(r.err.find(words) != std::string::npos);
+    // Failed cleanly (not crashed, not hung: -1, not killed by a signal), or, where the liar's
+    // replacements got every chunk through before lying, finished with every frame in place.
+    const std::string out = dir + "/out-" + mode + ".mp4";
+    REQUIRE((r.exit_code == 0 || r.exit_code == 1));
+    if (r.exit_code == 0) {
+      CHECK(OutOfPlace(FrameIndices(out, kW, kH), 300) == 0);
+    } else {
+      CHECK_FALSE(fs::exists(out));
+    }
+  }
+  MESSAGE(lies.size() << " kinds of lie, each caught");
+  CHECK(SharedMemoryObjects().empty());
+  CHECK(ProcessesMentioning(dir).empty());
+}
+
+TEST_CASE(
+    "shm security: a worker that floods or closes its wake-up socket neither blocks nor misleads "
+    "the supervisor") {
+  const std::string dir = ScratchDir("shm_socket");
+  for (const std::string mode : {"flood", "closed-fd"}) {
+    INFO("mode " << mode);
+    RunResult r = RunHostile(dir, mode, 300);
+    INFO("stderr: " << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.err.find("protocol violation") == std::string::npos);
+    CHECK(OutOfPlace(FrameIndices(dir + "/out-" + mode + ".mp4", kW, kH), 300) == 0);
+  }
+  CHECK(SharedMemoryObjects().empty());
+  CHECK(ProcessesMentioning(dir).empty());
+}

@@ -1,15 +1,22 @@
-// The shared-memory layout between the supervisor and its workers. Two kinds of object:
+// The shared-memory layout between the supervisor and its workers. Two kinds of object, both
+// files in the supervisor's private directory under /dev/shm (see shared_memory.h):
 //
-//  - the control block ("...ctl"), one per supervisor: a header, the supervisor's wake-up
-//    semaphore and one WorkerChannel per worker slot. A channel has one SPSC ring per direction
-//    and the worker's telemetry. The supervisor writes requests and reads results/telemetry; the
-//    worker the reverse. No lock that a worker could hold: semaphores (which have no owner) are
-//    used only to wake the other side.
-//  - a frame arena ("...arena") per job: a header and `slot_count` slots. A slot holds one
-//    chunk: its input frames (rgb24 or planar YUV 4:2:0, see frame_format.h), then room for its
-//    output frames, rgb24, packed rows.
+//  - a control block ("ctl-..."), one per worker process (a fresh one for each spawn): a header
+//    and that worker's WorkerChannel: one SPSC ring per direction, the worker's state, probe
+//    result and telemetry. No other worker maps it. It holds no lock and no kernel object:
+//    wake-ups travel over pipes (worker_pool.h), so nothing in it can block the supervisor.
+//  - a frame arena ("arena-...") per job, mapped by every worker of the job: a header and
+//    `slot_count` slots. A slot holds one chunk: its input frames (rgb24 or planar YUV 4:2:0,
+//    see frame_format.h), then room for its output frames, rgb24, packed rows.
 //    The supervisor alone decides which slot belongs to which chunk; a worker touches only the
 //    slot of a request it holds.
+//
+// Trust runs one way. A worker trusts what the supervisor writes. The supervisor trusts nothing a
+// worker can write: it keeps its own copy of every size, offset and index (the arena geometry,
+// its ring indices, which chunk sits in which slot), never reads the arena header back, and
+// passes every value it does read (ring indices, results, state, probe, device, telemetry)
+// through the validators of shm_validate.h before use. The geometry travels in each request, so
+// a worker that scribbles over the arena header misleads nobody.
 //
 // Any change to these structs must bump kProtocolVersion: a worker from another build then
 // refuses to attach with a clear message instead of misreading memory.
@@ -21,21 +28,53 @@
 #include <cstring>
 #include <string>
 
-#include <boost/interprocess/sync/interprocess_semaphore.hpp>
-
 #include "common/frame_format.h"
 #include "common/spsc_ring.h"
 
 namespace framemill {
 
-inline constexpr uint32_t kProtocolVersion = 5;
+inline constexpr uint32_t kProtocolVersion = 6;
 inline constexpr uint64_t kControlMagic = 0x4c54434d4d52464dull;  // "MFRMMCTL"
 inline constexpr uint64_t kArenaMagic = 0x4e5241414d52464dull;    // "MFRMAARN"
-inline constexpr uint32_t kMaxWorkerChannels = 64;
+inline constexpr uint32_t kMaxWorkerChannels = 64;                // per supervisor
 inline constexpr uint32_t kRingCapacity = 8;
-inline constexpr size_t kNameBytes = 96;
+inline constexpr size_t kNameBytes = 160;  // a full path under /dev/shm, terminated
 inline constexpr size_t kMessageBytes = 480;
+inline constexpr size_t kDeviceBytes = 32;
 inline constexpr size_t kSlotAlignment = 4096;
+
+// Where the frames of a job's arena lie. Written by the supervisor, which keeps its own copy and
+// sends it in every request; the copy in the arena header is for people reading a dump.
+struct ArenaGeometry {
+  uint32_t slot_count = 0;
+  uint32_t chunk_frames = 0;  // frames a slot can hold
+  uint32_t in_width = 0, in_height = 0, out_width = 0, out_height = 0;
+  FrameFormat in_format = FrameFormat::kRgb24;  // how the input frames lie in a slot
+  YuvMatrix in_matrix = YuvMatrix::kBt601;      // kYuv420p: the matrix to RGB
+  uint32_t in_full_range = 0;  // kYuv420p: 1 = full range (0-255), 0 = limited (16-235)
+  uint32_t reserved = 0;
+  uint64_t slot_bytes = 0;   // distance between slots
+  uint64_t data_offset = 0;  // from the start of the object to slot 0
+  uint64_t total_bytes = 0;  // size of the whole object
+
+  size_t InFrameBytes() const { return FrameBytes(in_format, in_width, in_height); }
+  size_t OutFrameBytes() const { return size_t{out_width} * out_height * 3; }
+  // Slot addresses in a mapping at `base`; only for a geometry that passed
+  // ValidateArenaGeometry against that mapping's size.
+  uint8_t* SlotIn(uint8_t* base, uint32_t slot) const {
+    return base + data_offset + uint64_t{slot} * slot_bytes;
+  }
+  uint8_t* SlotOut(uint8_t* base, uint32_t slot) const {
+    return SlotIn(base, slot) + InFrameBytes() * chunk_frames;
+  }
+};
+
+struct ArenaHeader {
+  uint64_t magic;
+  uint32_t version;
+  uint32_t header_bytes;
+  ArenaGeometry geometry;
+};
 
 // Supervisor -> worker. kind kChunk: run the model over `frames` frames of `slot`.
 // kind kStop: finish and exit 0. kind kWarmup: map `arena_name` and run the model once on a
@@ -49,7 +88,8 @@ struct ChunkRequest {
   uint64_t first_frame;         // index of the chunk's first frame in the source
   uint32_t frames;              // frames in this chunk (<= arena chunk_frames)
   uint32_t batch;               // frames per model call
-  char arena_name[kNameBytes];  // shared-memory object holding the slot
+  ArenaGeometry arena;          // kChunk, kWarmup: the arena's layout
+  char arena_name[kNameBytes];  // full path of the arena object
 };
 
 // Worker -> supervisor, one per request of kind kChunk.
@@ -57,8 +97,9 @@ struct ChunkResult {
   uint64_t chunk_id;
   uint32_t slot;
   uint32_t frames_done;  // == request.frames when ok
-  int32_t error;         // 0 = ok; else the chunk failed and `message` says why
-  uint64_t busy_us;      // the worker's time on this chunk, request taken to result ready
+  int32_t error;         // 0 = ok; 1 = the chunk failed and `message` says why
+  uint32_t reserved;
+  uint64_t busy_us;  // the worker's time on this chunk, request taken to result ready
   char message[kMessageBytes];
 };
 
@@ -69,6 +110,7 @@ enum class WorkerState : uint32_t {
   kFailed = 3,    // gave up; `error` says why; the process exits
   kExited = 4,    // left cleanly after kStop
 };
+inline constexpr uint32_t kLastWorkerState = 4;
 
 // Figures a worker publishes after every batch; read by the supervisor without locking (each
 // field is a separate atomic, so a torn *set* of figures is possible but never a torn figure).
@@ -86,51 +128,26 @@ struct WorkerTelemetry {
 };
 
 struct WorkerChannel {
-  std::atomic<WorkerState> state{WorkerState::kEmpty};
-  std::atomic<int32_t> pid{0};
+  std::atomic<uint32_t> state{0};  // a WorkerState, as written by the worker
+  std::atomic<int32_t> pid{0};     // for people reading a dump; the supervisor never reads it
   // Output size of the model for a kProbeSize x kProbeSize input; fixed once kReady.
   std::atomic<uint32_t> probe_out_width{0};
   std::atomic<uint32_t> probe_out_height{0};
-  char device[32];            // device the worker chose ("cpu", "cuda:0"); set before kReady
+  char device[kDeviceBytes];  // device the worker chose ("cpu", "cuda:0"); set before kReady
   char error[kMessageBytes];  // why the worker failed; set before kFailed
-  boost::interprocess::interprocess_semaphore request_posted{0};  // worker waits on it
   SpscRing<ChunkRequest, kRingCapacity> requests;
   SpscRing<ChunkResult, kRingCapacity> results;
   WorkerTelemetry telemetry;
 };
 
+// One worker's control block.
 struct ControlHeader {
   uint64_t magic;
   uint32_t version;
-  uint32_t header_bytes;   // sizeof(ControlHeader): a second guard against layout drift
-  uint32_t channel_bytes;  // sizeof(WorkerChannel)
-  uint32_t channel_count;
+  uint32_t header_bytes;  // sizeof(ControlHeader): a second guard against layout drift
   int32_t supervisor_pid;
-  // Posted by workers (and the supervisor's own threads) when there is something to look at.
-  boost::interprocess::interprocess_semaphore wake{0};
-  WorkerChannel channels[kMaxWorkerChannels];
-};
-
-struct ArenaHeader {
-  uint64_t magic;
-  uint32_t version;
-  uint32_t header_bytes;
-  uint32_t slot_count;
-  uint32_t chunk_frames;  // frames a slot can hold
-  uint32_t in_width, in_height, out_width, out_height;
-  FrameFormat in_format;   // how the input frames lie in a slot
-  YuvMatrix in_matrix;     // kYuv420p: the matrix to RGB
-  uint32_t in_full_range;  // kYuv420p: 1 = full range (0-255), 0 = limited (16-235)
-  uint32_t reserved;
-  uint64_t slot_bytes;   // distance between slots
-  uint64_t data_offset;  // from the start of the object to slot 0
-
-  size_t InFrameBytes() const { return FrameBytes(in_format, in_width, in_height); }
-  size_t OutFrameBytes() const { return size_t{out_width} * out_height * 3; }
-  uint8_t* SlotIn(uint32_t slot) {
-    return reinterpret_cast<uint8_t*>(this) + data_offset + slot * slot_bytes;
-  }
-  uint8_t* SlotOut(uint32_t slot) { return SlotIn(slot) + InFrameBytes() * chunk_frames; }
+  uint32_t channel_index;  // the pool's channel number, for log lines
+  WorkerChannel channel;
 };
 
 // Size of the square frame a worker runs once at load to find the model's scale.

@@ -7,6 +7,7 @@
 
 #include "common/log.h"
 #include "common/shm_protocol.h"
+#include "common/shm_validate.h"
 
 namespace framemill {
 namespace {
@@ -50,30 +51,31 @@ Dispatcher::Dispatcher(const JobPlan& plan, const JobSettings& settings,
 Dispatcher::~Dispatcher() = default;
 
 WorkerFigures Dispatcher::Figures(int k) const {
-  const WorkerTelemetry& t = pool_->channel(k).telemetry;
+  const TelemetrySnapshot t = pool_->LastTelemetry(k);  // checked when it was read
   WorkerFigures f;
-  f.rss_bytes = t.rss_bytes.load(std::memory_order_relaxed);
-  f.gpu_reserved_bytes = t.gpu_reserved_bytes.load(std::memory_order_relaxed);
-  f.chunks_done = t.chunks_done.load(std::memory_order_relaxed);
-  f.heartbeat_ms = t.heartbeat_ms.load(std::memory_order_acquire);
+  f.rss_bytes = t.rss_bytes;
+  f.gpu_reserved_bytes = t.gpu_reserved_bytes;
+  f.chunks_done = t.chunks_done;
+  f.heartbeat_ms = t.heartbeat_ms;
   f.busy = !channels_[k].inflight.empty();
   return f;
 }
 
 void Dispatcher::Record(int k, const std::string& event, const std::string& reason) {
-  const WorkerTelemetry& t = pool_->channel(k).telemetry;
+  const TelemetrySnapshot t = pool_->LastTelemetry(k);
   TimelineEvent e;
   e.worker = k;
   e.generation = channels_[k].generation;
   e.pid = pool_->Pid(k);
   e.event = event;
-  e.frames = t.frames_done.load(std::memory_order_relaxed);
-  e.rss_bytes = t.rss_bytes.load(std::memory_order_relaxed);
-  e.gpu_allocated_bytes = t.gpu_allocated_bytes.load(std::memory_order_relaxed);
-  e.gpu_reserved_bytes = t.gpu_reserved_bytes.load(std::memory_order_relaxed);
-  e.gpu_process_bytes = t.gpu_process_bytes.load(std::memory_order_relaxed);
+  e.frames = t.frames_done;
+  e.rss_bytes = t.rss_bytes;
+  e.gpu_allocated_bytes = t.gpu_allocated_bytes;
+  e.gpu_reserved_bytes = t.gpu_reserved_bytes;
+  e.gpu_process_bytes = t.gpu_process_bytes;
   e.reason = reason;
   if (timeline_ != nullptr) timeline_->Record(e, MonotonicMs());
+  if (channels_[k].peak_index >= stats_.peaks.size()) return;  // not started by this job
   WorkerSnapshot& p = stats_.peaks[channels_[k].peak_index];
   if (e.pid != 0) p.pid = e.pid;
   p.frames = std::max(p.frames, e.frames);
@@ -164,19 +166,30 @@ int Dispatcher::Serving() const {
 
 Result<FirstWorker> Dispatcher::Start(const std::atomic<bool>& stop) {
   FirstWorker first;
+  // A ready worker's report, checked; false (and the worker killed) when it is invalid.
   auto found = [&](int k) {
-    probe_w_ = first.probe_w = pool_->channel(k).probe_out_width.load();
-    probe_h_ = first.probe_h = pool_->channel(k).probe_out_height.load();
-    first.device = pool_->channel(k).device;  // terminated: CopyString
+    Result<ProbeReport> probe = pool_->Probe(k);
+    if (!probe.ok()) {
+      Violation(k, probe.status().message());
+      return false;
+    }
+    probe_w_ = first.probe_w = probe->width;
+    probe_h_ = first.probe_h = probe->height;
+    first.device = probe->device;
+    return true;
   };
   int wanted = std::min<int>(settings_.workers, static_cast<int>(plan_.chunks.size()));
   // Workers left loaded by the previous job (see Release) are taken over as they are.
   int adopted = 0;
+  bool killed = false;  // a worker left by the previous job broke the protocol
   for (int k = 0; k < static_cast<int>(channels_.size()); ++k) {
-    if (!pool_->Alive(k) ||
-        pool_->channel(k).state.load(std::memory_order_acquire) != WorkerState::kReady) {
+    WorkerState state = WorkerState::kEmpty;
+    if (!pool_->Alive(k)) continue;
+    if (!CheckWorker(k, &state)) {
+      killed = true;  // reaped below
       continue;
     }
+    if (state != WorkerState::kReady) continue;
     if (adopted == wanted) {  // more than this job wants
       pool_->Signal(k, SIGKILL);
       continue;
@@ -189,13 +202,26 @@ Result<FirstWorker> Dispatcher::Start(const std::atomic<bool>& stop) {
     ch.limits = JitteredLimits(settings_.recycle, rng_);
     ch.peak_index = stats_.peaks.size();
     stats_.peaks.push_back({k, ch.generation, pool_->Pid(k), 0, 0, 0});
-    found(k);
+    if (!found(k)) {  // killed for it; reaped below
+      ch.role = Role::kNone;
+      killed = true;
+      continue;
+    }
     Record(k, "ready", "kept loaded from the previous job");
     ++adopted;
   }
   if (adopted > 0) {
     for (const WorkerExit& e : pool_->ReapExited()) channels_[e.channel] = Channel{};
     return first;  // Run() starts any missing workers
+  }
+  // Channels of workers killed above are reused below: wait for their exits.
+  for (uint64_t until = MonotonicMs() + kStopGraceMs; killed && MonotonicMs() < until;) {
+    for (const WorkerExit& e : pool_->ReapExited()) channels_[e.channel] = Channel{};
+    killed = false;
+    for (int k = 0; k < static_cast<int>(channels_.size()); ++k) {
+      killed = killed || (pool_->Alive(k) && channels_[k].violated);
+    }
+    if (killed) ::usleep(10 * 1000);
   }
   for (int k = 0; k < wanted; ++k) FM_RETURN_IF_ERROR(Spawn(k, -1));
   uint64_t deadline = MonotonicMs() + start_timeout_ms_;
@@ -206,7 +232,10 @@ Result<FirstWorker> Dispatcher::Start(const std::atomic<bool>& stop) {
       if (!e.stderr_tail.empty() && e.error.empty()) why += "; stderr: " + OneLine(e.stderr_tail);
       // A worker that says why it failed (model not loadable, no such device) speaks for all of
       // them. One that died without a word (a signal, a crash in a library) gets a few tries.
-      if (e.last_state == WorkerState::kFailed || ++load_failures_ >= settings_.max_attempts) {
+      // (The last words of a worker killed for a protocol violation are not believed.)
+      const bool says_failed =
+          e.last_state == WorkerState::kFailed && !channels_[e.channel].violated;
+      if (says_failed || ++load_failures_ >= settings_.max_attempts) {
         return Status(StatusCode::kModelInvalid,
                       "worker " + std::to_string(e.channel) + " could not start: " + why);
       }
@@ -218,8 +247,9 @@ Result<FirstWorker> Dispatcher::Start(const std::atomic<bool>& stop) {
       FM_RETURN_IF_ERROR(Spawn(e.channel, -1));
     }
     for (int k = 0; k < wanted; ++k) {
-      if (pool_->channel(k).state.load(std::memory_order_acquire) == WorkerState::kReady) {
-        found(k);
+      WorkerState state = WorkerState::kEmpty;
+      if (!pool_->Alive(k) || channels_[k].violated || !CheckWorker(k, &state)) continue;
+      if (state == WorkerState::kReady && found(k)) {
         NoteReady(k);
         return first;
       }
@@ -235,8 +265,9 @@ Result<FirstWorker> Dispatcher::Start(const std::atomic<bool>& stop) {
 
 void Dispatcher::NoteReady(int k) {
   Channel& ch = channels_[k];
-  WorkerChannel& wc = pool_->channel(k);
-  if (wc.probe_out_width.load() != probe_w_ || wc.probe_out_height.load() != probe_h_) {
+  Result<ProbeReport> probe = pool_->Probe(k);
+  if (!probe.ok()) return Violation(k, probe.status().message());
+  if (probe->width != probe_w_ || probe->height != probe_h_) {
     if (board_ != nullptr) {
       board_->Fail(
           Status(StatusCode::kModelInvalid, "workers disagree on the model's output size"));
@@ -244,7 +275,7 @@ void Dispatcher::NoteReady(int k) {
     return;
   }
   spdlog::info("worker {} (gen {}, pid {}) ready on {} after {} ms{}", k, ch.generation,
-               pool_->Pid(k), wc.device, MonotonicMs() - ch.spawn_ms,
+               pool_->Pid(k), probe->device, MonotonicMs() - ch.spawn_ms,
                ch.replaces >= 0 ? " (standby)" : "");
   Record(k, "ready");
   ch.ready_ms = MonotonicMs();
@@ -256,6 +287,7 @@ void Dispatcher::NoteReady(int k) {
     ChunkRequest warm{};
     warm.kind = ChunkRequest::kWarmup;
     warm.batch = static_cast<uint32_t>(settings_.batch);
+    warm.arena = arena_;
     CopyString(warm.arena_name, arena_name_);
     pool_->Send(k, warm);
   }
@@ -329,32 +361,58 @@ void Dispatcher::HandleExit(const WorkerExit& e) {
   ch = Channel{};
 }
 
+bool Dispatcher::CheckWorker(int k, WorkerState* state) {
+  if (channels_[k].violated) return false;
+  Result<TelemetrySnapshot> t = pool_->ReadTelemetry(k);
+  if (!t.ok()) {
+    Violation(k, t.status().message());
+    return false;
+  }
+  Result<WorkerState> s = pool_->State(k);
+  if (!s.ok()) {
+    Violation(k, s.status().message());
+    return false;
+  }
+  *state = *s;
+  return true;
+}
+
+void Dispatcher::Violation(int k, const std::string& what) {
+  Channel& ch = channels_[k];
+  if (ch.violated) return;
+  ch.violated = true;
+  ++stats_.protocol_violations;
+  ++stats_.kills;
+  ch.kill_reason = "protocol violation: " + what;
+  ch.kill_deadline_ms = UINT64_MAX;  // signalled for good; wait for the exit
+  spdlog::error("worker {} (gen {}, pid {}): {}; killing it and sending its chunks elsewhere", k,
+                ch.generation, pool_->Pid(k), ch.kill_reason);
+  Record(k, "kill", ch.kill_reason);
+  pool_->Signal(k, SIGKILL);
+  Promote(k);  // its standby, if any, takes over now
+}
+
 void Dispatcher::CollectResults(int k) {
   Channel& ch = channels_[k];
   ChunkResult r{};
-  while (true) {
-    PopResult p = pool_->channel(k).results.TryPop(&r);
+  while (!ch.violated) {
+    PopResult p = pool_->Receive(k, &r);
     if (p == PopResult::kEmpty) return;
-    if (p == PopResult::kCorrupt) {
-      spdlog::error("worker {} corrupted its result ring; killing it", k);
-      pool_->Signal(k, SIGKILL);
-      return;
+    if (p == PopResult::kCorrupt) return Violation(k, "impossible tail index in the result ring");
+    // What we sent, from our own records: chunk, slot (the board's), frames (the plan's).
+    std::vector<HeldChunk> held;
+    for (int64_t c : ch.inflight) {
+      held.push_back({static_cast<uint64_t>(c), board_->SlotOf(c),
+                      static_cast<uint32_t>(plan_.chunks[c].frames)});
     }
-    auto it = std::find(ch.inflight.begin(), ch.inflight.end(), static_cast<int64_t>(r.chunk_id));
-    if (it == ch.inflight.end()) {
-      spdlog::error("worker {} answered chunk {} that it was not given; ignored", k, r.chunk_id);
-      continue;
-    }
-    ch.inflight.erase(it);
-    const ChunkPlan& chunk = plan_.chunks[r.chunk_id];
+    size_t index = 0;
+    Status valid = ValidateChunkResult(r, held, &index);
+    if (!valid.ok()) return Violation(k, valid.message());
+    const ChunkPlan& chunk = plan_.chunks[ch.inflight[index]];
+    ch.inflight.erase(ch.inflight.begin() + static_cast<std::ptrdiff_t>(index));
     if (r.error != 0) {
-      std::string msg(r.message, strnlen(r.message, sizeof(r.message)));
-      ChunkFailed(chunk.index, "model failed: " + msg, StatusCode::kModelInvalid);
-    } else if (r.frames_done != static_cast<uint32_t>(chunk.frames)) {
-      ChunkFailed(chunk.index,
-                  "worker returned " + std::to_string(r.frames_done) + " of " +
-                      std::to_string(chunk.frames) + " frames",
-                  StatusCode::kWorkerFailed);
+      ChunkFailed(chunk.index, "model failed: " + PrintableText(r.message, sizeof(r.message)),
+                  StatusCode::kModelInvalid);
     } else {
       load_failures_ = 0;
       ++processed_;
@@ -455,21 +513,26 @@ void Dispatcher::Assign(int k) {
     rq.first_frame = static_cast<uint64_t>(chunk.first_frame);
     rq.frames = static_cast<uint32_t>(chunk.frames);
     rq.batch = static_cast<uint32_t>(settings_.batch);
+    rq.arena = arena_;
     CopyString(rq.arena_name, arena_name_);
-    if (!pool_->Send(k, rq)) {
+    PushResult sent = pool_->Send(k, rq);
+    if (sent != PushResult::kPushed) {
       board_->Requeue(*c);
+      if (sent == PushResult::kCorrupt) Violation(k, "impossible head index in the request ring");
       return;
     }
     ch.inflight.push_back(*c);
   }
 }
 
-// The one place that waits (the wake semaphore, posted by workers and by the decoder and
-// encoder threads) and then looks at everything.
-void Dispatcher::Run(ChunkBoard* board, const std::string& arena_name, int64_t first_chunk,
-                     const std::atomic<bool>& stop, const std::function<void(int64_t)>& tick) {
+// The one place that waits (poll on the workers' sockets and the pool's eventfd, written by the
+// decoder and encoder threads) and then looks at everything.
+void Dispatcher::Run(ChunkBoard* board, const std::string& arena_name, const ArenaGeometry& arena,
+                     int64_t first_chunk, const std::atomic<bool>& stop,
+                     const std::function<void(int64_t)>& tick) {
   board_ = board;
   arena_name_ = arena_name;
+  arena_ = arena;
   processed_ = first_chunk;
   const int wanted = std::min<int>(settings_.workers, static_cast<int>(plan_.chunks.size()));
   const int64_t total = static_cast<int64_t>(plan_.chunks.size());
@@ -483,17 +546,20 @@ void Dispatcher::Run(ChunkBoard* board, const std::string& arena_name, int64_t f
     for (int k = 0; k < static_cast<int>(channels_.size()) && !board_->failed(); ++k) {
       if (!pool_->Alive(k)) continue;
       Channel& ch = channels_[k];
-      if (ch.role == Role::kLoading &&
-          pool_->channel(k).state.load(std::memory_order_acquire) == WorkerState::kReady) {
-        NoteReady(k);
-      }
+      WorkerState state = WorkerState::kEmpty;
+      if (!CheckWorker(k, &state)) continue;  // killed now or before: wait for its exit
+      if (ch.role == Role::kLoading && state == WorkerState::kReady) NoteReady(k);
+      if (ch.violated) continue;
       CollectResults(k);
+      if (ch.violated) continue;
       CheckLimits(k, now);
       Assign(k);
       if (ch.role == Role::kRetiring && ch.inflight.empty() && !ch.stop_sent) {
         ChunkRequest stop_rq{};
         stop_rq.kind = ChunkRequest::kStop;
-        ch.stop_sent = pool_->Send(k, stop_rq);
+        PushResult sent = pool_->Send(k, stop_rq);
+        ch.stop_sent = sent == PushResult::kPushed;
+        if (sent == PushResult::kCorrupt) Violation(k, "impossible head index in the request ring");
       }
     }
     // Keep `wanted` workers serving while chunks remain: replaces crashed, killed and
@@ -526,11 +592,9 @@ std::vector<WorkerSnapshot> Dispatcher::LiveWorkers() const {
   std::vector<WorkerSnapshot> live;
   for (int k = 0; k < static_cast<int>(channels_.size()); ++k) {
     if (!pool_->Alive(k)) continue;
-    const WorkerTelemetry& t = pool_->channel(k).telemetry;
-    live.push_back({k, channels_[k].generation, pool_->Pid(k),
-                    t.frames_done.load(std::memory_order_relaxed),
-                    t.rss_bytes.load(std::memory_order_relaxed),
-                    t.gpu_reserved_bytes.load(std::memory_order_relaxed)});
+    const TelemetrySnapshot t = pool_->LastTelemetry(k);
+    live.push_back({k, channels_[k].generation, pool_->Pid(k), t.frames_done, t.rss_bytes,
+                    t.gpu_reserved_bytes});
   }
   return live;
 }

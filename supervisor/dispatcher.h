@@ -12,7 +12,10 @@
 //
 // A worker that dies while active or retiring is a crash: its chunks go back to the front of
 // the queue (each counts an attempt) and a replacement starts. Policy is here; the worker only
-// reports. Single-threaded: everything runs on the thread that calls Run().
+// reports. A worker that writes anything invalid into its shared memory (see shm_validate.h) is
+// a protocol violation: it is SIGKILLed at once, logged and put on the timeline ("protocol
+// violation: ..."), and its chunks go back like a crash's. Nothing read from a worker is used
+// unchecked. Single-threaded: everything runs on the thread that calls Run().
 #pragma once
 
 #include <atomic>
@@ -51,9 +54,10 @@ struct WorkerSnapshot {
 
 struct DispatchStats {
   int workers_started = 0;
-  int crashes = 0;        // workers that died unasked
-  int kills = 0;          // workers killed for a hard limit or a hang
-  int chunk_retries = 0;  // chunks sent again
+  int crashes = 0;              // workers that died unasked
+  int kills = 0;                // workers killed for a hard limit or a hang
+  int chunk_retries = 0;        // chunks sent again
+  int protocol_violations = 0;  // workers killed for writing invalid shared memory
   // The workers' time on chunks that succeeded: spawn to ready (process, CUDA context, model
   // load, probe) of each worker, each worker's first chunk, and the sum of all later chunks
   // (a restart costs the first two, less a later chunk).
@@ -93,8 +97,10 @@ class Dispatcher {
   // Runs until every chunk is encoded or the board has failed (the failure is on the board).
   // Chunks before `first_chunk` are already done (a resumed job). `tick` is called on every
   // pass of the loop with the number of chunks processed so far (first_chunk included).
-  void Run(ChunkBoard* board, const std::string& arena_name, int64_t first_chunk,
-           const std::atomic<bool>& stop, const std::function<void(int64_t)>& tick);
+  // `arena` is the supervisor's own copy of the arena's geometry, sent with every request.
+  void Run(ChunkBoard* board, const std::string& arena_name, const ArenaGeometry& arena,
+           int64_t first_chunk, const std::atomic<bool>& stop,
+           const std::function<void(int64_t)>& tick);
 
   // Stops every worker (kStop, then SIGKILL after a grace period).
   void Shutdown();
@@ -124,6 +130,7 @@ class Dispatcher {
     uint64_t kill_deadline_ms = 0;  // SIGTERM sent; SIGKILL when this passes
     std::string kill_reason;
     std::string retire_reason;
+    bool violated = false;  // killed for a protocol violation: its memory is not read again
     SoftLimits limits;
     std::deque<int64_t> inflight;
     size_t peak_index = 0;  // into stats_.peaks
@@ -135,6 +142,10 @@ class Dispatcher {
   void NoteReady(int k);
   void HandleExit(const WorkerExit& e);
   void CollectResults(int k);
+  // Reads and checks the worker's state and telemetry; false (and the worker killed) on a
+  // violation. *state gets the checked state.
+  bool CheckWorker(int k, WorkerState* state);
+  void Violation(int k, const std::string& what);
   void ChunkFailed(int64_t chunk, const std::string& why, StatusCode code);
   void CheckLimits(int k, uint64_t now);
   void Retire(int k);
@@ -154,6 +165,7 @@ class Dispatcher {
   std::mt19937_64 rng_;
   ChunkBoard* board_ = nullptr;
   std::string arena_name_;
+  ArenaGeometry arena_;  // our own copy
   uint32_t probe_w_ = 0, probe_h_ = 0;
   int64_t processed_ = 0;        // chunks whose output is in the arena
   int load_failures_ = 0;        // workers that died while loading, since the last good chunk

@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "common/shared_memory.h"
 #include "common/shm_protocol.h"
+#include "common/shm_validate.h"
 #include "supervisor/chunk_board.h"
 #include "supervisor/dispatcher.h"
 #include "supervisor/ffmpeg_pipes.h"
@@ -133,7 +134,8 @@ class JobRun {
   std::string color_conversion_;
   int out_w_ = 0, out_h_ = 0;
   SharedMemory arena_shm_;
-  ArenaHeader* arena_ = nullptr;
+  uint8_t* arena_base_ = nullptr;
+  ArenaGeometry arena_;  // our own copy: the header in shared memory is never read back
   std::unique_ptr<ChunkBoard> board_;
   JobReport report_;
   StageTimes& stages_ = report_.stages;  // decode_* written by the decoder thread only,
@@ -274,25 +276,32 @@ Status JobRun::CreateArena() {
                       " MiB each): lower chunk_frames or raise arena_mb");
   }
   uint64_t data_offset = AlignUp(sizeof(ArenaHeader), kSlotAlignment);
-  Result<SharedMemory> shm =
-      SharedMemory::Create(NewSharedMemoryName("arena"), data_offset + slots * slot_bytes);
+  ArenaGeometry g;
+  g.slot_count = static_cast<uint32_t>(slots);
+  g.chunk_frames = static_cast<uint32_t>(plan_.chunk_frames);
+  g.in_width = static_cast<uint32_t>(v.width);
+  g.in_height = static_cast<uint32_t>(v.height);
+  g.in_format = in_format;
+  g.in_matrix = MatrixForColorSpace(v.color_space);
+  g.in_full_range = v.color_range == "pc" || v.pix_fmt == "yuvj420p" ? 1 : 0;
+  g.out_width = static_cast<uint32_t>(out_w_);
+  g.out_height = static_cast<uint32_t>(out_h_);
+  g.slot_bytes = slot_bytes;
+  g.data_offset = data_offset;
+  g.total_bytes = data_offset + slots * slot_bytes;
+  if (Status valid = ValidateArenaGeometry(g, g.total_bytes); !valid.ok()) {
+    return Status(StatusCode::kInternal, valid.message());
+  }
+  Result<SharedMemory> shm = SharedMemory::Create("arena", g.total_bytes);
   if (!shm.ok()) return shm.status();
   arena_shm_ = std::move(*shm);
-  arena_ = new (arena_shm_.data()) ArenaHeader();
-  arena_->magic = kArenaMagic;
-  arena_->version = kProtocolVersion;
-  arena_->header_bytes = sizeof(ArenaHeader);
-  arena_->slot_count = static_cast<uint32_t>(slots);
-  arena_->chunk_frames = static_cast<uint32_t>(plan_.chunk_frames);
-  arena_->in_width = static_cast<uint32_t>(v.width);
-  arena_->in_height = static_cast<uint32_t>(v.height);
-  arena_->in_format = in_format;
-  arena_->in_matrix = MatrixForColorSpace(v.color_space);
-  arena_->in_full_range = v.color_range == "pc" || v.pix_fmt == "yuvj420p" ? 1 : 0;
-  arena_->out_width = static_cast<uint32_t>(out_w_);
-  arena_->out_height = static_cast<uint32_t>(out_h_);
-  arena_->slot_bytes = slot_bytes;
-  arena_->data_offset = data_offset;
+  arena_ = g;
+  arena_base_ = static_cast<uint8_t*>(arena_shm_.data());
+  auto* header = new (arena_shm_.data()) ArenaHeader();
+  header->magic = kArenaMagic;
+  header->version = kProtocolVersion;
+  header->header_bytes = sizeof(ArenaHeader);
+  header->geometry = g;
   board_ = std::make_unique<ChunkBoard>(static_cast<int64_t>(plan_.chunks.size()),
                                         static_cast<uint32_t>(slots));
   FM_RETURN_IF_ERROR(CheckFreeSpace());
@@ -337,7 +346,7 @@ void JobRun::DecodeLoop() {
       FrameReader::Start(config_.ffmpeg, job_.input, v, scratch_ + "/decoder.log",
                          color_conversion_ == "accurate", color_conversion_ == "device");
   if (!reader.ok()) return board_->Fail(reader.status());
-  size_t frame_bytes = arena_->InFrameBytes();
+  size_t frame_bytes = arena_.InFrameBytes();
   int64_t decoded = 0;
   // A resumed job decodes from the start and drops the frames of finished segments: exact,
   // whatever the container's seeking can do, at the price of decoding them once more.
@@ -365,7 +374,7 @@ void JobRun::DecodeLoop() {
     uint64_t t_read = MonotonicUs();
     stages_.decode_wait_s += static_cast<double>(t_read - t_wait) / 1e6;
     if (!slot) return;
-    uint8_t* dst = arena_->SlotIn(*slot);
+    uint8_t* dst = arena_.SlotIn(arena_base_, *slot);
     for (int32_t f = 0; f < chunk.frames; ++f) {
       Result<bool> got = (*reader)->Read(dst + f * frame_bytes);
       if (!got.ok()) return board_->Fail(got.status().WithContext(job_.input));
@@ -423,7 +432,7 @@ void JobRun::EncodeLoop(int encoder) {
 
 Status JobRun::EncodeSegment(const SegmentPlan& seg, const SegmentFormat& fmt, int encoder,
                              double* busy_s, double* wait_s) {
-  const size_t frame_bytes = arena_->OutFrameBytes();
+  const size_t frame_bytes = arena_.OutFrameBytes();
   const std::string path = state_->SegmentPath(seg.index);
   const std::string partial = path + ".partial";
   uint64_t t_start = MonotonicUs();
@@ -438,7 +447,7 @@ Status JobRun::EncodeSegment(const SegmentPlan& seg, const SegmentFormat& fmt, i
     *wait_s += static_cast<double>(t_write - t_wait) / 1e6;
     const ChunkPlan& chunk = plan_.chunks[c];
     FM_RETURN_IF_ERROR(
-        (*enc)->Write(arena_->SlotOut(board_->SlotOf(c)), frame_bytes * chunk.frames));
+        (*enc)->Write(arena_.SlotOut(arena_base_, board_->SlotOf(c)), frame_bytes * chunk.frames));
     board_->ReleaseSlot(c);
     *busy_s += static_cast<double>(MonotonicUs() - t_write) / 1e6;
   }
@@ -514,7 +523,7 @@ Result<JobReport> JobRun::Run() {
     p.workers = dispatcher_->LiveWorkers();
     options_.on_progress(p);
   };
-  dispatcher_->Run(board_.get(), arena_shm_.name(), first_chunk_, stop_, tick);
+  dispatcher_->Run(board_.get(), arena_shm_.name(), arena_, first_chunk_, stop_, tick);
   decoder.join();
   for (std::thread& t : encoders) t.join();
   lap(&stages_.pipeline_s);

@@ -3,12 +3,16 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <fcntl.h>
 #include <new>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <boost/date_time/posix_time/posix_time_types.hpp>
 #include <boost/process.hpp>
+#include <boost/process/extend.hpp>
 
 #include "common/log.h"
 #include "supervisor/subprocess.h"
@@ -21,6 +25,16 @@ struct WorkerPool::Process {
   int pid = 0;
   uint64_t generation = 0;
   std::string log_path;
+  SharedMemory control;  // this worker's own control block
+  WorkerChannel* channel = nullptr;
+  CheckedProducer<ChunkRequest, kRingCapacity> requests;
+  CheckedConsumer<ChunkResult, kRingCapacity> results;
+  int sock = -1;                // our end of the socket pair; -1 once the worker closed its end
+  TelemetrySnapshot telemetry;  // the last valid reading
+
+  ~Process() {
+    if (sock >= 0) ::close(sock);
+  }
 };
 
 std::string WorkerExit::Describe() const {
@@ -40,23 +54,16 @@ Result<std::unique_ptr<WorkerPool>> WorkerPool::Create(const WorkerOptions& opti
     return Status(StatusCode::kIo,
                   "worker binary not found or not executable: " + options.worker_binary);
   }
-  Result<SharedMemory> shm =
-      SharedMemory::Create(NewSharedMemoryName("ctl"), sizeof(ControlHeader));
-  if (!shm.ok()) return shm.status();
-  auto* control = new (shm->data()) ControlHeader();
-  control->magic = kControlMagic;
-  control->version = kProtocolVersion;
-  control->header_bytes = sizeof(ControlHeader);
-  control->channel_bytes = sizeof(WorkerChannel);
-  control->channel_count = static_cast<uint32_t>(channels);
-  control->supervisor_pid = ::getpid();
-  return std::unique_ptr<WorkerPool>(new WorkerPool(options, std::move(*shm), channels));
+  int wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake_fd < 0) {
+    return Status(StatusCode::kIo, std::string("eventfd: ") + std::strerror(errno));
+  }
+  return std::unique_ptr<WorkerPool>(new WorkerPool(options, wake_fd, channels));
 }
 
-WorkerPool::WorkerPool(const WorkerOptions& options, SharedMemory shm, int channels)
+WorkerPool::WorkerPool(const WorkerOptions& options, int wake_fd, int channels)
     : options_(options),
-      shm_(std::move(shm)),
-      control_(static_cast<ControlHeader*>(shm_.data())),
+      wake_fd_(wake_fd),
       channel_count_(channels),
       processes_(static_cast<size_t>(channels)) {}
 
@@ -67,21 +74,41 @@ WorkerPool::~WorkerPool() {
     std::error_code ec;
     p->child.wait(ec);
   }
-  // The control block is destroyed in place (semaphores) before the shm is unlinked.
-  control_->~ControlHeader();
+  processes_.clear();  // removes the control blocks
+  ::close(wake_fd_);
+}
+
+std::string WorkerPool::ControlPath(int k) const {
+  return processes_[k] ? processes_[k]->control.name() : std::string();
 }
 
 Status WorkerPool::Spawn(int k, int gpu) {
   if (processes_[k] != nullptr) {
     return Status(StatusCode::kInternal, "channel " + std::to_string(k) + " still has a worker");
   }
-  WorkerChannel& ch = control_->channels[k];
-  // Nobody else uses this channel now: its last worker (if any) was reaped. Rebuild it, which
-  // also resets the request semaphore's count.
-  ch.~WorkerChannel();
-  new (&ch) WorkerChannel();
-  ch.state.store(WorkerState::kStarting, std::memory_order_release);
   auto p = std::make_unique<Process>();
+  Result<SharedMemory> shm = SharedMemory::Create("ctl", sizeof(ControlHeader));
+  if (!shm.ok()) return shm.status();
+  p->control = std::move(*shm);
+  auto* control = new (p->control.data()) ControlHeader();
+  control->magic = kControlMagic;
+  control->version = kProtocolVersion;
+  control->header_bytes = sizeof(ControlHeader);
+  control->supervisor_pid = ::getpid();
+  control->channel_index = static_cast<uint32_t>(k);
+  control->channel.state.store(static_cast<uint32_t>(WorkerState::kStarting),
+                               std::memory_order_release);
+  p->channel = &control->channel;
+  p->requests = CheckedProducer<ChunkRequest, kRingCapacity>(&p->channel->requests);
+  p->results = CheckedConsumer<ChunkResult, kRingCapacity>(&p->channel->results);
+  // Our end stays close-on-exec; the worker's end is inherited by this one child only (the
+  // flag is cleared between fork and exec), so other children (ffmpeg) never hold it.
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, pair) != 0) {
+    return Status(StatusCode::kIo, std::string("socketpair: ") + std::strerror(errno));
+  }
+  p->sock = pair[0];
+  const int worker_end = pair[1];
   p->generation = ++generations_;
   p->log_path = options_.log_dir + "/worker-" + std::to_string(k) + "-" +
                 std::to_string(p->generation) + ".log";
@@ -92,18 +119,19 @@ Status WorkerPool::Spawn(int k, int gpu) {
       env["PYTORCH_ALLOC_CONF"] = options_.pytorch_alloc_conf;
     }
     if (gpu >= 0) env["CUDA_VISIBLE_DEVICES"] = std::to_string(gpu);
-    p->child = bp::child(options_.worker_binary, "--control", shm_.name(), "--channel",
-                         std::to_string(k), "--model", options_.model, "--device",
-                         gpu >= 0 ? std::string("cuda") : options_.device, "--precision",
-                         options_.precision, "--log-level", options_.log_level, env,
-                         bp::std_in.close(), bp::std_err > p->log_path);
+    p->child = bp::child(
+        options_.worker_binary, "--control", p->control.name(), "--channel", std::to_string(k),
+        "--wake-fd", std::to_string(worker_end), "--model", options_.model, "--device",
+        gpu >= 0 ? std::string("cuda") : options_.device, "--precision", options_.precision,
+        "--log-level", options_.log_level, env, bp::std_in.close(), bp::std_err > p->log_path,
+        bp::extend::on_exec_setup = [worker_end](auto&) { ::fcntl(worker_end, F_SETFD, 0); });
   } catch (const std::exception& e) {
-    ch.state.store(WorkerState::kEmpty);
+    ::close(worker_end);
     return Status(StatusCode::kIo,
                   "cannot start worker " + options_.worker_binary + ": " + e.what());
   }
+  ::close(worker_end);
   p->pid = p->child.id();
-  ch.pid.store(p->pid, std::memory_order_release);
   spdlog::debug("worker {} generation {} started, pid {}{}, log {}", k, p->generation, p->pid,
                 gpu >= 0 ? ", GPU " + std::to_string(gpu) : std::string(), p->log_path);
   processes_[k] = std::move(p);
@@ -131,7 +159,7 @@ std::vector<WorkerExit> WorkerPool::ReapExited() {
     if (r != processes_[k]->pid) continue;
     // Reaped here, so boost must not wait for it again.
     processes_[k]->child.detach();
-    WorkerChannel& ch = control_->channels[k];
+    WorkerChannel& ch = *processes_[k]->channel;
     WorkerExit e;
     e.channel = k;
     e.pid = processes_[k]->pid;
@@ -140,41 +168,108 @@ std::vector<WorkerExit> WorkerPool::ReapExited() {
     e.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     e.generation = processes_[k]->generation;
     e.stderr_tail = LastLinesOfFile(processes_[k]->log_path, 5);
-    e.last_state = ch.state.load(std::memory_order_acquire);
-    if (e.last_state == WorkerState::kFailed) {
-      e.error.assign(ch.error, strnlen(ch.error, sizeof(ch.error)));
-    }
-    ch.state.store(WorkerState::kEmpty, std::memory_order_release);
-    ch.pid.store(0);
+    // The dead worker's last words, checked like everything else it wrote.
+    Result<WorkerState> state = ValidateWorkerState(ch.state.load(std::memory_order_acquire));
+    e.last_state = state.ok() ? *state : WorkerState::kEmpty;
+    if (e.last_state == WorkerState::kFailed) e.error = PrintableText(ch.error, sizeof(ch.error));
     processes_[k].reset();
     exits.push_back(std::move(e));
   }
   return exits;
 }
 
-bool WorkerPool::Send(int k, const ChunkRequest& request) {
-  WorkerChannel& ch = control_->channels[k];
-  if (!ch.requests.TryPush(request)) return false;
-  ch.request_posted.post();
-  return true;
+PushResult WorkerPool::Send(int k, const ChunkRequest& request) {
+  Process* p = processes_[k].get();
+  if (p == nullptr) return PushResult::kFull;
+  PushResult r = p->requests.TryPush(request);
+  if (r == PushResult::kPushed && p->sock >= 0) {
+    // A full socket buffer means a wake-up is already pending: EAGAIN is fine. No SIGPIPE.
+    const char byte = 1;
+    (void)!::send(p->sock, &byte, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+  }
+  return r;
+}
+
+PopResult WorkerPool::Receive(int k, ChunkResult* out) {
+  Process* p = processes_[k].get();
+  if (p == nullptr) return PopResult::kEmpty;
+  return p->results.TryPop(out);
+}
+
+Result<WorkerState> WorkerPool::State(int k) {
+  Process* p = processes_[k].get();
+  if (p == nullptr) return WorkerState::kEmpty;
+  return ValidateWorkerState(p->channel->state.load(std::memory_order_acquire));
+}
+
+Result<ProbeReport> WorkerPool::Probe(int k) {
+  Process* p = processes_[k].get();
+  if (p == nullptr) return Status(StatusCode::kInternal, "no worker on this channel");
+  // Copied out first: the worker may change it while we look.
+  char device[kDeviceBytes];
+  std::memcpy(device, p->channel->device, sizeof(device));
+  return ValidateProbe(p->channel->probe_out_width.load(std::memory_order_acquire),
+                       p->channel->probe_out_height.load(std::memory_order_acquire), device,
+                       sizeof(device));
+}
+
+Result<TelemetrySnapshot> WorkerPool::ReadTelemetry(int k) {
+  Process* p = processes_[k].get();
+  if (p == nullptr) return TelemetrySnapshot{};
+  const uint64_t now = MonotonicMs();
+  TelemetrySnapshot t = framemill::ReadTelemetry(p->channel->telemetry);
+  Status s = ValidateTelemetry(t, p->telemetry, now);
+  if (!s.ok()) return s;
+  p->telemetry = t;
+  return t;
+}
+
+TelemetrySnapshot WorkerPool::LastTelemetry(int k) const {
+  return processes_[k] ? processes_[k]->telemetry : TelemetrySnapshot{};
 }
 
 void WorkerPool::WaitForWake(int timeout_ms) {
-  auto deadline = boost::posix_time::microsec_clock::universal_time() +
-                  boost::posix_time::milliseconds(timeout_ms);
-  try {
-    if (control_->wake.timed_wait(deadline)) {
-      // Coalesce: many posts may have piled up; one look at everything serves them all.
-      while (control_->wake.try_wait()) {
-      }
+  std::vector<pollfd> fds;
+  std::vector<int> owners;  // channel of each entry; -1 for our own eventfd
+  fds.push_back({wake_fd_, POLLIN, 0});
+  owners.push_back(-1);
+  for (int k = 0; k < channel_count_; ++k) {
+    if (processes_[k] != nullptr && processes_[k]->sock >= 0) {
+      fds.push_back({processes_[k]->sock, POLLIN, 0});
+      owners.push_back(k);
     }
-  } catch (const boost::interprocess::interprocess_exception&) {
-    // EINTR: a signal (SIGTERM, SIGINT) arrived while waiting. Boost reports it as an exception;
-    // for the caller it is just an early wake-up, and it looks at the stop flag next.
+  }
+  // Relative timeout: a step of the wall clock plays no part. EINTR (a signal) is an early
+  // wake-up; the caller looks at its stop flag next.
+  if (::poll(fds.data(), fds.size(), timeout_ms) <= 0) return;
+  for (size_t i = 0; i < fds.size(); ++i) {
+    if (fds[i].revents == 0) continue;
+    // Coalesce: many wake-ups may have piled up; one look at everything serves them all.
+    char buf[256];
+    if (owners[i] < 0) {
+      uint64_t count;
+      (void)!::read(wake_fd_, &count, sizeof(count));
+      continue;
+    }
+    Process* p = processes_[owners[i]].get();
+    ssize_t n = 0;
+    for (int reads = 0; reads < 16; ++reads) {  // bounded: a worker may write without end
+      n = ::recv(p->sock, buf, sizeof(buf), MSG_DONTWAIT);
+      if (n <= 0) break;
+    }
+    if (n == 0 || (fds[i].revents & (POLLHUP | POLLERR | POLLNVAL)) != 0) {
+      // The worker closed its end (it exited, or chose to): stop polling it, or poll would
+      // return at once for ever. Its exit is seen by ReapExited; its results by the next pass.
+      ::close(p->sock);
+      p->sock = -1;
+    }
   }
 }
 
-void WorkerPool::Wake() { control_->wake.post(); }
+void WorkerPool::Wake() {
+  const uint64_t one = 1;
+  (void)!::write(wake_fd_, &one, sizeof(one));
+}
 
 void WorkerPool::StopAll(int grace_ms) {
   ChunkRequest stop{};

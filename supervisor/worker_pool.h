@@ -1,6 +1,18 @@
-// The worker processes of one supervisor and the control block they share with it. This is the
-// one place where workers are started, watched for exit, and stopped; what to do about an exit
-// (retry, replace, give up) is the caller's policy.
+// The worker processes of one supervisor and what each shares with it. This is the one place
+// where workers are started, watched for exit, and stopped; what to do about an exit (retry,
+// replace, give up) or about a protocol violation is the caller's policy.
+//
+// Each worker process gets its own control block (a fresh shared-memory object per spawn, which
+// no other worker maps) and one end of a socket pair, inherited at exec (--wake-fd N): the
+// worker writes a byte to wake the supervisor, the supervisor writes one to wake the worker. The
+// supervisor waits in poll() on its ends plus an eventfd of its own (Wake(), for its decoder and
+// encoder threads): no kernel object in shared memory, relative timeouts only, and each end of
+// the pair has its own file status flags, so nothing a worker does to its end can make the
+// supervisor block.
+//
+// Everything read back from a worker's control block goes through shm_validate.h here: State,
+// Probe, Telemetry and Receive return a checked copy or a kWorkerFailed "what was wrong", and the
+// rings are driven through CheckedProducer/CheckedConsumer with the pool's own indices.
 //
 // Thread safety: every method is called from the supervisor's dispatch thread only, except
 // Wake(), which any thread may call.
@@ -13,6 +25,7 @@
 
 #include "common/shared_memory.h"
 #include "common/shm_protocol.h"
+#include "common/shm_validate.h"
 #include "common/status.h"
 
 namespace framemill {
@@ -35,8 +48,8 @@ struct WorkerExit {
   int signal = 0;     // valid when signaled
   bool signaled = false;
   uint64_t generation = 0;
-  WorkerState last_state = WorkerState::kEmpty;
-  std::string error;        // the worker's own account (channel error text), may be empty
+  WorkerState last_state = WorkerState::kEmpty;  // kEmpty also when the state was invalid
+  std::string error;        // the worker's own account (channel error text, escaped), may be empty
   std::string stderr_tail;  // last lines the worker wrote to stderr
 
   std::string Describe() const;  // "exit code 3: <error>" / "killed by signal 9 (Killed)"
@@ -44,17 +57,17 @@ struct WorkerExit {
 
 class WorkerPool {
  public:
-  // Creates the control block with room for `channels` workers.
+  // A pool with room for `channels` workers (at most kMaxWorkerChannels).
   static Result<std::unique_ptr<WorkerPool>> Create(const WorkerOptions& options, int channels);
 
-  ~WorkerPool();  // kills and reaps every worker still running; removes the control block
+  ~WorkerPool();  // kills and reaps every worker still running; removes their control blocks
 
   int channel_count() const { return channel_count_; }
-  WorkerChannel& channel(int k) { return control_->channels[k]; }
-  const std::string& control_name() const { return shm_.name(); }
+  // Full path of the control block of the worker on channel k ("" when none).
+  std::string ControlPath(int k) const;
 
-  // Starts a worker on channel `k`, which must have no live process. The channel's rings and
-  // state are reset first. The worker gets the next generation number (1, 2, ...). `gpu` >= 0
+  // Starts a worker on channel `k`, which must have no live process, with a fresh control block
+  // and socket pair. The worker gets the next generation number (1, 2, ...). `gpu` >= 0
   // pins it to that GPU: it sees only that one (CUDA_VISIBLE_DEVICES) and runs on cuda:0.
   Status Spawn(int k, int gpu = -1);
   uint64_t Generation(int k) const;
@@ -69,10 +82,25 @@ class WorkerPool {
   // Reaps every worker that has exited since the last call, without blocking.
   std::vector<WorkerExit> ReapExited();
 
-  // Queues a request for worker k and wakes it. False when its ring is full.
-  bool Send(int k, const ChunkRequest& request);
+  // Queues a request for worker k and wakes it. kFull when its ring is full; kCorrupt when the
+  // worker wrote an impossible head index (a protocol violation; the ring stays unusable).
+  PushResult Send(int k, const ChunkRequest& request);
 
-  // Blocks until something posts the supervisor's wake semaphore or `timeout_ms` passes.
+  // The next result of worker k, copied out of its ring (its fields not yet checked: see
+  // ValidateChunkResult). kCorrupt when the worker wrote an impossible tail index.
+  PopResult Receive(int k, ChunkResult* out);
+
+  // The worker's state, checked (an error names the invalid value).
+  Result<WorkerState> State(int k);
+  // What a ready worker reports about its model, checked.
+  Result<ProbeReport> Probe(int k);
+  // Reads the worker's telemetry and checks it against the last valid reading; on success that
+  // reading becomes LastTelemetry(k).
+  Result<TelemetrySnapshot> ReadTelemetry(int k);
+  // The last valid reading (zeros before the first); reads no shared memory.
+  TelemetrySnapshot LastTelemetry(int k) const;
+
+  // Blocks until a worker or Wake() signals, or `timeout_ms` (relative, monotonic) passes.
   void WaitForWake(int timeout_ms);
   void Wake();
 
@@ -80,12 +108,11 @@ class WorkerPool {
   void StopAll(int grace_ms);
 
  private:
-  WorkerPool(const WorkerOptions& options, SharedMemory shm, int channels);
+  WorkerPool(const WorkerOptions& options, int wake_fd, int channels);
   struct Process;
 
   WorkerOptions options_;
-  SharedMemory shm_;
-  ControlHeader* control_;
+  int wake_fd_;  // eventfd: Wake() from the supervisor's own threads
   int channel_count_;
   std::vector<std::unique_ptr<Process>> processes_;  // by channel; null when none
   uint64_t generations_ = 0;

@@ -1,7 +1,7 @@
 // framemill-worker: one GPU (or CPU) worker process, started by the supervisor.
 //
-//   framemill-worker --control NAME --channel K --model PATH --device DEV [--precision P]
-//                    [--log-level L]
+//   framemill-worker --control PATH --channel K --wake-fd N --model PATH --device DEV
+//                    [--precision P] [--log-level L]
 //   framemill-worker --export-model NAME PATH
 //   framemill-worker --list-models
 #include <cstdio>
@@ -36,6 +36,8 @@ int main(int argc, char** argv) {
       args.control = a[i + 1];
     else if (a[i] == "--channel")
       args.channel = std::atoi(a[i + 1].c_str());
+    else if (a[i] == "--wake-fd")
+      args.wake_fd = std::atoi(a[i + 1].c_str());
     else if (a[i] == "--model")
       args.model = a[i + 1];
     else if (a[i] == "--device")
@@ -49,10 +51,10 @@ int main(int argc, char** argv) {
       return kWorkerExitUsage;
     }
   }
-  if (args.control.empty() || args.channel < 0 || args.model.empty() || args.device.empty() ||
-      a.size() % 2 != 0) {
+  if (args.control.empty() || args.channel < 0 || args.wake_fd < 0 || args.model.empty() ||
+      args.device.empty() || a.size() % 2 != 0) {
     std::fprintf(stderr,
-                 "usage: framemill-worker --control NAME --channel K --model PATH "
+                 "usage: framemill-worker --control PATH --channel K --wake-fd N --model PATH "
                  "--device DEV [--log-level L]\n"
                  "       framemill-worker --export-model NAME PATH\n"
                  "       framemill-worker --list-models\n");

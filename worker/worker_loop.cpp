@@ -6,10 +6,11 @@
 #include <limits>
 #include <malloc.h>
 #include <map>
+#include <poll.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
-#include <boost/date_time/posix_time/posix_time_types.hpp>
 #include <torch/torch.h>
 
 #ifdef FRAMEMILL_WITH_CUDA
@@ -21,6 +22,7 @@
 #include "common/log_lines.h"
 #include "common/shared_memory.h"
 #include "common/shm_protocol.h"
+#include "common/shm_validate.h"
 #include "worker/batch_runner.h"
 #include "worker/fault_injection.h"
 #include "worker/frame_convert.h"
@@ -34,7 +36,7 @@ namespace {
 constexpr int kIdleWaitMs = 200;  // wake-up period while idle: heartbeat and parent check
 
 // How the arena's input frames lie, for the conversion to the model's input.
-InputLayout ArenaLayout(const ArenaHeader& arena) {
+InputLayout ArenaLayout(const ArenaGeometry& arena) {
   InputLayout layout;
   layout.format = arena.in_format;
   layout.height = arena.in_height;
@@ -46,25 +48,38 @@ InputLayout ArenaLayout(const ArenaHeader& arena) {
 
 class Worker {
  public:
-  Worker(ControlHeader* control, int channel)
-      : control_(control), ch_(control->channels[channel]), channel_(channel) {}
+  Worker(SharedMemory* control_shm, int channel, int wake_fd)
+      : control_shm_(control_shm),
+        control_(static_cast<ControlHeader*>(control_shm->data())),
+        ch_(control_->channel),
+        channel_(channel),
+        wake_fd_(wake_fd),
+        supervisor_pid_(control_->supervisor_pid) {}
 
   int Run(const WorkerArgs& args);
 
  private:
   int Fail(int exit_code, const std::string& message);
-  bool SupervisorAlive() const { return ::getppid() == control_->supervisor_pid; }
-  ArenaHeader* Arena(const char* name, std::string* error);
+  void SetState(WorkerState s) {
+    ch_.state.store(static_cast<uint32_t>(s), std::memory_order_release);
+  }
+  bool SupervisorAlive() const { return ::getppid() == supervisor_pid_; }
+  void WakeSupervisor();
+  void WaitForRequest(int timeout_ms);
+  uint8_t* Arena(const ChunkRequest& rq, std::string* error);
   void RegisterArena(const SharedMemory& shm);
   void UnregisterArena();
   ChunkResult Process(const ChunkRequest& rq);
   void Warmup(const ChunkRequest& rq);
   void Publish(const ChunkResult& result);
 
+  SharedMemory* control_shm_;
   ControlHeader* control_;
   WorkerChannel& ch_;
   int channel_;
-  Fault fault_;  // test-only, from the environment
+  int wake_fd_;
+  int supervisor_pid_;  // read once at attach
+  Fault fault_;         // test-only, from the environment
   std::unique_ptr<NvmlMemory> nvml_;
   std::unique_ptr<FrameModel> model_;
   std::unique_ptr<BatchRunner> runner_;
@@ -76,12 +91,32 @@ class Worker {
 int Worker::Fail(int exit_code, const std::string& message) {
   LogError("worker " + std::to_string(channel_) + ": " + message);
   CopyString(ch_.error, message);
-  ch_.state.store(WorkerState::kFailed, std::memory_order_release);
-  control_->wake.post();
+  SetState(WorkerState::kFailed);
+  WakeSupervisor();
   return exit_code;
 }
 
-ArenaHeader* Worker::Arena(const char* name, std::string* error) {
+void Worker::WakeSupervisor() {
+  // A full socket buffer means a wake-up is already pending; a gone supervisor, EPIPE (no signal).
+  const char byte = 1;
+  (void)!::send(wake_fd_, &byte, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+void Worker::WaitForRequest(int timeout_ms) {
+  pollfd p{wake_fd_, POLLIN, 0};
+  // A relative timeout: the wall clock plays no part. EINTR is an early wake-up.
+  if (::poll(&p, 1, timeout_ms) > 0 && (p.revents & POLLIN) != 0) {
+    char buf[64];
+    while (::recv(wake_fd_, buf, sizeof(buf), MSG_DONTWAIT) > 0) {
+    }
+  }
+}
+
+// The arena of a request, mapped (once per job), its geometry checked against the mapping.
+uint8_t* Worker::Arena(const ChunkRequest& rq, std::string* error) {
+  char name[kNameBytes];
+  std::memcpy(name, rq.arena_name, sizeof(name));
+  name[kNameBytes - 1] = '\0';
   auto it = arenas_.find(name);
   if (it == arenas_.end()) {
     // One job at a time: an arena from an earlier job is no longer needed.
@@ -92,16 +127,15 @@ ArenaHeader* Worker::Arena(const char* name, std::string* error) {
       *error = shm.status().message();
       return nullptr;
     }
-    auto* h = static_cast<ArenaHeader*>(shm->data());
-    if (shm->size() < sizeof(ArenaHeader) || h->magic != kArenaMagic ||
-        h->version != kProtocolVersion || h->header_bytes != sizeof(ArenaHeader)) {
-      *error = std::string("arena ") + name + " has another layout version";
-      return nullptr;
-    }
     it = arenas_.emplace(name, std::move(*shm)).first;
     RegisterArena(it->second);
   }
-  return static_cast<ArenaHeader*>(it->second.data());
+  Status s = ValidateArenaGeometry(rq.arena, it->second.size());
+  if (!s.ok()) {
+    *error = s.message();
+    return nullptr;
+  }
+  return static_cast<uint8_t*>(it->second.data());
 }
 
 // Page-locks the arena once per job, so that copies to the GPU go straight from shared memory
@@ -142,23 +176,31 @@ ChunkResult Worker::Process(const ChunkRequest& rq) {
     return result;
   };
   std::string error;
-  ArenaHeader* arena = Arena(rq.arena_name, &error);
-  if (arena == nullptr) return fail(error);
-  if (rq.slot >= arena->slot_count || rq.frames > arena->chunk_frames || rq.batch == 0) {
+  uint8_t* base = Arena(rq, &error);
+  if (base == nullptr) return fail(error);
+  const ArenaGeometry& arena = rq.arena;
+  if (rq.slot >= arena.slot_count || rq.frames > arena.chunk_frames || rq.batch == 0) {
     return fail("request out of the arena's bounds");
   }
   ChunkFrames c;
-  c.in = arena->SlotIn(rq.slot);
-  c.out = arena->SlotOut(rq.slot);
+  c.in = arena.SlotIn(base, rq.slot);
+  c.out = arena.SlotOut(base, rq.slot);
   c.frames = rq.frames;
   c.batch = rq.batch;
-  c.layout = ArenaLayout(*arena);
-  c.out_h = arena->out_height;
-  c.out_w = arena->out_width;
+  c.layout = ArenaLayout(arena);
+  c.out_h = arena.out_height;
+  c.out_w = arena.out_width;
   c.first_frame = static_cast<int64_t>(rq.first_frame);
   c.pinned = arena_registered_;
+  // A kScribble fault (tests) overwrites all this worker can reach of the supervisor's memory.
+  const std::vector<ScribbleRegion> scribble = {{control_shm_->data(), control_shm_->size()},
+                                                {base, static_cast<size_t>(arena.data_offset)}};
   Status s = runner_->Run(
-      c, [this](int64_t first, int64_t n) { MaybeInjectFault(fault_, first, n); },
+      c,
+      [this, &scribble](int64_t first, int64_t n) {
+        MaybeInjectFault(fault_, first, n);
+        MaybeScribble(fault_, first, n, scribble);
+      },
       [this](int64_t n) {
         ch_.telemetry.frames_done.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
         PublishTelemetry(ch_.telemetry, model_->device(), nvml_.get());
@@ -172,13 +214,12 @@ ChunkResult Worker::Process(const ChunkRequest& rq) {
 
 void Worker::Warmup(const ChunkRequest& rq) {
   std::string error;
-  ArenaHeader* arena = Arena(rq.arena_name, &error);
-  if (arena == nullptr || rq.batch == 0) return;  // the first real chunk will report the problem
+  if (Arena(rq, &error) == nullptr || rq.batch == 0) return;  // the first real chunk reports it
   uint64_t t0 = MonotonicMs();
   torch::InferenceMode guard;
   // Random frames in the arena's layout through the same conversion as real ones: the model
   // then sees the dtype, shape and memory format (channels-last) that cuDNN tunes for.
-  InputLayout layout = ArenaLayout(*arena);
+  InputLayout layout = ArenaLayout(rq.arena);
   try {
     torch::Tensor frames =
         torch::randint(0, 256, {static_cast<int64_t>(rq.batch), layout.FrameBytes()},
@@ -191,7 +232,7 @@ void Worker::Warmup(const ChunkRequest& rq) {
   }
   PublishTelemetry(ch_.telemetry, model_->device(), nvml_.get());
   LogDebug("worker " + std::to_string(channel_) + ": warm-up at " +
-           std::to_string(arena->in_width) + "x" + std::to_string(arena->in_height) + " took " +
+           std::to_string(rq.arena.in_width) + "x" + std::to_string(rq.arena.in_height) + " took " +
            std::to_string(MonotonicMs() - t0) + " ms");
 }
 
@@ -202,7 +243,7 @@ void Worker::Publish(const ChunkResult& result) {
     if (!SupervisorAlive()) std::_Exit(kWorkerExitOrphaned);
     ::usleep(1000);
   }
-  control_->wake.post();
+  WakeSupervisor();
 }
 
 int Worker::Run(const WorkerArgs& args) {
@@ -232,8 +273,8 @@ int Worker::Run(const WorkerArgs& args) {
   ch_.probe_out_height.store(static_cast<uint32_t>(size->second));
   CopyString(ch_.device, device->str());
   PublishTelemetry(ch_.telemetry, *device, nvml_.get());
-  ch_.state.store(WorkerState::kReady, std::memory_order_release);
-  control_->wake.post();
+  SetState(WorkerState::kReady);
+  WakeSupervisor();
   LogDebug("worker " + std::to_string(channel_) + ": model " + args.model + " loaded on " +
            device->str() + " in " + std::to_string(MonotonicMs() - t0) + " ms");
 
@@ -242,20 +283,14 @@ int Worker::Run(const WorkerArgs& args) {
     PopResult p = ch_.requests.TryPop(&rq);
     if (p == PopResult::kCorrupt) return Fail(kWorkerExitAttach, "request ring corrupted");
     if (p == PopResult::kEmpty) {
-      auto deadline = boost::posix_time::microsec_clock::universal_time() +
-                      boost::posix_time::milliseconds(kIdleWaitMs);
-      try {
-        (void)ch_.request_posted.timed_wait(deadline);
-      } catch (const boost::interprocess::interprocess_exception&) {
-        // EINTR from a signal: an early wake-up, nothing more.
-      }
+      WaitForRequest(kIdleWaitMs);
       if (!SupervisorAlive()) return kWorkerExitOrphaned;
       PublishTelemetry(ch_.telemetry, *device, nvml_.get());
       continue;
     }
     if (rq.kind == ChunkRequest::kStop) {
-      ch_.state.store(WorkerState::kExited, std::memory_order_release);
-      control_->wake.post();
+      SetState(WorkerState::kExited);
+      WakeSupervisor();
       return kWorkerExitOk;
     }
     if (rq.kind == ChunkRequest::kWarmup) {
@@ -285,21 +320,25 @@ int RunWorker(const WorkerArgs& args) {
   }
   auto* control = static_cast<ControlHeader*>(shm->data());
   if (shm->size() < sizeof(ControlHeader) || control->magic != kControlMagic ||
-      control->version != kProtocolVersion || control->header_bytes != sizeof(ControlHeader) ||
-      control->channel_bytes != sizeof(WorkerChannel)) {
+      control->version != kProtocolVersion || control->header_bytes != sizeof(ControlHeader)) {
     LogError("cannot attach to " + args.control +
              ": it was made by a framemill with another "
              "shared-memory layout (this worker speaks protocol version " +
              std::to_string(kProtocolVersion) + "); use matching binaries");
     return kWorkerExitAttach;
   }
-  if (args.channel < 0 || static_cast<uint32_t>(args.channel) >= control->channel_count) {
-    LogError("channel " + std::to_string(args.channel) + " out of range");
+  // The descriptor must be the socket the supervisor handed over.
+  int type = 0;
+  socklen_t len = sizeof(type);
+  if (args.wake_fd < 0 || ::getsockopt(args.wake_fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 ||
+      type != SOCK_STREAM) {
+    LogError("--wake-fd " + std::to_string(args.wake_fd) +
+             " is not the socket the supervisor hands its workers");
     return kWorkerExitAttach;
   }
   // The parent may have died between spawning us and the prctl above.
   if (::getppid() != control->supervisor_pid) return kWorkerExitOrphaned;
-  Worker worker(control, args.channel);
+  Worker worker(&*shm, args.channel, args.wake_fd);
   return worker.Run(args);
 }
 

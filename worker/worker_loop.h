@@ -9,8 +9,10 @@
 namespace framemill {
 
 struct WorkerArgs {
-  std::string control;  // shared-memory name of the control block
-  int channel = -1;
+  std::string control;  // full path of this worker's control block (shared memory)
+  int channel = -1;     // the supervisor's channel number, for log lines
+  int wake_fd = -1;     // inherited socket: write a byte to wake the supervisor; readable when
+                        // the supervisor has posted a request
   std::string model;
   std::string device;
   std::string precision = "fp32";  // fp32 | fp16 | bf16

@@ -317,11 +317,20 @@ std::vector<std::string> AllSharedMemoryObjects() { return ListFramemillObjects(
 
 std::vector<std::string> SharedMemoryObjects() {
   std::vector<std::string> left;
-  for (const std::string& name : ListFramemillObjects()) {
-    int pid = std::atoi(name.c_str() + std::strlen("framemill."));
-    if (pid <= 0 || (::kill(pid, 0) != 0 && errno == ESRCH)) left.push_back(name);
+  for (const SharedMemoryDir& d : ListFramemillDirs()) {
+    if (d.live) continue;  // a running supervisor's (perhaps another test's)
+    left.push_back(d.path);
+    left.insert(left.end(), d.objects.begin(), d.objects.end());
   }
   return left;
+}
+
+std::vector<std::string> SharedMemoryObjectsOf(int pid) {
+  std::vector<std::string> objects;
+  for (const SharedMemoryDir& d : ListFramemillDirs()) {
+    if (d.owner_pid == pid) objects.insert(objects.end(), d.objects.begin(), d.objects.end());
+  }
+  return objects;
 }
 
 std::vector<int> ProcessesMentioning(const std::string& needle) {

@@ -107,11 +107,14 @@ nlohmann::json FirstStream(const nlohmann::json& probe, const std::string& type)
 // Frames in the first video stream, counted by decoding.
 int64_t CountFrames(const std::string& path);
 
-// framemill.* objects in /dev/shm left behind: those whose creating process is gone. (Objects
-// of live processes, say a benchmark running beside the tests, are not leftovers.)
+// framemill shared memory in /dev/shm left behind: the private directories (and the objects in
+// them) whose creating process is gone. (Those of live processes, say a benchmark running beside
+// the tests, are not leftovers.)
 std::vector<std::string> SharedMemoryObjects();
-// Every framemill.* object in /dev/shm, live or not.
+// Every framemill shared-memory directory and object in /dev/shm, live or not.
 std::vector<std::string> AllSharedMemoryObjects();
+// The objects (control blocks, arenas) in the private directory of process `pid`.
+std::vector<std::string> SharedMemoryObjectsOf(int pid);
 // Processes whose command line mentions `needle` (to find leftover workers of a test).
 std::vector<int> ProcessesMentioning(const std::string& needle);
 // Files in `dir` (names only), hidden ones included.

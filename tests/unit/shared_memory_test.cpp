@@ -1,48 +1,128 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <fstream>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/file_util.h"
 #include "common/shared_memory.h"
 
-using framemill::ListFramemillObjects;
-using framemill::NewSharedMemoryName;
-using framemill::RemoveStaleObjects;
-using framemill::SharedMemory;
+using namespace framemill;
 
 namespace {
-bool Listed(const std::string& name) {
+
+bool Listed(const std::string& path) {
   auto all = ListFramemillObjects();
-  return std::find(all.begin(), all.end(), name) != all.end();
+  return std::find(all.begin(), all.end(), path) != all.end();
 }
+
+mode_t ModeOf(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 ? st.st_mode & 07777 : 0;
+}
+
+// Runs `fn` in a child process with uid and gid 4242 (another local user); returns its exit code.
+template <typename Fn>
+int AsOtherUser(Fn fn) {
+  pid_t child = ::fork();
+  if (child == 0) {
+    if (::setgroups(0, nullptr) != 0 || ::setresgid(4242, 4242, 4242) != 0 ||
+        ::setresuid(4242, 4242, 4242) != 0) {
+      ::_exit(99);
+    }
+    ::_exit(fn());
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+uint64_t g_fixed_names[] = {0xabc, 0xabc, 0xdef};
+int g_next_name = 0;
+uint64_t FixedNames() { return g_fixed_names[g_next_name++ % 3]; }
+
 }  // namespace
 
-TEST_CASE("shared memory: created, opened by name, unlinked by its creator") {
-  std::string name = NewSharedMemoryName("unit");
+TEST_CASE("shared memory: created private, opened by path, removed with its directory") {
+  std::string path, dir;
   {
-    auto created = SharedMemory::Create(name, 1 << 20);
+    auto created = SharedMemory::Create("unit", 1 << 20);
     REQUIRE(created.ok());
+    path = created->name();
+    dir = DirName(path);
+    CHECK(dir.rfind("/dev/shm/framemill-", 0) == 0);
+    CHECK(ModeOf(dir) == 0700);
+    CHECK(ModeOf(path) == 0600);
     CHECK(created->size() == (1u << 20));
     std::memcpy(created->data(), "framemill", 10);
-    auto opened = SharedMemory::Open(name);
+    auto opened = SharedMemory::Open(path);
     REQUIRE(opened.ok());
     CHECK(std::strcmp(static_cast<const char*>(opened->data()), "framemill") == 0);
-    CHECK(Listed(name));
-    CHECK_FALSE(SharedMemory::Create(name, 4096).ok());  // names are never shared by accident
+    CHECK(Listed(path));
+    CHECK(Listed(dir));
+    auto second = SharedMemory::Create("unit", 4096);
+    REQUIRE(second.ok());
+    CHECK(second->name() != path);
+    CHECK(DirName(second->name()) == dir);  // one directory per process
   }
-  CHECK_FALSE(Listed(name));
-  CHECK_FALSE(SharedMemory::Open(name).ok());
+  CHECK_FALSE(Listed(path));
+  CHECK_FALSE(PathExists(dir));  // the last object took the directory with it
+  CHECK_FALSE(SharedMemory::Open(path).ok());
 }
 
-TEST_CASE("shared memory: objects of a dead process are removed, live ones kept") {
+TEST_CASE("shared memory: Open refuses a symlink") {
+  auto created = SharedMemory::Create("unit", 4096);
+  REQUIRE(created.ok());
+  std::string link = DirName(created->name()) + "/link";
+  REQUIRE(::symlink(created->name().c_str(), link.c_str()) == 0);
+  CHECK_FALSE(SharedMemory::Open(link).ok());
+  ::unlink(link.c_str());
+}
+
+TEST_CASE("shared memory: a name that exists makes creation retry with another, never fail") {
+  SetSharedMemoryNameSourceForTesting(&FixedNames);
+  g_next_name = 0;
+  auto first = SharedMemory::Create("clash", 4096);   // clash-...abc
+  auto second = SharedMemory::Create("clash", 4096);  // ...abc exists: retried as ...def
+  SetSharedMemoryNameSourceForTesting(nullptr);
+  REQUIRE(first.ok());
+  REQUIRE(second.ok());
+  CHECK(first->name() != second->name());
+  CHECK(second->name().find("def") != std::string::npos);
+}
+
+TEST_CASE("shared memory: another local user can neither read nor enter the directory" *
+          doctest::skip(::geteuid() != 0)) {
+  auto m = SharedMemory::Create("secret", 4096);
+  REQUIRE(m.ok());
+  std::memcpy(m->data(), "frame", 5);
+  const std::string path = m->name(), dir = DirName(path);
+  // Even with the file made world-readable, the 0700 directory keeps it out of reach.
+  REQUIRE(::chmod(path.c_str(), 0644) == 0);
+  CHECK(AsOtherUser(
+            [&] { return ::open(path.c_str(), O_RDONLY) < 0 && errno == EACCES ? 0 : 1; }) == 0);
+  CHECK(AsOtherUser([&] { return ::opendir(dir.c_str()) == nullptr ? 0 : 1; }) == 0);
+  CHECK(AsOtherUser([&] {
+          int fd = ::open((dir + "/planted").c_str(), O_WRONLY | O_CREAT, 0644);
+          return fd < 0 ? 0 : 1;
+        }) == 0);
+  CHECK(AsOtherUser([&] { return SharedMemory::Open(path).ok() ? 1 : 0; }) == 0);
+}
+
+TEST_CASE("shared memory: directories of a dead process are removed, live and foreign ones kept") {
   int fds[2];
   REQUIRE(::pipe(fds) == 0);
   pid_t child = ::fork();
   REQUIRE(child >= 0);
   if (child == 0) {
-    auto m = SharedMemory::Create(NewSharedMemoryName("orphan"), 4096);
+    auto m = SharedMemory::Create("orphan", 4096);
     std::string name = m.ok() ? m->name() : "";
     (void)!::write(fds[1], name.c_str(), name.size() + 1);
     ::_exit(0);  // no destructors: the object is left behind, as after a SIGKILL
@@ -50,13 +130,52 @@ TEST_CASE("shared memory: objects of a dead process are removed, live ones kept"
   char buf[256] = {};
   REQUIRE(::read(fds[0], buf, sizeof(buf)) > 0);
   ::waitpid(child, nullptr, 0);
-  std::string orphan = buf;
-  REQUIRE(Listed(orphan));
-  auto mine = SharedMemory::Create(NewSharedMemoryName("live"), 4096);
-  REQUIRE(mine.ok());
-  CHECK(RemoveStaleObjects() >= 1);
-  CHECK_FALSE(Listed(orphan));
-  CHECK(Listed(mine->name()));
   ::close(fds[0]);
   ::close(fds[1]);
+  const std::string orphan = buf;
+  REQUIRE(Listed(orphan));
+  auto mine = SharedMemory::Create("live", 4096);
+  REQUIRE(mine.ok());
+  CHECK(DirName(orphan) != DirName(mine->name()));  // a forked child makes its own
+
+  // A directory whose owner record names a live pid (ours) with another start time: the pid
+  // was reused, the owner is gone.
+  char reused[] = "/dev/shm/framemill-XXXXXX";
+  REQUIRE(::mkdtemp(reused) != nullptr);
+  std::ofstream(std::string(reused) + "/owner") << ::getpid() << " 1\n";
+  std::ofstream(std::string(reused) + "/arena-0") << "x";
+
+  CHECK(RemoveStaleObjects() >= 2);
+  CHECK_FALSE(Listed(orphan));
+  CHECK_FALSE(PathExists(DirName(orphan)));
+  CHECK_FALSE(PathExists(reused));
+  CHECK(Listed(mine->name()));
+}
+
+TEST_CASE("shared memory: another user's directory is never touched" *
+          doctest::skip(::geteuid() != 0)) {
+  char foreign[] = "/dev/shm/framemill-XXXXXX";
+  REQUIRE(::mkdtemp(foreign) != nullptr);
+  const std::string file = std::string(foreign) + "/arena-0";
+  std::ofstream(file) << "x";
+  REQUIRE(::chown(file.c_str(), 4242, 4242) == 0);
+  REQUIRE(::chown(foreign, 4242, 4242) == 0);  // no owner record at all, and old: still kept
+  struct timespec old[2] = {{1, 0}, {1, 0}};
+  REQUIRE(::utimensat(AT_FDCWD, foreign, old, 0) == 0);
+  (void)RemoveStaleObjects();
+  CHECK(PathExists(file));
+  CHECK_FALSE(Listed(foreign));  // not ours to list either
+  ::unlink(file.c_str());
+  ::rmdir(foreign);
+}
+
+TEST_CASE("shared memory: process identities tell a live process from a reused pid") {
+  std::string me = ProcessIdentity(::getpid());
+  REQUIRE_FALSE(me.empty());
+  CHECK(me.rfind(std::to_string(::getpid()) + " ", 0) == 0);
+  CHECK(ProcessIdentity(::getpid()) == me);  // stable
+  pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ::waitpid(child, nullptr, 0);
+  CHECK(ProcessIdentity(child).empty());  // gone
 }

@@ -149,3 +149,77 @@ TEST_CASE("ring: a producer killed at any moment never blocks the consumer") {
   CHECK(r == PopResult::kEmpty);
   CHECK(bad == 0);
 }
+
+// The supervisor's sides: its own index, the other side's checked.
+
+using framemill::CheckedConsumer;
+using framemill::CheckedProducer;
+using framemill::CheckRingIndices;
+using framemill::PushResult;
+using framemill::RingSide;
+
+TEST_CASE("ring: index checks accept what a ring can hold and nothing else") {
+  // consumer: mine = head, other = tail
+  CHECK(CheckRingIndices(RingSide::kConsumer, 5, 5, 0, 8) == 0);
+  CHECK(CheckRingIndices(RingSide::kConsumer, 5, 13, 0, 8) == 8);
+  CHECK(CheckRingIndices(RingSide::kConsumer, 5, 14, 0, 8) == -1);  // beyond head + capacity
+  CHECK(CheckRingIndices(RingSide::kConsumer, 5, 4, 0, 8) == -1);   // behind head
+  CHECK(CheckRingIndices(RingSide::kConsumer, 5, 6, 7, 8) == -1);   // moved backwards
+  CHECK(CheckRingIndices(RingSide::kConsumer, 0, UINT64_MAX, 0, 8) == -1);
+  // producer: mine = tail, other = head
+  CHECK(CheckRingIndices(RingSide::kProducer, 10, 2, 0, 8) == 8);
+  CHECK(CheckRingIndices(RingSide::kProducer, 10, 1, 0, 8) == -1);   // more queued than fits
+  CHECK(CheckRingIndices(RingSide::kProducer, 10, 11, 0, 8) == -1);  // read what was not written
+  CHECK(CheckRingIndices(RingSide::kProducer, 10, 9, 10, 8) == -1);  // moved backwards
+}
+
+TEST_CASE("ring: the checked consumer refuses a corrupted tail and never reads past it") {
+  SharedRing s;
+  REQUIRE(s.ring != nullptr);
+  CheckedConsumer<Item, 8> consumer(s.ring);
+  REQUIRE(s.ring->TryPush(MakeItem(0)));
+  REQUIRE(s.ring->TryPush(MakeItem(1)));
+  Item got{};
+  REQUIRE(consumer.TryPop(&got) == PopResult::kItem);
+  CHECK_FALSE(Wrong(got, 0));
+  SUBCASE("a tail beyond head + capacity") { s.ring->tail.store(1 + 9); }
+  SUBCASE("a tail far beyond (the 0xff of a scribble)") { s.ring->tail.store(UINT64_MAX); }
+  SUBCASE("a tail that moves backwards") { s.ring->tail.store(1); }
+  SUBCASE("a tail behind the consumer's head") { s.ring->tail.store(0); }
+  CHECK(consumer.TryPop(&got) == PopResult::kCorrupt);
+  // For good: a worker that puts the index back is not trusted again.
+  s.ring->tail.store(2);
+  CHECK(consumer.TryPop(&got) == PopResult::kCorrupt);
+}
+
+TEST_CASE("ring: the checked consumer ignores a head written by the producer") {
+  SharedRing s;
+  REQUIRE(s.ring != nullptr);
+  CheckedConsumer<Item, 8> consumer(s.ring);
+  for (uint64_t i = 0; i < 3; ++i) REQUIRE(s.ring->TryPush(MakeItem(i)));
+  s.ring->head.store(2);  // the producer (a worker) lies about what was read
+  Item got{};
+  for (uint64_t i = 0; i < 3; ++i) {
+    REQUIRE(consumer.TryPop(&got) == PopResult::kItem);
+    CHECK_FALSE(Wrong(got, i));  // every item, once, in order
+  }
+  CHECK(consumer.TryPop(&got) == PopResult::kEmpty);
+}
+
+TEST_CASE("ring: the checked producer refuses a corrupted head and keeps its own tail") {
+  SharedRing s;
+  REQUIRE(s.ring != nullptr);
+  CheckedProducer<Item, 8> producer(s.ring);
+  for (uint64_t i = 0; i < 8; ++i) REQUIRE(producer.TryPush(MakeItem(i)) == PushResult::kPushed);
+  CHECK(producer.TryPush(MakeItem(8)) == PushResult::kFull);
+  Item got{};
+  REQUIRE(s.ring->TryPop(&got) == PopResult::kItem);
+  s.ring->tail.store(0);  // the consumer (a worker) scribbles on the producer's index: ignored
+  CHECK(producer.TryPush(MakeItem(8)) == PushResult::kPushed);
+  CHECK(s.ring->tail.load() == 9);
+  SUBCASE("a head beyond the tail") { s.ring->head.store(10); }
+  SUBCASE("a head that moves backwards") { s.ring->head.store(0); }
+  SUBCASE("the 0xff of a scribble") { s.ring->head.store(UINT64_MAX); }
+  CHECK(producer.TryPush(MakeItem(9)) == PushResult::kCorrupt);
+  CHECK(s.ring->tail.load() == 9);  // nothing written
+}

@@ -108,16 +108,20 @@ void RequestHandler::Handle(const std::string& path, const std::string& running_
   r.RequiredString("action", &action);
   r.RequiredString("job", &id);
   Status s = r.Finish();
-  if (s.ok() && action != "cancel" && action != "retry") {
+  RequestAction kind = RequestAction::kCancel;
+  if (s.ok() && action == RequestActionName(RequestAction::kRetry)) {
+    kind = RequestAction::kRetry;
+  } else if (s.ok() && action != RequestActionName(RequestAction::kCancel)) {
     s = Status(StatusCode::kInvalidJob, "request.action: must be cancel or retry");
   }
   if (!s.ok()) return remove(s.message());
   Submitter from = LookupSubmitter(st.st_uid, st.st_gid);
-  s = action == "cancel" ? Cancel(id, from, running_id) : Retry(id, from);
+  s = kind == RequestAction::kCancel ? Cancel(id, from, running_id) : Retry(id, from);
+  const char* name = RequestActionName(kind);
   if (s.ok()) {
-    spdlog::info("{} of job {} by {}: done", action, id, Describe(from));
+    spdlog::info("{} of job {} by {}: done", name, id, Describe(from));
   } else {
-    spdlog::warn("{} of job {} by {}: refused: {}", action, id, Describe(from), s.message());
+    spdlog::warn("{} of job {} by {}: refused: {}", name, id, Describe(from), s.message());
   }
   remove("");
 }

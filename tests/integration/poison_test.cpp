@@ -242,6 +242,8 @@ TEST_CASE(
   INFO(r.dump());
   REQUIRE(r.is_object());
   CHECK(r["reason"]["code"] == "crashed");
+  CHECK(r["work_kept"] == true);  // retryable: kept for framemill retry
+  CHECK(fs::exists(s.spool + "/failed/doomed/work"));
   CHECK(ReadText(s.spool + "/failed/doomed/starts") == "4\n");
   CHECK(ReadJson(s.spool + "/done/next/result.json")["status"] == "done");
   CHECK(CountFrames(s.dir + "/next.mp4") == 32);

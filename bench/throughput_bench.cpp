@@ -224,7 +224,7 @@ Row Framemill(const std::string& input, const std::string& model, const std::str
     j["gpus"] = gpus;
     j["workers_per_gpu"] = workers;
   }
-  std::ofstream(job) << j.dump();
+  std::ofstream(job) << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   Row row{"framemill " + std::to_string(workers) + "w" +
           (gpus.empty() ? "" : "/gpu x" + std::to_string(gpus.size()))};
   double cpu0 = CpuSeconds(RUSAGE_CHILDREN);

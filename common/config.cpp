@@ -52,8 +52,9 @@ bool ValidDevice(const std::string& d) {
 }  // namespace
 
 Status ReadJobSettings(const nlohmann::json& object, const std::string& path, StatusCode code,
-                       JobSettings* s) {
+                       JobSettings* s, std::initializer_list<const char*> other_keys) {
   FieldReader r(object, path, code);
+  for (const char* key : other_keys) r.Skip(key);
   r.Int("chunk_frames", &s->chunk_frames, 1, kMaxChunkFrames);
   r.Double("segment_seconds", &s->segment_seconds, 0.001, 24 * 3600.0);
   r.Int("workers", &s->workers, 1, kMaxWorkers);
@@ -129,6 +130,10 @@ Result<Config> ParseConfig(const nlohmann::json& object) {
   r.StringList("allowed_output_roots", &c.allowed_output_roots);
   r.StringList("allowed_model_roots", &c.allowed_model_roots);
   r.Double("rescan_interval_s", &c.rescan_interval_s, 0.1, 3600.0);
+  r.Bool("allow_any_path", &c.allow_any_path);
+  r.Int("max_job_starts", &c.max_job_starts, 1, kMaxJobStarts);
+  r.String("admin_group", &c.admin_group, /*allow_empty=*/true);
+  r.Double("failed_work_keep_days", &c.failed_work_keep_days, 0.0, 3650.0);
   static const std::regex kLevels("trace|debug|info|warn|error");
   if (r.status().ok() && !std::regex_match(c.log_level, kLevels)) {
     r.Fail("log_level", "must be trace, debug, info, warn or error");
@@ -146,7 +151,9 @@ Result<Config> LoadConfig(const std::string& explicit_path) {
   }
   if (path.empty() && ::access(kSystemConfigPath, R_OK) == 0) path = kSystemConfigPath;
   if (path.empty()) return Config{};
-  Result<nlohmann::json> j = ReadJsonFile(path, kMaxJobFileBytes, StatusCode::kInvalidConfig);
+  // The administrator's file (or the caller's): a symlink to it is fine.
+  Result<nlohmann::json> j =
+      ReadJsonFile(path, kMaxJobFileBytes, StatusCode::kInvalidConfig, LinkPolicy::kFollow);
   if (!j.ok()) return j.status();
   Result<Config> c = ParseConfig(*j);
   if (!c.ok()) return c.status().WithContext(path);

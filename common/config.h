@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,19 @@ struct Config {
   std::vector<std::string> allowed_output_roots;
   std::vector<std::string> allowed_model_roots;
   double rescan_interval_s = 10.0;  // spool rescans besides inotify (lost events, NFS)
+  // `serve` refuses to start while any allowed_*_roots list is empty, unless this is true
+  // (`framemill run`, a user's own command, never needs roots).
+  bool allow_any_path = false;
+  // Starts of one job (first start and every resume) before the service files it as failed
+  // with reason `crashed`: a job whose handling crashed or killed the supervisor that often is
+  // not resumed again.
+  int max_job_starts = 3;
+  // Members of this group (and root, and the service's own user) may cancel or retry any job;
+  // others only their own. "" = nobody but root and the service's user.
+  std::string admin_group = "framemill-admin";
+  // Days that the finished segments of a failed job whose reason is retryable (framemill retry)
+  // are kept; the service removes older ones at start and once an hour. 0 = remove at once.
+  double failed_work_keep_days = 7.0;
 };
 
 // Limits that keep a job file from asking for absurd resources. Used by both parsers.
@@ -98,11 +112,13 @@ inline constexpr int kMaxBatch = 1024;
 inline constexpr int kMaxEncoders = 16;
 inline constexpr int kMaxAttempts = 100;
 inline constexpr int64_t kMaxJobFileBytes = 1 << 20;
+inline constexpr int kMaxJobStarts = 1000;
 
 // Reads the settings in `object` (a job or the config's "defaults") over `*settings`.
-// Keys not in the object keep their current values; unknown keys are errors.
+// Keys not in the object keep their current values; unknown keys are errors, except those in
+// `other_keys` (read by the caller from the same object: a job's input, output, ...).
 Status ReadJobSettings(const nlohmann::json& object, const std::string& path, StatusCode code,
-                       JobSettings* settings);
+                       JobSettings* settings, std::initializer_list<const char*> other_keys = {});
 
 // Parses a config from JSON (all keys optional). Errors name the key.
 Result<Config> ParseConfig(const nlohmann::json& object);

@@ -14,11 +14,19 @@ Result<JobSpec> ParseJob(const nlohmann::json& object, const JobSettings& defaul
   r.Bool("overwrite", &job.overwrite);
   r.Int("priority", &job.priority, -1000, 1000);
   if (!r.status().ok()) return r.status();
-  // The settings keys share the job object; read them with their own reader, then let this one
-  // check for keys that neither knows.
-  nlohmann::json rest = object;
-  for (const char* k : {"input", "output", "model", "overwrite", "priority"}) rest.erase(k);
-  FM_RETURN_IF_ERROR(ReadJobSettings(rest, "job", StatusCode::kInvalidJob, &job.settings));
+  // JSON may carry "\u0000"; the system calls would cut the name there and open another file.
+  for (const auto& [key, value] : {std::pair<const char*, const std::string*>{"input", &job.input},
+                                   {"output", &job.output},
+                                   {"model", &job.model}}) {
+    if (value->find('\0') != std::string::npos) {
+      return Status(StatusCode::kInvalidJob, std::string("job.") + key + ": contains a NUL byte");
+    }
+  }
+  // The settings keys share the job object: their reader skips the keys read above, and
+  // reports any key that neither knows. (No copy of the object: a copy recurses as deep as the
+  // value nests.)
+  FM_RETURN_IF_ERROR(ReadJobSettings(object, "job", StatusCode::kInvalidJob, &job.settings,
+                                     {"input", "output", "model", "overwrite", "priority"}));
   if (job.input == job.output) {
     return Status(StatusCode::kInvalidJob, "job.output: must differ from job.input");
   }

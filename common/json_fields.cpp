@@ -3,9 +3,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
+#include <fcntl.h>
 #include <sstream>
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace framemill {
 namespace {
@@ -156,30 +157,108 @@ Status FieldReader::Finish() {
   return status_;
 }
 
+int JsonNestingDepth(const std::string& text, int stop_at) {
+  int depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+      if (deepest > stop_at) return deepest;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
 Result<nlohmann::json> ParseJsonText(const std::string& text, const std::string& what,
                                      StatusCode code) {
+  if (JsonNestingDepth(text, kMaxJsonDepth) > kMaxJsonDepth) {
+    return Status(code,
+                  what + ": JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+  }
+  // The keys seen in each object being parsed, innermost last (at most kMaxJsonDepth sets).
+  std::vector<std::set<std::string>> keys;
+  std::string duplicate;
+  auto check = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    if (event == Event::object_start) {
+      keys.emplace_back();
+    } else if (event == Event::object_end && !keys.empty()) {
+      keys.pop_back();
+    } else if (event == Event::key && !keys.empty() && parsed.is_string()) {
+      const std::string& key = parsed.get_ref<const std::string&>();
+      if (!keys.back().insert(key).second && duplicate.empty()) duplicate = key;
+    }
+    return true;
+  };
   try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+    nlohmann::json j = nlohmann::json::parse(text, check);
+    if (!duplicate.empty()) {
+      return Status(code, what + ": key \"" + duplicate + "\" appears twice in one object");
+    }
+    return j;
+  } catch (const std::exception& e) {  // parse_error, and bad_alloc on absurd input
     return Status(code, what + ": malformed JSON: " + e.what());
   }
 }
 
-Result<nlohmann::json> ReadJsonFile(const std::string& path, int64_t max_bytes, StatusCode code) {
+Result<std::string> ReadRegularFile(int fd, int64_t max_bytes, const std::string& what,
+                                    StatusCode code) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    return Status(code, path + ": cannot read: " + std::strerror(errno));
-  }
-  if (!S_ISREG(st.st_mode)) return Status(code, path + ": not a regular file");
+  if (::fstat(fd, &st) != 0) return Status(code, what + ": " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return Status(code, what + ": not a regular file");
   if (st.st_size > max_bytes) {
-    return Status(code, path + ": file is " + std::to_string(st.st_size) +
+    return Status(code, what + ": file is " + std::to_string(st.st_size) +
                             " bytes, more than the limit of " + std::to_string(max_bytes));
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status(code, path + ": cannot open for reading");
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  return ParseJsonText(buf.str(), path, code);
+  std::string text;
+  char buf[65536];
+  while (true) {
+    ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status(code, what + ": cannot read: " + std::strerror(errno));
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    // The file may grow after the fstat: the limit holds for what is read.
+    if (static_cast<int64_t>(text.size()) > max_bytes) {
+      return Status(code,
+                    what + ": more than the limit of " + std::to_string(max_bytes) + " bytes");
+    }
+  }
+  return text;
+}
+
+Result<nlohmann::json> ReadJsonFile(const std::string& path, int64_t max_bytes, StatusCode code,
+                                    LinkPolicy links) {
+  int flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
+  if (links == LinkPolicy::kNoFollow) flags |= O_NOFOLLOW;
+  int fd = ::open(path.c_str(), flags);
+  if (fd < 0) {
+    if (errno == ELOOP && links == LinkPolicy::kNoFollow) {
+      return Status(code, path + ": is a symbolic link (not followed)");
+    }
+    return Status(code, path + ": cannot read: " + std::strerror(errno));
+  }
+  Result<std::string> text = ReadRegularFile(fd, max_bytes, path, code);
+  ::close(fd);
+  if (!text.ok()) return text.status();
+  return ParseJsonText(*text, path, code);
+}
+
+std::string DumpJson(const nlohmann::json& j, int indent) {
+  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace framemill

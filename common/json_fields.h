@@ -45,6 +45,10 @@ class FieldReader {
   // Records the first error of a child reader (its message already names the full path).
   void Adopt(const Status& child);
 
+  // Marks `key` as read by someone else (a sibling reader over the same object), so that
+  // Finish() does not call it unknown.
+  void Skip(const char* key) { seen_.insert(key); }
+
   // The first error seen, or ok.
   const Status& status() const { return status_; }
 
@@ -62,11 +66,42 @@ class FieldReader {
   Status status_;
 };
 
-// Parses `text` as JSON; a syntax error becomes a Status of `code` naming `what` (a file name).
+// Deepest nesting of arrays and objects that ParseJsonText accepts. Job and config files need
+// 3; the limit keeps every recursive walk of a parsed value (dump, compare, copy) far from the
+// stack's end.
+inline constexpr int kMaxJsonDepth = 64;
+
+// The deepest nesting of arrays and objects in `text`, found by one pass over its bytes (strings
+// and escapes skipped), without parsing and without recursion. Stops counting past `stop_at`.
+int JsonNestingDepth(const std::string& text, int stop_at);
+
+// Parses `text` as JSON. Refused, as a Status of `code` naming `what` (a file name): a syntax
+// error (bytes that are not UTF-8 included), nesting deeper than kMaxJsonDepth, and an object
+// that names a key twice (which of two values counts would otherwise depend on the reader).
+// Never throws.
 Result<nlohmann::json> ParseJsonText(const std::string& text, const std::string& what,
                                      StatusCode code);
 
-// Reads a whole file (refusing files over `max_bytes`) and parses it as JSON.
-Result<nlohmann::json> ReadJsonFile(const std::string& path, int64_t max_bytes, StatusCode code);
+// Whether ReadJsonFile follows a symbolic link at the last component of its path.
+enum class LinkPolicy {
+  kNoFollow,  // a link is refused (files in places other users can write: the spool)
+  kFollow,    // a link is followed (files the administrator or the caller names)
+};
+
+// Reads a whole file and parses it as JSON (ParseJsonText). The file is opened once with
+// O_NONBLOCK (a FIFO never blocks) and, with kNoFollow, O_NOFOLLOW; what is read must be a
+// regular file (fstat on the open file) of at most `max_bytes`.
+Result<nlohmann::json> ReadJsonFile(const std::string& path, int64_t max_bytes, StatusCode code,
+                                    LinkPolicy links = LinkPolicy::kNoFollow);
+
+// The whole content of the open file `fd` (from its current offset), refusing anything that is
+// not a regular file or is over `max_bytes`. `what` names it in errors of `code`.
+Result<std::string> ReadRegularFile(int fd, int64_t max_bytes, const std::string& what,
+                                    StatusCode code);
+
+// `j` as text, with bytes that are not UTF-8 inside its strings replaced by U+FFFD: never
+// throws on a string from a file name, a child's stderr or a job file. `indent` < 0 = one line.
+// Every JSON that framemill writes or prints goes through this.
+std::string DumpJson(const nlohmann::json& j, int indent = -1);
 
 }  // namespace framemill

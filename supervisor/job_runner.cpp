@@ -196,7 +196,7 @@ std::string JobRun::WarmKey() const {
   return ResolvePath(job_.model) + "|" + std::to_string(st.st_size) + "|" +
          std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) + "|" +
          settings_.device + "|" + settings_.precision + "|" + std::to_string(settings_.workers) +
-         "|" + nlohmann::json(settings_.gpus).dump();
+         "|" + DumpJson(nlohmann::json(settings_.gpus));
 }
 
 Status JobRun::StartWorkers() {

@@ -88,6 +88,7 @@ struct JobOptions {
   WarmWorkers* warm = nullptr;
   // Where workers write their stderr logs; "" = the job's workspace.
   std::string worker_log_dir;
+  uint32_t output_reader_uid = UINT32_MAX;  // the service: the submitter, granted read access to the output (ACL); UINT32_MAX = none
 };
 
 // `stop` is polled: once true the job ends with kCancelled (its workspace, if kept, holds what

@@ -37,8 +37,13 @@ Status JobState::Load() {
       spdlog::warn("{}: unreadable ({}); starting the job over", path, j.status().message());
     } else {
       const nlohmann::json& st = *j;
-      bool same = st.value("version", 0) == kStateVersion && st.value("input", "") == job_.input &&
-                  st.value("model", "") == job_.model &&
+      // Names are saved with bytes that are not UTF-8 replaced: compare them the same way.
+      auto saved = [](const std::string& name) {
+        return nlohmann::json::parse(DumpJson(nlohmann::json(name))).get<std::string>();
+      };
+      bool same = st.value("version", 0) == kStateVersion &&
+                  st.value("input", "") == saved(job_.input) &&
+                  st.value("model", "") == saved(job_.model) &&
                   st.value("frame_count", int64_t{-1}) == plan_.frame_count &&
                   st.value("chunk_frames", -1) == plan_.chunk_frames &&
                   st.value("chunks_per_segment", int64_t{-1}) == chunks_per_segment_;
@@ -63,7 +68,8 @@ Status JobState::Load() {
   done_.store(resumed_);
   // The plan, once, for people and tools reading the workspace; state.json, rewritten after
   // every segment, names the plan by its sizes only.
-  FM_RETURN_IF_ERROR(AtomicWriteFile(workspace_ + "/plan.json", plan_.ToJson().dump(1) + "\n"));
+  FM_RETURN_IF_ERROR(
+      AtomicWriteFile(workspace_ + "/plan.json", DumpJson(plan_.ToJson(), 1) + "\n"));
   return Save();
 }
 
@@ -89,7 +95,7 @@ Status JobState::Save() {
                        {"chunk_frames", plan_.chunk_frames},
                        {"chunks_per_segment", chunks_per_segment_},
                        {"segments_done", done}};
-  return AtomicWriteFile(workspace_ + "/state.json", st.dump(1) + "\n");
+  return AtomicWriteFile(workspace_ + "/state.json", DumpJson(st, 1) + "\n");
 }
 
 }  // namespace framemill

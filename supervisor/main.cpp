@@ -3,7 +3,7 @@
 //   framemill run JOB.json                     run one job in the foreground
 //   framemill serve                            drain the spool (config spool_dir), for systemd
 //   framemill submit INPUT --model M --output O [--priority P] [key=value ...]
-//   framemill list | status [JOB] [--follow] | cancel JOB
+//   framemill list | status [JOB] [--follow] | cancel JOB | retry JOB
 //   framemill model export NAME PATH           write an example TorchScript model
 //   framemill model list                       names of the example models
 //   framemill version
@@ -55,7 +55,8 @@ int Usage() {
                "       framemill [--config FILE] serve\n"
                "       framemill [--config FILE] submit INPUT --model M --output O [--priority P] "
                "[key=value ...]\n"
-               "       framemill [--config FILE] list | status [JOB] [--follow] | cancel JOB\n"
+               "       framemill [--config FILE] list | status [JOB] [--follow] | cancel JOB | "
+               "retry JOB\n"
                "       framemill model export NAME PATH\n"
                "       framemill model list\n"
                "       framemill version\n");
@@ -155,8 +156,7 @@ int RunCommand(const std::string& job_path, const framemill::Config& config) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
+static int Main(std::vector<std::string> args) {
   std::string config_path;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--config") {
@@ -192,8 +192,19 @@ int main(int argc, char** argv) {
   if (args[0] == "list" && rest.empty()) return framemill::ListCommand(*config);
   if (args[0] == "status") return framemill::StatusCommand(rest, *config);
   if (args[0] == "cancel" && rest.size() == 1) return framemill::CancelCommand(rest[0], *config);
+  if (args[0] == "retry" && rest.size() == 1) return framemill::RetryCommand(rest[0], *config);
   if (args[0] == "model") {
     return ModelCommand(std::vector<std::string>(args.begin() + 1, args.end()), *config);
   }
   return Usage();
+}
+
+int main(int argc, char** argv) {
+  // No exception ends a command with a core dump: nlohmann, std and Boost errors are reported.
+  try {
+    return Main(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "framemill: internal error: %s\n", e.what());
+    return kExitFailed;
+  }
 }

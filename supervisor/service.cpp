@@ -2,7 +2,10 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <ctime>
+#include <set>
 #include <poll.h>
 #include <sys/inotify.h>
 #include <thread>
@@ -23,6 +26,8 @@ static int sd_watchdog_enabled(int, uint64_t*) { return 0; }
 #include "common/shared_memory.h"
 #include "supervisor/job_runner.h"
 #include "supervisor/spool.h"
+#include "supervisor/spool_requests.h"
+#include "supervisor/submitter.h"
 
 namespace framemill {
 namespace {
@@ -34,12 +39,29 @@ std::string IsoNow() {
   return buf;
 }
 
-nlohmann::json FailureResult(const std::string& id, const Status& s) {
+nlohmann::json FailureResult(const std::string& id, const std::string& code,
+                             const std::string& message) {
   return {{"version", 1},
           {"id", id},
           {"status", "failed"},
-          {"reason", {{"code", StatusCodeName(s.code())}, {"message", s.message()}}},
+          {"reason", {{"code", code}, {"message", message}}},
           {"finished_at", IsoNow()}};
+}
+
+nlohmann::json FailureResult(const std::string& id, const Status& s) {
+  return FailureResult(id, StatusCodeName(s.code()), s.message());
+}
+
+// The reason code of a job whose handling crashed or killed the supervisor max_job_starts
+// times (no StatusCode: the job never ends with it, the service files it so).
+constexpr const char* kCrashedCode = "crashed";
+
+// Test hook: FRAMEMILL_FAULT_SUPERVISOR_ABORT=<text> makes the supervisor abort() while it runs
+// a job whose id contains <text> (at the job's first progress report), as a crash in the job's
+// handling would. Tests use it to prove the crash count; never set it in production.
+std::string FaultAbortNeedle() {
+  const char* v = std::getenv("FRAMEMILL_FAULT_SUPERVISOR_ABORT");
+  return v != nullptr ? v : "";
 }
 
 // Sends WATCHDOG=1 while the service loop keeps calling Alive(); silent once it stops, so that
@@ -76,24 +98,50 @@ class Watchdog {
 class Service {
  public:
   Service(const Config& config, const std::atomic<bool>& stop)
-      : config_(config), stop_(stop), spool_(config.spool_dir) {}
+      : config_(config), stop_(stop), spool_(config.spool_dir), requests_(spool_, config) {}
 
   Status Run();
 
  private:
-  // Runs the claimed job `id` to its end; false when the service is stopping and the job was
-  // left in active/ to resume.
+  // Takes the next job: an active one not yet run by this process (a resume or a retry), else
+  // the first waiting one that can be claimed. Entries of incoming/ that are no job file are
+  // set aside on the way. Returns "" when there is none.
+  std::string NextJob();
+  // Runs the claimed job `id` with every exception from its handling caught: such a job is
+  // filed as failed with the exception's text. False when the service is stopping and the job
+  // was left in active/ to resume.
+  bool RunContained(const std::string& id);
   bool RunClaimed(const std::string& id);
+  // Files `id` under done/ or failed/; a job that cannot be filed stays in active/ and is not
+  // taken again by this process.
+  void File(const std::string& id, bool ok, const nlohmann::json& result);
+  void FileFailed(const std::string& id, const nlohmann::json& result) { File(id, false, result); }
+  void SetAside(const SpoolEntry& e, const Status& why);
   void WaitForWork(int inotify_fd);
+  void Housekeeping();
 
   const Config& config_;
   const std::atomic<bool>& stop_;
   Spool spool_;
+  RequestHandler requests_;
   Watchdog watchdog_;
   WarmWorkers warm_;  // loaded workers kept between jobs that use the same model
+  const std::string fault_abort_ = FaultAbortNeedle();
+  std::set<std::string> unfiled_;  // jobs left in active/ because they could not be filed
+  // incoming/ entries that could not be claimed nor moved aside (name, inode): logged once,
+  // then skipped until they change.
+  std::set<std::pair<std::string, uint64_t>> stuck_;
+  uint64_t last_housekeeping_ms_ = 0;
 };
 
 Status Service::Run() {
+  if (!config_.allow_any_path &&
+      (config_.allowed_input_roots.empty() || config_.allowed_output_roots.empty() ||
+       config_.allowed_model_roots.empty())) {
+    return Status(StatusCode::kInvalidConfig,
+                  "allowed_input_roots, allowed_output_roots and allowed_model_roots must each "
+                  "name a directory for framemill serve (or set \"allow_any_path\": true)");
+  }
   FM_RETURN_IF_ERROR(spool_.Prepare());
   FM_RETURN_IF_ERROR(spool_.Lock());
   int stale = RemoveStaleObjects();
@@ -101,12 +149,18 @@ Status Service::Run() {
   if (config_.allowed_input_roots.empty() || config_.allowed_output_roots.empty() ||
       config_.allowed_model_roots.empty()) {
     spdlog::warn(
-        "allowed_input_roots, allowed_output_roots or allowed_model_roots is empty: "
-        "jobs may name any path this user can reach");
+        "allow_any_path: allowed_input_roots, allowed_output_roots or allowed_model_roots is "
+        "empty: jobs may name any path this user can reach");
+  }
+  if (!fault_abort_.empty()) {
+    spdlog::warn("test hook FRAMEMILL_FAULT_SUPERVISOR_ABORT set: aborting on jobs matching {}",
+                 fault_abort_);
   }
   int inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   if (inotify_fd >= 0) {
-    inotify_add_watch(inotify_fd, spool_.Dir("incoming").c_str(), IN_MOVED_TO | IN_CLOSE_WRITE);
+    for (const char* dir : {"incoming", "requests"}) {
+      inotify_add_watch(inotify_fd, spool_.Dir(dir).c_str(), IN_MOVED_TO | IN_CLOSE_WRITE);
+    }
   } else {
     spdlog::warn("inotify unavailable ({}); rescanning every {} s", std::strerror(errno),
                  config_.rescan_interval_s);
@@ -114,26 +168,21 @@ Status Service::Run() {
   spdlog::info("serving spool {}", spool_.root());
   sd_notify(0, "READY=1\nSTATUS=idle");
   bool running = true;
-  for (const SpoolEntry& e : spool_.Active()) {  // left by a crash or a stop: resume first
-    if (!running || stop_.load()) break;
-    spdlog::info("resuming job {}", e.id);
-    running = RunClaimed(e.id);
-  }
   while (running && !stop_.load()) {
     watchdog_.Alive();
-    std::vector<SpoolEntry> waiting = spool_.Incoming();
-    if (waiting.empty()) {
+    Housekeeping();
+    std::string id;
+    try {
+      id = NextJob();
+    } catch (const std::exception& e) {  // the spool's own files; never a reason to stop
+      spdlog::error("reading the spool: {}", e.what());
+    }
+    if (id.empty()) {
       sd_notify(0, "STATUS=idle");
       WaitForWork(inotify_fd);
       continue;
     }
-    Result<std::string> id = spool_.Claim(waiting.front());
-    if (!id.ok()) {
-      spdlog::error("cannot claim {}: {}", waiting.front().path, id.status().message());
-      std::this_thread::sleep_for(std::chrono::seconds(1));
-      continue;
-    }
-    running = RunClaimed(*id);
+    running = RunContained(id);
   }
   if (inotify_fd >= 0) ::close(inotify_fd);
   sd_notify(0, "STOPPING=1");
@@ -141,6 +190,82 @@ Status Service::Run() {
   warm_.pool.reset();
   spdlog::info("stopped");
   return Status::Ok();
+}
+
+void Service::Housekeeping() {
+  uint64_t now = MonotonicMs();
+  if (last_housekeeping_ms_ != 0 && now - last_housekeeping_ms_ < 3600 * 1000) return;
+  last_housekeeping_ms_ = now;
+  int removed = spool_.RemoveOldFailedWork(config_.failed_work_keep_days * 86400.0);
+  if (removed > 0) {
+    spdlog::info("removed the kept work of {} failed jobs older than {} days", removed,
+                 config_.failed_work_keep_days);
+  }
+}
+
+std::string Service::NextJob() {
+  requests_.Poll("");
+  for (const SpoolEntry& e : spool_.Active()) {  // left by a crash or a stop, or retried
+    if (unfiled_.count(e.id) == 0) {
+      spdlog::info("resuming job {}", e.id);
+      return e.id;
+    }
+  }
+  for (const SpoolEntry& e : spool_.Incoming()) {
+    if (stuck_.count({e.path, e.inode}) != 0) continue;
+    Result<ClaimedJob> claimed = spool_.Claim(e);
+    if (!claimed.ok() && claimed.status().code() == StatusCode::kInvalidJob) {
+      SetAside(e, claimed.status());
+      continue;
+    }
+    if (!claimed.ok()) {
+      spdlog::error("cannot claim {}: {}; skipped until it changes", e.path,
+                    claimed.status().message());
+      stuck_.insert({e.path, e.inode});
+      continue;
+    }
+    if (claimed->id.empty()) continue;  // vanished (or replaced, and filed)
+    return claimed->id;
+  }
+  return "";
+}
+
+void Service::SetAside(const SpoolEntry& e, const Status& why) {
+  Result<std::string> id = spool_.SetAside(e, FailureResult(e.id, why));
+  if (id.ok()) {
+    spdlog::warn("{} set aside as failed/{}: {}", e.path, *id, why.message());
+  } else {
+    spdlog::error("{}: {}; and it cannot be moved aside ({}): skipped until it changes", e.path,
+                  why.message(), id.status().message());
+    stuck_.insert({e.path, e.inode});
+  }
+}
+
+void Service::File(const std::string& id, bool ok, const nlohmann::json& result) {
+  Status s = spool_.Finish(id, ok, result);
+  if (!s.ok()) {
+    spdlog::error("job {}: cannot file its result: {}; left in active/", id, s.message());
+    unfiled_.insert(id);
+  }
+}
+
+bool Service::RunContained(const std::string& id) {
+  std::string what;
+  try {
+    return RunClaimed(id);
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+    what = "unknown exception";
+  }
+  spdlog::error("job {}: its handling threw: {}", id, what);
+  try {
+    FileFailed(id, FailureResult(id, StatusCodeName(StatusCode::kInternal),
+                                 "the supervisor's handling of this job threw: " + what));
+  } catch (const std::exception& e) {
+    spdlog::error("job {}: cannot file it: {}", id, e.what());
+  }
+  return true;
 }
 
 void Service::WaitForWork(int inotify_fd) {
@@ -172,30 +297,66 @@ void Service::WaitForWork(int inotify_fd) {
 bool Service::RunClaimed(const std::string& id) {
   std::string dir = spool_.JobDir("active", id);
   std::string started = IsoNow();
-  Result<JobSpec> job = LoadJobFile(dir + "/job.json", config_.defaults);
-  if (!job.ok()) {
-    spdlog::warn("job {} rejected: {}", id, job.status().ToString());
-    Status s = spool_.Finish(id, false, FailureResult(id, job.status()));
-    if (!s.ok()) spdlog::error("job {}: {}", id, s.message());
+  // Counted before anything of the job is read: a job whose parsing kills the supervisor counts.
+  Result<int> starts = spool_.RaiseStarts(id);
+  if (!starts.ok()) {
+    FileFailed(id, FailureResult(id, starts.status()));
     return true;
   }
-  spdlog::info("job {}: {} -> {} with {}", id, job->input, job->output, job->model);
+  if (*starts > config_.max_job_starts) {
+    std::string message = "the supervisor crashed or was killed while running this job " +
+                          std::to_string(*starts - 1) + " times; not resumed again";
+    spdlog::error("job {}: {}", id, message);
+    // Its finished segments stay (a crash is retryable: framemill retry).
+    nlohmann::json result = FailureResult(id, kCrashedCode, message);
+    result["work_kept"] = config_.failed_work_keep_days > 0;
+    result["starts"] = *starts - 1;
+    if (config_.failed_work_keep_days <= 0) (void)RemoveTree(dir + "/work");
+    FileFailed(id, result);
+    return true;
+  }
+  Result<Submitter> submitter = JobOwner(dir);
+  if (!submitter.ok()) {
+    FileFailed(id, FailureResult(id, submitter.status()));
+    return true;
+  }
+  Result<JobSpec> job = LoadJobFile(dir + "/job.json", config_.defaults);
+  Status allowed = job.ok() ? Status::Ok() : job.status();
+  if (allowed.ok()) allowed = CheckMayRead(*submitter, job->input, "input");
+  if (allowed.ok()) allowed = CheckMayRead(*submitter, job->model, "model");
+  if (allowed.ok()) allowed = CheckMayWriteOutput(*submitter, job->output, job->overwrite);
+  if (!allowed.ok()) {
+    spdlog::warn("job {} rejected: {}", id, allowed.ToString());
+    nlohmann::json result = FailureResult(id, allowed);
+    result["submitter"] = submitter->ToJson();
+    (void)RemoveTree(dir + "/work");
+    FileFailed(id, result);
+    return true;
+  }
+  spdlog::info("job {} for uid {}: {} -> {} with {} (start {} of at most {})", id, submitter->uid,
+               job->input, job->output, job->model, *starts, config_.max_job_starts);
   std::atomic<bool> job_stop{false};
   bool cancelled = false;
-  uint64_t last_write = 0, start_ms = MonotonicMs();
+  uint64_t last_write = 0, last_requests = 0, start_ms = MonotonicMs();
   JobOptions options;
   options.workspace = dir + "/work";
   options.timeline = dir + "/timeline.jsonl";
   options.warm = &warm_;
   options.worker_log_dir = spool_.Dir("workers");
+  options.output_reader_uid = submitter->uid;
   options.on_progress = [&](const JobProgress& p) {
     watchdog_.Alive();
+    if (!fault_abort_.empty() && id.find(fault_abort_) != std::string::npos) std::abort();
     if (stop_.load()) job_stop.store(true);
+    uint64_t now = MonotonicMs();
+    if (now - last_requests >= 250) {
+      last_requests = now;
+      requests_.Poll(id);
+    }
     if (!cancelled && PathExists(dir + "/cancel")) {
       cancelled = true;
       job_stop.store(true);
     }
-    uint64_t now = MonotonicMs();
     if (now - last_write < 1000) return;
     last_write = now;
     double secs = static_cast<double>(now - start_ms) / 1000.0;
@@ -217,7 +378,7 @@ bool Service::RunClaimed(const std::string& id) {
            {"rss_mb", static_cast<double>(w.rss_bytes) / (1 << 20)},
            {"gpu_reserved_mb", static_cast<double>(w.gpu_reserved_bytes) / (1 << 20)}});
     }
-    (void)AtomicWriteFile(dir + "/progress.json", progress.dump() + "\n");
+    (void)AtomicWriteFile(dir + "/progress.json", DumpJson(progress) + "\n");
     char status[256];
     std::snprintf(status, sizeof(status), "STATUS=job %s: %lld/%lld frames, %.1f fps", id.c_str(),
                   static_cast<long long>(p.frames_done), static_cast<long long>(p.frames_total),
@@ -226,6 +387,7 @@ bool Service::RunClaimed(const std::string& id) {
   };
   Result<JobReport> report = RunJob(*job, config_, job_stop, options);
   if (!report.ok() && report.status().code() == StatusCode::kCancelled && !cancelled) {
+    spool_.LowerStarts(id);  // an orderly stop is no crash
     spdlog::info("job {} stopped; its finished segments stay for the next start", id);
     return false;
   }
@@ -259,21 +421,28 @@ bool Service::RunClaimed(const std::string& id) {
     Status s = cancelled ? Status(StatusCode::kCancelled, "cancelled by request") : report.status();
     result = FailureResult(id, s);
     result["started_at"] = started;
-    // A full disk keeps the finished segments (free space and resubmit); anything else clears
-    // its temporary files.
-    if (s.code() != StatusCode::kNoSpace) (void)RemoveTree(options.workspace);
+    // A failure that a retry may mend keeps the finished segments for `framemill retry` (for
+    // failed_work_keep_days); anything else clears them now.
+    bool keep = RetryableReason(StatusCodeName(s.code())) && config_.failed_work_keep_days > 0;
+    if (!keep) (void)RemoveTree(options.workspace);
+    result["work_kept"] = keep;
     spdlog::warn("job {} failed: {}", id, s.ToString());
   }
-  Status s = spool_.Finish(id, report.ok(), result);
-  if (!s.ok()) spdlog::error("job {}: cannot file its result: {}", id, s.message());
+  result["submitter"] = submitter->ToJson();
+  result["starts"] = *starts;
+  File(id, report.ok(), result);
   return true;
 }
 
 }  // namespace
 
 Status RunService(const Config& config, const std::atomic<bool>& stop) {
-  Service service(config, stop);
-  return service.Run();
+  try {
+    Service service(config, stop);
+    return service.Run();
+  } catch (const std::exception& e) {  // outside any job: the spool or the system failed
+    return Status(StatusCode::kInternal, std::string("the service failed: ") + e.what());
+  }
 }
 
 }  // namespace framemill

@@ -1,18 +1,28 @@
 // The spool directory that `framemill serve` drains, and that `framemill submit/list/status/
-// cancel` work on:
+// cancel/retry` work on. Several local users share it; the service runs as its own user.
 //
-//   incoming/*.json        jobs waiting; clients write elsewhere (tmp/) and rename them in
-//   active/<id>/           a claimed job: job.json, work/ (state.json, segments), timeline.jsonl,
-//                          progress.json, and a `cancel` marker when cancelled
-//   done/<id>/             finished: job.json, result.json, timeline.jsonl
-//   failed/<id>/           failed or cancelled: job.json, result.json (status, reason code and
-//                          message), timeline.jsonl
-//   tmp/                   where `framemill submit` writes before the rename
-//   workers/               the workers' stderr logs (workers outlive jobs)
-//   lock                   flock'ed by the one supervisor that serves this spool
+//   incoming/*.json   1777  jobs waiting; clients write in tmp/ and rename them here. Sticky:
+//                           a user cannot move or delete another's job. World-readable, so that
+//                           `framemill list` shows every waiting job.
+//   tmp/              1733  where clients write before the rename (sticky; names not listable)
+//   requests/         1733  cancel and retry requests (spool_requests.h), read and removed by
+//                           the service, which acts on them as their owner may
+//   active/<id>/      0755  a claimed job: job.json, owner.json (the submitter), starts (the
+//                           attempt count), work/ (state.json, segments), timeline.jsonl,
+//                           progress.json, and a `cancel` marker when cancelled
+//   done/<id>/        0755  finished: job.json, owner.json, result.json, timeline.jsonl
+//   failed/<id>/      0755  failed or cancelled: the same, result.json with the reason code and
+//                           message; work/ kept for `framemill retry` when the reason is
+//                           retryable (see the service), else removed. An entry of incoming/
+//                           that is no job file (a FIFO, a directory, a symlink, unreadable) is
+//                           moved here as job.json, unread, with the reason.
+//   workers/          0750  the workers' stderr logs (workers outlive jobs)
+//   lock                    flock'ed by the one supervisor that serves this spool
 //
-// Every move is a rename within the spool's file system, so a crash leaves each job in exactly
-// one place. Not thread-safe; one Spool per thread.
+// Prepare() creates missing folders with these modes and sets them on folders the service owns
+// (systemd/framemill.tmpfiles.conf creates the same). Every move is a rename within the spool's
+// file system, so a crash leaves each job in exactly one place. Not thread-safe; one Spool per
+// thread.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +41,14 @@ struct SpoolEntry {
   std::string path;   // the job file (incoming) or the job's directory
   int priority = 0;
   int64_t submitted_ns = 0;  // the job file's mtime
+  uint64_t inode = 0;        // the entry's own inode (lstat), to recognise it again
+};
+
+// A job file taken from incoming/ by Claim().
+struct ClaimedJob {
+  std::string id;
+  uint32_t uid = 0;  // the job file's owner and group: who submitted it
+  uint32_t gid = 0;
 };
 
 class Spool {
@@ -38,7 +56,7 @@ class Spool {
   explicit Spool(std::string root) : root_(std::move(root)) {}
   ~Spool();
 
-  // Creates the layout if needed.
+  // Creates the layout if needed, with the modes above.
   Status Prepare();
   // Takes the spool's lock; fails (kIo) naming the holder's pid when another supervisor has it.
   Status Lock();
@@ -60,21 +78,46 @@ class Spool {
   // Finds a job by id in any state.
   Result<SpoolEntry> Find(const std::string& id) const;
 
-  // Moves incoming/<name>.json to active/<id>/job.json and returns the id (the file's name
-  // without .json, made safe and unique).
-  Result<std::string> Claim(const SpoolEntry& incoming);
+  // Takes incoming/<name>.json: opens it once (O_NOFOLLOW | O_NONBLOCK) and checks with fstat
+  // that it is a regular file of at most kMaxJobFileBytes, then moves it to active/<id>/job.json
+  // (the id is the file's name without .json, made safe and unique) and records its owner in
+  // owner.json. An entry that vanished first gives an empty id (nothing to do). Errors:
+  // kInvalidJob when the entry is no job file (the caller sets it aside with SetAside()), kIo
+  // when the spool itself fails.
+  Result<ClaimedJob> Claim(const SpoolEntry& incoming);
+
+  // Moves an entry of incoming/ to failed/<id>/job.json as it is, unread and unfollowed (a
+  // FIFO, a directory or a link stays what it is), with `result`. Returns the id.
+  Result<std::string> SetAside(const SpoolEntry& incoming, const nlohmann::json& result);
 
   // Writes result.json into active/<id> and moves the directory to done/ or failed/.
   Status Finish(const std::string& id, bool ok, const nlohmann::json& result);
 
-  // Moves a waiting job straight to failed/<id>/ with `result`.
-  Status FailIncoming(const SpoolEntry& incoming, const nlohmann::json& result);
+  // Raises active/<id>/starts by one (written and fsynced before it returns) and returns the
+  // new count; LowerStarts undoes it for a start that ended in an orderly stop.
+  Result<int> RaiseStarts(const std::string& id);
+  void LowerStarts(const std::string& id);
 
-  // Writes a job file into incoming/ the safe way (tmp/, fsync, rename). Returns its id.
+  // Moves failed/<id> back to active/<id> (its work/ kept, result.json and starts removed), to
+  // be resumed.
+  Status Requeue(const std::string& id);
+
+  // Removes work/ of failed jobs whose result is older than `max_age_s`; returns how many.
+  int RemoveOldFailedWork(double max_age_s);
+
+  // Writes a job file into incoming/ the way a client must: created exclusively in tmp/ (never
+  // following a link), fsynced, renamed into incoming/. Needs only tmp/ and incoming/, as a
+  // fresh install has them. Returns its id.
   Result<std::string> Submit(const nlohmann::json& job);
+
+  // Writes a request file into requests/ the same way (spool_requests.h). Returns its path.
+  Result<std::string> PutRequest(const nlohmann::json& request);
 
  private:
   std::string UniqueId(const std::string& wanted) const;
+  // Writes `content` as tmp/<random>.json (O_EXCL | O_NOFOLLOW) and renames it to
+  // `dir`/<same name>, never replacing an entry there.
+  Result<std::string> PutFile(const std::string& dir, const std::string& content);
 
   std::string root_;
   int lock_fd_ = -1;

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <thread>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include "common/job_spec.h"
 #include "common/json_fields.h"
 #include "supervisor/spool.h"
+#include "supervisor/spool_requests.h"
 
 namespace framemill {
 namespace {
@@ -68,9 +70,10 @@ int SubmitCommand(const std::vector<std::string>& args, const Config& config) {
                  parsed.status().ToString().c_str());
     return 1;
   }
+  // Nothing is created but the job file: a fresh install (tmpfiles made the spool, the service
+  // never ran) takes jobs, and a client cannot create the service's folders anyway.
   Spool spool(config.spool_dir);
-  Status s = spool.Prepare();
-  Result<std::string> id = s.ok() ? spool.Submit(job) : Result<std::string>(s);
+  Result<std::string> id = spool.Submit(job);
   if (!id.ok()) {
     std::fprintf(stderr, "framemill submit: %s\n", id.status().ToString().c_str());
     return 1;
@@ -142,13 +145,47 @@ int StatusCommand(const std::vector<std::string>& args, const Config& config) {
       std::printf("%s: waiting (priority %d)\n", id.c_str(), e->priority);
     } else {
       if (tty && follow) std::printf("\n");
-      std::printf("%s\n", ReadJson(e->path + "/result.json").dump(2).c_str());
+      std::printf("%s\n", DumpJson(ReadJson(e->path + "/result.json"), 2).c_str());
       return e->state == "done" ? 0 : 1;
     }
     if (!follow) return 0;
     std::this_thread::sleep_for(std::chrono::seconds(1));
   }
 }
+
+namespace {
+
+// Asks the service to `action` job `id` (spool_requests.h) and waits a little for it to act:
+// 0 when it did (`acted` says so from the spool), 1 when it refused, 0 with a note when the
+// service has not read the request yet (it will when it runs).
+int Request(RequestAction action, const std::string& id, const Config& config,
+            const std::function<bool(const Spool&)>& acted) {
+  const char* name = RequestActionName(action);
+  Spool spool(config.spool_dir);
+  Result<std::string> path = spool.PutRequest({{"version", 1}, {"action", name}, {"job", id}});
+  if (!path.ok()) {
+    std::fprintf(stderr, "framemill %s: %s\n", name, path.status().ToString().c_str());
+    return 1;
+  }
+  for (int i = 0; i < 100 && PathExists(*path); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (PathExists(*path)) {
+    std::printf("%s: %s requested; the service acts on it when it runs\n", id.c_str(), name);
+    return 0;
+  }
+  if (!acted(spool)) {
+    std::fprintf(stderr,
+                 "framemill %s: the service refused to %s job %s (its log says why: only the "
+                 "submitter or an admin may)\n",
+                 name, name, id.c_str());
+    return 1;
+  }
+  std::printf("%s: %s\n", id.c_str(), action == RequestAction::kCancel ? "cancelled" : "retried");
+  return 0;
+}
+
+}  // namespace
 
 int CancelCommand(const std::string& id, const Config& config) {
   Spool spool(config.spool_dir);
@@ -157,32 +194,35 @@ int CancelCommand(const std::string& id, const Config& config) {
     std::fprintf(stderr, "framemill cancel: %s\n", e.status().message().c_str());
     return kExitNoSuchJob;
   }
-  if (e->state == "incoming") {
-    nlohmann::json result = {
-        {"version", 1},
-        {"id", id},
-        {"status", "failed"},
-        {"reason", {{"code", "cancelled"}, {"message", "cancelled before it started"}}}};
-    Status s = spool.FailIncoming(*e, result);
-    if (!s.ok()) {
-      std::fprintf(stderr, "framemill cancel: %s\n", s.ToString().c_str());
-      return 1;
-    }
-  } else if (e->state == "active") {
-    // The service sees the marker within a fraction of a second, stops the job's chunks and
-    // files it under failed/ with reason cancelled.
-    Status s = AtomicWriteFile(e->path + "/cancel", "cancelled\n");
-    if (!s.ok()) {
-      std::fprintf(stderr, "framemill cancel: %s\n", s.ToString().c_str());
-      return 1;
-    }
-  } else {
+  if (e->state != "incoming" && e->state != "active") {
     std::fprintf(stderr, "framemill cancel: job %s already ended (%s)\n", id.c_str(),
                  e->state.c_str());
     return 1;
   }
-  std::printf("%s: cancelled\n", id.c_str());
-  return 0;
+  // The service files a waiting job as cancelled at once; a running one gets the `cancel`
+  // marker and stops its chunks within a fraction of a second.
+  return Request(RequestAction::kCancel, id, config, [&](const Spool& s) {
+    Result<SpoolEntry> now = s.Find(id);
+    return now.ok() && (now->state == "failed" || PathExists(now->path + "/cancel"));
+  });
+}
+
+int RetryCommand(const std::string& id, const Config& config) {
+  Spool spool(config.spool_dir);
+  Result<SpoolEntry> e = spool.Find(id);
+  if (!e.ok()) {
+    std::fprintf(stderr, "framemill retry: %s\n", e.status().message().c_str());
+    return kExitNoSuchJob;
+  }
+  if (e->state != "failed") {
+    std::fprintf(stderr, "framemill retry: job %s is %s, not failed\n", id.c_str(),
+                 e->state.c_str());
+    return 1;
+  }
+  return Request(RequestAction::kRetry, id, config, [&](const Spool& s) {
+    Result<SpoolEntry> now = s.Find(id);
+    return now.ok() && now->state != "failed";
+  });
 }
 
 }  // namespace framemill

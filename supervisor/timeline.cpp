@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_fields.h"
+
 namespace framemill {
 namespace {
 double Mib(uint64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
@@ -37,7 +39,7 @@ void Timeline::Record(const TimelineEvent& e, uint64_t now_ms) {
                       {"gpu_reserved_mb", Mib(e.gpu_reserved_bytes)},
                       {"gpu_process_mb", Mib(e.gpu_process_bytes)}};
   if (!e.reason.empty()) j["reason"] = e.reason;
-  std::string line = j.dump() + "\n";
+  std::string line = DumpJson(j) + "\n";
   std::fwrite(line.data(), 1, line.size(), file_);
   std::fflush(file_);
 }

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "service_harness.h"
 
 using namespace framemill::test;
 namespace fs = std::filesystem;
@@ -73,68 +74,8 @@ class NotifySocket {
   std::thread reader_;
 };
 
-struct Service {
-  std::string dir, spool, config_path;
-  nlohmann::json config;
-};
-
-Service MakeService(const std::string& name, nlohmann::json extra = nlohmann::json::object()) {
-  Service s;
-  s.dir = ScratchDir(name);
-  s.spool = s.dir + "/spool";
-  s.config = {{"spool_dir", s.spool},
-              {"rescan_interval_s", 1},
-              {"allowed_input_roots", {s.dir, TestClip("")}},
-              {"allowed_output_roots", {s.dir}},
-              {"allowed_model_roots", {s.dir}},
-              {"defaults", {{"workers", 2}, {"chunk_frames", 16}, {"device", TestDevice()}}}};
-  for (auto& [k, v] : extra.items()) s.config[k] = v;
-  s.config_path = s.dir + "/config.json";
-  std::ofstream(s.config_path) << s.config.dump(2);
-  return s;
-}
-
-BackgroundJob Serve(const Service& s, const Env& env = {}, const std::string& name = "serve") {
-  return StartFramemill(s.dir, {"--config", s.config_path, "serve"}, env, name);
-}
-
-RunResult Cli(const Service& s, const std::string& args) {
-  return Shell(std::string("'") + FRAMEMILL_BIN + "' --config '" + s.config_path + "' " + args);
-}
-
-// Puts a job file into incoming/ the way clients must: written elsewhere, then renamed.
-void Drop(const Service& s, const std::string& id, const std::string& content) {
-  fs::create_directories(s.spool + "/incoming");
-  std::string tmp = s.dir + "/" + id + ".tmp";
-  std::ofstream(tmp) << content;
-  fs::rename(tmp, s.spool + "/incoming/" + id + ".json");
-}
-
-nlohmann::json ReadJsonFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return nullptr;
-  return nlohmann::json::parse(in, nullptr, false);
-}
-
-// Waits until `pred` holds (polling every 50 ms) or `seconds` pass; returns pred().
-template <typename Pred>
-bool WaitUntil(Pred pred, double seconds) {
-  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > end) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return true;
-}
-
-std::string SmallVideo(const std::string& dir, int frames) {
-  std::string path = dir + "/small-" + std::to_string(frames) + ".mp4";
-  if (!fs::exists(path)) MakeIndexVideo(path, frames, 160, 128, 25, 440);
-  return path;
-}
-
 int SegmentsDone(const std::string& state_path) {
-  nlohmann::json st = ReadJsonFile(state_path);
+  nlohmann::json st = ReadJson(state_path);
   if (!st.is_object()) return 0;
   return static_cast<int>(st.value("segments_done", nlohmann::json::array()).size());
 }
@@ -212,7 +153,7 @@ TEST_CASE("service: drains 30 jobs, good ones to done/, bad ones to failed/ with
   int started = 0;
   for (int i = 0; i < kGood; ++i) {
     std::string id = "good" + std::to_string(i);
-    nlohmann::json r = ReadJsonFile(s.spool + "/done/" + id + "/result.json");
+    nlohmann::json r = ReadJson(s.spool + "/done/" + id + "/result.json");
     INFO(id << ": " << r.dump());
     REQUIRE(r.is_object());
     CHECK(r["status"] == "done");
@@ -234,7 +175,7 @@ TEST_CASE("service: drains 30 jobs, good ones to done/, bad ones to failed/ with
   // Jobs with the same model share loaded workers: 22 jobs do not start 44 workers.
   CHECK(started <= 4);
   for (const auto& [id, reason] : bad_reason) {
-    nlohmann::json r = ReadJsonFile(s.spool + "/failed/" + id + "/result.json");
+    nlohmann::json r = ReadJson(s.spool + "/failed/" + id + "/result.json");
     INFO(id << ": " << r.dump());
     REQUIRE(r.is_object());
     CHECK(r["reason"]["code"] == reason);
@@ -312,7 +253,7 @@ TEST_CASE(
     }
   }
   REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/done/long/result.json"); }, 300));
-  nlohmann::json r = ReadJsonFile(s.spool + "/done/long/result.json");
+  nlohmann::json r = ReadJson(s.spool + "/done/long/result.json");
   CHECK(r["segments_resumed"].get<int>() >= kept);
   CHECK(OutOfPlace(FrameIndices(s.dir + "/out.mp4", 320, 240), kFrames) == 0);
   ::kill(second.pid, SIGTERM);
@@ -345,7 +286,7 @@ TEST_CASE("service: SIGTERM mid-job exits 0 with nothing left running, and the r
   CHECK(WorkerPids(s.dir).empty());
   CHECK(SharedMemoryObjects().empty());
   CHECK(fs::exists(s.spool + "/active/j/job.json"));
-  nlohmann::json state = ReadJsonFile(s.spool + "/active/j/work/state.json");
+  nlohmann::json state = ReadJson(s.spool + "/active/j/work/state.json");
   int expected = 0;
   for (const nlohmann::json& seg : state["segments_done"])
     CHECK(seg["index"].get<int>() == expected++);
@@ -355,7 +296,7 @@ TEST_CASE("service: SIGTERM mid-job exits 0 with nothing left running, and the r
   KillOnExit guard_second{second};
   REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/done/j/result.json"); }, 300));
   CHECK(OutOfPlace(FrameIndices(s.dir + "/out.mp4", 320, 240), 1500) == 0);
-  nlohmann::json result = ReadJsonFile(s.spool + "/done/j/result.json");
+  nlohmann::json result = ReadJson(s.spool + "/done/j/result.json");
   CHECK(result["worker_input_format"] == "yuv420p");
   CHECK(result["segments_resumed"].get<int>() >= 1);
   ::kill(second.pid, SIGTERM);
@@ -398,7 +339,7 @@ TEST_CASE("service: cancel stops a running job, files it as cancelled and remove
   RunResult c = Cli(s, "cancel " + id);
   CHECK(c.exit_code == 0);
   REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/failed/" + id + "/result.json"); }, 60));
-  nlohmann::json r = ReadJsonFile(s.spool + "/failed/" + id + "/result.json");
+  nlohmann::json r = ReadJson(s.spool + "/failed/" + id + "/result.json");
   CHECK(r["reason"]["code"] == "cancelled");
   CHECK_FALSE(fs::exists(s.spool + "/failed/" + id + "/work"));
   CHECK_FALSE(fs::exists(s.dir + "/out.mp4"));
@@ -438,7 +379,7 @@ TEST_CASE(
                fs::exists(s.spool + "/done/fits/result.json");
       },
       120));
-  nlohmann::json r = ReadJsonFile(s.spool + "/failed/too_big/result.json");
+  nlohmann::json r = ReadJson(s.spool + "/failed/too_big/result.json");
   CHECK(r["reason"]["code"] == "no_space");
   CHECK(ListDir(small).empty());  // nothing half-written on the full disk
   ::kill(serve.pid, SIGTERM);
@@ -459,4 +400,34 @@ TEST_CASE("service: the systemd unit passes systemd-analyze verify") {
   INFO(r.err);
   CHECK(r.exit_code == 0);
   CHECK(r.err.empty());  // unknown keys and bad values are only warnings: none allowed
+}
+
+TEST_CASE("service: serve refuses to start without roots unless allow_any_path says so") {
+  for (const char* key : {"allowed_input_roots", "allowed_output_roots", "allowed_model_roots"}) {
+    Service s = MakeService("svc_no_roots", {{key, nlohmann::json::array()}});
+    BackgroundJob serve = Serve(s);
+    KillOnExit guard{serve};
+    RunResult r = WaitJob(serve, 30);
+    INFO(key << ": " << r.err);
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find("allow_any_path") != std::string::npos);
+    CHECK_FALSE(fs::exists(s.spool + "/lock"));  // refused before it touched the spool
+  }
+  Service s = MakeService("svc_any_path", {{"allowed_input_roots", nlohmann::json::array()},
+                                           {"allowed_output_roots", nullptr},
+                                           {"allowed_model_roots", nullptr},
+                                           {"allow_any_path", true}});
+  const std::string out = ScratchDir("svc_any_path_out") + "/out.mp4";  // outside the dir
+  Drop(s, "anywhere",
+       nlohmann::json{{"input", SmallVideo(s.dir, 32, 64, 48)},
+                      {"output", out},
+                      {"model", ModelCopy("identity", s.dir)}}
+           .dump());
+  BackgroundJob serve = Serve(s);
+  KillOnExit guard{serve};
+  CHECK(WaitUntil([&] { return fs::exists(s.spool + "/done/anywhere/result.json"); }, 60));
+  CHECK(CountFrames(out) == 32);
+  CHECK(CountLines(ReadText(s.dir + "/serve.stderr"), "jobs may name any path") == 1);
+  ::kill(serve.pid, SIGTERM);
+  CHECK(WaitJob(serve, 30).exit_code == 0);
 }

@@ -122,6 +122,30 @@ TEST_CASE("config/framemill.json parses and equals the built-in defaults") {
   CHECK(file->arena_mb == builtin.arena_mb);
   CHECK(file->worker_start_timeout_s == builtin.worker_start_timeout_s);
   CHECK(file->log_level == builtin.log_level);
+  CHECK(file->max_job_starts == builtin.max_job_starts);
+  CHECK(file->admin_group == builtin.admin_group);
+  CHECK(file->failed_work_keep_days == builtin.failed_work_keep_days);
+  CHECK(file->allow_any_path == builtin.allow_any_path);
+  // Unlike the built-in defaults (for `framemill run`), the packaged config names roots, so that
+  // the service it starts is confined (serve refuses to start without).
+  CHECK(file->allowed_input_roots == std::vector<std::string>{"/srv/framemill/in"});
+  CHECK(file->allowed_output_roots == std::vector<std::string>{"/srv/framemill/out"});
+  CHECK(file->allowed_model_roots == std::vector<std::string>{"/srv/framemill/models"});
+  CHECK_FALSE(file->allow_any_path);
+}
+
+TEST_CASE("the service keys parse with their ranges") {
+  auto c = ParseConfig(nlohmann::json{{"allow_any_path", true},
+                                      {"max_job_starts", 5},
+                                      {"admin_group", ""},
+                                      {"failed_work_keep_days", 0}});
+  REQUIRE(c.ok());
+  CHECK(c->allow_any_path);
+  CHECK(c->max_job_starts == 5);
+  CHECK(c->admin_group.empty());
+  CHECK(c->failed_work_keep_days == 0);
+  CHECK_FALSE(ParseConfig(nlohmann::json{{"max_job_starts", 0}}).ok());
+  CHECK_FALSE(ParseConfig(nlohmann::json{{"allow_any_path", "yes"}}).ok());
 }
 
 TEST_CASE("config/job.example.json is a valid job") {

@@ -1,0 +1,194 @@
+// The spool shared by local users: jobs belong to their submitter, outputs go only where the
+// submitter could write. Other users are made-up uids run through setpriv (the tests run as
+// root; the service runs as root, so every refusal below is framemill's, not the kernel's).
+#include <doctest/doctest.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "service_harness.h"
+
+using namespace framemill::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kUserA = 4242;
+constexpr int kUserB = 4343;
+
+std::string As(int uid) {
+  return "setpriv --reuid=" + std::to_string(uid) + " --regid=" + std::to_string(uid) +
+         " --clear-groups";
+}
+
+void RequireMultiUser() {
+  if (::geteuid() != 0) SkipTest("the multi-user tests need root (to become made-up uids)");
+  if (Shell(As(kUserA) + " true").exit_code != 0) SkipTest("setpriv cannot change uid here");
+}
+
+// A directory owned by `uid` with `mode`.
+std::string OwnedDir(const std::string& path, int uid, mode_t mode) {
+  fs::create_directories(path);
+  REQUIRE(::chown(path.c_str(), uid, uid) == 0);
+  REQUIRE(::chmod(path.c_str(), mode) == 0);
+  return path;
+}
+
+void OwnedFile(const std::string& path, int uid, mode_t mode, const std::string& content) {
+  std::ofstream(path) << content;
+  REQUIRE(::chown(path.c_str(), uid, uid) == 0);
+  REQUIRE(::chmod(path.c_str(), mode) == 0);
+}
+
+std::string Submit(const Service& s, int uid, const std::string& args) {
+  RunResult r = Cli(s, "submit " + args, As(uid));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return r.out.substr(0, r.out.find('\n'));
+}
+
+// The state folder a job is in now ("" when none).
+std::string StateOf(const Service& s, const std::string& id) {
+  for (const char* state : {"done", "failed", "active"}) {
+    if (fs::exists(s.spool + "/" + state + "/" + id)) return state;
+  }
+  return fs::exists(s.spool + "/incoming/" + id + ".json") ? "incoming" : "";
+}
+
+}  // namespace
+
+TEST_CASE(
+    "spool: submit works on a fresh install, another user can neither move nor cancel "
+    "a job, its submitter can cancel it") {
+  RequireMultiUser();
+  Service s = MakeService("spool_users_cancel");
+  // What systemd-tmpfiles makes (systemd/framemill.tmpfiles.conf): no workers/, no requests/,
+  // nothing the service creates on its first start.
+  OwnedDir(s.spool, 0, 0755);
+  OwnedDir(s.spool + "/incoming", 0, 01777);
+  OwnedDir(s.spool + "/tmp", 0, 01733);
+  const std::string input = s.dir + "/long.mp4";
+  MakeIndexVideo(input, 1500, 320, 240, 25, 0);
+  const std::string model = ModelCopy("identity", s.dir);
+  const std::string out_a = OwnedDir(s.dir + "/out-a", kUserA, 0755);
+  std::string id =
+      Submit(s, kUserA,
+             "'" + input + "' --model '" + model + "' --output '" + out_a + "/out.mp4' batch=2");
+  const std::string file = s.spool + "/incoming/" + id + ".json";
+  struct stat st {};
+  REQUIRE(::lstat(file.c_str(), &st) == 0);
+  CHECK(st.st_uid == kUserA);
+  CHECK((st.st_mode & 0777) == 0644);  // readable by the service whatever the umask
+  CHECK(ListDir(s.spool + "/tmp").empty());
+
+  // B cannot move, replace or remove A's waiting job (incoming/ is sticky).
+  const std::string b = As(kUserB) + " ";
+  CHECK(Shell(b + "mv '" + file + "' '" + s.spool + "/incoming/stolen.json'").exit_code != 0);
+  CHECK(Shell(b + "rm -f '" + file + "'").exit_code != 0);
+  CHECK(Shell(b + "sh -c 'echo {} > " + s.spool + "/tmp/x.json && mv -f " + s.spool +
+              "/tmp/x.json " + file + "'")
+            .exit_code != 0);
+  REQUIRE(::lstat(file.c_str(), &st) == 0);
+  CHECK(st.st_uid == kUserA);
+
+  BackgroundJob serve = Serve(s);
+  KillOnExit guard{serve};
+  REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/active/" + id + "/progress.json"); }, 60));
+  nlohmann::json owner = ReadJson(s.spool + "/active/" + id + "/owner.json");
+  CHECK(owner["uid"] == kUserA);
+  // B's cancel is refused; B cannot write the cancel marker itself either.
+  RunResult refused = Cli(s, "cancel " + id, As(kUserB));
+  INFO(refused.out << refused.err);
+  CHECK(refused.exit_code == 1);
+  CHECK(Shell(b + "touch '" + s.spool + "/active/" + id + "/cancel'").exit_code != 0);
+  CHECK(StateOf(s, id) == "active");
+  CHECK_FALSE(fs::exists(s.spool + "/active/" + id + "/cancel"));
+  CHECK(ListDir(s.spool + "/requests").empty());  // read and removed
+  // A, who cannot write into active/ either, cancels through a request.
+  CHECK(Shell(As(kUserA) + " touch '" + s.spool + "/active/" + id + "/cancel'").exit_code != 0);
+  RunResult cancelled = Cli(s, "cancel " + id, As(kUserA));
+  INFO(cancelled.out << cancelled.err);
+  CHECK(cancelled.exit_code == 0);
+  REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/failed/" + id + "/result.json"); }, 60));
+  nlohmann::json r = ReadJson(s.spool + "/failed/" + id + "/result.json");
+  CHECK(r["reason"]["code"] == "cancelled");
+  CHECK(r["submitter"]["uid"] == kUserA);
+  CHECK_FALSE(fs::exists(out_a + "/out.mp4"));
+  // Retry: B may not; A's cancelled job is not retryable.
+  CHECK(Cli(s, "retry " + id, As(kUserB)).exit_code == 1);
+  CHECK(Cli(s, "retry " + id, As(kUserA)).exit_code == 1);
+  CHECK(StateOf(s, id) == "failed");
+  const std::string log = ReadText(s.dir + "/serve.stderr");
+  CHECK(CountLines(log, "cancel of job " + id + " by uid 4343: refused") == 1);
+  CHECK(CountLines(log, "retry of job " + id + " by uid 4343: refused") == 1);
+  ::kill(serve.pid, SIGTERM);
+  CHECK(WaitJob(serve, 30).exit_code == 0);
+}
+
+TEST_CASE(
+    "spool: the service writes an output only where its submitter could, and overwrites "
+    "only what its submitter could replace") {
+  RequireMultiUser();
+  Service s = MakeService("spool_users_output", {{"defaults",
+                                                  {{"workers", 1},
+                                                   {"chunk_frames", 16},
+                                                   {"device", TestDevice()},
+                                                   {"encoder", {{"preset", "ultrafast"}}}}}});
+  const std::string video = SmallVideo(s.dir, 32, 64, 48);
+  const std::string model = ModelCopy("identity", s.dir);
+  const std::string out_a = OwnedDir(s.dir + "/out-a", kUserA, 0755);
+  const std::string shared = OwnedDir(s.dir + "/shared", 0, 01777);
+  OwnedFile(out_a + "/victim.mp4", kUserA, 0644, "A's file");
+  OwnedFile(shared + "/a.mp4", kUserA, 0644, "A's shared file");
+  fs::copy_file(video, out_a + "/private.mp4");  // (copy_file sets the source's mode)
+  REQUIRE(::chown((out_a + "/private.mp4").c_str(), kUserA, kUserA) == 0);
+  REQUIRE(::chmod((out_a + "/private.mp4").c_str(), 0600) == 0);
+  BackgroundJob serve = Serve(s);
+  KillOnExit guard{serve};
+  REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/requests"); }, 20));
+  auto submit = [&](int uid, const std::string& in, const std::string& out, bool overwrite) {
+    return Submit(s, uid,
+                  "'" + in + "' --model '" + model + "' --output '" + out + "'" +
+                      (overwrite ? " overwrite=true" : ""));
+  };
+  struct Attack {
+    std::string id, what;
+  };
+  std::vector<Attack> attacks = {
+      {submit(kUserB, video, out_a + "/new.mp4", false), "B writes into A's directory"},
+      {submit(kUserB, video, out_a + "/victim.mp4", true), "B overwrites A's file"},
+      {submit(kUserB, video, shared + "/a.mp4", true),
+       "B overwrites A's file in a sticky directory"},
+      {submit(kUserB, out_a + "/private.mp4", shared + "/b-copy.mp4", false),
+       "B reads A's private input"},
+  };
+  const std::string b_ok = submit(kUserB, video, shared + "/b.mp4", false);
+  const std::string a_ok = submit(kUserA, video, out_a + "/victim.mp4", true);
+  REQUIRE(
+      WaitUntil([&] { return StateOf(s, a_ok) == "done" || StateOf(s, a_ok) == "failed"; }, 120));
+  for (const Attack& a : attacks) {
+    INFO(a.what);
+    nlohmann::json r = ReadJson(s.spool + "/failed/" + a.id + "/result.json");
+    REQUIRE(r.is_object());
+    CHECK(r["reason"]["code"] == "path_not_allowed");
+    CHECK(r["reason"]["message"].get<std::string>().find("uid 4343") != std::string::npos);
+    CHECK(r["submitter"]["uid"] == kUserB);
+  }
+  CHECK_FALSE(fs::exists(out_a + "/new.mp4"));
+  CHECK(ReadText(shared + "/a.mp4") == "A's shared file");
+  CHECK_FALSE(fs::exists(shared + "/b-copy.mp4"));
+  // What each could do alone, the service does for them.
+  nlohmann::json rb = ReadJson(s.spool + "/done/" + b_ok + "/result.json");
+  INFO(rb.dump());
+  CHECK(rb["submitter"]["uid"] == kUserB);
+  CHECK(CountFrames(shared + "/b.mp4") == 32);
+  CHECK(StateOf(s, a_ok) == "done");
+  CHECK(CountFrames(out_a + "/victim.mp4") == 32);
+  MESSAGE(attacks.size() << " output and input attacks by another user refused");
+  ::kill(serve.pid, SIGTERM);
+  CHECK(WaitJob(serve, 30).exit_code == 0);
+}

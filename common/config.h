@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,17 @@ struct JobSettings {
   KillSettings kill;
 };
 
+// How far a worker process is confined (worker/sandbox.h). Not a job setting: a job must not
+// loosen it.
+enum class WorkerSandbox {
+  kRequired,  // a worker that cannot be fully sandboxed fails the job, saying why
+  kAuto,      // sandbox where possible; a worker that could not be gets a loud warning
+  kOff,       // no sandbox
+};
+const char* Name(WorkerSandbox mode);  // "required", "auto", "off"
+// Parses a mode name; nullopt for anything else.
+std::optional<WorkerSandbox> ParseWorkerSandbox(const std::string& name);
+
 struct Config {
   JobSettings defaults;
   std::string ffmpeg = "ffmpeg";  // path or name on PATH
@@ -89,6 +101,8 @@ struct Config {
   std::vector<std::string> allowed_output_roots;
   std::vector<std::string> allowed_model_roots;
   double rescan_interval_s = 10.0;  // spool rescans besides inotify (lost events, NFS)
+  // Unset: kRequired for the service (framemill serve), kAuto for framemill run.
+  std::optional<WorkerSandbox> worker_sandbox;
 };
 
 // Limits that keep a job file from asking for absurd resources. Used by both parsers.

@@ -35,6 +35,7 @@ inline constexpr uint32_t kMaxWorkerChannels = 64;
 inline constexpr uint32_t kRingCapacity = 8;
 inline constexpr size_t kNameBytes = 96;
 inline constexpr size_t kMessageBytes = 480;
+inline constexpr size_t kSandboxBytes = 160;
 inline constexpr size_t kSlotAlignment = 4096;
 
 // Supervisor -> worker. kind kChunk: run the model over `frames` frames of `slot`.
@@ -93,6 +94,9 @@ struct WorkerChannel {
   std::atomic<uint32_t> probe_out_height{0};
   char device[32];            // device the worker chose ("cpu", "cuda:0"); set before kReady
   char error[kMessageBytes];  // why the worker failed; set before kFailed
+  // The sandbox the worker got (worker/sandbox.h SandboxReport::Summary), set before it reads
+  // the model; worker-written text: the supervisor copies and cleans it before use.
+  char sandbox[kSandboxBytes];
   boost::interprocess::interprocess_semaphore request_posted{0};  // worker waits on it
   SpscRing<ChunkRequest, kRingCapacity> requests;
   SpscRing<ChunkResult, kRingCapacity> results;

@@ -168,6 +168,7 @@ Result<FirstWorker> Dispatcher::Start(const std::atomic<bool>& stop) {
     probe_w_ = first.probe_w = pool_->channel(k).probe_out_width.load();
     probe_h_ = first.probe_h = pool_->channel(k).probe_out_height.load();
     first.device = pool_->channel(k).device;  // terminated: CopyString
+    first.sandbox = pool_->Sandbox(k);
   };
   int wanted = std::min<int>(settings_.workers, static_cast<int>(plan_.chunks.size()));
   // Workers left loaded by the previous job (see Release) are taken over as they are.

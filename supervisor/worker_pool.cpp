@@ -3,12 +3,15 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <fcntl.h>
 #include <new>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/date_time/posix_time/posix_time_types.hpp>
 #include <boost/process.hpp>
+#include <boost/process/posix.hpp>
 
 #include "common/log.h"
 #include "supervisor/subprocess.h"
@@ -31,6 +34,48 @@ std::string WorkerExit::Describe() const {
   return what;
 }
 
+namespace {
+
+// Where a worker finds its model: the pool's descriptor, duplicated to this number in the child.
+constexpr int kWorkerModelFd = 3;
+
+// The pool's own descriptor of the model: a duplicate of the caller's, or the file opened here.
+// Close-on-exec (nothing but a worker, where it is bound to kWorkerModelFd, gets it) and above
+// kWorkerModelFd, so that binding it in the child is a real dup2 that clears close-on-exec.
+Result<int> PoolModelFd(const WorkerOptions& options) {
+  int fd = -1;
+  if (options.model_fd >= 0) {
+    fd = ::fcntl(options.model_fd, F_DUPFD_CLOEXEC, kWorkerModelFd + 1);
+    if (fd < 0) {
+      return Status(StatusCode::kIo, std::string("cannot duplicate the model's descriptor: ") +
+                                         std::strerror(errno));
+    }
+  } else {
+    int opened = ::open(options.model.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (opened < 0) {
+      return Status(StatusCode::kModelInvalid, options.model + ": " + std::strerror(errno));
+    }
+    fd = ::fcntl(opened, F_DUPFD_CLOEXEC, kWorkerModelFd + 1);
+    ::close(opened);
+    if (fd < 0) {
+      return Status(StatusCode::kIo, std::string("cannot duplicate the model's descriptor: ") +
+                                         std::strerror(errno));
+    }
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status(StatusCode::kModelInvalid, options.model + ": not a regular file");
+  }
+  return fd;
+}
+
+}  // namespace
+
+bool WorkerSandboxDegraded(const std::string& summary) {
+  return summary.rfind("partial", 0) == 0 || summary.rfind("none", 0) == 0;
+}
+
 Result<std::unique_ptr<WorkerPool>> WorkerPool::Create(const WorkerOptions& options, int channels) {
   if (channels < 1 || channels > static_cast<int>(kMaxWorkerChannels)) {
     return Status(StatusCode::kInternal, "worker channel count out of range");
@@ -40,9 +85,14 @@ Result<std::unique_ptr<WorkerPool>> WorkerPool::Create(const WorkerOptions& opti
     return Status(StatusCode::kIo,
                   "worker binary not found or not executable: " + options.worker_binary);
   }
+  Result<int> model_fd = PoolModelFd(options);
+  if (!model_fd.ok()) return model_fd.status();
   Result<SharedMemory> shm =
       SharedMemory::Create(NewSharedMemoryName("ctl"), sizeof(ControlHeader));
-  if (!shm.ok()) return shm.status();
+  if (!shm.ok()) {
+    ::close(*model_fd);
+    return shm.status();
+  }
   auto* control = new (shm->data()) ControlHeader();
   control->magic = kControlMagic;
   control->version = kProtocolVersion;
@@ -50,15 +100,18 @@ Result<std::unique_ptr<WorkerPool>> WorkerPool::Create(const WorkerOptions& opti
   control->channel_bytes = sizeof(WorkerChannel);
   control->channel_count = static_cast<uint32_t>(channels);
   control->supervisor_pid = ::getpid();
-  return std::unique_ptr<WorkerPool>(new WorkerPool(options, std::move(*shm), channels));
+  return std::unique_ptr<WorkerPool>(new WorkerPool(options, std::move(*shm), channels, *model_fd));
 }
 
-WorkerPool::WorkerPool(const WorkerOptions& options, SharedMemory shm, int channels)
+WorkerPool::WorkerPool(const WorkerOptions& options, SharedMemory shm, int channels, int model_fd)
     : options_(options),
       shm_(std::move(shm)),
       control_(static_cast<ControlHeader*>(shm_.data())),
       channel_count_(channels),
-      processes_(static_cast<size_t>(channels)) {}
+      processes_(static_cast<size_t>(channels)),
+      model_fd_(model_fd) {
+  options_.model_fd = -1;  // the caller's; this pool uses its own
+}
 
 WorkerPool::~WorkerPool() {
   for (auto& p : processes_) {
@@ -69,6 +122,28 @@ WorkerPool::~WorkerPool() {
   }
   // The control block is destroyed in place (semaphores) before the shm is unlinked.
   control_->~ControlHeader();
+  ::close(model_fd_);
+}
+
+std::vector<std::string> WorkerPool::WorkerArguments(int k, int gpu) const {
+  return {"--control",     shm_.name(),
+          "--channel",     std::to_string(k),
+          "--model-fd",    std::to_string(kWorkerModelFd),
+          "--model-label", options_.model,  // for messages; the worker never opens it
+          "--device",      gpu >= 0 ? std::string("cuda") : options_.device,
+          "--precision",   options_.precision,
+          "--log-level",   options_.log_level,
+          "--sandbox",     Name(options_.sandbox)};
+}
+
+std::string WorkerPool::Sandbox(int k) const {
+  // Worker-written: bounded, and printable ASCII only.
+  const char* text = control_->channels[k].sandbox;
+  std::string s(text, strnlen(text, sizeof(control_->channels[k].sandbox)));
+  for (char& c : s) {
+    if (c < 0x20 || c > 0x7e) c = '?';
+  }
+  return s;
 }
 
 Status WorkerPool::Spawn(int k, int gpu) {
@@ -92,11 +167,10 @@ Status WorkerPool::Spawn(int k, int gpu) {
       env["PYTORCH_ALLOC_CONF"] = options_.pytorch_alloc_conf;
     }
     if (gpu >= 0) env["CUDA_VISIBLE_DEVICES"] = std::to_string(gpu);
-    p->child = bp::child(options_.worker_binary, "--control", shm_.name(), "--channel",
-                         std::to_string(k), "--model", options_.model, "--device",
-                         gpu >= 0 ? std::string("cuda") : options_.device, "--precision",
-                         options_.precision, "--log-level", options_.log_level, env,
-                         bp::std_in.close(), bp::std_err > p->log_path);
+    // stdout too goes to the log: a model's print() must not reach the supervisor's output.
+    p->child = bp::child(options_.worker_binary, bp::args(WorkerArguments(k, gpu)), env,
+                         bp::posix::fd.bind(kWorkerModelFd, model_fd_), bp::std_in.close(),
+                         (bp::std_out & bp::std_err) > p->log_path);
   } catch (const std::exception& e) {
     ch.state.store(WorkerState::kEmpty);
     return Status(StatusCode::kIo,

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/config.h"
 #include "common/shared_memory.h"
 #include "common/shm_protocol.h"
 #include "common/status.h"
@@ -25,7 +26,15 @@ struct WorkerOptions {
   std::string log_level;
   std::string log_dir;             // each worker's stderr goes to log_dir/worker-<k>-<gen>.log
   std::string pytorch_alloc_conf;  // "" = inherit the environment as it is
+  int model_fd = -1;  // open read-only descriptor of the checked model file (not owned); the pool keeps its own dup
+  // How far each worker confines itself (worker/sandbox.h). kRequired: a worker that cannot be
+  // sandboxed fails (the first one's error fails the job).
+  WorkerSandbox sandbox = WorkerSandbox::kAuto;
 };
+
+// True when a worker's sandbox summary (WorkerPool::Sandbox) says a layer is missing ("partial:
+// ...") or none is in place ("none ..."); false for a complete sandbox and for "off".
+bool WorkerSandboxDegraded(const std::string& summary);
 
 // A worker process that has ended and been reaped.
 struct WorkerExit {
@@ -44,7 +53,9 @@ struct WorkerExit {
 
 class WorkerPool {
  public:
-  // Creates the control block with room for `channels` workers.
+  // Creates the control block with room for `channels` workers. Takes its own duplicate of
+  // options.model_fd (or, when that is -1, opens options.model itself, once): every worker gets
+  // that descriptor, never the name.
   static Result<std::unique_ptr<WorkerPool>> Create(const WorkerOptions& options, int channels);
 
   ~WorkerPool();  // kills and reaps every worker still running; removes the control block
@@ -52,6 +63,10 @@ class WorkerPool {
   int channel_count() const { return channel_count_; }
   WorkerChannel& channel(int k) { return control_->channels[k]; }
   const std::string& control_name() const { return shm_.name(); }
+
+  // What sandbox the worker on channel k reported (worker/sandbox.h), as printable text; "" before
+  // it has said.
+  std::string Sandbox(int k) const;
 
   // Starts a worker on channel `k`, which must have no live process. The channel's rings and
   // state are reset first. The worker gets the next generation number (1, 2, ...). `gpu` >= 0
@@ -80,8 +95,11 @@ class WorkerPool {
   void StopAll(int grace_ms);
 
  private:
-  WorkerPool(const WorkerOptions& options, SharedMemory shm, int channels);
+  WorkerPool(const WorkerOptions& options, SharedMemory shm, int channels, int model_fd);
   struct Process;
+
+  // The worker's arguments after the program name, for channel k (pinned to `gpu` if >= 0).
+  std::vector<std::string> WorkerArguments(int k, int gpu) const;
 
   WorkerOptions options_;
   SharedMemory shm_;
@@ -89,6 +107,7 @@ class WorkerPool {
   int channel_count_;
   std::vector<std::unique_ptr<Process>> processes_;  // by channel; null when none
   uint64_t generations_ = 0;
+  int model_fd_ = -1;  // owned; given to every worker as kWorkerModelFd
 };
 
 }  // namespace framemill

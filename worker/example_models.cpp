@@ -113,20 +113,23 @@ Result<torch::jit::Module> Aimed(const std::string& type, const std::string& tar
   return m;
 }
 
+// Each uses what it took in its output: TorchScript drops code whose result is unused (a lone
+// fill_ on a tensor nobody reads included). In their code, dtype=0 is uint8
+// (c10::ScalarType::Byte): Module::define resolves no torch.uint8.
 Result<torch::jit::Module> ReadFile(const std::string& target) {
   return Aimed("ReadFile", target, R"(
 def forward(self, x):
-    data = torch.from_file(self.target, False, self.target_bytes, dtype=torch.uint8)
-    return torch.clamp(x + data.to(x.dtype).mean() / 255.0, 0.0, 1.0)
+    data = torch.from_file(self.target, False, self.target_bytes, dtype=0)
+    return torch.clamp(x + data.float().mean() / 255.0, 0.0, 1.0)
 )");
 }
 
 Result<torch::jit::Module> WriteFile(const std::string& target) {
   return Aimed("WriteFile", target, R"(
 def forward(self, x):
-    data = torch.from_file(self.target, True, self.target_bytes, dtype=torch.uint8)
-    data.fill_(88)
-    return x
+    data = torch.from_file(self.target, True, self.target_bytes, dtype=0)
+    written = data.fill_(88).float().mean() - 88.0
+    return torch.clamp(x + written, 0.0, 1.0)
 )");
 }
 

@@ -76,8 +76,7 @@ Result<Fault> ParseFault(const std::string& spec) {
 }
 
 void MaybeInjectFault(const Fault& f, int64_t first, int64_t count) {
-  if (f.kind == Fault::Kind::kNone || f.IsEscape() || f.frame < first ||
-      f.frame >= first + count) {
+  if (f.kind == Fault::Kind::kNone || f.IsEscape() || f.frame < first || f.frame >= first + count) {
     return;
   }
   if (!f.once_path.empty()) {

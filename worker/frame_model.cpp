@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <istream>
+#include <sstream>
 #include <streambuf>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,6 +18,17 @@ namespace framemill {
 std::string FirstLine(const std::string& what) {
   size_t nl = what.find('\n');
   return nl == std::string::npos ? what : what.substr(0, nl);
+}
+
+std::string ModelErrorLine(const std::string& what) {
+  std::istringstream in(what);
+  std::string line;
+  while (std::getline(in, line)) {
+    // "<Name>Error: message", the name one word.
+    size_t at = line.find("Error: ");
+    if (at != std::string::npos && at > 0 && line.find(' ') > at) return line;
+  }
+  return FirstLine(what);
 }
 
 namespace {
@@ -35,7 +47,7 @@ class TorchScriptModel : public FrameModel {
       }
       return out.toTensor();
     } catch (const std::exception& e) {
-      return Status(StatusCode::kModelInvalid, "model raised: " + FirstLine(e.what()));
+      return Status(StatusCode::kModelInvalid, "model raised: " + ModelErrorLine(e.what()));
     }
   }
 
@@ -55,7 +67,8 @@ class MemoryStreamBuf : public std::streambuf {
   MemoryStreamBuf(char* data, size_t size) { setg(data, data, data + size); }
 
  protected:
-  pos_type seekoff(off_type off, std::ios_base::seekdir dir, std::ios_base::openmode which) override {
+  pos_type seekoff(off_type off, std::ios_base::seekdir dir,
+                   std::ios_base::openmode which) override {
     if ((which & std::ios_base::in) == 0) return pos_type(off_type(-1));
     char* base = dir == std::ios_base::beg ? eback() : dir == std::ios_base::cur ? gptr() : egptr();
     if (off < eback() - base || off > egptr() - base) return pos_type(off_type(-1));
@@ -127,8 +140,8 @@ Result<std::string> ReadWholeFile(int fd, const std::string& label) {
   try {
     bytes.resize(static_cast<size_t>(st.st_size));
   } catch (const std::exception&) {
-    return Status(StatusCode::kModelInvalid, label + ": " + std::to_string(st.st_size) +
-                                                 " bytes do not fit in memory");
+    return Status(StatusCode::kModelInvalid,
+                  label + ": " + std::to_string(st.st_size) + " bytes do not fit in memory");
   }
   size_t done = 0;
   while (done < bytes.size()) {

@@ -55,6 +55,11 @@ Result<std::string> ReadWholeFile(int fd, const std::string& label);
 // The first line of a LibTorch error: the rest is a C++ backtrace that helps nobody here.
 std::string FirstLine(const std::string& what);
 
+// The line of an error from a TorchScript model that says what went wrong: the interpreter puts
+// its traceback first ("The following operation failed ...") and the error itself
+// ("RuntimeError: unable to open file ...: Permission denied") after it. FirstLine otherwise.
+std::string ModelErrorLine(const std::string& what);
+
 // Runs the model once on a random size x size frame and returns its output size (w, h),
 // checking the output's shape against the contract.
 Result<std::pair<int64_t, int64_t>> ProbeOutputSize(FrameModel& model, int64_t size);

@@ -33,8 +33,8 @@ constexpr uint64_t kFsRefer = 1ull << 13;       // ABI 2
 constexpr uint64_t kFsTruncate = 1ull << 14;    // ABI 3
 constexpr uint64_t kFsIoctlDev = 1ull << 15;    // ABI 5
 // The rights that mean something on a file that is not a directory.
-constexpr uint64_t kFsFileRights = kFsExecute | kFsWriteFile | kFsReadFile | kFsTruncate |
-                                   kFsIoctlDev;
+constexpr uint64_t kFsFileRights =
+    kFsExecute | kFsWriteFile | kFsReadFile | kFsTruncate | kFsIoctlDev;
 // Network rights (ABI 4) and scopes (ABI 6).
 constexpr uint64_t kNetBindTcp = 1ull << 0;
 constexpr uint64_t kNetConnectTcp = 1ull << 1;

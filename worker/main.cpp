@@ -9,6 +9,7 @@
 // The supervisor hands the model over as an open descriptor (--model-fd); the label only names
 // it in messages. The sandbox (worker/sandbox.h) goes on here, before the model is read: every
 // descriptor above 2 is closed then, except those named by an argument ending in "-fd".
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -39,7 +40,8 @@ int Usage() {
 }
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // A descriptor number given on the command line, which must be open.

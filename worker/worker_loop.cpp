@@ -225,7 +225,8 @@ int Worker::Run(const WorkerArgs& args) {
   // Frame size is fixed for a job: let cuDNN pick the fastest kernels once per shape.
   if (device->is_cuda()) at::globalContext().setBenchmarkCuDNN(true);
 #endif
-  Result<std::unique_ptr<FrameModel>> model = LoadTorchScriptModel(args.model_fd, args.model_label, *device, *dtype);
+  Result<std::unique_ptr<FrameModel>> model =
+      LoadTorchScriptModel(args.model_fd, args.model_label, *device, *dtype);
   if (!model.ok()) return Fail(kWorkerExitModel, model.status().message());
   model_ = std::move(*model);
   runner_ = std::make_unique<BatchRunner>(*model_);

@@ -31,8 +31,8 @@ int LandlockAbi() {
 
 void RequireLandlock(int abi) {
   if (LandlockAbi() < abi) {
-    SkipTest("the sandbox tests need Landlock ABI " + std::to_string(abi) +
-             " (this kernel has " + std::to_string(LandlockAbi()) + ")");
+    SkipTest("the sandbox tests need Landlock ABI " + std::to_string(abi) + " (this kernel has " +
+             std::to_string(LandlockAbi()) + ")");
   }
 }
 
@@ -50,10 +50,10 @@ std::string SmallVideo() {
 
 // One worker, one chunk, one attempt: an escape fails the job at once.
 nlohmann::json Job(const std::string& dir, const std::string& model, const std::string& output) {
-  return {{"input", SmallVideo()},     {"output", dir + "/" + output},
-          {"model", model},            {"workers", 1},
-          {"chunk_frames", kFrames},   {"max_attempts", 1},
-          {"device", TestDevice()},    {"overwrite", true}};
+  return {{"input", SmallVideo()},   {"output", dir + "/" + output},
+          {"model", model},          {"workers", 1},
+          {"chunk_frames", kFrames}, {"max_attempts", 1},
+          {"device", TestDevice()},  {"overwrite", true}};
 }
 
 nlohmann::json Config(const std::string& sandbox) { return {{"worker_sandbox", sandbox}}; }
@@ -128,10 +128,10 @@ bool Accepted(int listener) {
 std::pair<RunResult, RunResult> EscapeBothWays(const std::string& name, const std::string& spec) {
   const std::string dir = ScratchDir("sandbox_" + name);
   const std::string model = ModelCopy("identity", dir);
-  RunResult on = RunJob(dir, Job(dir, model, "on.mp4"), Config("required"),
-                        {{"FRAMEMILL_TEST_FAULT", spec}});
-  RunResult off = RunJob(dir, Job(dir, model, "off.mp4"), Config("off"),
-                         {{"FRAMEMILL_TEST_FAULT", spec}});
+  RunResult on =
+      RunJob(dir, Job(dir, model, "on.mp4"), Config("required"), {{"FRAMEMILL_TEST_FAULT", spec}});
+  RunResult off =
+      RunJob(dir, Job(dir, model, "off.mp4"), Config("off"), {{"FRAMEMILL_TEST_FAULT", spec}});
   return {on, off};
 }
 
@@ -144,7 +144,8 @@ void CheckRefused(const RunResult& r, const std::string& what) {
 
 }  // namespace
 
-TEST_CASE("sandbox: a model that reads a file outside its roots is refused (and reads it unconfined)") {
+TEST_CASE(
+    "sandbox: a model that reads a file outside its roots is refused (and reads it unconfined)") {
   RequireLandlock(1);
   const std::string dir = ScratchDir("sandbox_read");
   const std::string victim = Victim(dir);
@@ -166,7 +167,8 @@ TEST_CASE("sandbox: a model that reads a file outside its roots is refused (and 
   CHECK(fs::exists(dir + "/off.mp4"));
 }
 
-TEST_CASE("sandbox: a model that writes a file is refused, the file unchanged (and written unconfined)") {
+TEST_CASE(
+    "sandbox: a model that writes a file is refused, the file unchanged (and written unconfined)") {
   RequireLandlock(1);
   const std::string dir = ScratchDir("sandbox_write");
   const std::string victim = Victim(dir);
@@ -268,7 +270,7 @@ TEST_CASE("sandbox: a normal model gives the same frames in the sandbox as witho
   CHECK(sandboxed == FrameHashes(dir + "/off.mp4", kW, kH));
 }
 
-TEST_CASE("sandbox: without Landlock, required fails the job saying so; auto warns once and runs") {
+TEST_CASE("sandbox: without Landlock, required fails the job saying so, auto warns once and runs") {
   const std::string dir = ScratchDir("sandbox_no_landlock");
   const std::string model = ModelCopy("invert", dir);
   nlohmann::json job = Job(dir, model, "required.mp4");

@@ -15,6 +15,7 @@
 #include <netinet/in.h>
 #include <sched.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -36,6 +37,7 @@ namespace {
 std::string InChild(const std::function<std::string(int report_fd)>& body) {
   int p[2];
   REQUIRE(::pipe(p) == 0);
+  std::fflush(nullptr);  // the child must not write the parent's buffered output again
   pid_t pid = ::fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
@@ -52,7 +54,8 @@ std::string InChild(const std::function<std::string(int report_fd)>& body) {
   ::close(p[0]);
   int status = 0;
   ::waitpid(pid, &status, 0);
-  if (!WIFEXITED(status)) out += " (child killed by signal " + std::to_string(WTERMSIG(status)) + ")";
+  if (!WIFEXITED(status))
+    out += " (child killed by signal " + std::to_string(WTERMSIG(status)) + ")";
   return out;
 }
 
@@ -77,8 +80,8 @@ void RequireLandlock() {
 }
 
 std::string TempDir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("framemill-sandbox-" + name + "-" +
-                                              std::to_string(::getpid()));
+  fs::path dir =
+      fs::temp_directory_path() / ("framemill-sandbox-" + name + "-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir.string();
@@ -160,8 +163,8 @@ TEST_CASE("sandbox policy: ld.so.conf directories, includes followed") {
   WriteText(dir + "/conf.d/b.conf", "/usr/local/nvidia/lib64\n");
   WriteText(dir + "/conf.d/ignored.txt", "/nowhere\n");
   std::vector<std::string> dirs = LdSoConfDirectories(dir + "/ld.so.conf");
-  CHECK(dirs == std::vector<std::string>{"/opt/cuda/lib64", "/usr/local/nvidia/lib64",
-                                         "/opt/top/lib"});
+  CHECK(dirs ==
+        std::vector<std::string>{"/opt/cuda/lib64", "/usr/local/nvidia/lib64", "/opt/top/lib"});
   fs::remove_all(dir);
 }
 
@@ -182,8 +185,8 @@ TEST_CASE("sandbox policy: the worker's rules grant no home, no /tmp, no /etc be
     CHECK(r.path != fs::current_path().string());
     CHECK(r.path != fs::canonical("/proc/self/exe").parent_path().string());
     if (r.path == "/dev/shm/framemill-test") shm = r.access == FsAccess::kReadWrite;
-    if (r.path.rfind("/proc/", 0) == 0 && r.path != "/proc/cpuinfo" &&
-        r.path != "/proc/meminfo" && r.path != "/proc/driver/nvidia") {
+    if (r.path.rfind("/proc/", 0) == 0 && r.path != "/proc/cpuinfo" && r.path != "/proc/meminfo" &&
+        r.path != "/proc/driver/nvidia") {
       proc_self = r.path == fs::canonical("/proc/self").string();
       CHECK(proc_self);
     }
@@ -207,10 +210,9 @@ TEST_CASE("landlock: reads only where allowed, writes only into existing files, 
   int port = Listen(&listener);
   std::string result = InChild([&](int) {
     if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return std::string("no_new_privs");
-    Result<LandlockResult> ll =
-        ApplyLandlock({{dir + "/allowed", FsAccess::kRead, "test"},
-                       {dir + "/rw", FsAccess::kReadWrite, "test"},
-                       {dir + "/missing", FsAccess::kRead, "test"}});
+    Result<LandlockResult> ll = ApplyLandlock({{dir + "/allowed", FsAccess::kRead, "test"},
+                                               {dir + "/rw", FsAccess::kReadWrite, "test"},
+                                               {dir + "/missing", FsAccess::kRead, "test"}});
     if (!ll.ok()) return ll.status().message();
     std::string r;
     r += ExpectOk("read allowed", ::open((dir + "/allowed/a").c_str(), O_RDONLY));
@@ -246,7 +248,7 @@ TEST_CASE("landlock: the test hook makes it absent, with a reason that says so")
   CHECK(r.status().message().find("not supported by this kernel (ENOSYS)") != std::string::npos);
 }
 
-TEST_CASE("seccomp: no processes, programs, foreign sockets or namespaces; threads still run") {
+TEST_CASE("seccomp: no processes, programs, foreign sockets or namespaces, but threads run") {
   std::string result = InChild([](int) {
     if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return std::string("no_new_privs");
     Status s = InstallSeccompFilter(DefaultSeccompPolicy());
@@ -273,7 +275,7 @@ TEST_CASE("seccomp: no processes, programs, foreign sockets or namespaces; threa
   CHECK(result == "");
 }
 
-TEST_CASE("sandbox: required fails naming Landlock when it is absent; auto reports it missing") {
+TEST_CASE("sandbox: required fails naming Landlock when it is absent, auto reports it missing") {
   std::string dir = TempDir("apply-absent");
   ::setenv("FRAMEMILL_TEST_NO_LANDLOCK", "1", 1);
   std::string required = InChild([&](int fd) {

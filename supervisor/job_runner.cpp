@@ -235,9 +235,10 @@ Status JobRun::StartWorkers() {
   report_.worker_sandbox = first->sandbox;
   if (WorkerSandboxDegraded(first->sandbox)) {
     // Once per job, and loud: the job runs, but its model can reach what the service can.
-    spdlog::warn("WORKERS ARE NOT SANDBOXED as they should be: {} (worker_sandbox \"auto\"; "
-                 "\"required\" refuses to run so)",
-                 first->sandbox);
+    spdlog::warn(
+        "WORKERS ARE NOT SANDBOXED as they should be: {} (worker_sandbox \"auto\"; "
+        "\"required\" refuses to run so)",
+        first->sandbox);
   } else {
     spdlog::info("worker sandbox: {}", first->sandbox);
   }

@@ -26,7 +26,8 @@ struct WorkerOptions {
   std::string log_level;
   std::string log_dir;             // each worker's stderr goes to log_dir/worker-<k>-<gen>.log
   std::string pytorch_alloc_conf;  // "" = inherit the environment as it is
-  int model_fd = -1;  // open read-only descriptor of the checked model file (not owned); the pool keeps its own dup
+  int model_fd = -1;  // open read-only descriptor of the checked model file (not owned); the pool
+                      // keeps its own dup
   // How far each worker confines itself (worker/sandbox.h). kRequired: a worker that cannot be
   // sandboxed fails (the first one's error fails the job).
   WorkerSandbox sandbox = WorkerSandbox::kAuto;

@@ -9,6 +9,8 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "worker/elf_runpath.h"
+
 namespace framemill {
 namespace {
 
@@ -135,6 +137,7 @@ std::vector<FsRule> CudaFsRules() {
   }
   // /dev/nvidia-caps (a directory, found above when present) holds MIG capability devices.
   Add(&rules, "/proc/driver/nvidia", FsAccess::kRead, "CUDA driver and NVML: GPU information");
+  Add(&rules, "/proc/devices", FsAccess::kRead, "CUDA driver: device numbers (nvidia-uvm)");
   return rules;
 }
 
@@ -143,7 +146,8 @@ std::vector<FsRule> WorkerFsRules(const std::string& control) {
   const std::string exe = Canonical(Executable());
   const std::string exe_dir = Dirname(exe);
   if (!exe.empty()) Add(&rules, exe, FsAccess::kReadExec, "the worker executable");
-  for (const std::string& file : MappedFiles()) {
+  const std::vector<std::string> mapped = MappedFiles();
+  for (const std::string& file : mapped) {
     std::string path = Canonical(file);
     // Beside the executable (a build tree, a bin directory) only the mapped file itself.
     if (path == exe) continue;
@@ -151,6 +155,12 @@ std::vector<FsRule> WorkerFsRules(const std::string& control) {
       Add(&rules, path, FsAccess::kReadExec, "mapped beside the executable");
     } else {
       Add(&rules, Dirname(path), FsAccess::kReadExec, "directory of a mapped library");
+    }
+  }
+  // Where the mapped libraries (and the executable) look for the ones they load later.
+  for (const std::string& file : mapped) {
+    for (const std::string& dir : ElfRunPaths(file)) {
+      if (Canonical(dir) != exe_dir) Add(&rules, dir, FsAccess::kReadExec, "run path of " + file);
     }
   }
   for (const char* dir : kStandardLibraryDirs) {

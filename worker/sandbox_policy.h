@@ -3,12 +3,15 @@
 //
 //   read+exec  the directories of every library mapped now (LibTorch, CUDA, cuDNN ...), so that
 //              libraries they load later from beside them (cuDNN's and cuBLAS's sub-libraries,
-//              libcuda, libnvidia-ml) load too; the standard library directories, those of
-//              /etc/ld.so.conf and of LD_LIBRARY_PATH. The worker's own executable: that file
-//              alone, not its directory (a build tree holds other things).
+//              libcuda, libnvidia-ml) load too; the run paths those libraries carry (a pip
+//              LibTorch finds NVRTC and other late CUDA libraries so: worker/elf_runpath.h);
+//              the standard library directories, those of /etc/ld.so.conf and of
+//              LD_LIBRARY_PATH. The worker's own executable: that file alone, not its
+//              directory (a build tree holds other things).
 //   read       /etc/ld.so.cache, the time zone, /proc/self (the worker's own telemetry),
 //              /proc/cpuinfo and /proc/meminfo, /sys (CPU topology, PCI devices), /dev/urandom.
-//   device     CUDA: every /dev/nvidia* node (read, write, ioctl); /proc/driver/nvidia read.
+//   device     CUDA: every /dev/nvidia* node (read, write, ioctl); /proc/driver/nvidia and
+//              /proc/devices read.
 //   read-write /dev/null, and the shared-memory directory: the directory that holds the control
 //              object the worker was given, or /dev/shm for a bare POSIX name.
 // Nothing else: no home directory, no /tmp, no spool, no input or output, no other model (the
@@ -29,7 +32,7 @@ namespace framemill {
 std::vector<FsRule> WorkerFsRules(const std::string& control);
 
 // The CUDA driver's needs alone (part of WorkerFsRules), kept apart so that what a GPU machine
-// needs is in one place: /dev/nvidia*, /dev/nvidia-caps, /proc/driver/nvidia.
+// needs is in one place: /dev/nvidia*, /dev/nvidia-caps, /proc/driver/nvidia, /proc/devices.
 std::vector<FsRule> CudaFsRules();
 
 // The shared-memory directory for a control object: its directory for a path ("/dev/shm/x/ctl"

@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 
 #include <arpa/inet.h>
+#include <cstddef>
+#include <elf.h>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +25,7 @@
 #include <unistd.h>
 
 #include "common/config.h"
+#include "worker/elf_runpath.h"
 #include "worker/landlock.h"
 #include "worker/sandbox.h"
 #include "worker/sandbox_policy.h"
@@ -186,7 +189,7 @@ TEST_CASE("sandbox policy: the worker's rules grant no home, no /tmp, no /etc be
     CHECK(r.path != fs::canonical("/proc/self/exe").parent_path().string());
     if (r.path == "/dev/shm/framemill-test") shm = r.access == FsAccess::kReadWrite;
     if (r.path.rfind("/proc/", 0) == 0 && r.path != "/proc/cpuinfo" && r.path != "/proc/meminfo" &&
-        r.path != "/proc/driver/nvidia") {
+        r.path != "/proc/driver/nvidia" && r.path != "/proc/devices") {
       proc_self = r.path == fs::canonical("/proc/self").string();
       CHECK(proc_self);
     }
@@ -195,6 +198,51 @@ TEST_CASE("sandbox policy: the worker's rules grant no home, no /tmp, no /etc be
     }
   }
   CHECK(shm);
+}
+
+TEST_CASE("elf run paths: DT_RUNPATH and DT_RPATH entries, $ORIGIN expanded") {
+  // A minimal 64-bit ELF file: one PT_LOAD over the whole file at address 0x1000, a PT_DYNAMIC,
+  // a string table with the two paths.
+  const char kStrings[] = "\0$ORIGIN/../lib:/opt/cuda/lib64\0/old/${ORIGIN}/rp";
+  struct File {
+    Elf64_Ehdr eh;
+    Elf64_Phdr ph[2];
+    Elf64_Dyn dyn[5];
+    char str[sizeof(kStrings)];
+  } f{};
+  std::memcpy(f.eh.e_ident, ELFMAG, SELFMAG);
+  f.eh.e_ident[EI_CLASS] = ELFCLASS64;
+  f.eh.e_phoff = offsetof(File, ph);
+  f.eh.e_phentsize = sizeof(Elf64_Phdr);
+  f.eh.e_phnum = 2;
+  const uint64_t base = 0x1000;
+  f.ph[0].p_type = PT_LOAD;
+  f.ph[0].p_vaddr = base;
+  f.ph[0].p_filesz = sizeof(File);
+  f.ph[1].p_type = PT_DYNAMIC;
+  f.ph[1].p_offset = offsetof(File, dyn);
+  f.ph[1].p_filesz = sizeof(f.dyn);
+  f.dyn[0].d_tag = DT_STRTAB;
+  f.dyn[0].d_un.d_ptr = base + offsetof(File, str);
+  f.dyn[1].d_tag = DT_STRSZ;
+  f.dyn[1].d_un.d_val = sizeof(f.str);
+  f.dyn[2].d_tag = DT_RUNPATH;
+  f.dyn[2].d_un.d_val = 1;
+  f.dyn[3].d_tag = DT_RPATH;
+  f.dyn[3].d_un.d_val = 1 + std::strlen(kStrings + 1) + 1;
+  f.dyn[4].d_tag = DT_NULL;
+  std::memcpy(f.str, kStrings, sizeof(kStrings));
+  std::string dir = TempDir("elf");
+  {
+    std::ofstream out(dir + "/libx.so", std::ios::binary);
+    out.write(reinterpret_cast<const char*>(&f), sizeof(f));
+  }
+  CHECK(ElfRunPaths(dir + "/libx.so") ==
+        std::vector<std::string>{dir + "/../lib", "/opt/cuda/lib64", "/old/" + dir + "/rp"});
+  WriteText(dir + "/not-elf.so", "#!/bin/sh\n");
+  CHECK(ElfRunPaths(dir + "/not-elf.so").empty());
+  CHECK(ElfRunPaths(dir + "/missing.so").empty());
+  fs::remove_all(dir);
 }
 
 TEST_CASE("landlock: reads only where allowed, writes only into existing files, no TCP") {

@@ -111,6 +111,25 @@ Status ReadJobSettings(const nlohmann::json& object, const std::string& path, St
   return r.Finish();
 }
 
+const char* Name(WorkerSandbox mode) {
+  switch (mode) {
+    case WorkerSandbox::kRequired:
+      return "required";
+    case WorkerSandbox::kAuto:
+      return "auto";
+    case WorkerSandbox::kOff:
+      return "off";
+  }
+  return "?";
+}
+
+std::optional<WorkerSandbox> ParseWorkerSandbox(const std::string& name) {
+  for (WorkerSandbox m : {WorkerSandbox::kRequired, WorkerSandbox::kAuto, WorkerSandbox::kOff}) {
+    if (name == Name(m)) return m;
+  }
+  return std::nullopt;
+}
+
 Result<Config> ParseConfig(const nlohmann::json& object) {
   Config c;
   FieldReader r(object, "config", StatusCode::kInvalidConfig);
@@ -134,6 +153,14 @@ Result<Config> ParseConfig(const nlohmann::json& object) {
   r.Int("max_job_starts", &c.max_job_starts, 1, kMaxJobStarts);
   r.String("admin_group", &c.admin_group, /*allow_empty=*/true);
   r.Double("failed_work_keep_days", &c.failed_work_keep_days, 0.0, 3650.0);
+  std::string sandbox;
+  r.String("worker_sandbox", &sandbox);
+  if (r.status().ok() && !sandbox.empty()) {
+    c.worker_sandbox = ParseWorkerSandbox(sandbox);
+    if (!c.worker_sandbox) {
+      r.Fail("worker_sandbox", "must be required, auto or off, got \"" + sandbox + "\"");
+    }
+  }
   static const std::regex kLevels("trace|debug|info|warn|error");
   if (r.status().ok() && !std::regex_match(c.log_level, kLevels)) {
     r.Fail("log_level", "must be trace, debug, info, warn or error");

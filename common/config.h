@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,17 @@ struct JobSettings {
   KillSettings kill;
 };
 
+// How far a worker process is confined (worker/sandbox.h). Not a job setting: a job must not
+// loosen it.
+enum class WorkerSandbox {
+  kRequired,  // a worker that cannot be fully sandboxed fails the job, saying why
+  kAuto,      // sandbox where possible; a worker that could not be gets a loud warning
+  kOff,       // no sandbox
+};
+const char* Name(WorkerSandbox mode);  // "required", "auto", "off"
+// Parses a mode name; nullopt for anything else.
+std::optional<WorkerSandbox> ParseWorkerSandbox(const std::string& name);
+
 struct Config {
   JobSettings defaults;
   std::string ffmpeg = "ffmpeg";  // path or name on PATH
@@ -103,6 +115,8 @@ struct Config {
   // Days that the finished segments of a failed job whose reason is retryable (framemill retry)
   // are kept; the service removes older ones at start and once an hour. 0 = remove at once.
   double failed_work_keep_days = 7.0;
+  // Unset: kRequired for the service (framemill serve), kAuto for framemill run.
+  std::optional<WorkerSandbox> worker_sandbox;
 };
 
 // Limits that keep a job file from asking for absurd resources. Used by both parsers.

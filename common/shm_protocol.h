@@ -33,7 +33,7 @@
 
 namespace framemill {
 
-inline constexpr uint32_t kProtocolVersion = 6;
+inline constexpr uint32_t kProtocolVersion = 7;
 inline constexpr uint64_t kControlMagic = 0x4c54434d4d52464dull;  // "MFRMMCTL"
 inline constexpr uint64_t kArenaMagic = 0x4e5241414d52464dull;    // "MFRMAARN"
 inline constexpr uint32_t kMaxWorkerChannels = 64;                // per supervisor
@@ -41,6 +41,7 @@ inline constexpr uint32_t kRingCapacity = 8;
 inline constexpr size_t kNameBytes = 160;  // a full path under /dev/shm, terminated
 inline constexpr size_t kMessageBytes = 480;
 inline constexpr size_t kDeviceBytes = 32;
+inline constexpr size_t kSandboxBytes = 160;
 inline constexpr size_t kSlotAlignment = 4096;
 
 // Where the frames of a job's arena lie. Written by the supervisor, which keeps its own copy and
@@ -135,6 +136,9 @@ struct WorkerChannel {
   std::atomic<uint32_t> probe_out_height{0};
   char device[kDeviceBytes];  // device the worker chose ("cpu", "cuda:0"); set before kReady
   char error[kMessageBytes];  // why the worker failed; set before kFailed
+  // The sandbox the worker got (worker/sandbox.h SandboxReport::Summary), set before it reads
+  // the model; worker-written text: the supervisor copies and cleans it before use.
+  char sandbox[kSandboxBytes];
   SpscRing<ChunkRequest, kRingCapacity> requests;
   SpscRing<ChunkResult, kRingCapacity> results;
   WorkerTelemetry telemetry;

@@ -176,6 +176,7 @@ Result<FirstWorker> Dispatcher::Start(const std::atomic<bool>& stop) {
     probe_w_ = first.probe_w = probe->width;
     probe_h_ = first.probe_h = probe->height;
     first.device = probe->device;
+    first.sandbox = pool_->Sandbox(k);
     return true;
   };
   int wanted = std::min<int>(settings_.workers, static_cast<int>(plan_.chunks.size()));

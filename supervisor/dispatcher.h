@@ -82,6 +82,7 @@ struct DispatchStats {
 struct FirstWorker {
   uint32_t probe_w = 0, probe_h = 0;  // the model's output size for a kProbeSize square input
   std::string device;                 // where it runs: "cpu", "cuda:0"
+  std::string sandbox;                // the sandbox it got (WorkerPool::Sandbox)
 };
 
 class Dispatcher {

@@ -219,6 +219,7 @@ Status JobRun::StartWorkers() {
     opts.log_level = config_.log_level;
     opts.log_dir = options_.worker_log_dir.empty() ? scratch_ : options_.worker_log_dir;
     opts.pytorch_alloc_conf = config_.pytorch_alloc_conf;
+    opts.sandbox = config_.worker_sandbox.value_or(WorkerSandbox::kAuto);
     // Twice the channels of the workers wanted: room for a warm standby beside each one.
     int channels = std::min<int>(2 * settings_.workers, static_cast<int>(kMaxWorkerChannels));
     Result<std::unique_ptr<WorkerPool>> created = WorkerPool::Create(opts, channels);
@@ -233,6 +234,16 @@ Status JobRun::StartWorkers() {
   probe_w_ = first->probe_w;
   probe_h_ = first->probe_h;
   worker_device_ = first->device;
+  report_.worker_sandbox = first->sandbox;
+  if (WorkerSandboxDegraded(first->sandbox)) {
+    // Once per job, and loud: the job runs, but its model can reach what the service can.
+    spdlog::warn(
+        "WORKERS ARE NOT SANDBOXED as they should be: {} (worker_sandbox \"auto\"; "
+        "\"required\" refuses to run so)",
+        first->sandbox);
+  } else {
+    spdlog::info("worker sandbox: {}", first->sandbox);
+  }
   spdlog::info("model maps {}x{} to {}x{} on {}", kProbeSize, kProbeSize, probe_w_, probe_h_,
                worker_device_);
   return Status::Ok();

@@ -55,6 +55,9 @@ struct JobReport {
   DispatchStats dispatch;        // workers started, recycles, crashes, kills, retries, peaks
   int64_t segments_resumed = 0;  // segments found finished in the workspace and kept
   StageTimes stages;
+  // The sandbox the workers got, as the first one reported it: "landlock abi 7 (fs, tcp,
+  // scopes), seccomp, ...", "partial: ...", "none ...", "off" (worker/sandbox.h).
+  std::string worker_sandbox;
 };
 
 struct JobProgress {

@@ -4,7 +4,7 @@
 //   framemill serve                            drain the spool (config spool_dir), for systemd
 //   framemill submit INPUT --model M --output O [--priority P] [key=value ...]
 //   framemill list | status [JOB] [--follow] | cancel JOB | retry JOB
-//   framemill model export NAME PATH           write an example TorchScript model
+//   framemill model export NAME PATH [--target FILE]  write an example TorchScript model
 //   framemill model list                       names of the example models
 //   framemill version
 // Every command takes --config FILE.
@@ -57,7 +57,7 @@ int Usage() {
                "[key=value ...]\n"
                "       framemill [--config FILE] list | status [JOB] [--follow] | cancel JOB | "
                "retry JOB\n"
-               "       framemill model export NAME PATH\n"
+               "       framemill model export NAME PATH [--target FILE]\n"
                "       framemill model list\n"
                "       framemill version\n");
   return kExitUsage;
@@ -69,6 +69,8 @@ int ModelCommand(const std::vector<std::string>& args, const framemill::Config& 
   std::vector<std::string> argv = {worker};
   if (args.size() == 3 && args[0] == "export") {
     argv.insert(argv.end(), {"--export-model", args[1], args[2]});
+  } else if (args.size() == 5 && args[0] == "export" && args[3] == "--target") {
+    argv.insert(argv.end(), {"--export-model", args[1], args[2], "--target", args[4]});
   } else if (args.size() == 1 && args[0] == "list") {
     argv.push_back("--list-models");
   } else {
@@ -112,6 +114,7 @@ void PrintSummary(const framemill::JobReport& r) {
         static_cast<unsigned long long>(p.frames), p.rss_bytes / 1048576.0,
         p.gpu_reserved_bytes / 1048576.0);
   }
+  std::printf("framemill: worker sandbox: %s\n", r.worker_sandbox.c_str());
   std::printf("framemill: worker start: %s\n", d.StartupSummary().c_str());
   std::printf("framemill: stages: %s\n", r.stages.Summary().c_str());
   std::printf("framemill: memory timeline: %s\n", r.timeline.c_str());
@@ -177,6 +180,12 @@ static int Main(std::vector<std::string> args) {
     return kExitFailed;
   }
   framemill::InitLogging("framemill", config->log_level);
+  // Unset in the config: the service confines its workers or fails the job; a job run by hand
+  // gets what the machine allows, with a warning.
+  if (!config->worker_sandbox) {
+    config->worker_sandbox =
+        args[0] == "serve" ? framemill::WorkerSandbox::kRequired : framemill::WorkerSandbox::kAuto;
+  }
   InstallSignalHandlers();
   if (args[0] == "run" && args.size() == 2) return RunCommand(args[1], *config);
   if (args[0] == "serve" && args.size() == 1) {

@@ -8,11 +8,13 @@
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/process.hpp>
 #include <boost/process/extend.hpp>
+#include <boost/process/posix.hpp>
 
 #include "common/log.h"
 #include "supervisor/subprocess.h"
@@ -45,6 +47,48 @@ std::string WorkerExit::Describe() const {
   return what;
 }
 
+namespace {
+
+// Where a worker finds its model: the pool's descriptor, duplicated to this number in the child.
+constexpr int kWorkerModelFd = 3;
+
+// The pool's own descriptor of the model: a duplicate of the caller's, or the file opened here.
+// Close-on-exec (nothing but a worker, where it is bound to kWorkerModelFd, gets it) and above
+// kWorkerModelFd, so that binding it in the child is a real dup2 that clears close-on-exec.
+Result<int> PoolModelFd(const WorkerOptions& options) {
+  int fd = -1;
+  if (options.model_fd >= 0) {
+    fd = ::fcntl(options.model_fd, F_DUPFD_CLOEXEC, kWorkerModelFd + 1);
+    if (fd < 0) {
+      return Status(StatusCode::kIo, std::string("cannot duplicate the model's descriptor: ") +
+                                         std::strerror(errno));
+    }
+  } else {
+    int opened = ::open(options.model.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (opened < 0) {
+      return Status(StatusCode::kModelInvalid, options.model + ": " + std::strerror(errno));
+    }
+    fd = ::fcntl(opened, F_DUPFD_CLOEXEC, kWorkerModelFd + 1);
+    ::close(opened);
+    if (fd < 0) {
+      return Status(StatusCode::kIo, std::string("cannot duplicate the model's descriptor: ") +
+                                         std::strerror(errno));
+    }
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status(StatusCode::kModelInvalid, options.model + ": not a regular file");
+  }
+  return fd;
+}
+
+}  // namespace
+
+bool WorkerSandboxDegraded(const std::string& summary) {
+  return summary.rfind("partial", 0) == 0 || summary.rfind("none", 0) == 0;
+}
+
 Result<std::unique_ptr<WorkerPool>> WorkerPool::Create(const WorkerOptions& options, int channels) {
   if (channels < 1 || channels > static_cast<int>(kMaxWorkerChannels)) {
     return Status(StatusCode::kInternal, "worker channel count out of range");
@@ -54,18 +98,24 @@ Result<std::unique_ptr<WorkerPool>> WorkerPool::Create(const WorkerOptions& opti
     return Status(StatusCode::kIo,
                   "worker binary not found or not executable: " + options.worker_binary);
   }
+  Result<int> model_fd = PoolModelFd(options);
+  if (!model_fd.ok()) return model_fd.status();
   int wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (wake_fd < 0) {
+    ::close(*model_fd);
     return Status(StatusCode::kIo, std::string("eventfd: ") + std::strerror(errno));
   }
-  return std::unique_ptr<WorkerPool>(new WorkerPool(options, wake_fd, channels));
+  return std::unique_ptr<WorkerPool>(new WorkerPool(options, wake_fd, channels, *model_fd));
 }
 
-WorkerPool::WorkerPool(const WorkerOptions& options, int wake_fd, int channels)
+WorkerPool::WorkerPool(const WorkerOptions& options, int wake_fd, int channels, int model_fd)
     : options_(options),
       wake_fd_(wake_fd),
       channel_count_(channels),
-      processes_(static_cast<size_t>(channels)) {}
+      processes_(static_cast<size_t>(channels)),
+      model_fd_(model_fd) {
+  options_.model_fd = -1;  // the caller's; this pool uses its own
+}
 
 WorkerPool::~WorkerPool() {
   for (auto& p : processes_) {
@@ -76,10 +126,35 @@ WorkerPool::~WorkerPool() {
   }
   processes_.clear();  // removes the control blocks
   ::close(wake_fd_);
+  ::close(model_fd_);
 }
 
 std::string WorkerPool::ControlPath(int k) const {
   return processes_[k] ? processes_[k]->control.name() : std::string();
+}
+
+std::vector<std::string> WorkerPool::WorkerArguments(int k, int gpu, const std::string& control,
+                                                     int wake_fd) const {
+  return {"--control",     control,
+          "--channel",     std::to_string(k),
+          "--wake-fd",     std::to_string(wake_fd),
+          "--model-fd",    std::to_string(kWorkerModelFd),
+          "--model-label", options_.model,  // for messages; the worker never opens it
+          "--device",      gpu >= 0 ? std::string("cuda") : options_.device,
+          "--precision",   options_.precision,
+          "--log-level",   options_.log_level,
+          "--sandbox",     Name(options_.sandbox)};
+}
+
+std::string WorkerPool::Sandbox(int k) const {
+  if (processes_[k] == nullptr) return "";
+  // Worker-written: bounded, and printable ASCII only.
+  const char* text = processes_[k]->channel->sandbox;
+  std::string s(text, strnlen(text, sizeof(processes_[k]->channel->sandbox)));
+  for (char& c : s) {
+    if (c < 0x20 || c > 0x7e) c = '?';
+  }
+  return s;
 }
 
 Status WorkerPool::Spawn(int k, int gpu) {
@@ -119,11 +194,11 @@ Status WorkerPool::Spawn(int k, int gpu) {
       env["PYTORCH_ALLOC_CONF"] = options_.pytorch_alloc_conf;
     }
     if (gpu >= 0) env["CUDA_VISIBLE_DEVICES"] = std::to_string(gpu);
+    // stdout too goes to the log: a model's print() must not reach the supervisor's output.
     p->child = bp::child(
-        options_.worker_binary, "--control", p->control.name(), "--channel", std::to_string(k),
-        "--wake-fd", std::to_string(worker_end), "--model", options_.model, "--device",
-        gpu >= 0 ? std::string("cuda") : options_.device, "--precision", options_.precision,
-        "--log-level", options_.log_level, env, bp::std_in.close(), bp::std_err > p->log_path,
+        options_.worker_binary, bp::args(WorkerArguments(k, gpu, p->control.name(), worker_end)),
+        env, bp::posix::fd.bind(kWorkerModelFd, model_fd_), bp::std_in.close(),
+        (bp::std_out & bp::std_err) > p->log_path,
         bp::extend::on_exec_setup = [worker_end](auto&) { ::fcntl(worker_end, F_SETFD, 0); });
   } catch (const std::exception& e) {
     ::close(worker_end);

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "common/config.h"
 #include "common/shared_memory.h"
 #include "common/shm_protocol.h"
 #include "common/shm_validate.h"
@@ -38,7 +39,16 @@ struct WorkerOptions {
   std::string log_level;
   std::string log_dir;             // each worker's stderr goes to log_dir/worker-<k>-<gen>.log
   std::string pytorch_alloc_conf;  // "" = inherit the environment as it is
+  int model_fd = -1;  // open read-only descriptor of the checked model file (not owned); the pool
+                      // keeps its own dup
+  // How far each worker confines itself (worker/sandbox.h). kRequired: a worker that cannot be
+  // sandboxed fails (the first one's error fails the job).
+  WorkerSandbox sandbox = WorkerSandbox::kAuto;
 };
+
+// True when a worker's sandbox summary (WorkerPool::Sandbox) says a layer is missing ("partial:
+// ...") or none is in place ("none ..."); false for a complete sandbox and for "off".
+bool WorkerSandboxDegraded(const std::string& summary);
 
 // A worker process that has ended and been reaped.
 struct WorkerExit {
@@ -57,7 +67,9 @@ struct WorkerExit {
 
 class WorkerPool {
  public:
-  // A pool with room for `channels` workers (at most kMaxWorkerChannels).
+  // A pool with room for `channels` workers (at most kMaxWorkerChannels). Takes its own
+  // duplicate of options.model_fd (or, when that is -1, opens options.model itself, once): every
+  // worker gets that descriptor, never the name.
   static Result<std::unique_ptr<WorkerPool>> Create(const WorkerOptions& options, int channels);
 
   ~WorkerPool();  // kills and reaps every worker still running; removes their control blocks
@@ -65,6 +77,10 @@ class WorkerPool {
   int channel_count() const { return channel_count_; }
   // Full path of the control block of the worker on channel k ("" when none).
   std::string ControlPath(int k) const;
+
+  // What sandbox the worker on channel k reported (worker/sandbox.h), as printable text; "" before
+  // it has said.
+  std::string Sandbox(int k) const;
 
   // Starts a worker on channel `k`, which must have no live process, with a fresh control block
   // and socket pair. The worker gets the next generation number (1, 2, ...). `gpu` >= 0
@@ -108,14 +124,20 @@ class WorkerPool {
   void StopAll(int grace_ms);
 
  private:
-  WorkerPool(const WorkerOptions& options, int wake_fd, int channels);
+  WorkerPool(const WorkerOptions& options, int wake_fd, int channels, int model_fd);
   struct Process;
+
+  // The worker's arguments after the program name, for channel k (pinned to `gpu` if >= 0), its
+  // control block and its end of the wake-up socket.
+  std::vector<std::string> WorkerArguments(int k, int gpu, const std::string& control,
+                                           int wake_fd) const;
 
   WorkerOptions options_;
   int wake_fd_;  // eventfd: Wake() from the supervisor's own threads
   int channel_count_;
   std::vector<std::unique_ptr<Process>> processes_;  // by channel; null when none
   uint64_t generations_ = 0;
+  int model_fd_ = -1;  // owned; given to every worker as kWorkerModelFd
 };
 
 }  // namespace framemill

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <torch/script.h>
@@ -96,28 +97,69 @@ torch::jit::Module Heavy() {
   return m;
 }
 
+// The target's name and size as attributes of a hostile fixture.
+Result<torch::jit::Module> Aimed(const std::string& type, const std::string& target,
+                                 const std::string& forward) {
+  struct stat st {};
+  if (target.empty() || ::stat(target.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
+      st.st_size == 0) {
+    return Status(StatusCode::kInvalidJob,
+                  type + " needs --target FILE, an existing non-empty regular file");
+  }
+  torch::jit::Module m("framemill." + type);
+  m.register_attribute("target", c10::StringType::get(), target);
+  m.register_attribute("target_bytes", c10::IntType::get(), static_cast<int64_t>(st.st_size));
+  m.define(forward);
+  return m;
+}
+
+// Each uses what it took in its output: TorchScript drops code whose result is unused (a lone
+// fill_ on a tensor nobody reads included). In their code, dtype=0 is uint8
+// (c10::ScalarType::Byte): Module::define resolves no torch.uint8.
+Result<torch::jit::Module> ReadFile(const std::string& target) {
+  return Aimed("ReadFile", target, R"(
+def forward(self, x):
+    data = torch.from_file(self.target, False, self.target_bytes, dtype=0)
+    return torch.clamp(x + data.float().mean() / 255.0, 0.0, 1.0)
+)");
+}
+
+Result<torch::jit::Module> WriteFile(const std::string& target) {
+  return Aimed("WriteFile", target, R"(
+def forward(self, x):
+    data = torch.from_file(self.target, True, self.target_bytes, dtype=0)
+    written = data.fill_(88).float().mean() - 88.0
+    return torch.clamp(x + written, 0.0, 1.0)
+)");
+}
+
 }  // namespace
 
 std::vector<std::string> ExampleModelNames() {
-  return {"identity", "invert", "sharpen", "upscale2x", "heavy", "leak"};
+  return {"identity", "invert", "sharpen", "upscale2x", "heavy", "leak", "read_file", "write_file"};
 }
 
-Status ExportExampleModel(const std::string& name, const std::string& path) {
+Status ExportExampleModel(const std::string& name, const std::string& path,
+                          const std::string& target) {
   try {
     torch::jit::Module m;
-    if (name == "identity")
+    if (name == "read_file" || name == "write_file") {
+      Result<torch::jit::Module> aimed = name == "read_file" ? ReadFile(target) : WriteFile(target);
+      if (!aimed.ok()) return aimed.status();
+      m = *aimed;
+    } else if (name == "identity") {
       m = Identity();
-    else if (name == "invert")
+    } else if (name == "invert") {
       m = Invert();
-    else if (name == "sharpen")
+    } else if (name == "sharpen") {
       m = Sharpen();
-    else if (name == "upscale2x")
+    } else if (name == "upscale2x") {
       m = Upscale2x();
-    else if (name == "heavy")
+    } else if (name == "heavy") {
       m = Heavy();
-    else if (name == "leak")
+    } else if (name == "leak") {
       m = Leak();
-    else {
+    } else {
       std::string names;
       for (const std::string& n : ExampleModelNames()) names += (names.empty() ? "" : ", ") + n;
       return Status(StatusCode::kInvalidJob,

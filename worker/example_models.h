@@ -8,6 +8,11 @@
 //              output stays close to its input
 //   leak       identity that keeps a copy of every input batch: memory grows by 12 bytes per
 //              pixel of every frame it sees (a fault fixture for recycling)
+// Hostile fixtures for the sandbox tests, each aimed at a `target` file named at export:
+//   read_file  reads the target (torch.from_file) and adds its mean byte to every pixel: the
+//              file's content leaks into the output video
+//   write_file maps the target shared (torch.from_file(..., shared=True)) and fills it with 'X':
+//              the file is overwritten; returns its input
 #pragma once
 
 #include <string>
@@ -19,7 +24,9 @@ namespace framemill {
 
 std::vector<std::string> ExampleModelNames();
 
-// Writes model `name` to `path` (through a temporary file and a rename).
-Status ExportExampleModel(const std::string& name, const std::string& path);
+// Writes model `name` to `path` (through a temporary file and a rename). `target` is the file the
+// hostile fixtures aim at (it must exist: its size is fixed at export); others ignore it.
+Status ExportExampleModel(const std::string& name, const std::string& path,
+                          const std::string& target = "");
 
 }  // namespace framemill

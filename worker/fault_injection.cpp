@@ -1,11 +1,17 @@
 #include "worker/fault_injection.h"
 
 #include <algorithm>
+#include <arpa/inet.h>
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/random.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/log_lines.h"
@@ -18,8 +24,9 @@ Result<Fault> ParseFault(const std::string& spec) {
   auto bad = [&] {
     return Status(StatusCode::kInvalidConfig,
                   std::string(kFaultEnvVar) + "=\"" + spec +
-                      "\": expected crash@N, hang@N or "
-                      "exit:K@N or scribble@N, optionally followed by ,once=PATH");
+                      "\": expected crash@N, hang@N, exit:K@N or scribble@N, optionally "
+                      "followed by ,once=PATH, or an escape: connect:PORT@N, socket@N, "
+                      "fork:MARKER@N, exec:MARKER@N, memory@N, signal@N");
   };
   std::string main = spec;
   size_t comma = spec.find(',');
@@ -29,34 +36,57 @@ Result<Fault> ParseFault(const std::string& spec) {
     if (opt.rfind("once=", 0) != 0 || opt.size() <= 5) return bad();
     f.once_path = opt.substr(5);
   }
-  size_t at = main.find('@');
+  size_t at = main.rfind('@');
   if (at == std::string::npos) return bad();
   std::string kind = main.substr(0, at);
+  std::string arg;
+  size_t colon = kind.find(':');
+  if (colon != std::string::npos) {
+    arg = kind.substr(colon + 1);
+    kind = kind.substr(0, colon);
+  }
   try {
     f.frame = std::stoll(main.substr(at + 1));
-    if (kind == "crash") {
+    if (kind == "crash" && arg.empty()) {
       f.kind = Fault::Kind::kCrash;
-    } else if (kind == "hang") {
+    } else if (kind == "hang" && arg.empty()) {
       f.kind = Fault::Kind::kHang;
-    } else if (kind == "scribble") {
+    } else if (kind == "scribble" && arg.empty()) {
       f.kind = Fault::Kind::kScribble;
-    } else if (kind.rfind("exit:", 0) == 0) {
+    } else if (kind == "exit" && !arg.empty()) {
       f.kind = Fault::Kind::kExit;
-      f.exit_code = std::stoi(kind.substr(5));
+      f.exit_code = std::stoi(arg);
+    } else if (kind == "connect" && !arg.empty()) {
+      f.kind = Fault::Kind::kConnect;
+      f.port = std::stoi(arg);
+      if (f.port <= 0 || f.port > 65535) return bad();
+    } else if (kind == "socket" && arg.empty()) {
+      f.kind = Fault::Kind::kSocket;
+    } else if ((kind == "fork" || kind == "exec") && !arg.empty()) {
+      f.kind = kind == "fork" ? Fault::Kind::kFork : Fault::Kind::kExec;
+      f.marker = arg;
+    } else if (kind == "memory" && arg.empty()) {
+      f.kind = Fault::Kind::kMemory;
+    } else if (kind == "signal" && arg.empty()) {
+      f.kind = Fault::Kind::kSignal;
     } else {
       return bad();
     }
   } catch (const std::exception&) {
     return bad();
   }
+  if (f.IsEscape() && !f.once_path.empty()) return bad();  // a sandbox could not create it
   return f;
 }
 
 namespace {
 
 // Is frame f.frame in [first, first + count), and (with once=PATH) is this the first time?
+// Escapes are TryEscapeFault's.
 bool Fires(const Fault& f, int64_t first, int64_t count) {
-  if (f.kind == Fault::Kind::kNone || f.frame < first || f.frame >= first + count) return false;
+  if (f.kind == Fault::Kind::kNone || f.IsEscape() || f.frame < first || f.frame >= first + count) {
+    return false;
+  }
   if (!f.once_path.empty()) {
     // O_EXCL: exactly one worker wins, even when two reach the frame at once.
     int fd = ::open(f.once_path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
@@ -109,10 +139,116 @@ void MaybeInjectFault(const Fault& f, int64_t first, int64_t count) {
       ::signal(SIGTERM, SIG_IGN);
       for (;;) ::pause();
     }
-    case Fault::Kind::kNone:
-    case Fault::Kind::kScribble:
+    default:
       break;
   }
+}
+
+namespace {
+
+// Writes `marker` from a process that got out (a forked child, an exec'd shell's parent).
+void WriteMarker(const std::string& marker) {
+  int fd = ::open(marker.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd >= 0) {
+    (void)::write(fd, "escaped\n", 8);
+    ::close(fd);
+  }
+}
+
+// What one escape attempt did: the errno of the refusal, or 0 when it went through.
+struct Attempt {
+  std::string what;
+  int error = 0;
+};
+
+Attempt Try(const Fault& f) {
+  switch (f.kind) {
+    case Fault::Kind::kConnect: {
+      std::string what = "connect to 127.0.0.1:" + std::to_string(f.port);
+      int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      if (s < 0) return {what + " (socket(AF_INET, SOCK_STREAM))", errno};
+      sockaddr_in addr{};
+      addr.sin_family = AF_INET;
+      addr.sin_port = htons(static_cast<uint16_t>(f.port));
+      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      int r = ::connect(s, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+      int e = r == 0 ? 0 : errno;
+      ::close(s);
+      return {what, e};
+    }
+    case Fault::Kind::kSocket: {
+      int s = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+      if (s < 0) return {"socket(AF_INET, SOCK_DGRAM)", errno};
+      ::close(s);
+      return {"socket(AF_INET, SOCK_DGRAM)", 0};
+    }
+    case Fault::Kind::kFork: {
+      pid_t pid = ::fork();
+      if (pid < 0) return {"fork", errno};
+      if (pid == 0) {
+        WriteMarker(f.marker);
+        std::_Exit(0);
+      }
+      int status = 0;
+      ::waitpid(pid, &status, 0);
+      return {"fork", 0};
+    }
+    case Fault::Kind::kExec: {
+      FlushLog();
+      // Only returns when refused; allowed, the worker is now a shell that writes the marker.
+      ::execl("/bin/sh", "sh", "-c", "echo escaped > \"$1\"", "sh", f.marker.c_str(),
+              static_cast<char*>(nullptr));
+      return {"execve /bin/sh", errno};
+    }
+    case Fault::Kind::kMemory: {
+      char local[8];
+      static char remote[8];  // some address; what is there (if anything) does not matter
+      iovec l{local, sizeof(local)};
+      iovec r{remote, sizeof(remote)};
+      ssize_t n = ::process_vm_readv(::getppid(), &l, 1, &r, 1, 0);
+      // EFAULT or ESRCH would mean the call itself was allowed: only EPERM is a refusal.
+      return {"process_vm_readv on the supervisor", n < 0 && errno == EPERM ? EPERM : 0};
+    }
+    case Fault::Kind::kSignal: {
+      int r = ::kill(::getppid(), 0);
+      return {"kill(supervisor, 0)", r == 0 ? 0 : errno};
+    }
+    default:
+      return {"", 0};
+  }
+}
+
+const char* EscapeName(Fault::Kind kind) {
+  switch (kind) {
+    case Fault::Kind::kConnect:
+      return "connect";
+    case Fault::Kind::kSocket:
+      return "socket";
+    case Fault::Kind::kFork:
+      return "fork";
+    case Fault::Kind::kExec:
+      return "exec";
+    case Fault::Kind::kMemory:
+      return "memory";
+    case Fault::Kind::kSignal:
+      return "signal";
+    default:
+      return "?";
+  }
+}
+
+}  // namespace
+
+Status TryEscapeFault(const Fault& f, int64_t first, int64_t count) {
+  if (!f.IsEscape() || f.frame < first || f.frame >= first + count) return Status::Ok();
+  Attempt a = Try(f);
+  std::string name = std::string("test fault ") + EscapeName(f.kind) + ": " + a.what;
+  if (a.error == 0) {
+    LogWarn(name + " escaped the sandbox");
+    return Status::Ok();
+  }
+  LogWarn(name + " refused: " + std::strerror(a.error));
+  return Status(StatusCode::kWorkerFailed, name + " refused: " + std::strerror(a.error));
 }
 
 }  // namespace framemill

@@ -11,7 +11,19 @@
 //   ...,once=PATH                         only if PATH does not exist; it is created first, so
 //                                         the fault fires once across all workers of a job
 //
-// "Reaches frame N" means: the batch about to run holds frame N.
+// Sandbox escapes: at the chunk that holds frame N the worker tries something its sandbox
+// (worker/sandbox.h) forbids. Refused, the chunk fails with a message naming the refusal
+// ("... refused: Operation not permitted"); allowed (no sandbox), the worker logs that it escaped
+// and goes on, so a job without a sandbox succeeds.
+//
+//   connect:PORT@N     a TCP connection to 127.0.0.1:PORT
+//   socket@N           an AF_INET (UDP) socket
+//   fork:MARKER@N      fork; the child writes MARKER and exits
+//   exec:MARKER@N      execve /bin/sh, which writes MARKER (the worker is gone if it works)
+//   memory@N           process_vm_readv on the supervisor
+//   signal@N           kill(supervisor, 0): may the worker signal it at all?
+//
+// "Reaches frame N" means: the batch (for escapes: the chunk) about to run holds frame N.
 #pragma once
 
 #include <cstdint>
@@ -23,11 +35,28 @@
 namespace framemill {
 
 struct Fault {
-  enum class Kind { kNone, kCrash, kHang, kExit, kScribble };
+  enum class Kind {
+    kNone,
+    kCrash,
+    kHang,
+    kExit,
+    kScribble,  // overwrites the worker's shared memory (see MaybeScribble)
+    // Sandbox escapes.
+    kConnect,
+    kSocket,
+    kFork,
+    kExec,
+    kMemory,
+    kSignal,
+  };
   Kind kind = Kind::kNone;
   int64_t frame = -1;
   int exit_code = 0;
+  int port = 0;        // kConnect
+  std::string marker;  // kFork, kExec: the file the new process writes
   std::string once_path;
+
+  bool IsEscape() const { return kind >= Kind::kConnect; }
 };
 
 inline constexpr const char* kFaultEnvVar = "FRAMEMILL_TEST_FAULT";
@@ -47,5 +76,8 @@ struct ScribbleRegion {
 // garbage and returns true. Otherwise does nothing and returns false.
 bool MaybeScribble(const Fault& fault, int64_t first, int64_t count,
                    const std::vector<ScribbleRegion>& regions);
+// Tries an escape fault if frame `fault.frame` is in [first, first + count): an error when the
+// sandbox refused it, ok when it was let through (or no escape is due).
+Status TryEscapeFault(const Fault& fault, int64_t first, int64_t count);
 
 }  // namespace framemill

@@ -1,6 +1,14 @@
 #include "worker/frame_model.h"
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <istream>
+#include <sstream>
+#include <streambuf>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <torch/cuda.h>
 #include <torch/script.h>
@@ -10,6 +18,17 @@ namespace framemill {
 std::string FirstLine(const std::string& what) {
   size_t nl = what.find('\n');
   return nl == std::string::npos ? what : what.substr(0, nl);
+}
+
+std::string ModelErrorLine(const std::string& what) {
+  std::istringstream in(what);
+  std::string line;
+  while (std::getline(in, line)) {
+    // "<Name>Error: message", the name one word.
+    size_t at = line.find("Error: ");
+    if (at != std::string::npos && at > 0 && line.find(' ') > at) return line;
+  }
+  return FirstLine(what);
 }
 
 namespace {
@@ -28,7 +47,7 @@ class TorchScriptModel : public FrameModel {
       }
       return out.toTensor();
     } catch (const std::exception& e) {
-      return Status(StatusCode::kModelInvalid, "model raised: " + FirstLine(e.what()));
+      return Status(StatusCode::kModelInvalid, "model raised: " + ModelErrorLine(e.what()));
     }
   }
 
@@ -39,6 +58,26 @@ class TorchScriptModel : public FrameModel {
   torch::jit::Module module_;
   torch::Device device_;
   torch::ScalarType dtype_;
+};
+
+// A read-only stream over bytes in memory, seekable (the TorchScript reader seeks), without
+// copying them.
+class MemoryStreamBuf : public std::streambuf {
+ public:
+  MemoryStreamBuf(char* data, size_t size) { setg(data, data, data + size); }
+
+ protected:
+  pos_type seekoff(off_type off, std::ios_base::seekdir dir,
+                   std::ios_base::openmode which) override {
+    if ((which & std::ios_base::in) == 0) return pos_type(off_type(-1));
+    char* base = dir == std::ios_base::beg ? eback() : dir == std::ios_base::cur ? gptr() : egptr();
+    if (off < eback() - base || off > egptr() - base) return pos_type(off_type(-1));
+    setg(eback(), base + off, egptr());
+    return pos_type(gptr() - eback());
+  }
+  pos_type seekpos(pos_type pos, std::ios_base::openmode which) override {
+    return seekoff(off_type(pos), std::ios_base::beg, which);
+  }
 };
 
 }  // namespace
@@ -89,18 +128,58 @@ Result<torch::ScalarType> ResolvePrecision(const std::string& precision,
   return Status(StatusCode::kInvalidJob, "precision must be fp32, fp16 or bf16");
 }
 
-Result<std::unique_ptr<FrameModel>> LoadTorchScriptModel(const std::string& path,
+Result<std::string> ReadWholeFile(int fd, const std::string& label) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    return Status(StatusCode::kModelInvalid, label + ": " + std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return Status(StatusCode::kModelInvalid, label + ": not a regular file");
+  }
+  std::string bytes;
+  try {
+    bytes.resize(static_cast<size_t>(st.st_size));
+  } catch (const std::exception&) {
+    return Status(StatusCode::kModelInvalid,
+                  label + ": " + std::to_string(st.st_size) + " bytes do not fit in memory");
+  }
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::pread(fd, &bytes[done], bytes.size() - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status(StatusCode::kModelInvalid, label + ": " + std::strerror(errno));
+    if (n == 0) return Status(StatusCode::kModelInvalid, label + ": shrank while being read");
+    done += static_cast<size_t>(n);
+  }
+  return bytes;
+}
+
+Result<std::unique_ptr<FrameModel>> LoadTorchScriptModel(int fd, const std::string& label,
                                                          const torch::Device& device,
                                                          torch::ScalarType dtype) {
+  Result<std::string> bytes = ReadWholeFile(fd, label);
+  if (!bytes.ok()) return bytes.status();
   try {
-    torch::jit::Module m = torch::jit::load(path, device);
+    MemoryStreamBuf buf(bytes->data(), bytes->size());
+    std::istream in(&buf);
+    torch::jit::Module m = torch::jit::load(in, device);
     m.eval();
     if (dtype != torch::kFloat32) m.to(dtype);
     return std::unique_ptr<FrameModel>(new TorchScriptModel(std::move(m), device, dtype));
   } catch (const std::exception& e) {
     return Status(StatusCode::kModelInvalid,
-                  path + ": not a loadable TorchScript model: " + FirstLine(e.what()));
+                  label + ": not a loadable TorchScript model: " + FirstLine(e.what()));
   }
+}
+
+Result<std::unique_ptr<FrameModel>> LoadTorchScriptModel(const std::string& path,
+                                                         const torch::Device& device,
+                                                         torch::ScalarType dtype) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status(StatusCode::kModelInvalid, path + ": " + std::strerror(errno));
+  Result<std::unique_ptr<FrameModel>> model = LoadTorchScriptModel(fd, path, device, dtype);
+  ::close(fd);
+  return model;
 }
 
 Result<std::pair<int64_t, int64_t>> ProbeOutputSize(FrameModel& model, int64_t size) {

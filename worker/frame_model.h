@@ -35,14 +35,30 @@ Result<torch::Device> ResolveDevice(const std::string& device);
 Result<torch::ScalarType> ResolvePrecision(const std::string& precision,
                                            const torch::Device& device);
 
-// Loads a TorchScript file onto `device` with weights in `dtype`, in eval mode. Run() then takes
-// batches of that dtype.
+// Loads a TorchScript model onto `device` with weights in `dtype`, in eval mode. Run() then
+// takes batches of that dtype. The model is read whole from `fd` into memory first (with pread
+// from offset 0: the descriptor's file offset is shared with every worker holding a duplicate,
+// and is left alone), so the file is read once, as it was, and never opened by name. `label`
+// names the model in messages only. The descriptor stays open (the caller owns it).
+Result<std::unique_ptr<FrameModel>> LoadTorchScriptModel(int fd, const std::string& label,
+                                                         const torch::Device& device,
+                                                         torch::ScalarType dtype = torch::kFloat32);
+
+// The same from a file name (tools: the benchmark; workers get a descriptor).
 Result<std::unique_ptr<FrameModel>> LoadTorchScriptModel(const std::string& path,
                                                          const torch::Device& device,
                                                          torch::ScalarType dtype = torch::kFloat32);
 
+// The bytes of the regular file open at `fd`, read with pread from offset 0.
+Result<std::string> ReadWholeFile(int fd, const std::string& label);
+
 // The first line of a LibTorch error: the rest is a C++ backtrace that helps nobody here.
 std::string FirstLine(const std::string& what);
+
+// The line of an error from a TorchScript model that says what went wrong: the interpreter puts
+// its traceback first ("The following operation failed ...") and the error itself
+// ("RuntimeError: unable to open file ...: Permission denied") after it. FirstLine otherwise.
+std::string ModelErrorLine(const std::string& what);
 
 // Runs the model once on a random size x size frame and returns its output size (w, h),
 // checking the output's shape against the contract.

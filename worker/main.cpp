@@ -1,23 +1,68 @@
 // framemill-worker: one GPU (or CPU) worker process, started by the supervisor.
 //
-//   framemill-worker --control PATH --channel K --wake-fd N --model PATH --device DEV
-//                    [--precision P] [--log-level L]
-//   framemill-worker --export-model NAME PATH
+//   framemill-worker --control PATH --channel K --wake-fd N --model-fd FD [--model-label TEXT]
+//                    --device DEV [--precision P] [--log-level L] [--sandbox required|auto|off]
+//   framemill-worker ... --model PATH ...      (tools: the worker opens the file itself)
+//   framemill-worker --export-model NAME PATH [--target FILE]
 //   framemill-worker --list-models
+//
+// The supervisor hands the model over as an open descriptor (--model-fd); the label only names
+// it in messages. The sandbox (worker/sandbox.h) goes on here, before the model is read: every
+// descriptor above 2 is closed then, except those named by an argument ending in "-fd".
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <optional>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
+#include "common/config.h"
 #include "common/log_lines.h"
 #include "worker/example_models.h"
+#include "worker/fault_injection.h"
+#include "worker/sandbox.h"
 #include "worker/worker_loop.h"
+
+namespace {
+
+int Usage() {
+  std::fprintf(stderr,
+               "usage: framemill-worker --control PATH --channel K --wake-fd N --model-fd FD "
+               "[--model-label TEXT] --device DEV [--precision P] [--log-level L] "
+               "[--sandbox required|auto|off]\n"
+               "       (or --model PATH instead of --model-fd)\n"
+               "       framemill-worker --export-model NAME PATH [--target FILE]\n"
+               "       framemill-worker --list-models\n");
+  return framemill::kWorkerExitUsage;
+}
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// A descriptor number given on the command line, which must be open.
+std::optional<int> InheritedFd(const std::string& text) {
+  char* end = nullptr;
+  long fd = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || fd < 3 || fd > 65535) return std::nullopt;
+  int flags = ::fcntl(static_cast<int>(fd), F_GETFD);
+  if (flags < 0) return std::nullopt;
+  // Nothing this process could start may inherit it.
+  ::fcntl(static_cast<int>(fd), F_SETFD, flags | FD_CLOEXEC);
+  return static_cast<int>(fd);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace framemill;
   std::vector<std::string> a(argv + 1, argv + argc);
-  if (a.size() == 3 && a[0] == "--export-model") {
-    Status s = ExportExampleModel(a[1], a[2]);
+  if ((a.size() == 3 || (a.size() == 5 && a[3] == "--target")) && a[0] == "--export-model") {
+    Status s = ExportExampleModel(a[1], a[2], a.size() == 5 ? a[4] : "");
     if (!s.ok()) {
       std::fprintf(stderr, "framemill: %s\n", s.ToString().c_str());
       return 1;
@@ -31,35 +76,101 @@ int main(int argc, char** argv) {
   }
   WorkerArgs args;
   std::string level = "info";
+  std::string model_path;
+  SandboxOptions sandbox;
+  if (a.size() % 2 != 0) return Usage();
   for (size_t i = 0; i + 1 < a.size(); i += 2) {
-    if (a[i] == "--control")
-      args.control = a[i + 1];
-    else if (a[i] == "--channel")
-      args.channel = std::atoi(a[i + 1].c_str());
-    else if (a[i] == "--wake-fd")
-      args.wake_fd = std::atoi(a[i + 1].c_str());
-    else if (a[i] == "--model")
-      args.model = a[i + 1];
-    else if (a[i] == "--device")
-      args.device = a[i + 1];
-    else if (a[i] == "--precision")
-      args.precision = a[i + 1];
-    else if (a[i] == "--log-level")
-      level = a[i + 1];
-    else {
-      std::fprintf(stderr, "framemill-worker: unknown argument %s\n", a[i].c_str());
+    const std::string& key = a[i];
+    const std::string& value = a[i + 1];
+    if (key == "--control") {
+      args.control = value;
+    } else if (key == "--channel") {
+      args.channel = std::atoi(value.c_str());
+    } else if (key == "--wake-fd") {
+      std::optional<int> fd = InheritedFd(value);
+      if (!fd) {
+        std::fprintf(stderr, "framemill-worker: --wake-fd %s is not an open descriptor\n",
+                     value.c_str());
+        return kWorkerExitUsage;
+      }
+      args.wake_fd = *fd;
+    } else if (key == "--model") {
+      model_path = value;
+    } else if (key == "--model-fd") {
+      std::optional<int> fd = InheritedFd(value);
+      if (!fd) {
+        std::fprintf(stderr, "framemill-worker: --model-fd %s is not an open descriptor\n",
+                     value.c_str());
+        return kWorkerExitUsage;
+      }
+      args.model_fd = *fd;
+    } else if (key == "--model-label") {
+      args.model_label = value;
+    } else if (key == "--device") {
+      args.device = value;
+    } else if (key == "--precision") {
+      args.precision = value;
+    } else if (key == "--log-level") {
+      level = value;
+    } else if (key == "--sandbox") {
+      std::optional<WorkerSandbox> mode = ParseWorkerSandbox(value);
+      if (!mode) return Usage();
+      sandbox.mode = *mode;
+    } else {
+      std::fprintf(stderr, "framemill-worker: unknown argument %s\n", key.c_str());
       return kWorkerExitUsage;
     }
+    // Descriptors handed over by the supervisor survive the sandbox's clean-up.
+    if (EndsWith(key, "-fd")) {
+      std::optional<int> fd = InheritedFd(value);
+      if (fd) sandbox.keep_fds.push_back(*fd);
+    }
   }
-  if (args.control.empty() || args.channel < 0 || args.wake_fd < 0 || args.model.empty() ||
-      args.device.empty() || a.size() % 2 != 0) {
-    std::fprintf(stderr,
-                 "usage: framemill-worker --control PATH --channel K --wake-fd N --model PATH "
-                 "--device DEV [--log-level L]\n"
-                 "       framemill-worker --export-model NAME PATH\n"
-                 "       framemill-worker --list-models\n");
-    return kWorkerExitUsage;
+  if (!model_path.empty() && args.model_fd < 0) {
+    args.model_fd = ::open(model_path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (args.model_fd < 0) {
+      std::fprintf(stderr, "framemill-worker: %s: %s\n", model_path.c_str(), std::strerror(errno));
+      return kWorkerExitModel;
+    }
+    sandbox.keep_fds.push_back(args.model_fd);
+    if (args.model_label.empty()) args.model_label = model_path;
+  }
+  if (args.model_label.empty()) args.model_label = "the model";
+  if (args.control.empty() || args.channel < 0 || args.wake_fd < 0 || args.model_fd < 0 ||
+      args.device.empty()) {
+    return Usage();
   }
   InitLogging("worker" + std::to_string(args.channel), level);
+
+  if (sandbox.mode != WorkerSandbox::kOff) {
+    // The driver's JIT cache in the home directory is out of reach: see worker/sandbox.h.
+    ::setenv("CUDA_CACHE_DISABLE", "1", 1);
+  }
+  sandbox.control = args.control;
+  // Test hook: a fault that fires once marks it by creating a file (worker/fault_injection.h),
+  // which the sandbox must then allow in that file's directory. Never set in production.
+  if (const char* spec = std::getenv(kFaultEnvVar)) {
+    Result<Fault> fault = ParseFault(spec);
+    if (fault.ok() && !fault->once_path.empty()) {
+      std::string dir = fault->once_path.substr(0, fault->once_path.rfind('/') + 1);
+      sandbox.extra_rules.push_back({dir.empty() ? "." : dir, FsAccess::kCreate,
+                                     std::string(kFaultEnvVar) + " once= marker (test hook)"});
+      LogWarn("test fault injection: the sandbox lets this worker create files in " + dir);
+    }
+  }
+  Result<SandboxReport> report = ApplySandbox(sandbox);
+  if (!report.ok()) {
+    // Reported on the channel by RunWorker, which then exits without reading the model.
+    args.sandbox = "none; required and failed";
+    args.sandbox_error = report.status().message();
+  } else {
+    args.sandbox = report->Summary();
+    const std::string line = "worker " + std::to_string(args.channel) + " sandbox: " + args.sandbox;
+    if (report->off || report->complete()) {
+      LogInfo(line);
+    } else {
+      LogWarn(line);
+    }
+  }
   return RunWorker(args);
 }

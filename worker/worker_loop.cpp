@@ -192,6 +192,8 @@ ChunkResult Worker::Process(const ChunkRequest& rq) {
   c.out_w = arena.out_width;
   c.first_frame = static_cast<int64_t>(rq.first_frame);
   c.pinned = arena_registered_;
+  Status escape = TryEscapeFault(fault_, c.first_frame, c.frames);
+  if (!escape.ok()) return fail(escape.message());
   // A kScribble fault (tests) overwrites all this worker can reach of the supervisor's memory.
   const std::vector<ScribbleRegion> scribble = {{control_shm_->data(), control_shm_->size()},
                                                 {base, static_cast<size_t>(arena.data_offset)}};
@@ -248,6 +250,8 @@ void Worker::Publish(const ChunkResult& result) {
 
 int Worker::Run(const WorkerArgs& args) {
   ch_.pid.store(::getpid(), std::memory_order_release);
+  CopyString(ch_.sandbox, args.sandbox);
+  if (!args.sandbox_error.empty()) return Fail(kWorkerExitSandbox, args.sandbox_error);
   const char* fault_spec = std::getenv(kFaultEnvVar);
   Result<Fault> fault = ParseFault(fault_spec == nullptr ? "" : fault_spec);
   if (!fault.ok()) return Fail(kWorkerExitUsage, fault.status().message());
@@ -262,7 +266,8 @@ int Worker::Run(const WorkerArgs& args) {
   // Frame size is fixed for a job: let cuDNN pick the fastest kernels once per shape.
   if (device->is_cuda()) at::globalContext().setBenchmarkCuDNN(true);
 #endif
-  Result<std::unique_ptr<FrameModel>> model = LoadTorchScriptModel(args.model, *device, *dtype);
+  Result<std::unique_ptr<FrameModel>> model =
+      LoadTorchScriptModel(args.model_fd, args.model_label, *device, *dtype);
   if (!model.ok()) return Fail(kWorkerExitModel, model.status().message());
   model_ = std::move(*model);
   runner_ = std::make_unique<BatchRunner>(*model_);
@@ -275,7 +280,7 @@ int Worker::Run(const WorkerArgs& args) {
   PublishTelemetry(ch_.telemetry, *device, nvml_.get());
   SetState(WorkerState::kReady);
   WakeSupervisor();
-  LogDebug("worker " + std::to_string(channel_) + ": model " + args.model + " loaded on " +
+  LogDebug("worker " + std::to_string(channel_) + ": model " + args.model_label + " loaded on " +
            device->str() + " in " + std::to_string(MonotonicMs() - t0) + " ms");
 
   while (true) {

@@ -9,13 +9,16 @@
 namespace framemill {
 
 struct WorkerArgs {
-  std::string control;  // full path of this worker's control block (shared memory)
-  int channel = -1;     // the supervisor's channel number, for log lines
-  int wake_fd = -1;     // inherited socket: write a byte to wake the supervisor; readable when
-                        // the supervisor has posted a request
-  std::string model;
+  std::string control;      // full path of this worker's control block (shared memory)
+  int channel = -1;         // the supervisor's channel number, for log lines
+  int wake_fd = -1;         // inherited socket: write a byte to wake the supervisor; readable when
+                            // the supervisor has posted a request
+  int model_fd = -1;        // the model file, open read-only (read with pread; stays open)
+  std::string model_label;  // the model's name, for messages only (never opened)
   std::string device;
   std::string precision = "fp32";  // fp32 | fp16 | bf16
+  std::string sandbox;             // the sandbox in place (worker/sandbox.h), for the supervisor
+  std::string sandbox_error;       // a required sandbox that failed: reported, then exit
 };
 
 // Exit codes of framemill-worker.
@@ -24,6 +27,7 @@ inline constexpr int kWorkerExitUsage = 2;
 inline constexpr int kWorkerExitAttach = 3;    // cannot attach (version mismatch, no such object)
 inline constexpr int kWorkerExitModel = 4;     // model failed to load or broke its contract
 inline constexpr int kWorkerExitOrphaned = 5;  // the supervisor is gone
+inline constexpr int kWorkerExitSandbox = 6;   // worker_sandbox required, and not possible here
 
 int RunWorker(const WorkerArgs& args);
 

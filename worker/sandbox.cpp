@@ -1,0 +1,219 @@
+#include "worker/sandbox.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "common/log_lines.h"
+#include "worker/landlock.h"
+#include "worker/sandbox_policy.h"
+#include "worker/seccomp_filter.h"
+
+namespace framemill {
+namespace {
+
+bool DebugListing() {
+  const char* v = std::getenv("FRAMEMILL_SANDBOX_DEBUG");
+  return v != nullptr && std::strcmp(v, "1") == 0;
+}
+
+void LogRule(const std::string& line) {
+  if (DebugListing()) {
+    LogInfo("sandbox: " + line);
+  } else {
+    LogDebug("sandbox: " + line);
+  }
+}
+
+std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+std::vector<int> OpenDescriptors() {
+  std::vector<int> fds;
+  DIR* dir = ::opendir("/proc/self/fd");
+  if (dir == nullptr) return fds;
+  while (dirent* e = ::readdir(dir)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    int fd = std::atoi(e->d_name);
+    if (fd != ::dirfd(dir)) fds.push_back(fd);
+  }
+  ::closedir(dir);
+  return fds;
+}
+
+// Closes every descriptor above 2 not in `keep`.
+void CloseInherited(const std::vector<int>& keep) {
+  for (int fd : OpenDescriptors()) {
+    if (fd <= 2 || std::find(keep.begin(), keep.end(), fd) != keep.end()) continue;
+    char target[PATH_MAX] = "?";
+    std::string link = "/proc/self/fd/" + std::to_string(fd);
+    ssize_t n = ::readlink(link.c_str(), target, sizeof(target) - 1);
+    if (n > 0) target[n] = '\0';
+    LogRule("closed inherited descriptor " + std::to_string(fd) + " (" + target + ")");
+    ::close(fd);
+  }
+}
+
+int ThreadCount() {
+  int n = 0;
+  if (DIR* dir = ::opendir("/proc/self/task")) {
+    while (dirent* e = ::readdir(dir)) n += e->d_name[0] != '.';
+    ::closedir(dir);
+  }
+  return n;
+}
+
+// Lowers a limit (soft and hard) to at most `value`; never raises one.
+Status Lower(int resource, const char* name, rlim_t value) {
+  rlimit r{};
+  if (::getrlimit(resource, &r) != 0) return Status(StatusCode::kIo, Errno(name));
+  r.rlim_cur = std::min(r.rlim_cur, value);
+  r.rlim_max = std::min(r.rlim_max, value);
+  if (::setrlimit(resource, &r) != 0) return Status(StatusCode::kIo, Errno(name));
+  LogRule(std::string("limit ") + name + " " + std::to_string(r.rlim_cur));
+  return Status::Ok();
+}
+
+Status SetLimits() {
+  FM_RETURN_IF_ERROR(Lower(RLIMIT_CORE, "RLIMIT_CORE", 0));
+  if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+    return Status(StatusCode::kIo, Errno("PR_SET_DUMPABLE"));
+  }
+  // A write past the limit fails with EFBIG instead of killing the worker.
+  ::signal(SIGXFSZ, SIG_IGN);
+  FM_RETURN_IF_ERROR(Lower(RLIMIT_FSIZE, "RLIMIT_FSIZE", kMaxWorkerFileBytes));
+  FM_RETURN_IF_ERROR(Lower(RLIMIT_NOFILE, "RLIMIT_NOFILE", kMaxWorkerFiles));
+  FM_RETURN_IF_ERROR(Lower(RLIMIT_NPROC, "RLIMIT_NPROC", kMaxWorkerTasks));
+  return Status::Ok();
+}
+
+bool WriteFile(const std::string& path, const std::string& text) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  return ok;
+}
+
+// An empty network namespace, inside a user namespace of its own where the system allows that
+// (then it needs no privilege), else alone (root). Returns "" or why there is none.
+std::string EnterEmptyNetwork() {
+  const uid_t uid = ::getuid();
+  const gid_t gid = ::getgid();
+  if (::unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0) {
+    // Map the worker's own ids, so that it stays itself to every library that asks.
+    if (!WriteFile("/proc/self/uid_map", std::to_string(uid) + " " + std::to_string(uid) + " 1") ||
+        !WriteFile("/proc/self/setgroups", "deny") ||
+        !WriteFile("/proc/self/gid_map", std::to_string(gid) + " " + std::to_string(gid) + " 1")) {
+      LogRule(Errno("user namespace id maps not written"));
+    }
+    LogRule("namespaces: new user and network namespaces");
+    return "";
+  }
+  std::string why = Errno("unshare(CLONE_NEWUSER|CLONE_NEWNET)");
+  if (::unshare(CLONE_NEWNET) == 0) {
+    LogRule("namespaces: new network namespace (" + why + ")");
+    return "";
+  }
+  return why;
+}
+
+}  // namespace
+
+std::string SandboxReport::Summary() const {
+  if (off) return "off";
+  std::string s;
+  for (const std::string& l : layers) s += (s.empty() ? "" : ", ") + l;
+  if (netns_note.empty()) {
+    if (!layers.empty()) s += ", netns";
+  } else if (!layers.empty()) {
+    s += ", no netns (" + netns_note + ")";
+  }
+  if (missing.empty()) return s;
+  std::string m;
+  for (const std::string& l : missing) m += (m.empty() ? "" : ", ") + l;
+  return (layers.empty() ? "none" : "partial: " + s) + "; missing " + m;
+}
+
+Result<SandboxReport> ApplySandbox(const SandboxOptions& options) {
+  SandboxReport report;
+  if (options.mode == WorkerSandbox::kOff) {
+    report.off = true;
+    return report;
+  }
+  const bool required = options.mode == WorkerSandbox::kRequired;
+  // A layer that failed: the end of a required sandbox, a note in an automatic one.
+  auto missing = [&](const std::string& layer, const std::string& why) -> Status {
+    report.missing.push_back(layer + " (" + why + ")");
+    if (!required) {
+      LogWarn("sandbox: no " + layer + ": " + why);
+      return Status::Ok();
+    }
+    return Status(StatusCode::kWorkerFailed,
+                  "worker_sandbox is \"required\" but this worker cannot be sandboxed: " + layer +
+                      ": " + why +
+                      " (set worker_sandbox to \"auto\" to run unconfined where the "
+                      "sandbox is not available)");
+  };
+
+  CloseInherited(options.keep_fds);
+  const int threads = ThreadCount();
+
+  // Namespaces first: writing the id maps needs a dumpable process and no Landlock yet.
+  report.netns_note = EnterEmptyNetwork();
+  if (!report.netns_note.empty()) LogRule("no network namespace: " + report.netns_note);
+
+  Status limits = SetLimits();
+  if (!limits.ok()) FM_RETURN_IF_ERROR(missing("rlimits", limits.message()));
+
+  bool no_new_privs = ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0;
+  if (!no_new_privs) FM_RETURN_IF_ERROR(missing("no_new_privs", Errno("PR_SET_NO_NEW_PRIVS")));
+
+  std::string landlock_layer;
+  if (threads > 1) {
+    FM_RETURN_IF_ERROR(missing("landlock", std::to_string(threads) +
+                                               " threads run already; Landlock would confine "
+                                               "only this one"));
+  } else if (!no_new_privs) {
+    FM_RETURN_IF_ERROR(missing("landlock", "needs no_new_privs"));
+  } else {
+    std::vector<FsRule> rules = WorkerFsRules(options.control);
+    rules.insert(rules.end(), options.extra_rules.begin(), options.extra_rules.end());
+    Result<LandlockResult> ll = ApplyLandlock(rules);
+    if (!ll.ok()) {
+      FM_RETURN_IF_ERROR(missing("landlock", ll.status().message()));
+    } else {
+      for (const std::string& rule : ll->rules) LogRule("landlock " + rule);
+      std::string parts = "fs";
+      if (ll->network) parts += ", tcp";
+      if (ll->scoped) parts += ", scopes";
+      if (!ll->network) LogRule("landlock: no network rules before ABI 4: seccomp denies sockets");
+      landlock_layer = "landlock abi " + std::to_string(ll->abi) + " (" + parts + ")";
+    }
+  }
+
+  SeccompPolicy policy = DefaultSeccompPolicy();
+  Status seccomp =
+      no_new_privs ? InstallSeccompFilter(policy) : Status(StatusCode::kIo, "needs no_new_privs");
+  if (seccomp.ok()) {
+    for (const std::string& line : DescribeSeccompPolicy(policy)) LogRule(line);
+  } else {
+    FM_RETURN_IF_ERROR(missing("seccomp", seccomp.message()));
+  }
+
+  if (!landlock_layer.empty()) report.layers.push_back(landlock_layer);
+  if (seccomp.ok()) report.layers.push_back("seccomp");
+  if (no_new_privs) report.layers.push_back("no_new_privs");
+  if (limits.ok()) report.layers.push_back("rlimits");
+  return report;
+}
+
+}  // namespace framemill

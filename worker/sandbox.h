@@ -1,0 +1,80 @@
+// The worker's sandbox: what a worker process (and the model it runs, which is hostile input)
+// can still do once it is in place. Applied by the worker itself, early in main, while it is one
+// thread, before it reads the model or opens the supervisor's shared memory. Layers, in order:
+//
+//   descriptors   every inherited descriptor but 0, 1, 2 and the ones named by the caller (the
+//                 model) is closed: nothing the supervisor holds leaks in by accident
+//   rlimits       RLIMIT_CORE 0 and not dumpable (no core files, no ptrace attach by the same
+//                 user); RLIMIT_FSIZE kMaxWorkerFileBytes (the stderr log is the only file a
+//                 worker writes with write(); shared memory is written through mappings, which
+//                 RLIMIT_FSIZE does not limit), SIGXFSZ ignored; RLIMIT_NOFILE kMaxWorkerFiles;
+//                 RLIMIT_NPROC kMaxWorkerTasks (threads count: it only stops a thread storm,
+//                 processes are seccomp's job)
+//   no_new_privs  no set-uid or file capability can raise the process's privileges
+//   namespaces    unshare(CLONE_NEWUSER | CLONE_NEWNET) where the system allows it (systemd's
+//                 RestrictNamespaces or a sysctl may refuse): an empty network namespace. Not
+//                 needed for "required": Landlock and seccomp already deny the network.
+//   landlock      the file rules of worker/sandbox_policy.h; no TCP bind or connect; no
+//                 abstract UNIX sockets or signals beyond the sandbox (worker/landlock.h)
+//   seccomp       worker/seccomp_filter.h: no processes, programs, ptrace, other families of
+//                 sockets, namespaces, mounts, keyrings, BPF, perf, io_uring
+//
+// Modes (config worker_sandbox): kRequired fails unless no_new_privs, rlimits, Landlock and
+// seccomp are all in place; kAuto applies what it can and reports the rest; kOff applies nothing.
+//
+// CUDA: the JIT cache (~/.nv/ComputeCache) is not writable in the sandbox, so the worker sets
+// CUDA_CACHE_DISABLE=1: a PTX-only kernel is compiled again by each worker instead of being
+// cached (LibTorch ships machine code for the GPUs it supports, so this is rare). A cache inside
+// shared memory was the other choice; it would let one worker's model leave files that the next
+// worker's driver reads.
+//
+// FRAMEMILL_SANDBOX_DEBUG=1 in the environment logs every rule at info level (at debug level
+// otherwise), so that a failure on a new machine can be read from one run's log.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/config.h"
+#include "common/status.h"
+#include "worker/landlock.h"
+
+namespace framemill {
+
+inline constexpr long long kMaxWorkerFileBytes = 256ll << 20;  // the stderr log's ceiling
+inline constexpr long long kMaxWorkerFiles = 4096;             // open descriptors
+inline constexpr long long kMaxWorkerTasks = 16384;            // processes and threads, per user
+
+struct SandboxOptions {
+  WorkerSandbox mode = WorkerSandbox::kAuto;
+  std::string control;        // the control object; its directory is the shared memory
+  std::vector<int> keep_fds;  // descriptors above 2 to keep open (the model)
+  // Rules beyond the worker's policy: test hooks alone (a fault's once= marker directory).
+  std::vector<FsRule> extra_rules;
+};
+
+// What the worker got. Summary() is what the worker reports to the supervisor (shm_protocol.h
+// WorkerChannel::sandbox) and logs:
+//   "landlock abi 7 (fs, tcp, scopes), seccomp, no_new_privs, rlimits, netns"  all in place
+//   "partial: seccomp, no_new_privs, rlimits; missing landlock (...)"           kAuto, degraded
+//   "none; missing ..."                                                        kAuto, nothing
+//   "off"                                                                      kOff
+// (The supervisor tells a degraded sandbox by the words "partial" and "none" at the start:
+// supervisor/worker_pool.h WorkerSandboxDegraded.)
+// An empty network namespace is extra: without it the sandbox is still complete, and the
+// summary says "no netns (reason)" instead of "netns".
+struct SandboxReport {
+  bool off = false;
+  std::vector<std::string> layers;   // in place
+  std::vector<std::string> missing;  // "landlock (reason)": a required layer that failed
+  std::string netns_note;            // why there is no network namespace; "" = there is one
+  std::string Summary() const;
+  bool complete() const { return !off && missing.empty(); }
+};
+
+// Applies the sandbox. In kRequired a missing layer is an error naming it (the process may be
+// partly restricted then: it must not go on to read the model). In kAuto the report lists what
+// is missing. Must be called while the process has one thread.
+Result<SandboxReport> ApplySandbox(const SandboxOptions& options);
+
+}  // namespace framemill

@@ -129,6 +129,9 @@ Result<Config> ParseConfig(const nlohmann::json& object) {
   r.StringList("allowed_output_roots", &c.allowed_output_roots);
   r.StringList("allowed_model_roots", &c.allowed_model_roots);
   r.Double("rescan_interval_s", &c.rescan_interval_s, 0.1, 3600.0);
+  r.Bool("allow_playlist_inputs", &c.allow_playlist_inputs);
+  r.Int("decoder_restarts", &c.decoder_restarts, 0, 100);
+  r.Int("crash_retries", &c.crash_retries, 0, 100);
   static const std::regex kLevels("trace|debug|info|warn|error");
   if (r.status().ok() && !std::regex_match(c.log_level, kLevels)) {
     r.Fail("log_level", "must be trace, debug, info, warn or error");

@@ -20,6 +20,7 @@ namespace framemill {
 struct WorkerOptions {
   std::string worker_binary;  // framemill-worker
   std::string model;          // TorchScript file
+  int model_fd = -1;  // open read-only descriptor of the checked model file (not owned); the pool keeps its own dup
   std::string device;         // auto | cpu | cuda | cuda:N
   std::string precision = "fp32";
   std::string log_level;

@@ -64,13 +64,7 @@ class PipedChild {
   // exited is reaped.
   ~PipedChild() {
     CloseFd();
-    if (!child_.valid() || waited_) return;
-    std::error_code ec;
-    if (child_.running(ec)) {
-      child_.terminate(ec);  // SIGKILL, then waitpid
-    } else {
-      child_.wait(ec);  // running() reaped it already; this only records it
-    }
+    if (!waited_) KillAndReap(child_);
   }
 
   int pid() const { return child_.valid() ? child_.id() : -1; }

@@ -83,17 +83,12 @@ struct JobFiles {
   std::string path() const { return FdPath(dir.get()); }
 };
 
-// A file created exclusively beside `path` under a random name, then renamed to `path` (a link
-// planted there is replaced, not followed). For the timeline.
-Result<UniqueFd> CreateInPlace(const std::string& path) {
-  UniqueFd dir(::open(DirName(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dir.valid()) {
-    return Status(StatusCode::kIo, "open directory of " + path + ": " + std::strerror(errno));
-  }
-  Result<CreatedFile> f = CreateExclusiveAt(dir.get(), "." + BaseName(path) + ".", ".tmp", 0644);
+// The file `name` in the directory `dir_fd`, created exclusively under a random name, then
+// renamed to `name` (a link planted there is replaced, not followed). For the timeline.
+Result<UniqueFd> CreateInPlace(int dir_fd, const std::string& name) {
+  Result<CreatedFile> f = CreateExclusiveAt(dir_fd, "." + name + ".", ".tmp", 0644);
   if (!f.ok()) return f.status();
-  FM_RETURN_IF_ERROR(
-      RenameCheckedAt(dir.get(), f->name, f->fd.get(), BaseName(path), RenameMode::kReplace));
+  FM_RETURN_IF_ERROR(RenameCheckedAt(dir_fd, f->name, f->fd.get(), name, RenameMode::kReplace));
   return std::move(f->fd);
 }
 
@@ -651,9 +646,20 @@ Result<JobReport> JobRun::Run() {
   FM_RETURN_IF_ERROR(Prepare());
   lap(&stages_.prepare_s);
   {
+    // Beside the output: in the checked output directory. Elsewhere (the service's spool): in
+    // the caller's directory.
     const std::string timeline =
         options_.timeline.empty() ? job_.output + ".timeline.jsonl" : options_.timeline;
-    Result<UniqueFd> fd = CreateInPlace(timeline);
+    UniqueFd other_dir;
+    if (!options_.timeline.empty()) {
+      other_dir.Reset(::open(DirName(timeline).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      if (!other_dir.valid()) {
+        return Status(StatusCode::kIo,
+                      "open directory of " + timeline + ": " + std::strerror(errno));
+      }
+    }
+    Result<UniqueFd> fd = CreateInPlace(other_dir.valid() ? other_dir.get() : output_dir_fd_.get(),
+                                        BaseName(timeline));
     if (!fd.ok()) return fd.status();
     FM_RETURN_IF_ERROR(timeline_.Adopt(::fcntl(fd->get(), F_DUPFD_CLOEXEC, 0), timeline, t0));
   }

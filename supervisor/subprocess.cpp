@@ -77,6 +77,7 @@ Result<CommandOutput> RunAndCapture(const std::vector<std::string>& argv,
     std::vector<std::string> args(argv.begin() + 1, argv.end());
     bp::child child(exe, bp::args(args), bp::std_in.close(), bp::std_out > out, bp::std_err > err,
                     io, ChildFds(inherit));
+    ReapOnExit reap(child);
     io.run();  // returns once both pipes reach end of file
     child.wait();
     SetExitStatus(child.native_exit_code(), &result);
@@ -103,6 +104,7 @@ Result<CommandOutput> RunForEachLine(const std::vector<std::string>& argv,
     std::vector<std::string> args(argv.begin() + 1, argv.end());
     bp::child child(exe, bp::args(args), bp::std_in.close(), bp::std_out > out, bp::std_err > err,
                     io, ChildFds(inherit));
+    ReapOnExit reap(child);
     std::thread drain([&io] {
       try {
         io.run();
@@ -115,8 +117,7 @@ Result<CommandOutput> RunForEachLine(const std::vector<std::string>& argv,
       for (std::string line; std::getline(out, line);) on_line(line);
     } catch (const std::exception& e) {
       failure = e.what();  // stop the child: its pipes close and the drain thread ends
-      std::error_code ec;
-      child.terminate(ec);
+      KillAndReap(child);
     }
     child.wait();
     drain.join();

@@ -122,6 +122,9 @@ TEST_CASE("config/framemill.json parses and equals the built-in defaults") {
   CHECK(file->arena_mb == builtin.arena_mb);
   CHECK(file->worker_start_timeout_s == builtin.worker_start_timeout_s);
   CHECK(file->log_level == builtin.log_level);
+  CHECK(file->allow_playlist_inputs == builtin.allow_playlist_inputs);
+  CHECK(file->decoder_restarts == builtin.decoder_restarts);
+  CHECK(file->crash_retries == builtin.crash_retries);
 }
 
 TEST_CASE("config/job.example.json is a valid job") {

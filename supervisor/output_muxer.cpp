@@ -137,9 +137,10 @@ Result<UniqueFd> Retime(const MuxRequest& rq, const std::string& list_path) {
   }
   FM_RETURN_IF_ERROR(AtomicWriteFile(stamps, text));
   // Every name given to mkvmerge is an open descriptor or a name inside the private scratch
-  // directory reached through its descriptor; "--" ends its options.
+  // directory reached through its descriptor: all begin with "/proc/self/fd/", none with '-'
+  // (mkvmerge has no "--" to end its options).
   r = RunAndCapture({rq.mkvmerge, "-q", "-o", FdPath(retimed->fd.get()), "--timestamps",
-                     "0:" + stamps, "--", FdPath(joined->fd.get())},
+                     "0:" + stamps, FdPath(joined->fd.get())},
                     {rq.scratch_fd, joined->fd.get(), retimed->fd.get()});
   // mkvmerge exits 1 for warnings only.
   if (!r.ok() || r->exit_code > 1 || r->exit_code < 0) {

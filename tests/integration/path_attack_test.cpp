@@ -11,6 +11,9 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <poll.h>
+#include <sys/inotify.h>
 #include <sstream>
 #include <sys/stat.h>
 #include <thread>
@@ -137,6 +140,51 @@ void CheckOutputExact(const std::string& output) {
   CHECK(OutOfPlace(indices, kFrames) == 0);
 }
 
+// Swaps `link` to `to` the moment `watched` (the link's allowed target) is first opened after
+// Arm(): that first open is framemill's check, so every later use of the name would see `to`.
+// Deterministic, unlike the racing Swapper: the swap always falls between check and use.
+class SwapOnOpen {
+ public:
+  SwapOnOpen(const std::string& watched, std::string link, std::string to)
+      : link_(std::move(link)), to_(std::move(to)) {
+    fd_ = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    REQUIRE(fd_ >= 0);
+    REQUIRE(::inotify_add_watch(fd_, watched.c_str(), IN_OPEN) >= 0);
+    thread_ = std::thread([this] {
+      char buf[4096];
+      while (!stop_.load()) {
+        pollfd p{fd_, POLLIN, 0};
+        if (::poll(&p, 1, 20) <= 0) continue;
+        while (::read(fd_, buf, sizeof(buf)) > 0) {
+        }
+        if (armed_.exchange(false)) {
+          PointLink(link_, to_);
+          ++swaps_;
+        }
+      }
+    });
+  }
+  ~SwapOnOpen() {
+    stop_ = true;
+    thread_.join();
+    ::close(fd_);
+  }
+  void Arm() {
+    char buf[4096];
+    while (::read(fd_, buf, sizeof(buf)) > 0) {
+    }
+    armed_ = true;
+  }
+  int swaps() const { return swaps_; }
+
+ private:
+  std::string link_, to_;
+  int fd_ = -1;
+  std::atomic<bool> stop_{false}, armed_{false};
+  std::atomic<int> swaps_{0};
+  std::thread thread_;
+};
+
 struct Tally {
   int done = 0, refused = 0;
 };
@@ -145,7 +193,8 @@ struct Tally {
 // loaded between them (as the service does), while a Swapper races them. `exact`: check each
 // output; a refused job must have been refused at the check (the link pointed outside when it
 // was opened), never for anything else.
-Tally RaceJobs(const Tree& t, const nlohmann::json& job_json, int jobs, bool exact = true) {
+Tally RaceJobs(const Tree& t, const nlohmann::json& job_json, int jobs, bool exact = true,
+               const std::function<void()>& before_each = nullptr) {
   framemill::Result<framemill::Config> config = framemill::ParseConfig(t.config);
   REQUIRE(config.ok());
   framemill::Result<framemill::JobSpec> job = framemill::ParseJob(job_json, config->defaults);
@@ -156,6 +205,7 @@ Tally RaceJobs(const Tree& t, const nlohmann::json& job_json, int jobs, bool exa
   options.warm = &warm;
   Tally tally;
   for (int i = 0; i < jobs; ++i) {
+    if (before_each) before_each();
     framemill::Result<framemill::JobReport> r = framemill::RunJob(*job, *config, stop, options);
     ++g_attacks;
     if (r.ok()) {
@@ -189,6 +239,18 @@ TEST_CASE("path attack: an input symlink swapped to an outside secret while jobs
                "path attacks: input swap: %d swaps and jobs, %d jobs done exact, %d refused\n",
                g_attacks, tally.done, tally.refused);
   CHECK(tally.done + tally.refused == 5);
+  // The link swapped to the secret right after framemill's check opened the allowed file: the
+  // job goes on with the file it checked.
+  {
+    SwapOnOpen swap(t.good, link, t.secret);
+    Tally after_check = RaceJobs(t, Job(t, link, output), 2, true, [&] {
+      PointLink(link, t.good);
+      swap.Arm();
+    });
+    CHECK(after_check.done == 2);
+    CHECK(swap.swaps() == 2);
+    g_attacks += swap.swaps();
+  }
   CHECK(Print(t.secret) == secret);
   // A link that stays inside the root keeps working.
   PointLink(link, t.good);
@@ -208,6 +270,16 @@ TEST_CASE("path attack: a model symlink swapped to an outside model while jobs r
     Swapper swapper(link, t.models + "/identity.pt", t.outside + "/invert.pt");
     tally = RaceJobs(t, Job(t, t.good, output, link), 5);
     g_attacks += swapper.Stop();
+  }
+  {
+    SwapOnOpen swap(t.models + "/identity.pt", link, t.outside + "/invert.pt");
+    Tally after_check = RaceJobs(t, Job(t, t.good, output, link), 2, true, [&] {
+      PointLink(link, t.models + "/identity.pt");
+      swap.Arm();
+    });
+    CHECK(after_check.done == 2);
+    CHECK(swap.swaps() == 2);
+    g_attacks += swap.swaps();
   }
   std::fprintf(stderr,
                "path attacks: model swap: %d swaps and jobs, %d jobs done exact, %d refused\n",

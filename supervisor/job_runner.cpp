@@ -117,6 +117,7 @@ class JobRun {
   Result<bool> ReadFrame(uint8_t* dst);
   Status StartWorkers();
   std::string WarmKey() const;
+  std::string LogDirKey() const;
   Status CreateArena();
   Status CheckFreeSpace() const;
   void DecodeLoop();
@@ -282,7 +283,16 @@ std::string JobRun::WarmKey() const {
          std::to_string(st.st_ino) + "|" + std::to_string(st.st_size) + "|" +
          std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) + "|" +
          settings_.device + "|" + settings_.precision + "|" + std::to_string(settings_.workers) +
-         "|" + nlohmann::json(settings_.gpus).dump();
+         "|" + nlohmann::json(settings_.gpus).dump() + "|" + LogDirKey();
+}
+
+// Workers that write their logs into the job's scratch directory (no worker_log_dir) name it as
+// /proc/self/fd/N of this job: they fit no other job.
+std::string JobRun::LogDirKey() const {
+  if (!options_.worker_log_dir.empty()) return options_.worker_log_dir;
+  struct stat st {};
+  ::fstat(scratch_dir_.dir.get(), &st);
+  return "scratch " + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
 }
 
 Status JobRun::StartWorkers() {

@@ -203,6 +203,7 @@ Tally RaceJobs(const Tree& t, const nlohmann::json& job_json, int jobs, bool exa
   framemill::WarmWorkers warm;
   framemill::JobOptions options;
   options.warm = &warm;
+  options.worker_log_dir = t.dir;  // as the service does: the workers then fit every job
   Tally tally;
   for (int i = 0; i < jobs; ++i) {
     if (before_each) before_each();

@@ -215,8 +215,8 @@ Status FrameReader::Finish() {
   return Status::Ok();
 }
 
-void FrameReader::KillForTest() {
-  if (child_->pid() > 0) ::kill(child_->pid(), SIGKILL);
+void FrameReader::KillForTest(int sig) {
+  if (child_->pid() > 0) ::kill(child_->pid(), sig);
 }
 
 std::vector<std::string> EncoderArguments(const SegmentFormat& f) {

@@ -40,8 +40,9 @@ class FrameReader {
   // death by a signal kDecoderCrashed (Read reports that too for a frame cut short by it).
   Status Finish();
 
-  // Fault injection for tests: kills the ffmpeg child (SIGKILL) now.
-  void KillForTest();
+  // Fault injection for tests: sends the ffmpeg child `sig` now (SIGKILL: a crash; SIGTERM:
+  // ffmpeg stops and exits with an error code, as on an error of its own).
+  void KillForTest(int sig);
 
  private:
   Status Crashed(const CommandOutput& exit) const;

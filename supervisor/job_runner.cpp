@@ -140,6 +140,7 @@ class JobRun {
   SourceFile source_;                    // the input as ffprobe and ffmpeg get it
   std::unique_ptr<FrameReader> reader_;  // decoder thread only
   int64_t next_frame_ = 0;               // the frame the decoder delivers next
+  int64_t error_retried_at_ = -1;        // where a decoder's error exit was retried
   MediaInfo media_;
   int64_t chunks_per_segment_ = 1;
   std::unique_ptr<JobState> state_;  // the done-log (state.json)
@@ -462,13 +463,18 @@ Status JobRun::StartDecoder(int64_t skip) {
 
 // The next frame into `dst`: true, or false at the end of the stream. A decoder that crashed
 // (killed by a signal) is started again, up to decoder_restarts times, and resumes at the frame
-// it stopped at; a decoder that exits with an error at the end is left for Finish to report.
+// it stopped at. One that exits with an error before the last frame is tried once more at that
+// frame: stopping there again makes it bad input (false, for Finish to report), getting past it
+// makes it a crash survived. An error exit at the end is left for Finish to report.
 Result<bool> JobRun::ReadFrame(uint8_t* dst) {
   static const int64_t kill_at = FaultHook("FRAMEMILL_FAULT_KILL_DECODER_AT_FRAME");
+  static const int64_t term_at = FaultHook("FRAMEMILL_FAULT_TERM_DECODER_AT_FRAME");
   for (;;) {
-    if (next_frame_ == kill_at && !g_decoder_fault_fired.exchange(true)) {
-      spdlog::warn("fault hook: killing the decoder before frame {}", next_frame_);
-      reader_->KillForTest();
+    if ((next_frame_ == kill_at || next_frame_ == term_at) &&
+        !g_decoder_fault_fired.exchange(true)) {
+      const int sig = next_frame_ == kill_at ? SIGKILL : SIGTERM;
+      spdlog::warn("fault hook: sending the decoder signal {} before frame {}", sig, next_frame_);
+      reader_->KillForTest(sig);
     }
     Result<bool> got = reader_->Read(dst);
     Status failure;
@@ -476,15 +482,26 @@ Result<bool> JobRun::ReadFrame(uint8_t* dst) {
       ++next_frame_;
       return true;
     }
+    const bool budget = report_.decoder_restarts < config_.decoder_restarts;
     if (got.ok()) {
       failure = reader_->Finish();
-      if (!IsCrash(failure)) return false;
+      // An error exit before the frames the packets promise: bad input if a second decoder
+      // stops at this very frame too, a crash if it gets past it. Tried once per frame.
+      const bool suspect = !failure.ok() && !IsCrash(failure) && budget &&
+                           next_frame_ < plan_.frame_count && next_frame_ != error_retried_at_;
+      if (!IsCrash(failure) && !suspect) return false;
+      if (suspect) {
+        error_retried_at_ = next_frame_;
+        failure = Status(StatusCode::kDecoderCrashed,
+                         "ffmpeg decoder failed before frame " + std::to_string(next_frame_) +
+                             " of " + std::to_string(plan_.frame_count) + " (" + failure.message() +
+                             "); trying once more to tell a crash from bad "
+                             "input");
+      }
     } else {
       failure = got.status();
     }
-    if (!IsCrash(failure) || report_.decoder_restarts >= config_.decoder_restarts) {
-      return failure;
-    }
+    if (!IsCrash(failure) || !budget) return failure;
     ++report_.decoder_restarts;
     report_.faults_retried.push_back(failure.message());
     spdlog::warn("{}: {}; restarting the decoder at frame {} (restart {} of {})", job_.input,

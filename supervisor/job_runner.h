@@ -107,6 +107,7 @@ struct JobOptions {
 // (Config::decoder_restarts), then the whole job (Config::crash_retries) keeping its finished
 // segments; the report lists what was survived. Test-only fault hooks (environment):
 // FRAMEMILL_FAULT_KILL_DECODER_AT_FRAME=N kills the decoder once per process before frame N,
+// FRAMEMILL_FAULT_TERM_DECODER_AT_FRAME=N makes it exit with an error there (SIGTERM),
 // FRAMEMILL_FAULT_KILL_ENCODER_AT_SEGMENT=N kills the encoder of segment N once per process.
 //
 // `stop` is polled: once true the job ends with kCancelled (its workspace, if kept, holds what

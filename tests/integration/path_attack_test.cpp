@@ -468,6 +468,19 @@ TEST_CASE("faults: a decoder killed mid-job is restarted at its frame and the ou
   CheckOutputExact(output);
 }
 
+TEST_CASE("faults: a decoder that exits with an error mid-stream on a good input is retried") {
+  Tree t = MakeTree("decoder_error_exit");
+  std::string output = t.out + "/result.mp4";
+  // SIGTERM: ffmpeg stops and exits with an error code, not by the signal.
+  RunResult r = RunJob(t.dir, Job(t, t.good, output), t.config,
+                       {{"FRAMEMILL_FAULT_TERM_DECODER_AT_FRAME", "5"}});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.find("trying once more to tell a crash from bad input") != std::string::npos);
+  CHECK(r.out.find("decoder restarts 1") != std::string::npos);
+  CheckOutputExact(output);
+}
+
 TEST_CASE("faults: with no decoder restarts left, the job is run again keeping its segments") {
   Tree t = MakeTree("decoder_job_retry");
   std::string output = t.out + "/result.mp4";

@@ -16,6 +16,7 @@
 // listed GPU, beside the one-device rows. $FRAMEMILL_BENCH_BASELINES=0 runs framemill's rows
 // alone (to compare framemill settings with each other when the baselines are already known).
 // Run from the build directory (it starts ./framemill). Scratch files go to $TMPDIR.
+#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -33,6 +34,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "common/checked_file.h"
 #include "common/clock.h"
 #include "common/proc_status.h"
 #include "supervisor/ffmpeg_pipes.h"
@@ -130,6 +132,13 @@ torch::Tensor FromModel(const torch::Tensor& y) {
       .to(torch::kCPU);
 }
 
+// The input as the supervisor hands it to ffmpeg: an open descriptor with the job restrictions.
+fm::SourceFile Source(const fm::UniqueFd& fd, const std::string& name) {
+  auto restrictions = fm::InputRestrictions("ffprobe", fm::PlaylistInputs::kRefuse);
+  return fm::SourceFile{fd.get(), name,
+                        restrictions.ok() ? *restrictions : std::vector<std::string>{}};
+}
+
 // Decode -> (model) -> encode, frame by frame, in this process.
 Row Loop(const std::string& name, const std::string& input, const fm::VideoStreamInfo& v,
          fm::FrameModel* model, int out_w, int out_h, bool empty_cache, const std::string& tmp) {
@@ -137,9 +146,13 @@ Row Loop(const std::string& name, const std::string& input, const fm::VideoStrea
   Row row{name};
   double cpu0 = CpuSeconds(RUSAGE_SELF) + CpuSeconds(RUSAGE_CHILDREN);
   uint64_t t0 = fm::MonotonicMs();
-  auto reader = fm::FrameReader::Start("ffmpeg", input, v, tmp + "/dec.log", AccurateColor());
-  auto enc = fm::SegmentEncoder::Start("ffmpeg", tmp + "/" + name + ".nut", Format(v, out_w, out_h),
-                                       tmp + "/enc.log");
+  fm::Result<fm::UniqueFd> in = fm::OpenCheckedFile(fm::CheckedKind::kInput, input, {});
+  fm::UniqueFd out(
+      ::open((tmp + "/" + name + ".nut").c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  auto reader =
+      fm::FrameReader::Start("ffmpeg", Source(*in, input), v, tmp + "/dec.log", AccurateColor());
+  auto enc =
+      fm::SegmentEncoder::Start("ffmpeg", out.get(), Format(v, out_w, out_h), tmp + "/enc.log");
   std::vector<uint8_t> frame(static_cast<size_t>(v.width) * v.height * 3);
   while (true) {
     fm::Result<bool> got = (*reader)->Read(frame.data());
@@ -167,7 +180,9 @@ Row Loop(const std::string& name, const std::string& input, const fm::VideoStrea
 Row ModelOnly(const std::string& input, const fm::VideoStreamInfo& v, fm::FrameModel& model,
               const std::string& tmp) {
   torch::InferenceMode guard;
-  auto reader = fm::FrameReader::Start("ffmpeg", input, v, tmp + "/dec.log", AccurateColor());
+  fm::Result<fm::UniqueFd> in = fm::OpenCheckedFile(fm::CheckedKind::kInput, input, {});
+  auto reader =
+      fm::FrameReader::Start("ffmpeg", Source(*in, input), v, tmp + "/dec.log", AccurateColor());
   const size_t fb = static_cast<size_t>(v.width) * v.height * 3;
   std::vector<uint8_t> frames;
   int64_t n = 0;

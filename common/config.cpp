@@ -161,6 +161,9 @@ Result<Config> ParseConfig(const nlohmann::json& object) {
       r.Fail("worker_sandbox", "must be required, auto or off, got \"" + sandbox + "\"");
     }
   }
+  r.Bool("allow_playlist_inputs", &c.allow_playlist_inputs);
+  r.Int("decoder_restarts", &c.decoder_restarts, 0, 100);
+  r.Int("crash_retries", &c.crash_retries, 0, 100);
   static const std::regex kLevels("trace|debug|info|warn|error");
   if (r.status().ok() && !std::regex_match(c.log_level, kLevels)) {
     r.Fail("log_level", "must be trace, debug, info, warn or error");

@@ -117,6 +117,15 @@ struct Config {
   double failed_work_keep_days = 7.0;
   // Unset: kRequired for the service (framemill serve), kAuto for framemill run.
   std::optional<WorkerSandbox> worker_sandbox;
+  // Playlist- and list-style inputs (hls, dash, concat, image2, imf, vobsub, ...) make ffmpeg
+  // open further files named inside them, possibly outside the roots: refused unless true.
+  bool allow_playlist_inputs = false;
+  // A crashed decoding ffmpeg (killed by a signal) is restarted this many times within a job,
+  // resuming at the frame it stopped at.
+  int decoder_restarts = 2;
+  // A job that still fails with a crashed decoder or encoder is run again this many times,
+  // keeping its finished segments.
+  int crash_retries = 2;
 };
 
 // Limits that keep a job file from asking for absurd resources. Used by both parsers.

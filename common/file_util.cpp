@@ -10,6 +10,8 @@
 
 #include <filesystem>
 
+#include "common/checked_file.h"
+
 namespace framemill {
 namespace {
 
@@ -82,8 +84,10 @@ Status SyncFile(const std::string& path) {
 }
 
 Status AtomicWriteFile(const std::string& path, const std::string& content) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // A random name created exclusively: a link or file planted at a predictable temp name is
+  // never followed or truncated.
+  std::string tmp = path + ".tmp." + RandomToken();
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) return Errno("create " + tmp);
   const char* p = content.data();
   size_t left = content.size();

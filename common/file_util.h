@@ -12,7 +12,8 @@ namespace framemill {
 
 // Errors are kIo, or kNoSpace when the disk is full.
 
-// Writes `content` to `path` atomically (temp in the same directory, fsync, rename, fsync dir).
+// Writes `content` to `path` atomically (temp in the same directory under a random name, created
+// with O_EXCL | O_NOFOLLOW, fsync, rename, fsync dir): a link at `path` is replaced, not followed.
 Status AtomicWriteFile(const std::string& path, const std::string& content);
 
 // fsyncs a file (by path) and its directory.

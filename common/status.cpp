@@ -34,6 +34,10 @@ const char* StatusCodeName(StatusCode code) {
       return "no_space";
     case StatusCode::kInternal:
       return "internal";
+    case StatusCode::kDecoderCrashed:
+      return "decoder_crashed";
+    case StatusCode::kEncoderCrashed:
+      return "encoder_crashed";
   }
   return "unknown";
 }

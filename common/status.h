@@ -28,6 +28,8 @@ enum class StatusCode {
   kPathNotAllowed,  // a job's path resolves outside the config's allowed roots
   kNoSpace,         // the disk is (or would be) full
   kInternal,        // a broken invariant: a bug in framemill
+  kDecoderCrashed,  // the decoding ffmpeg was killed by a signal (retried; the input may be fine)
+  kEncoderCrashed,  // an encoding ffmpeg was killed by a signal (retried)
 };
 
 const char* StatusCodeName(StatusCode code);

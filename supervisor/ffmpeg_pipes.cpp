@@ -1,13 +1,16 @@
 #include "supervisor/ffmpeg_pipes.h"
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <boost/process.hpp>
 
+#include "common/checked_file.h"
 #include "common/frame_format.h"
+#include "supervisor/child_fds.h"
 #include "supervisor/subprocess.h"
 
 namespace framemill {
@@ -20,8 +23,10 @@ class PipedChild {
  public:
   enum class Direction { kReadStdout, kWriteStdin };
 
+  // The child keeps `inherit` (see child_fds.h) besides its stdin, stdout and stderr.
   static Result<std::unique_ptr<PipedChild>> Spawn(const std::vector<std::string>& argv,
-                                                   Direction dir, const std::string& stderr_path) {
+                                                   Direction dir, const std::string& stderr_path,
+                                                   const std::vector<int>& inherit) {
     std::string exe = FindExecutable(argv.at(0));
     if (exe.empty()) return Status(StatusCode::kIo, argv[0] + ": program not found on PATH");
     auto pc = std::unique_ptr<PipedChild>(new PipedChild());
@@ -39,12 +44,13 @@ class PipedChild {
     try {
       if (dir == Direction::kReadStdout) {
         pc->child_ = bp::child(exe, bp::args(args), bp::std_in.close(), bp::std_out > pipe,
-                               bp::std_err > stderr_path);
+                               bp::std_err > stderr_path, ChildFds(inherit));
         pc->fd_ = pipe.native_source();
         pipe.assign_source(-1);
       } else {
         pc->child_ = bp::child(exe, bp::args(args),
-                               bp::std_in<pipe, bp::std_out.close(), bp::std_err> stderr_path);
+                               bp::std_in<pipe, bp::std_out.close(), bp::std_err> stderr_path,
+                               ChildFds(inherit));
         pc->fd_ = pipe.native_sink();
         pipe.assign_sink(-1);
       }
@@ -54,13 +60,14 @@ class PipedChild {
     return pc;
   }
 
+  // Never leaves a zombie: a child still running is killed (SIGKILL) and reaped, one that has
+  // exited is reaped.
   ~PipedChild() {
     CloseFd();
-    if (child_.valid() && child_.running()) {
-      std::error_code ec;
-      child_.terminate(ec);  // SIGKILL; reaps it
-    }
+    if (!waited_) KillAndReap(child_);
   }
+
+  int pid() const { return child_.valid() ? child_.id() : -1; }
 
   // Reads exactly `n` bytes unless end of file comes first; returns bytes read or -1 on error.
   ssize_t ReadFull(uint8_t* dst, size_t n) {
@@ -91,13 +98,20 @@ class PipedChild {
     fd_ = -1;
   }
 
-  // Closes the pipe and waits for exit. Returns the exit code (128+signal when killed).
-  int Wait() {
+  // Closes the pipe and waits for exit (once; later calls return the same).
+  CommandOutput Wait() {
     CloseFd();
-    std::error_code ec;
-    child_.wait(ec);
-    if (ec) return -1;
-    return child_.exit_code();
+    if (!waited_) {
+      std::error_code ec;
+      child_.wait(ec);
+      waited_ = true;
+      if (ec) {
+        exit_.exit_code = -1;
+      } else {
+        SetExitStatus(child_.native_exit_code(), &exit_);
+      }
+    }
+    return exit_;
   }
 
   std::string ErrorTail() const {
@@ -108,6 +122,8 @@ class PipedChild {
  private:
   PipedChild() = default;
   bp::child child_;
+  bool waited_ = false;
+  CommandOutput exit_;
   int fd_ = -1;
   std::string stderr_path_;
   std::string name_;
@@ -115,8 +131,10 @@ class PipedChild {
 
 namespace {
 
-// ffmpeg says "No space left on device" when a write fails for a full disk.
-StatusCode EncodeFailureCode(const std::string& message) {
+// ffmpeg says "No space left on device" when a write fails for a full disk; an encoder killed by
+// a signal crashed (the frames it was given are fine: encoding them again may well succeed).
+StatusCode EncodeFailureCode(const std::string& message, const CommandOutput& exit) {
+  if (exit.signal != 0) return StatusCode::kEncoderCrashed;
   return message.find("No space left") != std::string::npos ? StatusCode::kNoSpace
                                                             : StatusCode::kEncodeFailed;
 }
@@ -139,7 +157,7 @@ std::string SwsFlags(bool accurate) {
 }
 
 Result<std::unique_ptr<FrameReader>> FrameReader::Start(const std::string& ffmpeg,
-                                                        const std::string& input,
+                                                        const SourceFile& input,
                                                         const VideoStreamInfo& video,
                                                         const std::string& stderr_path,
                                                         bool accurate_color, bool yuv) {
@@ -148,29 +166,14 @@ Result<std::unique_ptr<FrameReader>> FrameReader::Start(const std::string& ffmpe
   if (yuv && !IsPlanarYuv420(pix_fmt)) {
     return Status(StatusCode::kInternal, "YUV frames asked of a " + pix_fmt + " source");
   }
-  std::vector<std::string> argv = {ffmpeg,
-                                   "-nostdin",
-                                   "-hide_banner",
-                                   "-v",
-                                   "error",
-                                   "-i",
-                                   input,
-                                   "-map",
-                                   "0:" + std::to_string(video.index),
-                                   "-fps_mode",
-                                   "passthrough",
-                                   "-an",
-                                   "-sn",
-                                   "-dn",
-                                   "-sws_flags",
-                                   SwsFlags(accurate_color),
-                                   "-f",
-                                   "rawvideo",
-                                   "-pix_fmt",
-                                   pix_fmt,
-                                   "pipe:1"};
+  std::vector<std::string> argv = {ffmpeg, "-nostdin", "-hide_banner", "-v", "error"};
+  argv.insert(argv.end(), input.restrictions.begin(), input.restrictions.end());
+  argv.insert(argv.end(),
+              {"-i", FdPath(input.fd), "-map", "0:" + std::to_string(video.index), "-fps_mode",
+               "passthrough", "-an", "-sn", "-dn", "-sws_flags", SwsFlags(accurate_color), "-f",
+               "rawvideo", "-pix_fmt", pix_fmt, "pipe:1"});
   Result<std::unique_ptr<PipedChild>> child =
-      PipedChild::Spawn(argv, PipedChild::Direction::kReadStdout, stderr_path);
+      PipedChild::Spawn(argv, PipedChild::Direction::kReadStdout, stderr_path, {input.fd});
   if (!child.ok()) return child.status();
   size_t bytes =
       FrameBytes(yuv ? FrameFormat::kYuv420p : FrameFormat::kRgb24,
@@ -189,19 +192,31 @@ Result<bool> FrameReader::Read(uint8_t* dst) {
     return Status(StatusCode::kIo, std::string("read from decoder: ") + std::strerror(errno));
   if (n == 0) return false;
   if (static_cast<size_t>(n) != frame_bytes_) {
+    CommandOutput exit = child_->Wait();
+    if (exit.signal != 0) return Crashed(exit);
     return Status(StatusCode::kInputInvalid,
                   "decoder stopped in the middle of a frame: " + child_->ErrorTail());
   }
   return true;
 }
 
+Status FrameReader::Crashed(const CommandOutput& exit) const {
+  return Status(StatusCode::kDecoderCrashed,
+                "ffmpeg decoder crashed (" + DescribeExit(exit) + "): " + child_->ErrorTail());
+}
+
 Status FrameReader::Finish() {
-  int code = child_->Wait();
-  if (code != 0) {
-    return Status(StatusCode::kInputInvalid, "ffmpeg decoder exited with " + std::to_string(code) +
-                                                 ": " + child_->ErrorTail());
+  CommandOutput exit = child_->Wait();
+  if (exit.signal != 0) return Crashed(exit);
+  if (exit.exit_code != 0) {
+    return Status(StatusCode::kInputInvalid,
+                  "ffmpeg decoder ended with " + DescribeExit(exit) + ": " + child_->ErrorTail());
   }
   return Status::Ok();
+}
+
+void FrameReader::KillForTest(int sig) {
+  if (child_->pid() > 0) ::kill(child_->pid(), sig);
 }
 
 std::vector<std::string> EncoderArguments(const SegmentFormat& f) {
@@ -235,15 +250,17 @@ std::vector<std::string> EncoderArguments(const SegmentFormat& f) {
 }
 
 Result<std::unique_ptr<SegmentEncoder>> SegmentEncoder::Start(const std::string& ffmpeg,
-                                                              const std::string& path,
+                                                              int output_fd,
                                                               const SegmentFormat& format,
                                                               const std::string& stderr_path) {
   std::vector<std::string> argv = {ffmpeg, "-nostdin", "-hide_banner", "-v", "error", "-y"};
   std::vector<std::string> enc = EncoderArguments(format);
   argv.insert(argv.end(), enc.begin(), enc.end());
-  argv.insert(argv.end(), {"-f", "nut", path});
+  // -y: the file exists (framemill created it exclusively); ffmpeg opens it again through the
+  // descriptor's /proc link, so it writes that very file whatever its name now points to.
+  argv.insert(argv.end(), {"-f", "nut", FdPath(output_fd)});
   Result<std::unique_ptr<PipedChild>> child =
-      PipedChild::Spawn(argv, PipedChild::Direction::kWriteStdin, stderr_path);
+      PipedChild::Spawn(argv, PipedChild::Direction::kWriteStdin, stderr_path, {output_fd});
   if (!child.ok()) return child.status();
   return std::unique_ptr<SegmentEncoder>(new SegmentEncoder(std::move(*child)));
 }
@@ -255,23 +272,27 @@ SegmentEncoder::~SegmentEncoder() = default;
 Status SegmentEncoder::Write(const uint8_t* frames, size_t bytes) {
   if (!child_->WriteFull(frames, bytes)) {
     int err = errno;
-    int code = child_->Wait();
+    CommandOutput exit = child_->Wait();
     std::string tail = child_->ErrorTail();
-    return Status(EncodeFailureCode(tail), std::string("ffmpeg encoder stopped taking frames (") +
-                                               std::strerror(err) + ", exit " +
-                                               std::to_string(code) + "): " + tail);
+    return Status(EncodeFailureCode(tail, exit),
+                  std::string("ffmpeg encoder stopped taking frames (") + std::strerror(err) +
+                      ", " + DescribeExit(exit) + "): " + tail);
   }
   return Status::Ok();
 }
 
 Status SegmentEncoder::Finish() {
-  int code = child_->Wait();
-  if (code != 0) {
+  CommandOutput exit = child_->Wait();
+  if (exit.exit_code != 0) {
     std::string tail = child_->ErrorTail();
-    return Status(EncodeFailureCode(tail),
-                  "ffmpeg encoder exited with " + std::to_string(code) + ": " + tail);
+    return Status(EncodeFailureCode(tail, exit),
+                  "ffmpeg encoder ended with " + DescribeExit(exit) + ": " + tail);
   }
   return Status::Ok();
+}
+
+void SegmentEncoder::KillForTest() {
+  if (child_->pid() > 0) ::kill(child_->pid(), SIGKILL);
 }
 
 }  // namespace framemill

@@ -12,6 +12,7 @@
 #include "common/config.h"
 #include "common/status.h"
 #include "supervisor/media_probe.h"
+#include "supervisor/subprocess.h"
 
 namespace framemill {
 
@@ -23,8 +24,9 @@ class FrameReader {
   // dropping frames to make the rate constant: every decoded frame comes out exactly once.
   // Frames come as rgb24 (`accurate_color`: see SwsFlags), or with `yuv` as the source's own
   // 8-bit 4:2:0 planes (the source must be yuv420p or yuvj420p: see IsPlanarYuv420), unconverted.
+  // ffmpeg reads the open file `input.fd` (as /proc/self/fd/N) under `input.restrictions`.
   static Result<std::unique_ptr<FrameReader>> Start(const std::string& ffmpeg,
-                                                    const std::string& input,
+                                                    const SourceFile& input,
                                                     const VideoStreamInfo& video,
                                                     const std::string& stderr_path,
                                                     bool accurate_color = true, bool yuv = false);
@@ -34,10 +36,16 @@ class FrameReader {
   // A partial frame is an error.
   Result<bool> Read(uint8_t* dst);
 
-  // Waits for ffmpeg to exit; a non-zero exit is kInputInvalid with ffmpeg's last lines.
+  // Waits for ffmpeg to exit; a non-zero exit is kInputInvalid with ffmpeg's last lines, a
+  // death by a signal kDecoderCrashed (Read reports that too for a frame cut short by it).
   Status Finish();
 
+  // Fault injection for tests: sends the ffmpeg child `sig` now (SIGKILL: a crash; SIGTERM:
+  // ffmpeg stops and exits with an error code, as on an error of its own).
+  void KillForTest(int sig);
+
  private:
+  Status Crashed(const CommandOutput& exit) const;
   explicit FrameReader(std::unique_ptr<PipedChild> child, size_t frame_bytes);
   std::unique_ptr<PipedChild> child_;
   size_t frame_bytes_;
@@ -57,17 +65,21 @@ struct SegmentFormat {
 
 class SegmentEncoder {
  public:
-  // Encodes frames written to it into `path` (NUT container: exact timestamps, any codec).
-  static Result<std::unique_ptr<SegmentEncoder>> Start(const std::string& ffmpeg,
-                                                       const std::string& path,
+  // Encodes frames written to it into the open file `output_fd` (NUT container: exact
+  // timestamps, any codec); ffmpeg is given the descriptor, never a name.
+  static Result<std::unique_ptr<SegmentEncoder>> Start(const std::string& ffmpeg, int output_fd,
                                                        const SegmentFormat& format,
                                                        const std::string& stderr_path);
   ~SegmentEncoder();
 
   Status Write(const uint8_t* frames, size_t bytes);
 
-  // Closes ffmpeg's input and waits; a non-zero exit is kEncodeFailed with ffmpeg's last lines.
+  // Closes ffmpeg's input and waits; a non-zero exit is kEncodeFailed (kNoSpace for a full
+  // disk) with ffmpeg's last lines, a death by a signal kEncoderCrashed (Write too).
   Status Finish();
+
+  // Fault injection for tests: kills the ffmpeg child (SIGKILL) now.
+  void KillForTest();
 
  private:
   explicit SegmentEncoder(std::unique_ptr<PipedChild> child);

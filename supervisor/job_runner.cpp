@@ -8,10 +8,14 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <optional>
+#include <fcntl.h>
+#include <cstdlib>
 #include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
 
+#include "common/checked_file.h"
 #include "common/file_util.h"
 #include "common/frame_format.h"
 #include "common/json_fields.h"
@@ -53,58 +57,68 @@ std::string ResolveColorConversion(const std::string& setting, const std::string
   return setting;
 }
 
-Status CheckAllowed(const std::string& what, const std::string& path,
-                    const std::vector<std::string>& roots) {
-  if (roots.empty()) return Status::Ok();
-  for (const std::string& root : roots) {
-    if (PathInside(path, root)) return Status::Ok();
-  }
-  std::string list;
-  for (const std::string& root : roots) list += (list.empty() ? "" : ", ") + root;
-  return Status(StatusCode::kPathNotAllowed, what + " " + path + " (resolves to " +
-                                                 ResolvePath(path) +
-                                                 ") is outside the allowed roots: " + list);
+// A fault hook from the environment: the number N in `name`, or -1 when unset.
+int64_t FaultHook(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return -1;
+  char* end = nullptr;
+  long long n = std::strtoll(v, &end, 10);
+  return end != v && *end == '\0' && n >= 0 ? n : -1;
 }
 
-Status CheckPaths(const JobSpec& job, const Config& config) {
-  FM_RETURN_IF_ERROR(CheckAllowed("input", job.input, config.allowed_input_roots));
-  FM_RETURN_IF_ERROR(CheckAllowed("output", job.output, config.allowed_output_roots));
-  FM_RETURN_IF_ERROR(CheckAllowed("model", job.model, config.allowed_model_roots));
-  struct stat st {};
-  if (::stat(job.model.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
-    return Status(StatusCode::kModelInvalid, job.model + ": model file does not exist");
-  }
-  std::string out_dir = DirName(job.output);
-  if (!IsDirectory(out_dir)) {
-    return Status(StatusCode::kOutputInvalid, out_dir + ": output directory does not exist");
-  }
-  if (::access(out_dir.c_str(), W_OK) != 0) {
-    return Status(StatusCode::kOutputInvalid, out_dir + ": output directory is not writable");
-  }
-  if (PathExists(job.output) && !job.overwrite) {
-    return Status(StatusCode::kOutputInvalid,
-                  job.output + ": output exists (set \"overwrite\": true to replace it)");
-  }
-  return Status::Ok();
+// Each hook fires once per process, so that a retry succeeds.
+std::atomic<bool> g_decoder_fault_fired{false};
+std::atomic<bool> g_encoder_fault_fired{false};
+
+bool IsCrash(const Status& s) {
+  return s.code() == StatusCode::kDecoderCrashed || s.code() == StatusCode::kEncoderCrashed;
+}
+
+// What a job opened, kept across the attempts of one RunJob: a retry after a crash reads the
+// same files and keeps the finished segments of its scratch directory.
+struct JobFiles {
+  // Named once: the checked, open input, model and output directory.
+  UniqueFd input, model, output_dir;
+  UniqueFd dir;              // the scratch directory, open
+  std::string private_name;  // "" = the caller's workspace (kept); else removed at the end
+  std::string path() const { return FdPath(dir.get()); }
+};
+
+// The file `name` in the directory `dir_fd`, created exclusively under a random name, then
+// renamed to `name` (a link planted there is replaced, not followed). For the timeline.
+Result<UniqueFd> CreateInPlace(int dir_fd, const std::string& name) {
+  Result<CreatedFile> f = CreateExclusiveAt(dir_fd, "." + name + ".", ".tmp", 0644);
+  if (!f.ok()) return f.status();
+  FM_RETURN_IF_ERROR(RenameCheckedAt(dir_fd, f->name, f->fd.get(), name, RenameMode::kReplace));
+  return std::move(f->fd);
 }
 
 // One job's run. Owns the workers, the arena and the scratch directory for its lifetime.
 class JobRun {
  public:
   JobRun(const JobSpec& job, const Config& config, const std::atomic<bool>& stop,
-         const JobOptions& options)
-      : job_(job), config_(config), settings_(job.settings), stop_(stop), options_(options) {}
-
-  ~JobRun() {
-    if (!scratch_.empty() && options_.workspace.empty()) (void)RemoveTree(scratch_);
-  }
+         const JobOptions& options, JobFiles* files)
+      : job_(job),
+        config_(config),
+        settings_(job.settings),
+        stop_(stop),
+        options_(options),
+        scratch_dir_(*files),
+        input_fd_(files->input),
+        model_fd_(files->model),
+        output_dir_fd_(files->output_dir) {}
 
   Result<JobReport> Run();
 
  private:
+  Status OpenPaths();
+  Status OpenScratch();
   Status Prepare();
+  Status StartDecoder(int64_t skip);
+  Result<bool> ReadFrame(uint8_t* dst);
   Status StartWorkers();
   std::string WarmKey() const;
+  std::string LogDirKey() const;
   Status CreateArena();
   Status CheckFreeSpace() const;
   void DecodeLoop();
@@ -119,6 +133,15 @@ class JobRun {
   const std::atomic<bool>& stop_;
   const JobOptions& options_;
 
+  JobFiles& scratch_dir_;
+  UniqueFd& input_fd_;  // these three live in the JobFiles
+  UniqueFd& model_fd_;
+  UniqueFd& output_dir_fd_;
+  std::string output_name_;
+  SourceFile source_;                    // the input as ffprobe and ffmpeg get it
+  std::unique_ptr<FrameReader> reader_;  // decoder thread only
+  int64_t next_frame_ = 0;               // the frame the decoder delivers next
+  int64_t error_retried_at_ = -1;        // where a decoder's error exit was retried
   MediaInfo media_;
   int64_t chunks_per_segment_ = 1;
   std::unique_ptr<JobState> state_;  // the done-log (state.json)
@@ -142,9 +165,77 @@ class JobRun {
                                          // encode_* under stages_mu_
 };
 
+// Opens and checks the input, the model and the output directory (once per RunJob: a retry uses
+// the files the first attempt opened).
+Status JobRun::OpenPaths() {
+  if (!input_fd_.valid()) {
+    Result<UniqueFd> input =
+        OpenCheckedFile(CheckedKind::kInput, job_.input, config_.allowed_input_roots);
+    if (!input.ok()) return input.status();
+    input_fd_ = std::move(*input);
+  }
+  if (!model_fd_.valid()) {
+    Result<UniqueFd> model =
+        OpenCheckedFile(CheckedKind::kModel, job_.model, config_.allowed_model_roots);
+    if (!model.ok()) return model.status();
+    model_fd_ = std::move(*model);
+  }
+  output_name_ = BaseName(job_.output);
+  if (output_name_.empty() || output_name_ == "." || output_name_ == "..") {
+    return Status(StatusCode::kOutputInvalid, job_.output + ": not a file name");
+  }
+  Result<std::string> muxer = MuxerForOutput(job_.output);
+  if (!muxer.ok()) return muxer.status();
+  const std::string out_dir = DirName(job_.output);
+  if (!output_dir_fd_.valid()) {
+    Result<UniqueFd> dir = OpenCheckedDirectory(out_dir, config_.allowed_output_roots);
+    if (!dir.ok()) return dir.status();
+    output_dir_fd_ = std::move(*dir);
+  }
+  if (::access(FdPath(output_dir_fd_.get()).c_str(), W_OK) != 0) {
+    return Status(StatusCode::kOutputInvalid, out_dir + ": output directory is not writable");
+  }
+  struct stat st {};
+  if (::fstatat(output_dir_fd_.get(), output_name_.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (S_ISDIR(st.st_mode)) {
+      return Status(StatusCode::kOutputInvalid, job_.output + ": output is a directory");
+    }
+    if (!job_.overwrite) {
+      return Status(StatusCode::kOutputInvalid,
+                    job_.output + ": output exists (set \"overwrite\": true to replace it)");
+    }
+  }
+  Result<std::vector<std::string>> restrictions =
+      InputRestrictions(config_.ffprobe, config_.allow_playlist_inputs ? PlaylistInputs::kAllow
+                                                                       : PlaylistInputs::kRefuse);
+  if (!restrictions.ok()) return restrictions.status();
+  source_ = SourceFile{input_fd_.get(), job_.input, std::move(*restrictions)};
+  return Status::Ok();
+}
+
+// Without a workspace: a private directory (mode 0700, random name) in the output directory,
+// created once per RunJob. With one: the caller's directory, opened.
+Status JobRun::OpenScratch() {
+  if (scratch_dir_.dir.valid()) return Status::Ok();
+  if (options_.workspace.empty()) {
+    Result<CreatedFile> dir = MakePrivateDirectoryAt(output_dir_fd_.get(), ".framemill-work.");
+    if (!dir.ok()) return dir.status();
+    scratch_dir_.private_name = dir->name;
+    scratch_dir_.dir = std::move(dir->fd);
+    return Status::Ok();
+  }
+  FM_RETURN_IF_ERROR(MakeDirectories(options_.workspace));
+  scratch_dir_.dir.Reset(::open(options_.workspace.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!scratch_dir_.dir.valid()) {
+    return Status(StatusCode::kIo,
+                  "open workspace " + options_.workspace + ": " + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
 Status JobRun::Prepare() {
-  FM_RETURN_IF_ERROR(CheckPaths(job_, config_));
-  Result<MediaInfo> media = ProbeMedia(config_.ffprobe, job_.input, /*frame_times=*/true);
+  FM_RETURN_IF_ERROR(OpenPaths());
+  Result<MediaInfo> media = ProbeMedia(config_.ffprobe, source_, /*frame_times=*/true);
   if (!media.ok()) return media.status();
   media_ = std::move(*media);
   const VideoStreamInfo& v = media_.video;
@@ -167,11 +258,9 @@ Status JobRun::Prepare() {
       job_.input, v.index, v.codec, v.width, v.height, v.frame_rate.ToString(), v.frame_count,
       media_.audio.size(), media_.subtitles.size(), plan_.chunks.size(), plan_.chunk_frames,
       plan_.segments.size());
-  scratch_ = options_.workspace.empty()
-                 ? DirName(job_.output) + "/.framemill-work." + std::to_string(::getpid()) + "." +
-                       BaseName(job_.output)
-                 : options_.workspace;
-  FM_RETURN_IF_ERROR(MakeDirectories(scratch_));
+  FM_RETURN_IF_ERROR(OpenScratch());
+  // A name of the open directory: valid here and in every child that inherits it.
+  scratch_ = scratch_dir_.path();
   state_ = std::make_unique<JobState>(scratch_, job_, plan_, chunks_per_segment_);
   FM_RETURN_IF_ERROR(state_->Load());
   const int64_t first_segment = state_->resumed();
@@ -192,11 +281,21 @@ Status JobRun::Prepare() {
 // What makes idle workers fit a job: the model file as it is now, the device, the worker count.
 std::string JobRun::WarmKey() const {
   struct stat st {};
-  ::stat(job_.model.c_str(), &st);
-  return ResolvePath(job_.model) + "|" + std::to_string(st.st_size) + "|" +
+  ::fstat(model_fd_.get(), &st);
+  return FdRealPath(model_fd_.get()) + "|" + std::to_string(st.st_dev) + ":" +
+         std::to_string(st.st_ino) + "|" + std::to_string(st.st_size) + "|" +
          std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) + "|" +
          settings_.device + "|" + settings_.precision + "|" + std::to_string(settings_.workers) +
-         "|" + DumpJson(nlohmann::json(settings_.gpus));
+         "|" + DumpJson(nlohmann::json(settings_.gpus)) + "|" + LogDirKey();
+}
+
+// Workers that write their logs into the job's scratch directory (no worker_log_dir) name it as
+// /proc/self/fd/N of this job: they fit no other job.
+std::string JobRun::LogDirKey() const {
+  if (!options_.worker_log_dir.empty()) return options_.worker_log_dir;
+  struct stat st {};
+  ::fstat(scratch_dir_.dir.get(), &st);
+  return "scratch " + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
 }
 
 Status JobRun::StartWorkers() {
@@ -213,7 +312,10 @@ Status JobRun::StartWorkers() {
   if (pool == nullptr) {
     WorkerOptions opts;
     opts.worker_binary = WorkerBinaryPath(config_.worker_binary);
-    opts.model = job_.model;
+    // The file as opened and checked: the pool hands the descriptor to the workers; where it
+    // reads a name, it gets the real path resolved at the check, not the job's symlink.
+    opts.model = FdRealPath(model_fd_.get());
+    opts.model_fd = model_fd_.get();
     opts.device = settings_.device;
     opts.precision = settings_.precision;
     opts.log_level = config_.log_level;
@@ -326,14 +428,14 @@ Status JobRun::CreateArena() {
 // margin; a wrong guess fails later, cleanly, with no_space.
 Status JobRun::CheckFreeSpace() const {
   struct stat st {};
-  if (::stat(job_.input.c_str(), &st) != 0) return Status::Ok();
+  if (::fstat(input_fd_.get(), &st) != 0) return Status::Ok();
   double scale = static_cast<double>(out_w_) * out_h_ /
                  (static_cast<double>(media_.video.width) * media_.video.height);
   double remaining = 1.0 - static_cast<double>(state_->resumed()) /
                                static_cast<double>(std::max<size_t>(1, plan_.segments.size()));
   int64_t segments = static_cast<int64_t>(st.st_size * scale * 1.5 * remaining);
   int64_t output = static_cast<int64_t>(st.st_size * scale * 1.5);
-  std::string out_dir = DirName(job_.output);
+  std::string out_dir = FdPath(output_dir_fd_.get());
   int64_t free_scratch = FreeBytes(scratch_), free_out = FreeBytes(out_dir);
   bool same_fs = free_scratch == free_out;
   auto fail = [&](const std::string& dir, int64_t need, int64_t have) {
@@ -351,67 +453,135 @@ Status JobRun::CheckFreeSpace() const {
   return Status::Ok();
 }
 
+// Starts ffmpeg on the source and drops its first `skip` frames: exact, whatever the
+// container's seeking can do, at the price of decoding them once more.
+Status JobRun::StartDecoder(int64_t skip) {
+  reader_.reset();  // a crashed one is reaped here
+  Result<std::unique_ptr<FrameReader>> reader =
+      FrameReader::Start(config_.ffmpeg, source_, media_.video, scratch_ + "/decoder.log",
+                         color_conversion_ == "accurate", color_conversion_ == "device");
+  if (!reader.ok()) return reader.status();
+  reader_ = std::move(*reader);
+  next_frame_ = 0;
+  std::vector<uint8_t> discard(arena_.InFrameBytes());
+  while (next_frame_ < skip) {
+    if (board_->failed()) return Status(StatusCode::kCancelled, "the job failed elsewhere");
+    Result<bool> got = reader_->Read(discard.data());
+    if (!got.ok()) return got.status();
+    if (!*got) {
+      Status finished = reader_->Finish();
+      if (IsCrash(finished)) return finished;
+      return Status(StatusCode::kInputInvalid,
+                    "decoding ended after " + std::to_string(next_frame_) + " frames of the " +
+                        std::to_string(skip) + " to skip" +
+                        (finished.ok() ? "" : "; " + finished.message()));
+    }
+    ++next_frame_;
+  }
+  return Status::Ok();
+}
+
+// The next frame into `dst`: true, or false at the end of the stream. A decoder that crashed
+// (killed by a signal) is started again, up to decoder_restarts times, and resumes at the frame
+// it stopped at. One that exits with an error before the last frame is tried once more at that
+// frame: stopping there again makes it bad input (false, for Finish to report), getting past it
+// makes it a crash survived. An error exit at the end is left for Finish to report.
+Result<bool> JobRun::ReadFrame(uint8_t* dst) {
+  static const int64_t kill_at = FaultHook("FRAMEMILL_FAULT_KILL_DECODER_AT_FRAME");
+  static const int64_t term_at = FaultHook("FRAMEMILL_FAULT_TERM_DECODER_AT_FRAME");
+  for (;;) {
+    if ((next_frame_ == kill_at || next_frame_ == term_at) &&
+        !g_decoder_fault_fired.exchange(true)) {
+      const int sig = next_frame_ == kill_at ? SIGKILL : SIGTERM;
+      spdlog::warn("fault hook: sending the decoder signal {} before frame {}", sig, next_frame_);
+      reader_->KillForTest(sig);
+    }
+    Result<bool> got = reader_->Read(dst);
+    Status failure;
+    if (got.ok() && *got) {
+      ++next_frame_;
+      return true;
+    }
+    const bool budget = report_.decoder_restarts < config_.decoder_restarts;
+    if (got.ok()) {
+      failure = reader_->Finish();
+      // An error exit before the frames the packets promise: bad input if a second decoder
+      // stops at this very frame too, a crash if it gets past it. Tried once per frame.
+      const bool suspect = !failure.ok() && !IsCrash(failure) && budget &&
+                           next_frame_ < plan_.frame_count && next_frame_ != error_retried_at_;
+      if (!IsCrash(failure) && !suspect) return false;
+      if (suspect) {
+        error_retried_at_ = next_frame_;
+        failure = Status(StatusCode::kDecoderCrashed,
+                         "ffmpeg decoder failed before frame " + std::to_string(next_frame_) +
+                             " of " + std::to_string(plan_.frame_count) + " (" + failure.message() +
+                             "); trying once more to tell a crash from bad "
+                             "input");
+      }
+    } else {
+      failure = got.status();
+    }
+    if (!IsCrash(failure) || !budget) return failure;
+    ++report_.decoder_restarts;
+    report_.faults_retried.push_back(failure.message());
+    spdlog::warn("{}: {}; restarting the decoder at frame {} (restart {} of {})", job_.input,
+                 failure.ToString(), next_frame_, report_.decoder_restarts,
+                 config_.decoder_restarts);
+    const int64_t resume_at = next_frame_;
+    Status restarted = StartDecoder(resume_at);
+    if (!restarted.ok()) return restarted;
+  }
+}
+
 void JobRun::DecodeLoop() {
   const VideoStreamInfo& v = media_.video;
-  Result<std::unique_ptr<FrameReader>> reader =
-      FrameReader::Start(config_.ffmpeg, job_.input, v, scratch_ + "/decoder.log",
-                         color_conversion_ == "accurate", color_conversion_ == "device");
-  if (!reader.ok()) return board_->Fail(reader.status());
-  size_t frame_bytes = arena_.InFrameBytes();
-  int64_t decoded = 0;
-  // A resumed job decodes from the start and drops the frames of finished segments: exact,
-  // whatever the container's seeking can do, at the price of decoding them once more.
-  if (first_chunk_ > 0) {
-    int64_t skip = first_chunk_ < static_cast<int64_t>(plan_.chunks.size())
-                       ? plan_.chunks[first_chunk_].first_frame
-                       : plan_.frame_count;
-    std::vector<uint8_t> discard(frame_bytes);
-    for (; decoded < skip; ++decoded) {
-      if (board_->failed()) return;
-      Result<bool> got = (*reader)->Read(discard.data());
-      if (!got.ok()) return board_->Fail(got.status().WithContext(job_.input));
-      if (!*got) {
-        return board_->Fail(
-            Status(StatusCode::kInputInvalid, job_.input + ": decoding ended after " +
-                                                  std::to_string(decoded) +
-                                                  " frames while skipping finished segments"));
-      }
-    }
+  const int64_t skip = first_chunk_ < static_cast<int64_t>(plan_.chunks.size())
+                           ? plan_.chunks[first_chunk_].first_frame
+                           : plan_.frame_count;
+  Status started = StartDecoder(first_chunk_ > 0 ? skip : 0);
+  if (!started.ok()) {
+    reader_.reset();
+    return board_->Fail(started.WithContext(job_.input + " (skipping finished segments)"));
   }
+  size_t frame_bytes = arena_.InFrameBytes();
+  auto fail = [&](const Status& s) {
+    reader_.reset();  // kills and reaps the decoder now, not when the job object goes
+    board_->Fail(s);
+  };
   for (int64_t c = first_chunk_; c < static_cast<int64_t>(plan_.chunks.size()); ++c) {
     const ChunkPlan& chunk = plan_.chunks[c];
     uint64_t t_wait = MonotonicUs();
     std::optional<uint32_t> slot = board_->AcquireSlot();
     uint64_t t_read = MonotonicUs();
     stages_.decode_wait_s += static_cast<double>(t_read - t_wait) / 1e6;
-    if (!slot) return;
+    if (!slot) return reader_.reset();
     uint8_t* dst = arena_.SlotIn(arena_base_, *slot);
     for (int32_t f = 0; f < chunk.frames; ++f) {
-      Result<bool> got = (*reader)->Read(dst + f * frame_bytes);
-      if (!got.ok()) return board_->Fail(got.status().WithContext(job_.input));
+      Result<bool> got = ReadFrame(dst + f * frame_bytes);
+      if (!got.ok()) return fail(got.status().WithContext(job_.input));
       if (!*got) {
-        Status finished = (*reader)->Finish();
-        return board_->Fail(
-            Status(StatusCode::kInputInvalid,
-                   job_.input + ": decoding ended after " + std::to_string(decoded) + " of " +
-                       std::to_string(v.frame_count) + " frames (truncated or corrupt input)" +
-                       (finished.ok() ? "" : "; " + finished.message())));
+        Status finished = reader_->Finish();
+        return fail(Status(StatusCode::kInputInvalid,
+                           job_.input + ": decoding ended after " + std::to_string(next_frame_) +
+                               " of " + std::to_string(v.frame_count) +
+                               " frames (truncated or corrupt input)" +
+                               (finished.ok() ? "" : "; " + finished.message())));
       }
-      ++decoded;
     }
     stages_.decode_s += static_cast<double>(MonotonicUs() - t_read) / 1e6;
     board_->MarkDecoded(chunk.index, *slot);
     dispatcher_->Wake();
   }
   std::vector<uint8_t> extra(frame_bytes);
-  Result<bool> more = (*reader)->Read(extra.data());
+  Result<bool> more = ReadFrame(extra.data());
   if (more.ok() && *more) {
-    return board_->Fail(Status(StatusCode::kInputInvalid,
-                               job_.input + ": decoder gives more frames than the " +
-                                   std::to_string(v.frame_count) + " its packets promise"));
+    return fail(Status(StatusCode::kInputInvalid,
+                       job_.input + ": decoder gives more frames than the " +
+                           std::to_string(v.frame_count) + " its packets promise"));
   }
-  Status finished = (*reader)->Finish();
-  if (!finished.ok()) board_->Fail(finished.WithContext(job_.input));
+  Status finished = more.ok() ? reader_->Finish() : more.status();
+  if (!finished.ok()) return fail(finished.WithContext(job_.input));
+  reader_.reset();
 }
 
 // Encoder `encoder` of settings_.encoders takes every encoders-th segment.
@@ -443,31 +613,61 @@ void JobRun::EncodeLoop(int encoder) {
 
 Status JobRun::EncodeSegment(const SegmentPlan& seg, const SegmentFormat& fmt, int encoder,
                              double* busy_s, double* wait_s) {
+  static const int64_t kill_segment = FaultHook("FRAMEMILL_FAULT_KILL_ENCODER_AT_SEGMENT");
   const size_t frame_bytes = arena_.OutFrameBytes();
-  const std::string path = state_->SegmentPath(seg.index);
-  const std::string partial = path + ".partial";
+  const std::string name = BaseName(state_->SegmentPath(seg.index));
   uint64_t t_start = MonotonicUs();
-  Result<std::unique_ptr<SegmentEncoder>> enc = SegmentEncoder::Start(
-      config_.ffmpeg, partial, fmt, scratch_ + "/encoder-" + std::to_string(encoder) + ".log");
-  if (!enc.ok()) return enc.status();
+  // Written under a random name created exclusively, through its descriptor; renamed once done.
+  Result<CreatedFile> partial =
+      CreateExclusiveAt(scratch_dir_.dir.get(), name + ".partial.", "", 0600);
+  if (!partial.ok()) return partial.status();
+  auto remove_partial = [&] { ::unlinkat(scratch_dir_.dir.get(), partial->name.c_str(), 0); };
+  Result<std::unique_ptr<SegmentEncoder>> enc =
+      SegmentEncoder::Start(config_.ffmpeg, partial->fd.get(), fmt,
+                            scratch_ + "/encoder-" + std::to_string(encoder) + ".log");
+  if (!enc.ok()) {
+    remove_partial();
+    return enc.status();
+  }
   *busy_s += static_cast<double>(MonotonicUs() - t_start) / 1e6;
   for (int64_t c = seg.first_chunk; c < seg.first_chunk + seg.chunk_count; ++c) {
     uint64_t t_wait = MonotonicUs();
-    if (!board_->WaitProcessed(c)) return Status::Ok();  // the job failed elsewhere
+    if (!board_->WaitProcessed(c)) {  // the job failed elsewhere
+      enc->reset();                   // kills and reaps the encoder
+      remove_partial();
+      return Status::Ok();
+    }
     uint64_t t_write = MonotonicUs();
     *wait_s += static_cast<double>(t_write - t_wait) / 1e6;
     const ChunkPlan& chunk = plan_.chunks[c];
-    FM_RETURN_IF_ERROR(
-        (*enc)->Write(arena_.SlotOut(arena_base_, board_->SlotOf(c)), frame_bytes * chunk.frames));
+    Status written =
+        (*enc)->Write(arena_.SlotOut(arena_base_, board_->SlotOf(c)), frame_bytes * chunk.frames);
+    if (!written.ok()) {
+      remove_partial();
+      return written;
+    }
     board_->ReleaseSlot(c);
+    if (seg.index == kill_segment && !g_encoder_fault_fired.exchange(true)) {
+      spdlog::warn("fault hook: killing the encoder of segment {}", seg.index);
+      (*enc)->KillForTest();
+    }
     *busy_s += static_cast<double>(MonotonicUs() - t_write) / 1e6;
   }
   uint64_t t_finish = MonotonicUs();
-  FM_RETURN_IF_ERROR((*enc)->Finish());
-  FM_RETURN_IF_ERROR(SyncFile(partial));
-  FM_RETURN_IF_ERROR(DurableRename(partial, path));
+  Status done = (*enc)->Finish();
+  if (done.ok() && ::fsync(partial->fd.get()) != 0) {
+    done = Status(StatusCode::kIo, "fsync segment " + name + ": " + std::strerror(errno));
+  }
+  if (done.ok()) {
+    done = RenameCheckedAt(scratch_dir_.dir.get(), partial->name, partial->fd.get(), name,
+                           RenameMode::kReplace);
+  }
+  if (!done.ok()) {
+    remove_partial();
+    return done;
+  }
   struct stat sb {};
-  if (::stat(path.c_str(), &sb) != 0) return Status(StatusCode::kIo, "stat " + path);
+  if (::fstat(partial->fd.get(), &sb) != 0) return Status(StatusCode::kIo, "stat " + name);
   FM_RETURN_IF_ERROR(SegmentFinished(seg.index, sb.st_size));
   *busy_s += static_cast<double>(MonotonicUs() - t_finish) / 1e6;
   spdlog::debug("segment {} done: {} frames", seg.index, seg.frames);
@@ -493,8 +693,24 @@ Result<JobReport> JobRun::Run() {
   };
   FM_RETURN_IF_ERROR(Prepare());
   lap(&stages_.prepare_s);
-  FM_RETURN_IF_ERROR(timeline_.Open(
-      options_.timeline.empty() ? job_.output + ".timeline.jsonl" : options_.timeline, t0));
+  {
+    // Beside the output: in the checked output directory. Elsewhere (the service's spool): in
+    // the caller's directory.
+    const std::string timeline =
+        options_.timeline.empty() ? job_.output + ".timeline.jsonl" : options_.timeline;
+    UniqueFd other_dir;
+    if (!options_.timeline.empty()) {
+      other_dir.Reset(::open(DirName(timeline).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      if (!other_dir.valid()) {
+        return Status(StatusCode::kIo,
+                      "open directory of " + timeline + ": " + std::strerror(errno));
+      }
+    }
+    Result<UniqueFd> fd = CreateInPlace(other_dir.valid() ? other_dir.get() : output_dir_fd_.get(),
+                                        BaseName(timeline));
+    if (!fd.ok()) return fd.status();
+    FM_RETURN_IF_ERROR(timeline_.Adopt(::fcntl(fd->get(), F_DUPFD_CLOEXEC, 0), timeline, t0));
+  }
   Status s = StartWorkers();
   if (s.ok()) s = CreateArena();
   if (!s.ok()) {
@@ -557,7 +773,7 @@ Result<JobReport> JobRun::Run() {
   MuxRequest mux;
   mux.ffmpeg = config_.ffmpeg;
   mux.ffprobe = config_.ffprobe;
-  mux.source = job_.input;
+  mux.source = source_;
   mux.source_info = &media_;
   for (const SegmentPlan& seg : plan_.segments) {
     mux.segments.push_back(state_->SegmentPath(seg.index));
@@ -565,7 +781,12 @@ Result<JobReport> JobRun::Run() {
   }
   mux.frame_rate = media_.video.frame_rate;
   mux.scratch_dir = scratch_;
+  mux.scratch_fd = scratch_dir_.dir.get();
+  mux.output_dir_fd = output_dir_fd_.get();
+  mux.output_name = output_name_;
   mux.output = job_.output;
+  mux.overwrite = job_.overwrite;
+  mux.output_reader_uid = options_.output_reader_uid;
   mux.expected_width = out_w_;
   mux.expected_height = out_h_;
   FM_RETURN_IF_ERROR(MuxAndVerify(mux));
@@ -617,10 +838,39 @@ nlohmann::json StageTimes::ToJson() const {
           {"mux_s", mux_s}};
 }
 
+nlohmann::json JobReport::FaultsJson() const {
+  return {{"decoder_restarts", decoder_restarts},
+          {"attempts", attempts},
+          {"faults_retried", faults_retried}};
+}
+
 Result<JobReport> RunJob(const JobSpec& job, const Config& config, const std::atomic<bool>& stop,
                          const JobOptions& options) {
-  JobRun run(job, config, stop, options);
-  return run.Run();
+  JobFiles files;
+  std::vector<std::string> faults;
+  std::optional<Result<JobReport>> result;
+  for (int attempt = 0;; ++attempt) {
+    {
+      JobRun run(job, config, stop, options, &files);
+      result.emplace(run.Run());
+    }
+    if (result->ok()) {
+      JobReport& r = **result;
+      r.attempts = attempt + 1;
+      r.faults_retried.insert(r.faults_retried.begin(), faults.begin(), faults.end());
+      break;
+    }
+    const Status& s = result->status();
+    if (!IsCrash(s) || attempt >= config.crash_retries || stop.load()) break;
+    spdlog::warn("{}; running the job again, keeping its finished segments (retry {} of {})",
+                 s.ToString(), attempt + 1, config.crash_retries);
+    faults.push_back(s.message());
+  }
+  if (!files.private_name.empty() && files.output_dir.valid()) {
+    files.dir.Reset();
+    (void)RemoveTreeAt(files.output_dir.get(), files.private_name);
+  }
+  return std::move(*result);
 }
 
 }  // namespace framemill

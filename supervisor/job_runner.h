@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <climits>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -58,6 +59,11 @@ struct JobReport {
   // The sandbox the workers got, as the first one reported it: "landlock abi 7 (fs, tcp,
   // scopes), seccomp, ...", "partial: ...", "none ...", "off" (worker/sandbox.h).
   std::string worker_sandbox;
+  int64_t decoder_restarts =
+      0;                 // crashed decoders restarted within the job (Config::decoder_restarts)
+  int64_t attempts = 1;  // runs of the job: more than 1 after a crash (Config::crash_retries)
+  std::vector<std::string> faults_retried;  // every decoder/encoder crash survived, as reported
+  nlohmann::json FaultsJson() const;        // {"decoder_restarts", "attempts", "faults_retried"}
 };
 
 struct JobProgress {
@@ -91,9 +97,22 @@ struct JobOptions {
   WarmWorkers* warm = nullptr;
   // Where workers write their stderr logs; "" = the job's workspace.
   std::string worker_log_dir;
-  uint32_t output_reader_uid = UINT32_MAX;  // the service: the submitter, granted read access to the output (ACL); UINT32_MAX = none
+  uint32_t output_reader_uid = UINT32_MAX;  // the service: the submitter, granted read access to
+                                            // the output (ACL); UINT32_MAX = none
 };
 
+// Paths are named once: the input and the model are opened and checked against the config's
+// allowed roots on the open descriptor, the output directory likewise; ffprobe, ffmpeg, mkvmerge
+// and the workers get those descriptors (/proc/self/fd/N), never the names again. Every file the
+// job creates is created exclusively under a random name and renamed into place; the scratch
+// directory (without a workspace) is a private, randomly named directory beside the output.
+// A decoder or encoder that crashes (killed by a signal) is retried: the decoder within the job
+// (Config::decoder_restarts), then the whole job (Config::crash_retries) keeping its finished
+// segments; the report lists what was survived. Test-only fault hooks (environment):
+// FRAMEMILL_FAULT_KILL_DECODER_AT_FRAME=N kills the decoder once per process before frame N,
+// FRAMEMILL_FAULT_TERM_DECODER_AT_FRAME=N makes it exit with an error there (SIGTERM),
+// FRAMEMILL_FAULT_KILL_ENCODER_AT_SEGMENT=N kills the encoder of segment N once per process.
+//
 // `stop` is polled: once true the job ends with kCancelled (its workspace, if kept, holds what
 // was finished).
 Result<JobReport> RunJob(const JobSpec& job, const Config& config, const std::atomic<bool>& stop,

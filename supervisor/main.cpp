@@ -118,6 +118,9 @@ void PrintSummary(const framemill::JobReport& r) {
   std::printf("framemill: worker start: %s\n", d.StartupSummary().c_str());
   std::printf("framemill: stages: %s\n", r.stages.Summary().c_str());
   std::printf("framemill: memory timeline: %s\n", r.timeline.c_str());
+  std::printf("framemill: faults survived: decoder restarts %lld, job attempts %lld%s\n",
+              static_cast<long long>(r.decoder_restarts), static_cast<long long>(r.attempts),
+              r.faults_retried.empty() ? "" : " (ffmpeg crashed and was retried)");
 }
 
 int RunCommand(const std::string& job_path, const framemill::Config& config) {

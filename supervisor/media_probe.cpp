@@ -3,13 +3,18 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <fcntl.h>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <queue>
+#include <set>
 #include <sstream>
 #include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
 
+#include "common/checked_file.h"
 #include "supervisor/subprocess.h"
 
 namespace framemill {
@@ -99,47 +104,104 @@ class ConstantRateCheck {
   std::priority_queue<double, std::vector<double>, std::greater<double>> window_;
 };
 
+// Demuxers that open files or URLs named inside the input (refused unless allowed).
+const std::set<std::string>& ListDemuxers() {
+  static const std::set<std::string> names = {
+      "hls", "dash", "concat", "image2", "imf", "vobsub", "webm_dash_manifest"};
+  return names;
+}
+
+// Demuxers never allowed for a job's input: network sessions and scripts.
+const std::set<std::string>& NeverDemuxers() {
+  static const std::set<std::string> names = {"rtp",      "rtsp",        "sap",  "sdp",
+                                              "avisynth", "vapoursynth", "lavfi"};
+  return names;
+}
+
+// The names in the table `ffprobe -demuxers` or `-devices` prints: " D  name  description"
+// (a name may be "a,b,c"). `flag_d`: only rows whose flags include D.
+Result<std::vector<std::string>> FormatTable(const std::string& ffprobe, const std::string& which) {
+  Result<CommandOutput> r = RunAndCapture({ffprobe, "-hide_banner", which});
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0) {
+    return Status(StatusCode::kIo, ffprobe + " " + which + " failed: " + LastLines(r->err, 3));
+  }
+  std::vector<std::string> names;
+  std::istringstream in(r->out);
+  bool table = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(" --", 0) == 0) {
+      table = true;
+      continue;
+    }
+    if (!table || line.size() < 5) continue;
+    std::istringstream fields(line.substr(4));
+    std::string name;
+    fields >> name;
+    if (line[1] != 'D' || name.empty()) continue;
+    for (size_t start = 0; start <= name.size();) {
+      size_t comma = name.find(',', start);
+      if (comma == std::string::npos) comma = name.size();
+      if (comma > start) names.push_back(name.substr(start, comma - start));
+      start = comma + 1;
+    }
+  }
+  return names;
+}
+
+// "Format hls probed with size=2048 and score=100" in ffprobe's debug output.
+std::string DetectedFormat(const std::string& ffprobe, const SourceFile& source) {
+  std::vector<std::string> argv = {ffprobe, "-v", "debug"};
+  argv.insert(argv.end(), source.restrictions.begin(), source.restrictions.end());
+  argv.push_back(FdPath(source.fd));
+  Result<CommandOutput> r = RunAndCapture(argv, {source.fd});
+  if (!r.ok()) return "";
+  const std::string key = "] Format ";
+  size_t at = r->err.find(key);
+  if (at == std::string::npos) return "";
+  size_t start = at + key.size();
+  size_t end = r->err.find(' ', start);
+  return end == std::string::npos ? "" : r->err.substr(start, end - start);
+}
+
 Status PacketReadError(const std::string& path, const Result<CommandOutput>& r) {
   if (!r.ok()) return r.status();
   return Status(StatusCode::kInputInvalid,
                 path + ": ffprobe cannot read its packets: " + LastLines(r->err, 3));
 }
 
-std::vector<std::string> PacketCommand(const std::string& ffprobe, const std::string& path,
+std::vector<std::string> PacketCommand(const std::string& ffprobe, const SourceFile& source,
                                        int stream) {
-  return {ffprobe,
-          "-v",
-          "error",
-          "-select_streams",
-          std::to_string(stream),
-          "-show_entries",
-          "packet=pts_time,flags",
-          "-of",
-          "csv=p=0",
-          path};
+  std::vector<std::string> argv = {ffprobe, "-v", "error"};
+  argv.insert(argv.end(), source.restrictions.begin(), source.restrictions.end());
+  argv.insert(argv.end(), {"-select_streams", std::to_string(stream), "-show_entries",
+                           "packet=pts_time,flags", "-of", "csv=p=0", FdPath(source.fd)});
+  return argv;
 }
 
 // Reads the presentation time of every packet of the video stream as ffprobe prints them,
 // counting frames and checking the rate in fixed memory. Only a variable-rate video (whose frames
 // keep their own times) has its times read again and kept: its memory is 8 bytes a frame.
-Status ReadFrameTimes(const std::string& ffprobe, const std::string& path, MediaInfo* info) {
+Status ReadFrameTimes(const std::string& ffprobe, const SourceFile& source, MediaInfo* info) {
+  const std::string& path = source.name;
   VideoStreamInfo& v = info->video;
   const double fps = v.frame_rate.value();
   bool missing_pts = false;
   int64_t packets = 0, frames = 0;
   ConstantRateCheck check(fps);
-  Result<CommandOutput> r =
-      RunForEachLine(PacketCommand(ffprobe, path, v.index), [&](const std::string& line) {
-        if (line.empty()) return;
-        ++packets;
-        PacketLine p = ParsePacketLine(line);
-        if (!p.frame) return;
-        ++frames;
-        if (p.has_pts)
-          check.Add(p.t);
-        else
-          missing_pts = true;
-      });
+  Result<CommandOutput> r = RunForEachLine(PacketCommand(ffprobe, source, v.index),
+                                           [&](const std::string& line) {
+                                             if (line.empty()) return;
+                                             ++packets;
+                                             PacketLine p = ParsePacketLine(line);
+                                             if (!p.frame) return;
+                                             ++frames;
+                                             if (p.has_pts)
+                                               check.Add(p.t);
+                                             else
+                                               missing_pts = true;
+                                           },
+                                           {source.fd});
   if (!r.ok() || r->exit_code != 0) return PacketReadError(path, r);
   // A file cut short keeps its header: the index promises frames whose data is gone.
   if (v.header_frames > 0 && packets < v.header_frames) {
@@ -166,11 +228,13 @@ Status ReadFrameTimes(const std::string& ffprobe, const std::string& path, Media
   // Variable rate (or a disorder the check could not follow): every time, sorted, kept.
   std::vector<double> times;
   times.reserve(static_cast<size_t>(frames));
-  r = RunForEachLine(PacketCommand(ffprobe, path, v.index), [&](const std::string& line) {
-    if (line.empty()) return;
-    PacketLine p = ParsePacketLine(line);
-    if (p.frame) times.push_back(p.has_pts ? p.t : 0.0);
-  });
+  r = RunForEachLine(PacketCommand(ffprobe, source, v.index),
+                     [&](const std::string& line) {
+                       if (line.empty()) return;
+                       PacketLine p = ParsePacketLine(line);
+                       if (p.frame) times.push_back(p.has_pts ? p.t : 0.0);
+                     },
+                     {source.fd});
   if (!r.ok() || r->exit_code != 0) return PacketReadError(path, r);
   std::sort(times.begin(), times.end());
   v.frame_count = static_cast<int64_t>(times.size());
@@ -207,17 +271,63 @@ Rational ParseRational(const std::string& text) {
   return r;
 }
 
+Result<std::vector<std::string>> InputRestrictions(const std::string& ffprobe,
+                                                   PlaylistInputs playlists) {
+  static std::mutex mu;
+  static std::map<std::string, std::string> cache;  // ffprobe|policy -> format whitelist
+  const std::string key = ffprobe + (playlists == PlaylistInputs::kAllow ? "|allow" : "|refuse");
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    Result<std::vector<std::string>> demuxers = FormatTable(ffprobe, "-demuxers");
+    if (!demuxers.ok()) return demuxers.status();
+    Result<std::vector<std::string>> devices = FormatTable(ffprobe, "-devices");
+    if (!devices.ok()) return devices.status();
+    std::set<std::string> refused(devices->begin(), devices->end());
+    refused.insert(NeverDemuxers().begin(), NeverDemuxers().end());
+    if (playlists == PlaylistInputs::kRefuse) {
+      refused.insert(ListDemuxers().begin(), ListDemuxers().end());
+    }
+    std::string list;
+    for (const std::string& name : *demuxers) {
+      if (refused.count(name) == 0) list += (list.empty() ? "" : ",") + name;
+    }
+    if (list.empty()) return Status(StatusCode::kIo, ffprobe + " -demuxers lists no demuxer");
+    it = cache.emplace(key, list).first;
+  }
+  return std::vector<std::string>{"-protocol_whitelist", "file,pipe", "-format_whitelist",
+                                  it->second};
+}
+
 Result<MediaInfo> ProbeMedia(const std::string& ffprobe, const std::string& path,
                              bool frame_times) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    return Status(StatusCode::kInputMissing, path + ": input does not exist or is not readable");
-  }
-  if (!S_ISREG(st.st_mode)) return Status(StatusCode::kInputMissing, path + ": not a regular file");
-  Result<CommandOutput> r = RunAndCapture(
-      {ffprobe, "-v", "error", "-print_format", "json", "-show_format", "-show_streams", path});
+  Result<UniqueFd> fd = OpenCheckedFile(CheckedKind::kInput, path, {});
+  if (!fd.ok()) return fd.status();
+  Result<std::vector<std::string>> restrictions =
+      InputRestrictions(ffprobe, PlaylistInputs::kRefuse);
+  if (!restrictions.ok()) return restrictions.status();
+  return ProbeMedia(ffprobe, SourceFile{fd->get(), path, *restrictions}, frame_times);
+}
+
+Result<MediaInfo> ProbeMedia(const std::string& ffprobe, const SourceFile& source,
+                             bool frame_times) {
+  const std::string& path = source.name;
+  std::vector<std::string> argv = {ffprobe, "-v", "error"};
+  argv.insert(argv.end(), source.restrictions.begin(), source.restrictions.end());
+  argv.insert(argv.end(),
+              {"-print_format", "json", "-show_format", "-show_streams", FdPath(source.fd)});
+  Result<CommandOutput> r = RunAndCapture(argv, {source.fd});
   if (!r.ok()) return r.status();
   if (r->exit_code != 0) {
+    if (r->err.find("not on whitelist") != std::string::npos) {
+      std::string format = DetectedFormat(ffprobe, source);
+      if (format.empty()) format = "one framemill does not read";
+      return Status(StatusCode::kInputInvalid,
+                    path + ": its format is " + format +
+                        ", a playlist, list or device format that makes ffmpeg open other files "
+                        "or devices; refused (the config key allow_playlist_inputs allows "
+                        "playlist and list formats)");
+    }
     return Status(StatusCode::kInputInvalid,
                   path + ": not a readable video: " + LastLines(r->err, 3));
   }
@@ -270,7 +380,7 @@ Result<MediaInfo> ProbeMedia(const std::string& ffprobe, const std::string& path
     return Status(StatusCode::kInputInvalid, path + ": video stream has no frame rate");
   }
   if (frame_times) {
-    FM_RETURN_IF_ERROR(ReadFrameTimes(ffprobe, path, &info));
+    FM_RETURN_IF_ERROR(ReadFrameTimes(ffprobe, source, &info));
     if (info.video.frame_count == 0) {
       return Status(StatusCode::kInputInvalid, path + ": video stream has no frames");
     }

@@ -1,10 +1,17 @@
 #include "supervisor/output_muxer.h"
 
+#include <cctype>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
+#include <fcntl.h>
 #include <fstream>
+#include <sys/stat.h>
+#include <map>
 #include <unistd.h>
 
+#include "common/checked_file.h"
 #include "common/file_util.h"
 #include "common/log.h"
 #include "supervisor/subprocess.h"
@@ -49,8 +56,9 @@ std::string ConcatList(const std::vector<std::string>& segments, const std::vect
   return list;
 }
 
-Status Verify(const MuxRequest& rq, const std::string& path) {
-  Result<MediaInfo> out = ProbeMedia(rq.ffprobe, path, /*frame_times=*/true);
+Status Verify(const MuxRequest& rq, int fd) {
+  Result<MediaInfo> out =
+      ProbeMedia(rq.ffprobe, SourceFile{fd, "output " + rq.output, rq.source.restrictions}, true);
   if (!out.ok())
     return Status(StatusCode::kVerifyFailed,
                   "output cannot be read back: " + out.status().message());
@@ -87,14 +95,35 @@ Status Verify(const MuxRequest& rq, const std::string& path) {
 // no timestamps). Join them into one Matroska file and give every frame back its source
 // timestamp with mkvmerge's timestamp file (format v2: one presentation time in ms per frame).
 // Matroska keeps milliseconds, which is what such sources mostly have anyway.
-Result<std::string> Retime(const MuxRequest& rq, const std::string& list_path) {
+Result<UniqueFd> Retime(const MuxRequest& rq, const std::string& list_path) {
   const VideoStreamInfo& v = rq.source_info->video;
-  std::string joined = rq.scratch_dir + "/joined.mkv";
-  std::string retimed = rq.scratch_dir + "/retimed.mkv";
+  Result<CreatedFile> joined = CreateExclusiveAt(rq.scratch_fd, "joined.", ".mkv", 0600);
+  if (!joined.ok()) return joined.status();
+  Result<CreatedFile> retimed = CreateExclusiveAt(rq.scratch_fd, "retimed.", ".mkv", 0600);
+  if (!retimed.ok()) return retimed.status();
   std::string stamps = rq.scratch_dir + "/timestamps.txt";
-  Result<CommandOutput> r =
-      RunAndCapture({rq.ffmpeg, "-nostdin", "-hide_banner", "-v", "error", "-y", "-f", "concat",
-                     "-safe", "0", "-i", list_path, "-map", "0:v:0", "-c", "copy", joined});
+  Result<CommandOutput> r = RunAndCapture({rq.ffmpeg,
+                                           "-nostdin",
+                                           "-hide_banner",
+                                           "-v",
+                                           "error",
+                                           "-y",
+                                           "-protocol_whitelist",
+                                           "file,pipe",
+                                           "-f",
+                                           "concat",
+                                           "-safe",
+                                           "0",
+                                           "-i",
+                                           list_path,
+                                           "-map",
+                                           "0:v:0",
+                                           "-c",
+                                           "copy",
+                                           "-f",
+                                           "matroska",
+                                           FdPath(joined->fd.get())},
+                                          {rq.scratch_fd, joined->fd.get()});
   if (!r.ok() || r->exit_code != 0) {
     return Status(
         StatusCode::kEncodeFailed,
@@ -107,9 +136,14 @@ Result<std::string> Retime(const MuxRequest& rq, const std::string& list_path) {
     text += line;
   }
   FM_RETURN_IF_ERROR(AtomicWriteFile(stamps, text));
-  r = RunAndCapture({rq.mkvmerge, "-q", "-o", retimed, "--timestamps", "0:" + stamps, joined});
+  // Every name given to mkvmerge is an open descriptor or a name inside the private scratch
+  // directory reached through its descriptor: all begin with "/proc/self/fd/", none with '-'
+  // (mkvmerge has no "--" to end its options).
+  r = RunAndCapture({rq.mkvmerge, "-q", "-o", FdPath(retimed->fd.get()), "--timestamps",
+                     "0:" + stamps, FdPath(joined->fd.get())},
+                    {rq.scratch_fd, joined->fd.get(), retimed->fd.get()});
   // mkvmerge exits 1 for warnings only.
-  if (!r.ok() || r->exit_code > 1) {
+  if (!r.ok() || r->exit_code > 1 || r->exit_code < 0) {
     return Status(StatusCode::kEncodeFailed,
                   "mkvmerge could not give the frames their source timestamps (is mkvtoolnix "
                   "installed?): " +
@@ -117,40 +151,84 @@ Result<std::string> Retime(const MuxRequest& rq, const std::string& list_path) {
   }
   spdlog::info("variable frame rate: {} frames given their source timestamps",
                v.frame_times.size());
-  return retimed;
+  return std::move(retimed->fd);
+}
+
+// Removes the partial output if the name still is the file framemill created.
+void RemovePartial(const MuxRequest& rq, const CreatedFile& partial) {
+  struct stat named {
+  }, opened{};
+  if (::fstatat(rq.output_dir_fd, partial.name.c_str(), &named, AT_SYMLINK_NOFOLLOW) == 0 &&
+      ::fstat(partial.fd.get(), &opened) == 0 && named.st_ino == opened.st_ino &&
+      named.st_dev == opened.st_dev) {
+    ::unlinkat(rq.output_dir_fd, partial.name.c_str(), 0);
+  }
 }
 
 }  // namespace
 
-std::string PartialOutputPath(const std::string& output) {
-  return DirName(output) + "/.framemill-partial." + std::to_string(::getpid()) + "." +
-         BaseName(output);
+Result<std::string> MuxerForOutput(const std::string& output) {
+  static const std::map<std::string, std::string> muxers = {
+      {"mp4", "mp4"},   {"m4v", "mp4"}, {"mov", "mov"}, {"mkv", "matroska"}, {"mka", "matroska"},
+      {"webm", "webm"}, {"avi", "avi"}, {"nut", "nut"}, {"ts", "mpegts"},    {"m2ts", "mpegts"},
+      {"mxf", "mxf"},   {"flv", "flv"}, {"3gp", "3gp"}, {"ogv", "ogg"}};
+  std::string ext = Extension(output);
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  auto it = muxers.find(ext);
+  if (it == muxers.end()) {
+    std::string known;
+    for (const auto& m : muxers) known += (known.empty() ? "." : ", .") + m.first;
+    return Status(StatusCode::kOutputInvalid,
+                  output + ": unknown output extension; use one of " + known);
+  }
+  return it->second;
 }
 
 Status MuxAndVerify(const MuxRequest& rq) {
   const MediaInfo& src = *rq.source_info;
+  Result<std::string> muxer = MuxerForOutput(rq.output);
+  if (!muxer.ok()) return muxer.status();
   std::string list_path = rq.scratch_dir + "/segments.ffconcat";
   FM_RETURN_IF_ERROR(
       AtomicWriteFile(list_path, ConcatList(rq.segments, rq.segment_frames, rq.frame_rate)));
 
-  std::string partial = PartialOutputPath(rq.output);
-  std::vector<std::string> video_input = {"-f", "concat", "-safe", "0", "-i", list_path};
+  std::vector<int> inherit = {rq.scratch_fd, rq.source.fd};
+  // framemill's own list of its own segments: the concat demuxer reads only nut files.
+  std::vector<std::string> video_input = {"-protocol_whitelist",
+                                          "file,pipe",
+                                          "-format_whitelist",
+                                          "concat,nut",
+                                          "-f",
+                                          "concat",
+                                          "-safe",
+                                          "0",
+                                          "-i",
+                                          list_path};
+  UniqueFd retimed;
   if (!src.video.constant_rate) {
-    Result<std::string> retimed = Retime(rq, list_path);
-    if (!retimed.ok()) return retimed.status();
-    video_input = {"-i", *retimed};
+    Result<UniqueFd> r = Retime(rq, list_path);
+    if (!r.ok()) return r.status();
+    retimed = std::move(*r);
+    inherit.push_back(retimed.get());
+    video_input = {"-protocol_whitelist", "file,pipe", "-f", "matroska", "-i",
+                   FdPath(retimed.get())};
   }
+  std::string ext = Extension(rq.output);
+  Result<CreatedFile> partial =
+      CreateExclusiveAt(rq.output_dir_fd, ".framemill-partial.", "." + ext, 0666);
+  if (!partial.ok()) return partial.status();
+  inherit.push_back(partial->fd.get());
   std::vector<std::string> argv = {rq.ffmpeg, "-nostdin", "-hide_banner", "-v", "error", "-y"};
   // Keep the video where it was relative to the other streams (a source whose video starts
   // after its audio keeps that offset).
   double offset = src.video.start_time - src.start_time;
   if (offset > 1e-6) argv.insert(argv.end(), {"-itsoffset", std::to_string(offset)});
   argv.insert(argv.end(), video_input.begin(), video_input.end());
-  argv.insert(argv.end(), {"-i", rq.source, "-map", "0:v:0"});
+  argv.insert(argv.end(), rq.source.restrictions.begin(), rq.source.restrictions.end());
+  argv.insert(argv.end(), {"-i", FdPath(rq.source.fd), "-map", "0:v:0"});
   for (const OtherStreamInfo& a : src.audio) {
     argv.insert(argv.end(), {"-map", "1:" + std::to_string(a.index)});
   }
-  std::string ext = Extension(rq.output);
   for (const OtherStreamInfo& s : src.subtitles) {
     if (CanCopySubtitle(ext, s.codec)) {
       argv.insert(argv.end(), {"-map", "1:" + std::to_string(s.index)});
@@ -162,25 +240,34 @@ Status MuxAndVerify(const MuxRequest& rq) {
   argv.insert(argv.end(), {"-c", "copy", "-map_metadata", "1"});
   if (ext == "mp4" || ext == "mov" || ext == "m4v")
     argv.insert(argv.end(), {"-movflags", "+faststart"});
-  argv.push_back(partial);
+  // The exclusively created file, through its descriptor: seekable (mp4 needs it), and never
+  // whatever its name or the output's name may point to by now.
+  argv.insert(argv.end(), {"-f", *muxer, FdPath(partial->fd.get())});
 
-  Result<CommandOutput> r = RunAndCapture(argv);
+  Result<CommandOutput> r = RunAndCapture(argv, inherit);
   if (!r.ok() || r->exit_code != 0) {
-    ::unlink(partial.c_str());
+    RemovePartial(rq, *partial);
     std::string why = r.ok() ? LastLines(r->err, 4) : r.status().message();
     StatusCode code = why.find("No space left") != std::string::npos ? StatusCode::kNoSpace
+                      : r.ok() && r->signal != 0                     ? StatusCode::kEncoderCrashed
                                                                      : StatusCode::kEncodeFailed;
-    return Status(code, "joining segments into " + rq.output + " failed: " + why);
+    return Status(code, "joining segments into " + rq.output + " failed (" +
+                            (r.ok() ? DescribeExit(*r) : std::string("not started")) + "): " + why);
   }
-  Status verified = Verify(rq, partial);
-  if (!verified.ok()) {
-    ::unlink(partial.c_str());
-    return verified;
+  Status done = Verify(rq, partial->fd.get());
+  if (done.ok() && rq.output_reader_uid != UINT32_MAX) {
+    Status acl = GrantReadAcl(partial->fd.get(), rq.output_reader_uid);
+    if (!acl.ok()) spdlog::warn("{}: {}", rq.output, acl.message());
   }
-  Status synced = SyncFile(partial);
-  if (synced.ok()) synced = DurableRename(partial, rq.output);
-  if (!synced.ok()) ::unlink(partial.c_str());
-  return synced;
+  if (done.ok() && ::fsync(partial->fd.get()) != 0) {
+    done = Status(StatusCode::kIo, "fsync " + rq.output + ": " + std::strerror(errno));
+  }
+  if (done.ok()) {
+    done = RenameCheckedAt(rq.output_dir_fd, partial->name, partial->fd.get(), rq.output_name,
+                           rq.overwrite ? RenameMode::kReplace : RenameMode::kNoReplace);
+  }
+  if (!done.ok()) RemovePartial(rq, *partial);
+  return done;
 }
 
 }  // namespace framemill

@@ -415,7 +415,8 @@ bool Service::RunClaimed(const std::string& id) {
               {"stages", r.stages.ToJson()},
               {"worker_input_format", r.worker_input_format},
               {"worker_sandbox", r.worker_sandbox},
-              {"worker_start", r.dispatch.StartupFigures()}};
+              {"worker_start", r.dispatch.StartupFigures()},
+              {"faults", r.FaultsJson()}};
     (void)RemoveTree(options.workspace);  // the output is complete; segments are not needed
     spdlog::info("job {} done: {} frames in {:.1f} s", id, r.frames, r.seconds);
   } else {

@@ -12,7 +12,8 @@
 namespace framemill {
 
 struct CommandOutput {
-  int exit_code = -1;
+  int exit_code = -1;  // the exit status; -1 when killed by a signal
+  int signal = 0;      // the signal that killed it, 0 when it exited
   std::string out;
   std::string err;
 };
@@ -25,15 +26,25 @@ std::string FindExecutable(const std::string& program);
 // beside the running framemill binary.
 std::string WorkerBinaryPath(const std::string& configured);
 
-// Runs argv[0] (found with FindExecutable) to completion, capturing stdout and stderr.
+// Runs argv[0] (found with FindExecutable) to completion, capturing stdout and stderr. The child
+// keeps the descriptors in `inherit` (at the same numbers: /proc/self/fd/N names the same file in
+// it) and no other descriptor above 2 (see child_fds.h). The child is always reaped.
 // An error Status only when the program could not be started; a non-zero exit is in the result.
-Result<CommandOutput> RunAndCapture(const std::vector<std::string>& argv);
+Result<CommandOutput> RunAndCapture(const std::vector<std::string>& argv,
+                                    const std::vector<int>& inherit = {});
 
 // Like RunAndCapture, but hands stdout to `on_line` one line at a time as it arrives (without
 // the newline) instead of keeping it: for outputs that grow with the video's length (a line per
 // packet), so that memory does not. `out` of the result stays empty.
 Result<CommandOutput> RunForEachLine(const std::vector<std::string>& argv,
-                                     const std::function<void(const std::string&)>& on_line);
+                                     const std::function<void(const std::string&)>& on_line,
+                                     const std::vector<int>& inherit = {});
+
+// Fills exit_code / signal of `out` from a raw wait status.
+void SetExitStatus(int wait_status, CommandOutput* out);
+
+// "exit code 1" / "killed by signal 9 (Killed)".
+std::string DescribeExit(const CommandOutput& out);
 
 // Last `max_lines` lines of a text (for error messages built from a child's stderr).
 std::string LastLines(const std::string& text, int max_lines);

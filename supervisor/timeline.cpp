@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -19,6 +20,17 @@ Timeline::~Timeline() {
 Status Timeline::Open(const std::string& path, uint64_t start_ms) {
   file_ = std::fopen(path.c_str(), "w");
   if (file_ == nullptr) {
+    return Status(StatusCode::kIo, "cannot write timeline " + path + ": " + std::strerror(errno));
+  }
+  path_ = path;
+  start_ms_ = start_ms;
+  return Status::Ok();
+}
+
+Status Timeline::Adopt(int fd, const std::string& path, uint64_t start_ms) {
+  file_ = ::fdopen(fd, "w");
+  if (file_ == nullptr) {
+    ::close(fd);
     return Status(StatusCode::kIo, "cannot write timeline " + path + ": " + std::strerror(errno));
   }
   path_ = path;

@@ -39,6 +39,8 @@ class Timeline {
 
   // Starts a new file at `path` (truncating). A timeline that is not open records nothing.
   Status Open(const std::string& path, uint64_t start_ms);
+  // Writes into the open file `fd` (taken over; `path` is its name, for reports).
+  Status Adopt(int fd, const std::string& path, uint64_t start_ms);
   void Record(const TimelineEvent& e, uint64_t now_ms);
   const std::string& path() const { return path_; }
 

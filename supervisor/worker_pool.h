@@ -33,7 +33,7 @@ namespace framemill {
 
 struct WorkerOptions {
   std::string worker_binary;  // framemill-worker
-  std::string model;          // TorchScript file
+  std::string model;          // TorchScript file (for messages when model_fd is set)
   std::string device;         // auto | cpu | cuda | cuda:N
   std::string precision = "fp32";
   std::string log_level;

@@ -126,6 +126,9 @@ TEST_CASE("config/framemill.json parses and equals the built-in defaults") {
   CHECK(file->admin_group == builtin.admin_group);
   CHECK(file->failed_work_keep_days == builtin.failed_work_keep_days);
   CHECK(file->allow_any_path == builtin.allow_any_path);
+  CHECK(file->allow_playlist_inputs == builtin.allow_playlist_inputs);
+  CHECK(file->decoder_restarts == builtin.decoder_restarts);
+  CHECK(file->crash_retries == builtin.crash_retries);
   // Unlike the built-in defaults (for `framemill run`), the packaged config names roots, so that
   // the service it starts is confined (serve refuses to start without).
   CHECK(file->allowed_input_roots == std::vector<std::string>{"/srv/framemill/in"});

@@ -12,6 +12,9 @@
 #   decode      the decoding ceiling: ffmpeg decoding the 1080p input into a pipe, alone
 #   recycle     bench/recycle-cost.sh on the GPU
 #   soak        framemill-soak on CUDA: an hour of video, recycling by GPU reserved memory
+#   sandbox     the same CUDA job (heavy fp16, 1080p) with worker_sandbox off and required: the
+#               sandbox each worker got, the rules (FRAMEMILL_SANDBOX_DEBUG), fps, and whether
+#               both outputs are the same frames
 #
 # Expects the static ffmpeg from scripts/build-static-ffmpeg.sh in .deps/ffmpeg-static. Writes
 # logs to $OUT (default ./gpu-out). $FRAMES sets the benchmark input's length (default 1500).
@@ -103,6 +106,30 @@ for step in "${steps[@]}"; do
     recycle)
       log "recycle cost on the GPU"
       FRAMEMILL_BUILD_DIR=build-gpu bench/recycle-cost.sh cuda 1280x720 3000 heavy 2 8
+      ;;
+    sandbox)
+      bench_input
+      (cd build-gpu && ./framemill model export heavy "$OUT/heavy.pt" >/dev/null)
+      for mode in off required; do
+        log "sandbox: heavy fp16 on cuda, worker_sandbox $mode"
+        printf '{"worker_sandbox": "%s"}\n' "$mode" >"$OUT/sandbox-$mode.config.json"
+        printf '{"input": "%s", "output": "%s", "model": "%s", "device": "cuda",
+          "precision": "fp16", "workers": 1, "encoders": 2, "overwrite": true}\n' \
+          "$OUT/in1080.mp4" "$OUT/sandbox-$mode.mp4" "$OUT/heavy.pt" >"$OUT/sandbox-$mode.job.json"
+        FRAMEMILL_SANDBOX_DEBUG=1 ./build-gpu/framemill run "$OUT/sandbox-$mode.job.json" \
+          --config "$OUT/sandbox-$mode.config.json" >"$OUT/sandbox-$mode.log" 2>&1
+        echo "exit $?"
+        grep -iE "sandbox|NOT SANDBOXED|fps|stages|error|failed" "$OUT/sandbox-$mode.log" | grep -v " rule " | head -12
+        ffmpeg -nostdin -v error -i "$OUT/sandbox-$mode.mp4" -map 0:v -f framemd5 - 2>/dev/null |
+          grep -v '^#' | awk '{print $NF}' | md5sum | cut -d' ' -f1 >"$OUT/sandbox-$mode.frames"
+      done
+      log "sandbox: worker logs of the required run (rules, denials)"
+      grep -hiE "landlock|seccomp|denied|EACCES|EPERM|not permitted" "$OUT"/sandbox-required.log | head -40
+      if cmp -s "$OUT/sandbox-off.frames" "$OUT/sandbox-required.frames"; then
+        echo "sandbox: same frames with and without the sandbox"
+      else
+        echo "sandbox: FRAMES DIFFER with and without the sandbox"
+      fi
       ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac

@@ -16,6 +16,7 @@
 // listed GPU, beside the one-device rows. $FRAMEMILL_BENCH_BASELINES=0 runs framemill's rows
 // alone (to compare framemill settings with each other when the baselines are already known).
 // Run from the build directory (it starts ./framemill). Scratch files go to $TMPDIR.
+#include <cstdint>
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>

@@ -1,5 +1,6 @@
 #include "common/checked_file.h"
 
+#include <cstdint>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>

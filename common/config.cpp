@@ -1,5 +1,6 @@
 #include "common/config.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <regex>
 #include <unistd.h>

@@ -1,5 +1,6 @@
 #include "common/file_util.h"
 
+#include <cstdint>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>

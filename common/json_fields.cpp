@@ -1,5 +1,6 @@
 #include "common/json_fields.h"
 
+#include <cstdint>
 #include <algorithm>
 #include <cerrno>
 #include <cstring>

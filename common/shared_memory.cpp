@@ -1,5 +1,6 @@
 #include "common/shared_memory.h"
 
+#include <cstdint>
 #include <atomic>
 #include <cerrno>
 #include <csignal>

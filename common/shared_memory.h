@@ -20,6 +20,7 @@
 // shared between threads while being moved or destroyed.
 #pragma once
 
+#include <cstdint>
 #include <cstddef>
 #include <memory>
 #include <string>

@@ -1,5 +1,6 @@
 #include "common/shm_validate.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 

@@ -1,5 +1,6 @@
 #include "supervisor/dispatcher.h"
 
+#include <cstdint>
 #include <algorithm>
 #include <csignal>
 #include <cstring>

@@ -1,5 +1,6 @@
 #include "supervisor/ffmpeg_pipes.h"
 
+#include <cstdint>
 #include <cerrno>
 #include <csignal>
 #include <cstring>

@@ -1,5 +1,6 @@
 #include "supervisor/job_state.h"
 
+#include <cstdint>
 #include <sys/stat.h>
 
 #include <nlohmann/json.hpp>

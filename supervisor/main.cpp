@@ -11,6 +11,7 @@
 //
 // Exit codes: 0 success, 1 the job failed (the message names the reason), 2 usage error,
 // 3 no such job, 130 stopped by SIGINT/SIGTERM.
+#include <cstdint>
 #include <atomic>
 #include <csignal>
 #include <cstdio>

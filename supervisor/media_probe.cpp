@@ -1,5 +1,6 @@
 #include "supervisor/media_probe.h"
 
+#include <cstdint>
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>

@@ -1,5 +1,6 @@
 #include "supervisor/output_muxer.h"
 
+#include <cstdint>
 #include <cctype>
 #include <cerrno>
 #include <cmath>

@@ -1,5 +1,6 @@
 #include "supervisor/service.h"
 
+#include <cstdint>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>

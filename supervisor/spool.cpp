@@ -1,5 +1,6 @@
 #include "supervisor/spool.h"
 
+#include <cstdint>
 #include <algorithm>
 #include <cerrno>
 #include <chrono>

@@ -1,5 +1,6 @@
 #include "supervisor/spool_commands.h"
 
+#include <cstdint>
 #include <chrono>
 #include <cstdio>
 #include <functional>

@@ -1,5 +1,6 @@
 #include "supervisor/spool_requests.h"
 
+#include <cstdint>
 #include <cerrno>
 #include <cstring>
 #include <dirent.h>

@@ -16,6 +16,7 @@
 // that thread waits in RunJob).
 #pragma once
 
+#include <cstdint>
 #include <set>
 #include <string>
 #include <utility>

@@ -1,5 +1,6 @@
 #include "supervisor/submitter.h"
 
+#include <cstdint>
 #include <algorithm>
 #include <cerrno>
 #include <climits>

@@ -1,5 +1,6 @@
 #include "supervisor/timeline.h"
 
+#include <cstdint>
 #include <cerrno>
 #include <cstring>
 #include <unistd.h>

@@ -1,5 +1,6 @@
 #include "supervisor/worker_pool.h"
 
+#include <cstdint>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -86,7 +87,8 @@ Result<int> PoolModelFd(const WorkerOptions& options) {
 }  // namespace
 
 bool WorkerSandboxDegraded(const std::string& summary) {
-  return summary.rfind("partial", 0) == 0 || summary.rfind("none", 0) == 0;
+  return summary.rfind("partial", 0) == 0 || summary.rfind("none", 0) == 0 ||
+         summary.find("no file rules") != std::string::npos;
 }
 
 Result<std::unique_ptr<WorkerPool>> WorkerPool::Create(const WorkerOptions& options, int channels) {

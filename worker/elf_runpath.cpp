@@ -1,5 +1,6 @@
 #include "worker/elf_runpath.h"
 
+#include <cstdint>
 #include <cstring>
 #include <elf.h>
 #include <fcntl.h>

@@ -1,5 +1,6 @@
 #include "worker/example_models.h"
 
+#include <cstdint>
 #include <cmath>
 #include <cstdio>
 #include <sys/stat.h>

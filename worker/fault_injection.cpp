@@ -1,5 +1,6 @@
 #include "worker/fault_injection.h"
 
+#include <cstdint>
 #include <algorithm>
 #include <arpa/inet.h>
 #include <cerrno>

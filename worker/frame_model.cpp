@@ -1,5 +1,6 @@
 #include "worker/frame_model.h"
 
+#include <cstdint>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -11,6 +12,9 @@
 #include <unistd.h>
 
 #include <torch/cuda.h>
+#ifdef FRAMEMILL_WITH_CUDA
+#include <c10/cuda/CUDAFunctions.h>
+#endif
 #include <torch/script.h>
 
 namespace framemill {
@@ -88,6 +92,15 @@ Result<torch::Device> ResolveDevice(const std::string& device) {
     bool cuda = torch::cuda::is_available();
     if (device == "auto") return cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
     if (!cuda) {
+      std::string why;
+#ifdef FRAMEMILL_WITH_CUDA
+      // The driver's own word (no driver, no device, not permitted, ...).
+      try {
+        c10::cuda::device_count_ensure_non_zero();
+      } catch (const std::exception& e) {
+        why = " (" + FirstLine(e.what()) + ")";
+      }
+#endif
       // A worker pinned to a GPU (the job's `gpus`) sees that one only: a wrong index shows here.
       const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
       std::string pinned = visible != nullptr
@@ -98,7 +111,7 @@ Result<torch::Device> ResolveDevice(const std::string& device) {
                     "device \"" + device +
                         "\" asked for, but CUDA is not available to this "
                         "worker (no GPU, or a LibTorch built without CUDA)" +
-                        pinned);
+                        why + pinned);
     }
     torch::Device d(device == "cuda" ? std::string("cuda:0") : device);
     if (d.index() >= static_cast<int>(torch::cuda::device_count())) {

@@ -7,6 +7,7 @@
 // the caller. Not thread-safe: one model per worker process.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 

@@ -1,5 +1,6 @@
 #include "worker/landlock.h"
 
+#include <cstdint>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -27,6 +28,7 @@ constexpr uint64_t kFsExecute = 1ull << 0;
 constexpr uint64_t kFsWriteFile = 1ull << 1;
 constexpr uint64_t kFsReadFile = 1ull << 2;
 constexpr uint64_t kFsReadDir = 1ull << 3;
+constexpr uint64_t kFsRemoveFile = 1ull << 5;
 constexpr uint64_t kFsMakeReg = 1ull << 8;
 constexpr uint64_t kFsAbi1 = (1ull << 13) - 1;  // EXECUTE .. MAKE_SYM: every right of ABI 1
 constexpr uint64_t kFsRefer = 1ull << 13;       // ABI 2
@@ -76,6 +78,10 @@ uint64_t Rights(FsAccess access) {
       return read | kFsWriteFile | kFsIoctlDev;
     case FsAccess::kCreate:
       return read | kFsWriteFile | kFsMakeReg;
+    case FsAccess::kTempFiles:
+      return read | kFsWriteFile | kFsMakeReg | kFsRemoveFile | kFsTruncate;
+    case FsAccess::kAll:
+      return ~0ull;  // masked by the handled rights
   }
   return 0;
 }
@@ -112,6 +118,10 @@ const char* Name(FsAccess access) {
       return "device";
     case FsAccess::kCreate:
       return "create";
+    case FsAccess::kTempFiles:
+      return "temp-files";
+    case FsAccess::kAll:
+      return "all";
   }
   return "?";
 }
@@ -135,21 +145,27 @@ std::string LandlockAbsentReason(int abi) {
   }
 }
 
-Result<LandlockResult> ApplyLandlock(const std::vector<FsRule>& rules) {
+Result<LandlockResult> ApplyLandlock(const std::vector<FsRule>& rules, bool file_rules) {
   LandlockResult result;
   result.abi = LandlockAbi();
   if (result.abi <= 0) return Status(StatusCode::kIo, LandlockAbsentReason(result.abi));
-  const uint64_t handled_fs = HandledFs(result.abi);
+  auto knob = [](const char* name) {  // diagnosis only (worker/sandbox.h)
+    const char* v = std::getenv(name);
+    return v != nullptr && std::string(v) == "1";
+  };
+  const uint64_t handled_fs =
+      !file_rules || knob("FRAMEMILL_SANDBOX_NO_FS") ? 0 : HandledFs(result.abi);
+  result.file_system = handled_fs != 0;
   RulesetAttr attr{};
   attr.handled_access_fs = handled_fs;
   size_t attr_size = kRulesetAttrSizeAbi1;
-  if (result.abi >= 4) {
+  if (result.abi >= 4 && !knob("FRAMEMILL_SANDBOX_NO_NET")) {
     // Handled with no rule that allows them: no TCP socket can bind or connect anywhere.
     attr.handled_access_net = kNetBindTcp | kNetConnectTcp;
     attr_size = kRulesetAttrSizeAbi4;
     result.network = true;
   }
-  if (result.abi >= 6) {
+  if (result.abi >= 6 && !knob("FRAMEMILL_SANDBOX_NO_SCOPES")) {
     attr.scoped = kScopeAbstractUnixSocket | kScopeSignal;
     attr_size = sizeof(RulesetAttr);
     result.scoped = true;
@@ -157,7 +173,7 @@ Result<LandlockResult> ApplyLandlock(const std::vector<FsRule>& rules) {
   Fd ruleset(static_cast<int>(::syscall(__NR_landlock_create_ruleset, &attr, attr_size, 0)));
   if (ruleset.get() < 0) return SysError("landlock_create_ruleset");
 
-  for (const FsRule& rule : rules) {
+  for (const FsRule& rule : handled_fs != 0 ? rules : std::vector<FsRule>()) {
     Fd path(::open(rule.path.c_str(), O_PATH | O_CLOEXEC));
     if (path.get() < 0) {
       if (errno == ENOENT || errno == ENOTDIR) {

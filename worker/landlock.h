@@ -30,6 +30,8 @@ enum class FsAccess {
   kReadWrite,  // kRead, and write into existing files (no creating, removing, truncating)
   kDevice,     // kReadWrite, and ioctl on device files (GPU character devices)
   kCreate,     // kReadWrite, and create regular files (test hooks only: see worker/main.cpp)
+  kTempFiles,  // kReadWrite, and create, truncate and remove regular files (CUDA's /dev/shm files)
+  kAll,        // every right Landlock handles (diagnosis only: FRAMEMILL_SANDBOX_EXTRA_ALL)
 };
 const char* Name(FsAccess access);
 
@@ -49,8 +51,9 @@ std::string LandlockAbsentReason(int abi);
 
 struct LandlockResult {
   int abi = 0;
-  bool network = false;  // TCP bind and connect denied (ABI >= 4)
-  bool scoped = false;   // abstract UNIX sockets and signals confined (ABI >= 6)
+  bool network = false;      // TCP bind and connect denied (ABI >= 4)
+  bool scoped = false;       // abstract UNIX sockets and signals confined (ABI >= 6)
+  bool file_system = false;  // file rules in force
   // One line per rule, "read-exec /usr/lib (libraries)", and per path skipped (missing).
   std::vector<std::string> rules;
 };
@@ -61,6 +64,8 @@ struct LandlockResult {
 // whose path does not exist is skipped (and listed). Needs no_new_privs set first (or
 // CAP_SYS_ADMIN). Threads that already exist are NOT restricted: call it while single-threaded.
 // Fails, leaving the process unrestricted, when Landlock is absent or a syscall fails.
-Result<LandlockResult> ApplyLandlock(const std::vector<FsRule>& rules);
+// With `file_rules` false the file system is not policed at all (rules ignored): only the network
+// and the scopes (the CUDA case, see worker/sandbox.h).
+Result<LandlockResult> ApplyLandlock(const std::vector<FsRule>& rules, bool file_rules = true);
 
 }  // namespace framemill

@@ -147,6 +147,8 @@ int main(int argc, char** argv) {
     ::setenv("CUDA_CACHE_DISABLE", "1", 1);
   }
   sandbox.control = args.control;
+  // A worker that may drive a GPU (worker/sandbox.h: CUDA and Landlock's file rules).
+  sandbox.cuda = args.device != "cpu" && ::access("/dev/nvidiactl", F_OK) == 0;
   // Test hook: a fault that fires once marks it by creating a file (worker/fault_injection.h),
   // which the sandbox must then allow in that file's directory. Never set in production.
   if (const char* spec = std::getenv(kFaultEnvVar)) {

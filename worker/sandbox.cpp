@@ -36,6 +36,37 @@ void LogRule(const std::string& line) {
 
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
 
+// Diagnosis on a new machine: FRAMEMILL_SANDBOX_LAYERS=netns,rlimits,landlock,seccomp applies only
+// the layers it names (the others count as missing, so only worker_sandbox "auto" runs), and
+// FRAMEMILL_SANDBOX_EXTRA_READ=/a:/b adds read rules to Landlock's, FRAMEMILL_SANDBOX_EXTRA_WRITE
+// read-write-create-ioctl ones, FRAMEMILL_SANDBOX_EXTRA_TEMP temp-file ones (create, truncate,
+// remove), FRAMEMILL_SANDBOX_EXTRA_ALL every right, FRAMEMILL_SANDBOX_NO_SCOPES=1 leaves out
+// Landlock's scopes. Set by whoever starts the supervisor, never by a job.
+bool LayerWanted(const char* layer) {
+  const char* v = std::getenv("FRAMEMILL_SANDBOX_LAYERS");
+  if (v == nullptr) return true;
+  std::string list = std::string(",") + v + ",";
+  return list.find(std::string(",") + layer + ",") != std::string::npos;
+}
+
+std::vector<FsRule> ExtraRules(const char* variable, const std::vector<FsAccess>& rights) {
+  std::vector<FsRule> rules;
+  const char* v = std::getenv(variable);
+  if (v == nullptr) return rules;
+  std::string list = v;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t end = list.find(':', start);
+    if (end == std::string::npos) end = list.size();
+    std::string path = list.substr(start, end - start);
+    if (!path.empty() && path[0] == '/') {
+      for (FsAccess a : rights) rules.push_back({path, a, std::string(variable) + " (diagnosis)"});
+    }
+    start = end + 1;
+  }
+  return rules;
+}
+
 std::vector<int> OpenDescriptors() {
   std::vector<int> fds;
   DIR* dir = ::opendir("/proc/self/fd");
@@ -168,17 +199,22 @@ Result<SandboxReport> ApplySandbox(const SandboxOptions& options) {
   const int threads = ThreadCount();
 
   // Namespaces first: writing the id maps needs a dumpable process and no Landlock yet.
-  report.netns_note = EnterEmptyNetwork();
+  report.netns_note =
+      LayerWanted("netns") ? EnterEmptyNetwork() : "left out by FRAMEMILL_SANDBOX_LAYERS";
   if (!report.netns_note.empty()) LogRule("no network namespace: " + report.netns_note);
 
-  Status limits = SetLimits();
+  Status limits = LayerWanted("rlimits")
+                      ? SetLimits()
+                      : Status(StatusCode::kIo, "left out by FRAMEMILL_SANDBOX_LAYERS");
   if (!limits.ok()) FM_RETURN_IF_ERROR(missing("rlimits", limits.message()));
 
   bool no_new_privs = ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0;
   if (!no_new_privs) FM_RETURN_IF_ERROR(missing("no_new_privs", Errno("PR_SET_NO_NEW_PRIVS")));
 
   std::string landlock_layer;
-  if (threads > 1) {
+  if (!LayerWanted("landlock")) {
+    FM_RETURN_IF_ERROR(missing("landlock", "left out by FRAMEMILL_SANDBOX_LAYERS"));
+  } else if (threads > 1) {
     FM_RETURN_IF_ERROR(missing("landlock", std::to_string(threads) +
                                                " threads run already; Landlock would confine "
                                                "only this one"));
@@ -187,12 +223,19 @@ Result<SandboxReport> ApplySandbox(const SandboxOptions& options) {
   } else {
     std::vector<FsRule> rules = WorkerFsRules(options.control);
     rules.insert(rules.end(), options.extra_rules.begin(), options.extra_rules.end());
-    Result<LandlockResult> ll = ApplyLandlock(rules);
+    for (FsRule& r : ExtraRules("FRAMEMILL_SANDBOX_EXTRA_READ", {FsAccess::kRead})) {
+      rules.push_back(std::move(r));
+    }
+    for (FsRule& r :
+         ExtraRules("FRAMEMILL_SANDBOX_EXTRA_WRITE", {FsAccess::kDevice, FsAccess::kCreate})) {
+      rules.push_back(std::move(r));
+    }
+    Result<LandlockResult> ll = ApplyLandlock(rules, !options.cuda);
     if (!ll.ok()) {
       FM_RETURN_IF_ERROR(missing("landlock", ll.status().message()));
     } else {
       for (const std::string& rule : ll->rules) LogRule("landlock " + rule);
-      std::string parts = "fs";
+      std::string parts = ll->file_system ? "fs" : "no file rules (CUDA)";
       if (ll->network) parts += ", tcp";
       if (ll->scoped) parts += ", scopes";
       if (!ll->network) LogRule("landlock: no network rules before ABI 4: seccomp denies sockets");
@@ -201,8 +244,10 @@ Result<SandboxReport> ApplySandbox(const SandboxOptions& options) {
   }
 
   SeccompPolicy policy = DefaultSeccompPolicy();
-  Status seccomp =
-      no_new_privs ? InstallSeccompFilter(policy) : Status(StatusCode::kIo, "needs no_new_privs");
+  Status seccomp = !LayerWanted("seccomp")
+                       ? Status(StatusCode::kIo, "left out by FRAMEMILL_SANDBOX_LAYERS")
+                   : no_new_privs ? InstallSeccompFilter(policy)
+                                  : Status(StatusCode::kIo, "needs no_new_privs");
   if (seccomp.ok()) {
     for (const std::string& line : DescribeSeccompPolicy(policy)) LogRule(line);
   } else {

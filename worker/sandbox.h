@@ -22,6 +22,15 @@
 // Modes (config worker_sandbox): kRequired fails unless no_new_privs, rlimits, Landlock and
 // seccomp are all in place; kAuto applies what it can and reports the rest; kOff applies nothing.
 //
+// CUDA and Landlock's file rules do not go together: on an H200 (driver 580, kernel 6.18,
+// Landlock ABI 7) any handled file-system right, even with every right granted beneath "/", makes
+// cudaGetDeviceCount fail with error 304 ("OS call failed"), while Landlock's TCP rules and scopes,
+// seccomp, the namespaces and the rlimits leave CUDA working (scripts/gpu/sandbox-diagnose.sh).
+// Something the driver opens is not beneath "/" (an internal file reopened through /proc, say).
+// So a CUDA worker runs without Landlock file rules: its summary says "no file rules (CUDA)", the
+// supervisor warns, and such a worker can read what the service's user can read. A mount
+// namespace with only the needed paths bound in is the way to close that.
+//
 // CUDA: the JIT cache (~/.nv/ComputeCache) is not writable in the sandbox, so the worker sets
 // CUDA_CACHE_DISABLE=1: a PTX-only kernel is compiled again by each worker instead of being
 // cached (LibTorch ships machine code for the GPUs it supports, so this is rare). A cache inside
@@ -29,7 +38,12 @@
 // worker's driver reads.
 //
 // FRAMEMILL_SANDBOX_DEBUG=1 in the environment logs every rule at info level (at debug level
-// otherwise), so that a failure on a new machine can be read from one run's log.
+// otherwise), so that a failure on a new machine can be read from one run's log. For narrowing a
+// failure down: FRAMEMILL_SANDBOX_LAYERS (a comma list of netns, rlimits, landlock, seccomp: only
+// those are applied, so only "auto" runs) and FRAMEMILL_SANDBOX_EXTRA_READ (colon-separated paths
+// Landlock may read besides its rules), with more in worker/sandbox.cpp and worker/landlock.cpp
+// (FRAMEMILL_SANDBOX_EXTRA_*, _NO_FS, _NO_NET, _NO_SCOPES) and scripts/gpu/sandbox-diagnose.sh.
+// All are read from the supervisor's environment, never from a job.
 #pragma once
 
 #include <string>
@@ -51,6 +65,9 @@ struct SandboxOptions {
   std::vector<int> keep_fds;  // descriptors above 2 to keep open (the model)
   // Rules beyond the worker's policy: test hooks alone (a fault's once= marker directory).
   std::vector<FsRule> extra_rules;
+  // The worker will drive an NVIDIA GPU: Landlock then polices the network and the scopes but not
+  // the file system (see the CUDA note above).
+  bool cuda = false;
 };
 
 // What the worker got. Summary() is what the worker reports to the supervisor (shm_protocol.h

@@ -1,5 +1,6 @@
 #include "worker/seccomp_filter.h"
 
+#include <cstdint>
 #include <cerrno>
 #include <cstddef>
 #include <cstring>

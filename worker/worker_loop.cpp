@@ -1,5 +1,6 @@
 #include "worker/worker_loop.h"
 
+#include <cstdint>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>

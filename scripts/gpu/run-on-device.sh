@@ -51,8 +51,8 @@ for step in "${steps[@]}"; do
       cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_PREFIX_PATH="$prefix" \
         -DFRAMEMILL_FUZZ=OFF > "$OUT/cmake.log" 2>&1 || { tail -40 "$OUT/cmake.log"; exit 1; }
       grep -E "framemill:|CUDA" "$OUT/cmake.log" | head
-      cmake --build build-gpu -j "$(nproc)" > "$OUT/build.log" 2>&1 ||
-        { grep -E "error|Error" -A3 "$OUT/build.log" | head -40; exit 1; }
+      cmake --build build-gpu -j "$(nproc)" -- -k 0 > "$OUT/build.log" 2>&1 ||
+        { grep -E ": error|Error [0-9]" -A2 "$OUT/build.log" | head -80; exit 1; }
       echo "build took $(( $(date +%s) - t0 )) s"
       ;;
     tests)

@@ -1,5 +1,6 @@
 #include "harness.h"
 
+#include <cstdint>
 #include <array>
 #include <cerrno>
 #include <cstring>

@@ -4,6 +4,7 @@
 // outside, names look like options. The secret's content never reaches an output and the secret
 // is never written; faults of ffmpeg itself are told apart from bad input and retried; no child
 // is left behind, not even a zombie.
+#include <cstdint>
 #include <doctest/doctest.h>
 
 #include <algorithm>

@@ -1,6 +1,7 @@
 // framemill serve on a real spool: draining good and bad jobs with systemd notifications,
 // SIGKILL and SIGTERM mid-job with resume, cancellation, one supervisor per spool, a full disk,
 // and the systemd unit.
+#include <cstdint>
 #include <doctest/doctest.h>
 
 #include <cerrno>

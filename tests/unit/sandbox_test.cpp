@@ -1,6 +1,7 @@
 // The worker sandbox's pieces (worker/landlock.h, seccomp_filter.h, sandbox_policy.h,
 // sandbox.h) and the worker_sandbox config key. A sandbox cannot be taken off again, so each
 // test that applies one does it in a forked child, which reports what it saw through a pipe.
+#include <cstdint>
 #include <doctest/doctest.h>
 
 #include <arpa/inet.h>

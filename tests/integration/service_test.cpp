@@ -327,8 +327,11 @@ TEST_CASE("service: cancel stops a running job, files it as cancelled and remove
   MakeIndexVideo(input, 1500, 320, 240, 25, 0);
   BackgroundJob serve = Serve(s);
   KillOnExit guard_serve{serve};
+  // The spool is made by the service (or tmpfiles.d): submit only writes into it.
+  REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/lock"); }, 20));
   RunResult sub = Cli(s, "submit '" + input + "' --model '" + ModelCopy("identity", s.dir) +
                              "' --output '" + s.dir + "/out.mp4' batch=2");
+  INFO("submit: " << sub.err);
   REQUIRE(sub.exit_code == 0);
   std::string id = sub.out.substr(0, sub.out.find('\n'));
   REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/active/" + id + "/progress.json"); }, 60));

@@ -24,6 +24,15 @@ cat > "$out/job.json" <<JSON
   "overwrite": true
 }
 JSON
-./build/framemill --config config/framemill.json run "$out/job.json"
+# The packaged config (config/framemill.json) confines the service to /srv/framemill; the demo's
+# own config confines this run to the demo's folder the same way.
+cat > "$out/framemill.json" <<JSON
+{
+  "allowed_input_roots": ["$PWD/$out"],
+  "allowed_output_roots": ["$PWD/$out"],
+  "allowed_model_roots": ["$PWD/$out"]
+}
+JSON
+./build/framemill --config "$out/framemill.json" run "$out/job.json"
 echo "demo: input  $PWD/$out/input.mp4"
 echo "demo: output $PWD/$out/output.mp4"

@@ -39,16 +39,22 @@ int EntriesIn(const std::string& dir) {
   return fs::exists(dir) ? static_cast<int>(std::distance(fs::directory_iterator(dir), {})) : 0;
 }
 
+// A service whose jobs are one worker on 16-frame chunks with the fastest encoder: the tests'
+// videos are tiny and the point is the spool, not the picture.
+Service SmallJobService(const std::string& name) {
+  return MakeService(name, {{"defaults",
+                             {{"workers", 1},
+                              {"chunk_frames", 16},
+                              {"device", TestDevice()},
+                              {"encoder", {{"preset", "ultrafast"}}}}}});
+}
+
 }  // namespace
 
 TEST_CASE(
     "service: poison job files among good jobs: each filed with a reason, the service "
     "never stops and no good job waits") {
-  Service s = MakeService("svc_poison", {{"defaults",
-                                          {{"workers", 1},
-                                           {"chunk_frames", 16},
-                                           {"device", TestDevice()},
-                                           {"encoder", {{"preset", "ultrafast"}}}}}});
+  Service s = SmallJobService("svc_poison");
   const std::string model = ModelCopy("identity", s.dir);
   const std::string video = SmallVideo(s.dir, 32, 64, 48);
   fs::create_directories(s.dir + "/out");
@@ -205,11 +211,7 @@ TEST_CASE(
 TEST_CASE(
     "service: a job that kills the supervisor max_job_starts times is filed as crashed, "
     "the next job runs, and retry finishes it") {
-  Service s = MakeService("svc_crashed", {{"defaults",
-                                           {{"workers", 1},
-                                            {"chunk_frames", 16},
-                                            {"device", TestDevice()},
-                                            {"encoder", {{"preset", "ultrafast"}}}}}});
+  Service s = SmallJobService("svc_crashed");
   const std::string model = ModelCopy("identity", s.dir);
   const std::string video = SmallVideo(s.dir, 32, 64, 48);
   nlohmann::json doomed = {{"input", video}, {"output", s.dir + "/doomed.mp4"}, {"model", model}};

@@ -338,13 +338,7 @@ Status JobRun::StartWorkers() {
   probe_h_ = first->probe_h;
   worker_device_ = first->device;
   report_.worker_sandbox = first->sandbox;
-  if (first->sandbox.find("no file rules") != std::string::npos) {
-    // A GPU worker: Landlock's file rules break the NVIDIA driver (worker/sandbox.h).
-    spdlog::warn(
-        "worker sandbox: {}: the model can read files the service's user can read; the rest of "
-        "the sandbox holds",
-        first->sandbox);
-  } else if (WorkerSandboxDegraded(first->sandbox)) {
+  if (WorkerSandboxDegraded(first->sandbox)) {
     // Once per job, and loud: the job runs, but its model can reach what the service can.
     spdlog::warn(
         "WORKERS ARE NOT SANDBOXED as they should be: {} (worker_sandbox \"auto\"; "

@@ -87,8 +87,10 @@ Result<int> PoolModelFd(const WorkerOptions& options) {
 }  // namespace
 
 bool WorkerSandboxDegraded(const std::string& summary) {
-  return summary.rfind("partial", 0) == 0 || summary.rfind("none", 0) == 0 ||
-         summary.find("no file rules") != std::string::npos;
+  // A worker without Landlock's file rules (CUDA) is confined by its private root alone.
+  const bool files_open = summary.find("no file rules") != std::string::npos &&
+                          summary.find(", mntns") == std::string::npos;
+  return summary.rfind("partial", 0) == 0 || summary.rfind("none", 0) == 0 || files_open;
 }
 
 Result<std::unique_ptr<WorkerPool>> WorkerPool::Create(const WorkerOptions& options, int channels) {

@@ -47,7 +47,8 @@ struct WorkerOptions {
 };
 
 // True when a worker's sandbox summary (WorkerPool::Sandbox) says a layer is missing ("partial:
-// ...") or none is in place ("none ..."); false for a complete sandbox and for "off".
+// ...") or none is in place ("none ..."), or a worker without Landlock's file rules has no
+// private root either; false for a complete sandbox and for "off".
 bool WorkerSandboxDegraded(const std::string& summary);
 
 // A worker process that has ended and been reaped.

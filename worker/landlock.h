@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -36,9 +37,15 @@ enum class FsAccess {
 const char* Name(FsAccess access);
 
 struct FsRule {
+  FsRule() = default;
+  FsRule(std::string p, FsAccess a, std::string w, std::string n = std::string())
+      : path(std::move(p)), access(a), why(std::move(w)), named(std::move(n)) {}
   std::string path;
   FsAccess access = FsAccess::kRead;
   std::string why;  // for the debug listing: which need the rule serves
+  // The path as the policy named it, when symbolic links make it differ from `path` ("/lib" for
+  // "/usr/lib"), else "": the private root (worker/mount_namespace.h) recreates those links.
+  std::string named;
 };
 
 // The Landlock ABI version of the running kernel (1, 2, ...), or -errno when Landlock is absent:

@@ -15,6 +15,7 @@
 
 #include "common/log_lines.h"
 #include "worker/landlock.h"
+#include "worker/mount_namespace.h"
 #include "worker/sandbox_policy.h"
 #include "worker/seccomp_filter.h"
 
@@ -36,8 +37,8 @@ void LogRule(const std::string& line) {
 
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
 
-// Diagnosis on a new machine: FRAMEMILL_SANDBOX_LAYERS=netns,rlimits,landlock,seccomp applies only
-// the layers it names (the others count as missing, so only worker_sandbox "auto" runs), and
+// Diagnosis on a new machine: FRAMEMILL_SANDBOX_LAYERS=netns,mntns,rlimits,landlock,seccomp applies
+// only the layers it names (the others count as missing, so only worker_sandbox "auto" runs), and
 // FRAMEMILL_SANDBOX_EXTRA_READ=/a:/b adds read rules to Landlock's, FRAMEMILL_SANDBOX_EXTRA_WRITE
 // read-write-create-ioctl ones, FRAMEMILL_SANDBOX_EXTRA_TEMP temp-file ones (create, truncate,
 // remove), FRAMEMILL_SANDBOX_EXTRA_ALL every right, FRAMEMILL_SANDBOX_NO_SCOPES=1 leaves out
@@ -157,12 +158,43 @@ std::string EnterEmptyNetwork() {
   return why;
 }
 
+// The file-system policy with the caller's and the diagnosis variables' extra rules: what Landlock
+// allows and what the private root holds.
+std::vector<FsRule> PolicyRules(const SandboxOptions& options) {
+  std::vector<FsRule> rules = WorkerFsRules(options.control);
+  rules.insert(rules.end(), options.extra_rules.begin(), options.extra_rules.end());
+  for (FsRule& r : ExtraRules("FRAMEMILL_SANDBOX_EXTRA_READ", {FsAccess::kRead})) {
+    rules.push_back(std::move(r));
+  }
+  for (FsRule& r :
+       ExtraRules("FRAMEMILL_SANDBOX_EXTRA_WRITE", {FsAccess::kDevice, FsAccess::kCreate})) {
+    rules.push_back(std::move(r));
+  }
+  return rules;
+}
+
+// The private root (worker/mount_namespace.h). Returns "" or why there is none.
+std::string EnterMountNamespace(const std::vector<FsRule>& rules) {
+  if (!LayerWanted("mntns")) return "left out by FRAMEMILL_SANDBOX_LAYERS";
+  const char* hook = std::getenv("FRAMEMILL_TEST_NO_MOUNT_NS");
+  if (hook != nullptr && std::strcmp(hook, "1") == 0) return "FRAMEMILL_TEST_NO_MOUNT_NS is set";
+  Result<PrivateRoot> root = EnterPrivateRoot(rules);
+  if (!root.ok()) return root.status().message();
+  for (const std::string& line : root->lines) LogRule("mntns " + line);
+  return "";
+}
+
 }  // namespace
 
 std::string SandboxReport::Summary() const {
   if (off) return "off";
   std::string s;
   for (const std::string& l : layers) s += (s.empty() ? "" : ", ") + l;
+  if (mntns_note.empty()) {
+    if (!layers.empty()) s += ", mntns";
+  } else if (!layers.empty() && !mntns_required) {
+    s += ", no mntns (" + mntns_note + ")";
+  }
   if (netns_note.empty()) {
     if (!layers.empty()) s += ", netns";
   } else if (!layers.empty()) {
@@ -203,6 +235,22 @@ Result<SandboxReport> ApplySandbox(const SandboxOptions& options) {
       LayerWanted("netns") ? EnterEmptyNetwork() : "left out by FRAMEMILL_SANDBOX_LAYERS";
   if (!report.netns_note.empty()) LogRule("no network namespace: " + report.netns_note);
 
+  // The private root next: it needs the user namespace's rights and no seccomp filter yet, and
+  // its rules are read from the real file system first. Landlock then polices the same paths
+  // inside it. A CUDA worker has no Landlock file rules, so there the private root is required.
+  const std::vector<FsRule> rules = PolicyRules(options);
+  report.mntns_note = EnterMountNamespace(rules);
+  if (!report.mntns_note.empty()) {
+    LogRule("no mount namespace: " + report.mntns_note);
+    if (options.cuda) {
+      report.mntns_required = true;
+      FM_RETURN_IF_ERROR(missing(
+          "mntns", report.mntns_note +
+                       "; a CUDA worker has no Landlock file rules, so its private root is what "
+                       "keeps it from the machine's files"));
+    }
+  }
+
   Status limits = LayerWanted("rlimits")
                       ? SetLimits()
                       : Status(StatusCode::kIo, "left out by FRAMEMILL_SANDBOX_LAYERS");
@@ -221,15 +269,6 @@ Result<SandboxReport> ApplySandbox(const SandboxOptions& options) {
   } else if (!no_new_privs) {
     FM_RETURN_IF_ERROR(missing("landlock", "needs no_new_privs"));
   } else {
-    std::vector<FsRule> rules = WorkerFsRules(options.control);
-    rules.insert(rules.end(), options.extra_rules.begin(), options.extra_rules.end());
-    for (FsRule& r : ExtraRules("FRAMEMILL_SANDBOX_EXTRA_READ", {FsAccess::kRead})) {
-      rules.push_back(std::move(r));
-    }
-    for (FsRule& r :
-         ExtraRules("FRAMEMILL_SANDBOX_EXTRA_WRITE", {FsAccess::kDevice, FsAccess::kCreate})) {
-      rules.push_back(std::move(r));
-    }
     Result<LandlockResult> ll = ApplyLandlock(rules, !options.cuda);
     if (!ll.ok()) {
       FM_RETURN_IF_ERROR(missing("landlock", ll.status().message()));

@@ -14,6 +14,11 @@
 //   namespaces    unshare(CLONE_NEWUSER | CLONE_NEWNET) where the system allows it (systemd's
 //                 RestrictNamespaces or a sysctl may refuse): an empty network namespace. Not
 //                 needed for "required": Landlock and seccomp already deny the network.
+//   private root  a mount namespace whose root holds only the policy's paths
+//                 (worker/mount_namespace.h), made from the same rules as Landlock's. Every
+//                 worker gets one where namespaces work; extra for a CPU worker (Landlock's file
+//                 rules confine it already: the summary says "no mntns (reason)" without it),
+//                 required for a CUDA worker, which has no Landlock file rules (below).
 //   landlock      the file rules of worker/sandbox_policy.h; no TCP bind or connect; no
 //                 abstract UNIX sockets or signals beyond the sandbox (worker/landlock.h)
 //   seccomp       worker/seccomp_filter.h: no processes, programs, ptrace, other families of
@@ -27,9 +32,11 @@
 // cudaGetDeviceCount fail with error 304 ("OS call failed"), while Landlock's TCP rules and scopes,
 // seccomp, the namespaces and the rlimits leave CUDA working (scripts/gpu/sandbox-diagnose.sh).
 // Something the driver opens is not beneath "/" (an internal file reopened through /proc, say).
-// So a CUDA worker runs without Landlock file rules: its summary says "no file rules (CUDA)", the
-// supervisor warns, and such a worker can read what the service's user can read. A mount
-// namespace with only the needed paths bound in is the way to close that.
+// So a CUDA worker runs without Landlock file rules (its summary says "no file rules (CUDA)") and
+// is confined to its files by the private root instead, which the namespaces leave working with
+// CUDA: "landlock abi 7 (no file rules (CUDA), tcp, scopes), seccomp, no_new_privs, rlimits,
+// mntns, netns". Without a private root (no user namespaces) a CUDA worker is refused in
+// kRequired ("missing mntns (...)") and runs with a loud warning in kAuto.
 //
 // CUDA: the JIT cache (~/.nv/ComputeCache) is not writable in the sandbox, so the worker sets
 // CUDA_CACHE_DISABLE=1: a PTX-only kernel is compiled again by each worker instead of being
@@ -40,10 +47,11 @@
 // FRAMEMILL_SANDBOX_DEBUG=1 in the environment logs every rule at info level (at debug level
 // otherwise), so that a failure on a new machine can be read from one run's log. For narrowing a
 // failure down: FRAMEMILL_SANDBOX_LAYERS (a comma list of netns, rlimits, landlock, seccomp: only
-// those are applied, so only "auto" runs) and FRAMEMILL_SANDBOX_EXTRA_READ (colon-separated paths
-// Landlock may read besides its rules), with more in worker/sandbox.cpp and worker/landlock.cpp
-// (FRAMEMILL_SANDBOX_EXTRA_*, _NO_FS, _NO_NET, _NO_SCOPES) and scripts/gpu/sandbox-diagnose.sh.
-// All are read from the supervisor's environment, never from a job.
+// those are applied, so only "auto" runs; mntns names the private root) and
+// FRAMEMILL_SANDBOX_EXTRA_READ (colon-separated paths Landlock may read besides its rules), with
+// more in worker/sandbox.cpp and worker/landlock.cpp (FRAMEMILL_SANDBOX_EXTRA_*, _NO_FS, _NO_NET,
+// _NO_SCOPES) and scripts/gpu/sandbox-diagnose.sh. All are read from the supervisor's environment,
+// never from a job.
 #pragma once
 
 #include <string>
@@ -72,19 +80,23 @@ struct SandboxOptions {
 
 // What the worker got. Summary() is what the worker reports to the supervisor (shm_protocol.h
 // WorkerChannel::sandbox) and logs:
-//   "landlock abi 7 (fs, tcp, scopes), seccomp, no_new_privs, rlimits, netns"  all in place
+//   "landlock abi 7 (fs, tcp, scopes), seccomp, no_new_privs, rlimits, mntns, netns"  all in place
 //   "partial: seccomp, no_new_privs, rlimits; missing landlock (...)"           kAuto, degraded
 //   "none; missing ..."                                                        kAuto, nothing
 //   "off"                                                                      kOff
 // (The supervisor tells a degraded sandbox by the words "partial" and "none" at the start:
 // supervisor/worker_pool.h WorkerSandboxDegraded.)
 // An empty network namespace is extra: without it the sandbox is still complete, and the
-// summary says "no netns (reason)" instead of "netns".
+// summary says "no netns (reason)" instead of "netns". So is the private root for a worker with
+// Landlock's file rules ("no mntns (reason)"); for a CUDA worker it is a required layer.
+// FRAMEMILL_TEST_NO_MOUNT_NS=1 in the environment leaves the private root out (a test hook).
 struct SandboxReport {
   bool off = false;
   std::vector<std::string> layers;   // in place
   std::vector<std::string> missing;  // "landlock (reason)": a required layer that failed
   std::string netns_note;            // why there is no network namespace; "" = there is one
+  std::string mntns_note;            // why there is no private root; "" = there is one
+  bool mntns_required = false;       // a CUDA worker: the missing private root is in `missing`
   std::string Summary() const;
   bool complete() const { return !off && missing.empty(); }
 };

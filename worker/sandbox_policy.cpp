@@ -74,7 +74,8 @@ std::vector<std::string> MappedFiles() {
 
 void Add(std::vector<FsRule>* rules, const std::string& path, FsAccess access,
          const std::string& why) {
-  rules->push_back({Canonical(path), access, why});
+  std::string canonical = Canonical(path);
+  rules->push_back({canonical, access, why, canonical == path ? std::string() : path});
 }
 
 }  // namespace
@@ -181,6 +182,9 @@ std::vector<FsRule> WorkerFsRules(const std::string& control) {
   Add(&rules, "/etc/localtime", FsAccess::kRead, "log time stamps");
   Add(&rules, "/usr/share/zoneinfo", FsAccess::kRead, "log time stamps");
   Add(&rules, "/proc/self", FsAccess::kRead, "own telemetry (/proc/self/status)");
+  Add(&rules, "/proc/thread-self", FsAccess::kRead, "own threads (the main thread's, named)");
+  Add(&rules, "/proc/stat", FsAccess::kRead, "CPU counts and times (OpenMP, telemetry)");
+  Add(&rules, "/proc/sys", FsAccess::kRead, "kernel limits (read-only tunables)");
   Add(&rules, "/proc/cpuinfo", FsAccess::kRead, "CPU features (LibTorch kernels)");
   Add(&rules, "/proc/meminfo", FsAccess::kRead, "memory size (allocators)");
   Add(&rules, "/sys", FsAccess::kRead, "CPU topology, PCI devices (OpenMP, CUDA, NVML)");
@@ -201,7 +205,12 @@ std::vector<FsRule> WithoutRedundantRules(std::vector<FsRule> rules) {
   };
   std::vector<FsRule> kept;
   for (size_t i = 0; i < rules.size(); ++i) {
+    // A rule named through a symbolic link stays: the private root recreates that link.
     bool redundant = false;
+    if (!rules[i].named.empty()) {
+      kept.push_back(rules[i]);
+      continue;
+    }
     for (size_t j = 0; j < rules.size() && !redundant; ++j) {
       if (i == j || rules[j].access != rules[i].access) continue;
       // Beneath another rule's path, or the same path listed earlier.

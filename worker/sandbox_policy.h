@@ -8,12 +8,15 @@
 //              the standard library directories, those of /etc/ld.so.conf and of
 //              LD_LIBRARY_PATH. The worker's own executable: that file alone, not its
 //              directory (a build tree holds other things).
-//   read       /etc/ld.so.cache, the time zone, /proc/self (the worker's own telemetry),
-//              /proc/cpuinfo and /proc/meminfo, /sys (CPU topology, PCI devices), /dev/urandom.
+//   read       /etc/ld.so.cache, the time zone, /proc/self and /proc/thread-self (the worker's
+//              own telemetry), /proc/cpuinfo, /proc/meminfo, /proc/stat, /proc/sys (read-only
+//              tunables), /sys (CPU topology, PCI devices), /dev/urandom.
 //   device     CUDA: every /dev/nvidia* node (read, write, ioctl); /proc/driver/nvidia and
 //              /proc/devices read.
 //   read-write /dev/null, and the shared-memory directory: the directory that holds the control
 //              object the worker was given, or /dev/shm for a bare POSIX name.
+// The same rules build the worker's private root (worker/mount_namespace.h), where a CUDA worker,
+// which cannot have Landlock's file rules, is confined by what is not there.
 // Nothing else: no home directory, no /tmp, no spool, no input or output, no other model (the
 // worker's model comes as an open descriptor). Nothing may be created, removed or renamed
 // anywhere. CUDA's JIT cache (~/.nv/ComputeCache) is not writable: the worker runs with
@@ -42,7 +45,8 @@ std::string SharedMemoryDirectory(const std::string& control);
 // The directories listed by an ld.so.conf-style file, following its `include` lines (globs).
 std::vector<std::string> LdSoConfDirectories(const std::string& conf_path);
 
-// Drops rules whose path lies beneath another rule's path with the same access, and duplicates.
+// Drops rules whose path lies beneath another rule's path with the same access, and duplicates;
+// a rule named through a symbolic link (FsRule::named) always stays.
 std::vector<FsRule> WithoutRedundantRules(std::vector<FsRule> rules);
 
 }  // namespace framemill

@@ -12,6 +12,10 @@
 #   decode      the decoding ceiling: ffmpeg decoding the 1080p input into a pipe, alone
 #   recycle     bench/recycle-cost.sh on the GPU
 #   soak        framemill-soak on CUDA: an hour of video, recycling by GPU reserved memory
+#   privateroot a short CUDA job (sharpen, 640x360) with worker_sandbox required and the rules
+#               listed: the summary (it must say mntns), the private root's mounts, and the
+#               error if any; on an error, again with all of /proc and /dev bound
+#               (FRAMEMILL_SANDBOX_EXTRA_READ) and again without the private root, to tell them apart
 #   sandbox     the same CUDA job (heavy fp16, 1080p) with worker_sandbox off and required: the
 #               sandbox each worker got, the rules (FRAMEMILL_SANDBOX_DEBUG), fps, and whether
 #               both outputs are the same frames
@@ -109,6 +113,38 @@ for step in "${steps[@]}"; do
     recycle)
       log "recycle cost on the GPU"
       FRAMEMILL_BUILD_DIR=build-gpu bench/recycle-cost.sh cuda 1280x720 3000 heavy 2 8
+      ;;
+    privateroot)
+      ffmpeg -nostdin -v error -y -f lavfi -i testsrc2=size=640x360:rate=30 -frames:v 60 \
+        -c:v libx264 -pix_fmt yuv420p "$OUT/root.mp4"
+      ./build-gpu/framemill model export sharpen "$OUT/root-sharpen.pt" >/dev/null
+      printf '{"worker_sandbox": "required"}\n' >"$OUT/root-required.config.json"
+      printf '{"worker_sandbox": "auto"}\n' >"$OUT/root-auto.config.json"
+      root_job() {  # NAME MODE [ENV...]: runs the short job, prints its exit, summary and error
+        local name=$1 mode=$2
+        shift 2
+        printf '{"input": "%s", "output": "%s", "model": "%s", "device": "cuda", "workers": 1,
+          "overwrite": true}\n' "$OUT/root.mp4" "$OUT/root-$name.mp4" "$OUT/root-sharpen.pt" \
+          >"$OUT/root-$name.job.json"
+        # The worker's own log (its rules) lives in the job's scratch directory while it runs.
+        mkdir -p "$OUT/root-$name-worker"
+        (while sleep 0.2; do cp "$OUT"/.framemill-work.*/worker-*.log "$OUT/root-$name-worker/" 2>/dev/null; done) &
+        local copier=$!
+        env FRAMEMILL_SANDBOX_DEBUG=1 "$@" ./build-gpu/framemill run "$OUT/root-$name.job.json" \
+          --config "$OUT/root-$mode.config.json" >"$OUT/root-$name.log" 2>&1
+        local rc=$?
+        kill "$copier"
+        echo "== privateroot $name ($mode${*:+, $*}): exit $rc"
+        grep -E "worker sandbox:|job failed|CUDA|error" "$OUT/root-$name.log" | grep -v ' rule ' | head -4
+      }
+      root_job required required
+      grep -hE "sandbox: (mntns|no mount)" "$OUT"/root-required-worker/*.log | sed 's/.*sandbox: //' |
+        sort -u | head -70
+      if ! grep -q "worker sandbox: .*mntns" "$OUT/root-required.log" ||
+        grep -q "job failed" "$OUT/root-required.log"; then
+        root_job all-proc-dev auto FRAMEMILL_SANDBOX_EXTRA_READ=/proc:/dev:/etc:/run:/var
+        root_job no-mntns auto FRAMEMILL_SANDBOX_LAYERS=netns,rlimits,landlock,seccomp
+      fi
       ;;
     sandbox)
       bench_input

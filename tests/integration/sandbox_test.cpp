@@ -37,13 +37,22 @@ void RequireLandlock(int abi) {
   }
 }
 
-// The file tests need Landlock's file rules, which a CUDA worker goes without (worker/sandbox.h).
-void RequireFileRules() {
-  RequireLandlock(1);
-  if (TestDevice() != "cpu") {
-    SkipTest("a worker on " + TestDevice() +
-             " has no Landlock file rules (they break the NVIDIA driver: worker/sandbox.h)");
-  }
+// The file tests run on every device: a CPU worker is confined by Landlock's file rules and its
+// private root, a CUDA worker (which cannot have Landlock's file rules) by its private root
+// alone (worker/sandbox.h), and "required" refuses to run one without it.
+void RequireFileRules() { RequireLandlock(1); }
+
+// The private root needs user and mount namespaces, which a container or a sysctl may refuse.
+void RequireMountNamespaces() {
+  RunResult r = Shell("unshare --user --mount true");
+  if (r.exit_code != 0) SkipTest("no user and mount namespaces here: " + r.err);
+}
+
+// A file the sandbox kept from the model: not there at all in the private root, denied by
+// Landlock where there is no private root.
+bool FileRefused(const std::string& err) {
+  return err.find("No such file or directory") != std::string::npos ||
+         err.find("Permission denied") != std::string::npos;
 }
 
 std::string SmallVideo() {
@@ -166,7 +175,7 @@ TEST_CASE(
   INFO("sandboxed stderr: " << on.err);
   CHECK(on.exit_code == 1);
   CHECK(on.err.find("model_invalid") != std::string::npos);
-  CHECK(on.err.find("Permission denied") != std::string::npos);
+  CHECK(FileRefused(on.err));
   CHECK_FALSE(fs::exists(dir + "/on.mp4"));
   CHECK(Snapshot(victim) == before);
 
@@ -188,7 +197,7 @@ TEST_CASE(
   RunResult on = RunJob(dir, Job(dir, model, "on.mp4"), Config("required"));
   INFO("sandboxed stderr: " << on.err);
   CHECK(on.exit_code == 1);
-  CHECK(on.err.find("Permission denied") != std::string::npos);
+  CHECK(FileRefused(on.err));
   CHECK(Snapshot(victim) == before);
 
   RunResult off = RunJob(dir, Job(dir, model, "off.mp4"), Config("off"));
@@ -302,4 +311,72 @@ TEST_CASE("sandbox: without Landlock, required fails the job saying so, auto war
   CHECK(Count(automatic.err, "WORKERS ARE NOT SANDBOXED") == 1);
   CHECK(automatic.out.find("worker sandbox: partial: seccomp") != std::string::npos);
   CHECK(automatic.out.find("missing landlock") != std::string::npos);
+}
+
+// The private root alone (Landlock switched off by its test hook, so "auto"): what a CUDA worker
+// relies on. The model asks for files that exist and that its user may read and write; they are
+// simply not in its file system.
+TEST_CASE(
+    "sandbox: without Landlock, the private root alone hides /etc/passwd and the job's files") {
+  RequireMountNamespaces();
+  const std::string dir = ScratchDir("sandbox_mntns_read");
+  const Env no_landlock = {{"FRAMEMILL_TEST_NO_LANDLOCK", "1"}};
+  // What a worker gets so: the private root, no Landlock (a failed job does not say it).
+  RunResult normal =
+      RunJob(dir, Job(dir, ModelCopy("identity", dir), "normal.mp4"), Config("auto"), no_landlock);
+  INFO("identity: " << normal.err);
+  REQUIRE(normal.exit_code == 0);
+  CHECK(normal.out.find(", mntns") != std::string::npos);
+  CHECK(normal.out.find("missing landlock") != std::string::npos);
+  // The job's own input (the supervisor reads it; the worker gets frames), a file of the machine.
+  for (const std::string& target : {SmallVideo(), std::string("/etc/passwd")}) {
+    const std::string model = Export(dir, "read_file", target);
+    RunResult on = RunJob(dir, Job(dir, model, "on.mp4"), Config("auto"), no_landlock);
+    INFO(target << ": " << on.err);
+    CHECK(on.exit_code == 1);
+    CHECK(on.err.find("model_invalid") != std::string::npos);
+    CHECK(on.err.find("No such file or directory") != std::string::npos);
+    CHECK_FALSE(fs::exists(dir + "/on.mp4"));
+  }
+  // Without the private root (and without Landlock) the same model reads /etc/passwd.
+  RunResult open =
+      RunJob(dir, Job(dir, Export(dir, "read_file", "/etc/passwd"), "open.mp4"), Config("auto"),
+             {{"FRAMEMILL_TEST_NO_LANDLOCK", "1"}, {"FRAMEMILL_TEST_NO_MOUNT_NS", "1"}});
+  INFO("no private root: " << open.err);
+  CHECK(open.out.find("no mntns (FRAMEMILL_TEST_NO_MOUNT_NS is set)") != std::string::npos);
+  CHECK(open.exit_code == 0);
+}
+
+TEST_CASE("sandbox: without Landlock, the private root alone keeps writes in shared memory") {
+  RequireMountNamespaces();
+  const std::string dir = ScratchDir("sandbox_mntns_write");
+  const Env no_landlock = {{"FRAMEMILL_TEST_NO_LANDLOCK", "1"}};
+  // A file of the job's scratch directory: not there, so it is not written.
+  const std::string victim = Victim(dir);
+  const FileState before = Snapshot(victim);
+  RunResult on = RunJob(dir, Job(dir, Export(dir, "write_file", victim), "on.mp4"), Config("auto"),
+                        no_landlock);
+  INFO("scratch victim: " << on.err);
+  CHECK(on.exit_code == 1);
+  CHECK(on.err.find("No such file or directory") != std::string::npos);
+  CHECK(Snapshot(victim) == before);
+
+  // A file in /dev/shm beside the service's shared-memory directory: the worker's /dev/shm is a
+  // private tmpfs, so the model writes into a file of its own that dies with it.
+  const std::string shm_victim = "/dev/shm/framemill-test-victim-" + std::to_string(::getpid());
+  fs::copy_file(victim, shm_victim, fs::copy_options::overwrite_existing);
+  Shell("touch -d '2001-01-01 00:00:00' '" + shm_victim + "'");
+  const FileState shm_before = Snapshot(shm_victim);
+  RunResult in_shm = RunJob(dir, Job(dir, Export(dir, "write_file", shm_victim), "shm.mp4"),
+                            Config("auto"), no_landlock);
+  INFO("/dev/shm victim: " << in_shm.err);
+  CHECK(in_shm.out.find(", mntns") != std::string::npos);
+  CHECK(Snapshot(shm_victim) == shm_before);
+  // Unconfined, the same model overwrites it.
+  RunResult off =
+      RunJob(dir, Job(dir, Export(dir, "write_file", shm_victim), "off.mp4"), Config("off"));
+  INFO("unconfined: " << off.err);
+  CHECK(off.exit_code == 0);
+  CHECK(Snapshot(shm_victim).bytes == std::string(shm_before.bytes.size(), 'X'));
+  fs::remove(shm_victim);
 }

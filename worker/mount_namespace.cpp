@@ -263,6 +263,13 @@ Result<PrivateRoot> EnterPrivateRoot(const std::vector<FsRule>& rules) {
     ::umount2(staging.c_str(), MNT_DETACH);  // back to the old root's view
     return built;
   }
+  // Diagnosis (FRAMEMILL_SANDBOX_MNTNS_NO_PIVOT=1, set by whoever starts the supervisor): the tree
+  // is built but the root stays, to tell a missing path from the switch itself.
+  if (const char* v = std::getenv("FRAMEMILL_SANDBOX_MNTNS_NO_PIVOT");
+      v && std::strcmp(v, "1") == 0) {
+    result.lines.push_back("diagnosis: FRAMEMILL_SANDBOX_MNTNS_NO_PIVOT, the old root stays");
+    return result;
+  }
   // The switch: the staging tmpfs becomes "/", the old root is stacked on it by pivot_root(".",
   // ".") and detached at once; from here on it cannot be reached.
   if (::chdir(staging.c_str()) != 0) return Fail("chdir " + staging);

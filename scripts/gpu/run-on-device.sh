@@ -142,8 +142,18 @@ for step in "${steps[@]}"; do
         sort -u | head -70
       if ! grep -q "worker sandbox: .*mntns" "$OUT/root-required.log" ||
         grep -q "job failed" "$OUT/root-required.log"; then
-        root_job all-proc-dev auto FRAMEMILL_SANDBOX_EXTRA_READ=/proc:/dev:/etc:/run:/var
-        root_job no-mntns auto FRAMEMILL_SANDBOX_LAYERS=netns,rlimits,landlock,seccomp
+        # Every failing file call, ioctl and mmap of the worker (scripts/gpu/trace-files.c).
+        cc -shared -fPIC -O1 -o build-gpu/libtrace-files.so scripts/gpu/trace-files.c -ldl
+        local trace=LD_PRELOAD=$PWD/build-gpu/libtrace-files.so
+        root_job traced auto "$trace"
+        root_job traced-no-mntns auto "$trace" FRAMEMILL_SANDBOX_LAYERS=netns,rlimits,landlock,seccomp
+        root_job no-pivot auto FRAMEMILL_SANDBOX_MNTNS_NO_PIVOT=1
+        everything=$(find / -mindepth 1 -maxdepth 1 -type d ! -name proc ! -name sys ! -name dev | paste -sd:)
+        root_job everything-bound auto "FRAMEMILL_SANDBOX_EXTRA_WRITE=$everything:/proc:/sys:/dev"
+        for name in traced traced-no-mntns; do
+          echo "== failing calls, $name (first of each path)"
+          grep -h "trace-files:" "$OUT"/root-$name-worker/*.log | sort | uniq -c | sort -k2 | head -70
+        done
       fi
       ;;
     sandbox)

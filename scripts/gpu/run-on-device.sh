@@ -144,7 +144,7 @@ for step in "${steps[@]}"; do
         grep -q "job failed" "$OUT/root-required.log"; then
         # Every failing file call, ioctl and mmap of the worker (scripts/gpu/trace-files.c).
         cc -shared -fPIC -O1 -o build-gpu/libtrace-files.so scripts/gpu/trace-files.c -ldl
-        local trace=LD_PRELOAD=$PWD/build-gpu/libtrace-files.so
+        trace=LD_PRELOAD=$PWD/build-gpu/libtrace-files.so
         root_job traced auto "$trace"
         root_job traced-no-mntns auto "$trace" FRAMEMILL_SANDBOX_LAYERS=netns,rlimits,landlock,seccomp
         root_job no-pivot auto FRAMEMILL_SANDBOX_MNTNS_NO_PIVOT=1

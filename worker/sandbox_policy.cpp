@@ -181,8 +181,11 @@ std::vector<FsRule> WorkerFsRules(const std::string& control) {
   Add(&rules, "/etc/ld.so.cache", FsAccess::kRead, "dynamic loader cache");
   Add(&rules, "/etc/localtime", FsAccess::kRead, "log time stamps");
   Add(&rules, "/usr/share/zoneinfo", FsAccess::kRead, "log time stamps");
-  Add(&rules, "/proc/self", FsAccess::kRead, "own telemetry (/proc/self/status)");
-  Add(&rules, "/proc/thread-self", FsAccess::kRead, "own threads (the main thread's, named)");
+  // Read-write: the CUDA driver names its threads by writing /proc/self/task/N/comm and fails to
+  // start (error 304) when it cannot (seen on an H200 in the private root). Every file there that
+  // takes a write acts on the worker itself.
+  Add(&rules, "/proc/self", FsAccess::kReadWrite, "own telemetry, own thread names");
+  Add(&rules, "/proc/thread-self", FsAccess::kReadWrite, "own threads (the main thread's, named)");
   Add(&rules, "/proc/stat", FsAccess::kRead, "CPU counts and times (OpenMP, telemetry)");
   Add(&rules, "/proc/sys", FsAccess::kRead, "kernel limits (read-only tunables)");
   Add(&rules, "/proc/cpuinfo", FsAccess::kRead, "CPU features (LibTorch kernels)");

@@ -8,9 +8,10 @@
 //              the standard library directories, those of /etc/ld.so.conf and of
 //              LD_LIBRARY_PATH. The worker's own executable: that file alone, not its
 //              directory (a build tree holds other things).
-//   read       /etc/ld.so.cache, the time zone, /proc/self and /proc/thread-self (the worker's
-//              own telemetry), /proc/cpuinfo, /proc/meminfo, /proc/stat, /proc/sys (read-only
-//              tunables), /sys (CPU topology, PCI devices), /dev/urandom.
+//   read       /etc/ld.so.cache, the time zone, /proc/cpuinfo, /proc/meminfo, /proc/stat,
+//              /proc/sys (read-only tunables), /sys (CPU topology, PCI devices), /dev/urandom.
+//   read-write /proc/self and /proc/thread-self: the worker's own telemetry, and its own thread
+//              names, which the CUDA driver writes (it fails to start if it cannot).
 //   device     CUDA: every /dev/nvidia* node (read, write, ioctl); /proc/driver/nvidia and
 //              /proc/devices read.
 //   read-write /dev/null, and the shared-memory directory: the directory that holds the control

@@ -148,6 +148,10 @@ for step in "${steps[@]}"; do
         root_job traced auto "$trace"
         root_job traced-no-mntns auto "$trace" FRAMEMILL_SANDBOX_LAYERS=netns,rlimits,landlock,seccomp
         root_job no-pivot auto FRAMEMILL_SANDBOX_MNTNS_NO_PIVOT=1
+        root_job proc-rw auto FRAMEMILL_SANDBOX_EXTRA_WRITE=/proc
+        root_job dev-rw auto FRAMEMILL_SANDBOX_EXTRA_WRITE=/dev
+        root_job sys-rw auto FRAMEMILL_SANDBOX_EXTRA_WRITE=/sys
+        root_job etc-usr-opt auto FRAMEMILL_SANDBOX_EXTRA_READ=/etc:/usr:/opt:/var:/run:/root
         everything=$(find / -mindepth 1 -maxdepth 1 -type d ! -name proc ! -name sys ! -name dev | paste -sd:)
         root_job everything-bound auto "FRAMEMILL_SANDBOX_EXTRA_WRITE=$everything:/proc:/sys:/dev"
         for name in traced traced-no-mntns; do

@@ -40,6 +40,9 @@ constexpr unsigned kAtRecursive = 0x8000;
 // tmpfs may cover for a moment (the sources are open already, so nothing beneath it is lost).
 const char* const kStagingCandidates[] = {"/tmp", "/mnt", "/var/tmp"};
 
+// How many paths LinksToKeep walks at most (the named ones and the targets of links on the way).
+constexpr size_t kMaxLinkWalks = 4096;
+
 // Links the C library and programs expect beside the device nodes.
 const char* const kDevLinks[] = {"/dev/fd", "/dev/stdin", "/dev/stdout", "/dev/stderr"};
 
@@ -202,12 +205,23 @@ std::vector<PathLink> LinksToKeep(const std::vector<FsRule>& rules) {
     ::closedir(root);
   }
   std::map<std::string, std::string> links;
-  for (const std::string& path : named) {
-    // Each component in turn: "/lib" of "/lib/x86_64-linux-gnu", then the whole.
+  // Each component in turn: "/lib" of "/lib/x86_64-linux-gnu", then the whole. A link's target is
+  // walked the same way, with the rest of the path after it, so that a chain of links
+  // ("/usr/local/cuda" -> "/etc/alternatives/cuda" -> "/usr/local/cuda-13.0") is kept whole.
+  // Bounded, so that a loop of links ends.
+  for (size_t i = 0; i < named.size() && i < kMaxLinkWalks; ++i) {
+    const std::string path = named[i];
     for (size_t at = path.find('/', 1);; at = path.find('/', at + 1)) {
-      std::string prefix = path.substr(0, at);
+      const std::string prefix = path.substr(0, at);
       std::string target;
-      if (IsSymlink(prefix, &target)) links.emplace(ResolveParent(prefix), target);
+      if (IsSymlink(prefix, &target)) {
+        const std::string where = ResolveParent(prefix);
+        if (links.emplace(where, target).second) {
+          const std::string rest = at == std::string::npos ? "" : path.substr(at);
+          named.push_back((target[0] == '/' ? target : Dirname(where) + "/" + target) + rest);
+        }
+        break;  // the rest of this path is walked from the target
+      }
       if (at == std::string::npos) break;
     }
   }

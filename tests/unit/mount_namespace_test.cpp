@@ -119,12 +119,15 @@ TEST_CASE("private root: the links on the way to a named path are kept, with the
   fs::create_directories(dir / "real" / "sub");
   fs::create_directory_symlink("real", dir / "link");
   const std::string canonical = fs::canonical(dir).string();
+  // A chain: chain -> (absolute) link -> real, as /usr/local/cuda -> /etc/alternatives/cuda -> ...
+  fs::create_directory_symlink(canonical + "/link", dir / "chain");
   std::vector<PathLink> links =
-      LinksToKeep({{canonical + "/real/sub", FsAccess::kRead, "", canonical + "/link/sub"}});
+      LinksToKeep({{canonical + "/real/sub", FsAccess::kRead, "", canonical + "/chain/sub"}});
   auto has = [&](const std::string& path, const std::string& target) {
     return std::any_of(links.begin(), links.end(),
                        [&](const PathLink& l) { return l.path == path && l.target == target; });
   };
+  CHECK(has(canonical + "/chain", canonical + "/link"));
   CHECK(has(canonical + "/link", "real"));
   // Those directly in "/" too (a merged /usr's /lib), where there are any.
   if (fs::is_symlink("/lib")) CHECK(has("/lib", fs::read_symlink("/lib").string()));

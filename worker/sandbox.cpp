@@ -244,10 +244,8 @@ Result<SandboxReport> ApplySandbox(const SandboxOptions& options) {
     LogRule("no mount namespace: " + report.mntns_note);
     if (options.cuda) {
       report.mntns_required = true;
-      FM_RETURN_IF_ERROR(missing(
-          "mntns", report.mntns_note +
-                       "; a CUDA worker has no Landlock file rules, so its private root is what "
-                       "keeps it from the machine's files"));
+      // Short: the summary travels in a fixed-size field of the channel.
+      FM_RETURN_IF_ERROR(missing("mntns", report.mntns_note + "; needed by a CUDA worker"));
     }
   }
 

@@ -408,3 +408,31 @@ TEST_CASE("sandbox: the whole sandbox, applied as a worker applies it") {
   fs::remove(dir + "/../framemill-sandbox-outside");
   fs::remove_all(dir);
 }
+
+TEST_CASE(
+    "sandbox: a CUDA worker without its private root is refused in required, warned in auto") {
+  std::string dir = TempDir("apply-cuda-no-mntns");
+  ::setenv("FRAMEMILL_TEST_NO_MOUNT_NS", "1", 1);
+  auto apply = [&](WorkerSandbox mode) {
+    return InChild([&](int fd) {
+      SandboxOptions o;
+      o.mode = mode;
+      o.control = dir + "/ctl";
+      o.keep_fds = {fd};
+      o.cuda = true;  // no Landlock file rules: the private root is all that confines its files
+      Result<SandboxReport> r = ApplySandbox(o);
+      return r.ok() ? r->Summary() : "failed: " + r.status().message();
+    });
+  };
+  std::string required = apply(WorkerSandbox::kRequired);
+  std::string automatic = apply(WorkerSandbox::kAuto);
+  ::unsetenv("FRAMEMILL_TEST_NO_MOUNT_NS");
+  INFO(required);
+  CHECK(required.rfind("failed: worker_sandbox is \"required\"", 0) == 0);
+  CHECK(required.find("mntns: FRAMEMILL_TEST_NO_MOUNT_NS is set; needed by a CUDA worker") !=
+        std::string::npos);
+  INFO(automatic);
+  CHECK(automatic.rfind("partial: ", 0) == 0);
+  CHECK(automatic.find("missing mntns (FRAMEMILL_TEST_NO_MOUNT_NS is set") != std::string::npos);
+  fs::remove_all(dir);
+}

@@ -4,9 +4,9 @@
 //
 //   /                 an empty tmpfs, read-only once built (directories, empty mount points and
 //                     the symbolic links below, nothing else)
-//   policy paths      bound read-only (read, read-exec: libraries, the executable, /sys, the
-//                     worker's own /proc/PID, /proc/driver/nvidia ...) or read-write (the
-//                     shared-memory directory, /dev/null, /dev/nvidia* device nodes, a test
+//   policy paths      bound read-only (read, read-exec: libraries, the executable, /sys,
+//                     /proc/driver/nvidia ...) or read-write (the shared-memory directory,
+//                     /dev/null, /dev/nvidia* device nodes, the worker's own /proc/PID, a test
 //                     hook's marker directory); a read-only bind is read-only all the way down
 //                     (mount_setattr AT_RECURSIVE), and none allows set-uid programs
 //   /proc             no procfs of its own (that needs a pid namespace): only the policy's
@@ -17,6 +17,7 @@
 //                     with it (the shared-memory directory is bound inside /dev/shm)
 //   links             the symbolic links on the way to each policy path as the policy named it
 //                     ("/lib" -> "usr/lib" on a merged /usr, "/etc/localtime", "/proc/self"),
+//                     chains followed ("/usr/local/cuda" -> "/etc/alternatives/cuda" -> ...),
 //                     and the ones directly in "/", so that names the dynamic loader and the
 //                     libraries already hold keep resolving.
 //
@@ -60,8 +61,9 @@ struct PathLink {
   std::string target;
 };
 
-// The symbolic links on the way to each rule's path as named (FsRule::named) and those directly
-// in "/", read from the real file system now.
+// The symbolic links on the way to each rule's path as named (FsRule::named), to /dev/fd and the
+// standard streams, and those directly in "/", each link's own target walked too (at most
+// 4096 paths, so that a loop of links ends), read from the real file system now.
 std::vector<PathLink> LinksToKeep(const std::vector<FsRule>& rules);
 
 struct PrivateRoot {

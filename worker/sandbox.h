@@ -48,10 +48,11 @@
 // otherwise), so that a failure on a new machine can be read from one run's log. For narrowing a
 // failure down: FRAMEMILL_SANDBOX_LAYERS (a comma list of netns, rlimits, landlock, seccomp: only
 // those are applied, so only "auto" runs; mntns names the private root) and
-// FRAMEMILL_SANDBOX_EXTRA_READ (colon-separated paths Landlock may read besides its rules), with
-// more in worker/sandbox.cpp and worker/landlock.cpp (FRAMEMILL_SANDBOX_EXTRA_*, _NO_FS, _NO_NET,
-// _NO_SCOPES) and scripts/gpu/sandbox-diagnose.sh. All are read from the supervisor's environment,
-// never from a job.
+// FRAMEMILL_SANDBOX_EXTRA_READ (colon-separated paths Landlock may read besides its rules, also
+// bound into the private root), with more in worker/sandbox.cpp, worker/landlock.cpp and
+// worker/mount_namespace.cpp (FRAMEMILL_SANDBOX_EXTRA_*, _NO_FS, _NO_NET, _NO_SCOPES,
+// _MNTNS_NO_PIVOT), scripts/gpu/sandbox-diagnose.sh and scripts/gpu/run-on-device.sh privateroot.
+// All are read from the supervisor's environment, never from a job.
 #pragma once
 
 #include <string>

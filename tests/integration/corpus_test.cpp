@@ -350,7 +350,7 @@ std::string Cell(std::string text) {
   for (char& c : text) {
     if (c == '|' || c == '\n') c = ' ';
   }
-  return text.size() > 160 ? text.substr(0, 157) + "..." : text;
+  return text.size() > 400 ? text.substr(0, 397) + "..." : text;
 }
 
 void Report(const CorpusEntry& e, const Outcome& o) {

@@ -91,20 +91,35 @@ std::string Describe(const CarriedStream& s) {
   return d;
 }
 
-// Containers that carry subtitle codecs by stream copy without conversion. MP4 carries only
-// mov_text; Matroska carries the common text and bitmap formats.
-bool CanCopySubtitle(ContainerFamily family, const std::string& codec) {
+bool IsTextSubtitle(const std::string& codec) {
+  return codec == "subrip" || codec == "ass" || codec == "ssa" || codec == "webvtt" ||
+         codec == "mov_text" || codec == "text";
+}
+
+// How a subtitle codec gets into a container: "" by stream copy, else the codec to convert it to
+// (text to text only: the cues and their times survive, styling may not); kNoWay when it cannot.
+// Matroska takes every common text and bitmap format but not MP4's mov_text; MP4 takes mov_text
+// only; WebM WebVTT only.
+const std::string kNoWay = "-";
+std::string SubtitleTarget(ContainerFamily family, const std::string& codec) {
   switch (family) {
     case ContainerFamily::kMatroska:
-      return true;
+      return codec == "mov_text" ? "srt" : "";
     case ContainerFamily::kMp4:
-      return codec == "mov_text";
+      if (codec == "mov_text") return "";
+      return IsTextSubtitle(codec) ? "mov_text" : kNoWay;
     case ContainerFamily::kWebm:
-      return codec == "webvtt";
+      if (codec == "webvtt") return "";
+      return IsTextSubtitle(codec) ? "webvtt" : kNoWay;
     case ContainerFamily::kOther:
-      return false;
+      return kNoWay;
   }
-  return false;
+  return kNoWay;
+}
+
+// The codec name ffprobe reads back for an encoder name.
+std::string DecoderName(const std::string& encoder) {
+  return encoder == "srt" ? "subrip" : encoder;
 }
 
 Status Lost(const std::string& what) {
@@ -202,10 +217,11 @@ CarriedPlan PlanCarried(const CarriedMetadata& source, int video_index, Containe
     if (s.type == "audio") {
       plan.streams.push_back({s, CarryMode::kCopy, ""});
     } else if (s.type == "subtitle") {
-      if (CanCopySubtitle(family, s.codec)) {
-        plan.streams.push_back({s, CarryMode::kCopy, ""});
+      std::string target = SubtitleTarget(family, s.codec);
+      if (target != kNoWay) {
+        plan.streams.push_back({s, CarryMode::kCopy, "", target});
       } else {
-        plan.left_out.push_back(Describe(s) + ": " + s.codec + " subtitles cannot be copied into " +
+        plan.left_out.push_back(Describe(s) + ": " + s.codec + " subtitles cannot go into " +
                                 Name(family) + " output");
       }
     } else if (s.type == "attachment") {
@@ -228,11 +244,11 @@ CarriedPlan PlanCarried(const CarriedMetadata& source, int video_index, Containe
     } else if (s.type == "video") {
       plan.left_out.push_back(Describe(s) + ": a further video stream (only the first one is " +
                               "processed)");
-    } else if (!s.timecode.empty()) {
+    } else if (s.type == "data" && !s.timecode.empty()) {
       if (data_timecode.empty()) data_timecode = s.timecode;
-    } else {
-      plan.left_out.push_back(Describe(s) + " (" + s.type + " " + s.codec + "): not carried");
     }
+    // Other data streams are not mapped and not warned about: most are a muxer's own (MP4
+    // chapter text tracks, which -map_chapters writes again).
   }
   plan.streams.insert(plan.streams.end(), covers.begin(), covers.end());
   plan.timecode = !plan.video.timecode.empty() ? plan.video.timecode
@@ -266,6 +282,7 @@ std::vector<std::string> CarriedArguments(const CarriedPlan& plan) {
     const std::string out = std::to_string(i + 1);
     if (e.mode == CarryMode::kCopy) {
       a.insert(a.end(), {"-map_metadata:s:" + out, "1:s:" + std::to_string(e.source.index)});
+      if (!e.convert_to.empty()) a.insert(a.end(), {"-c:" + out, e.convert_to});
       if (e.source.type == "attachment") continue;  // attachments have no disposition
       a.insert(a.end(), {"-disposition:" + out,
                          e.source.attached_pic ? "attached_pic" : DispositionText(e.source)});
@@ -299,7 +316,9 @@ Status CheckCarriedMetadata(const CarriedMetadata& source, const CarriedPlan& pl
     const std::string name = Describe(want) + " (output stream " + std::to_string(i + 1) + ")";
     // Matroska reads cover art back as an attached picture, whichever way it was written.
     const std::string want_type = want.attached_pic ? "video" : want.type;
-    if (got.type != want_type || got.codec != want.codec) {
+    const std::string want_codec =
+        plan.streams[i].convert_to.empty() ? want.codec : DecoderName(plan.streams[i].convert_to);
+    if (got.type != want_type || got.codec != want_codec) {
       return Lost(name + " came out as " + got.type + " " + got.codec);
     }
     if (want.attached_pic && !got.attached_pic) return Lost(name + ": no longer cover art");

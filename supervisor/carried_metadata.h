@@ -78,6 +78,8 @@ struct CarriedEntry {
   CarriedStream source;  // the source's stream
   CarryMode mode = CarryMode::kCopy;
   std::string cover_file;  // kCoverAsFile: the extracted picture (set by the muxer)
+  std::string convert_to;  // kCopy of a text subtitle the container cannot take as it is: the
+                           // ffmpeg encoder to convert it with ("mov_text", "webvtt", "srt")
 };
 
 // The output's streams after the processed video (output stream 0), in output order: first the
@@ -90,19 +92,21 @@ struct CarriedPlan {
   std::vector<std::string> left_out;  // one line per source stream that cannot be carried, why
 };
 
-// `video_index` is the source's processed video stream. Subtitles go where the container takes
-// their codec by stream copy (Matroska: all; MP4: mov_text; WebM: WebVTT; others: none); the
-// rest are left out. Further video streams that are not
-// cover art are left out (they were not processed by the model), and so are data streams other
-// than the timecode (which the output's video carries as its tag; MOV/MP4 muxers turn it into a
-// tmcd track).
+// `video_index` is the source's processed video stream. Subtitles go by stream copy where the
+// container takes their codec (Matroska: all but mov_text; MP4: mov_text; WebM: WebVTT), text
+// subtitles are converted to the container's text format where it does not, and bitmap ones
+// that do not fit (or any subtitles in other containers) are left out. Further video streams that
+// are not cover art are left out (they were not processed by the model), and so are data streams
+// other than the timecode (which the output's video carries as its tag; MOV/MP4 muxers turn it into
+// a tmcd track).
 CarriedPlan PlanCarried(const CarriedMetadata& source, int video_index, ContainerFamily family);
 
 // The ffmpeg output options for the plan, input 0 being the segments and input 1 the source:
 // the -map of every kCopy stream, -attach of every cover file, the global metadata and chapters
 // of input 1, every stream's own metadata from its source stream, and every stream's disposition
-// set explicitly (ffmpeg would otherwise make the first stream of a type "default" on its own).
-// Stream copy is not included.
+// set explicitly (ffmpeg would otherwise make the first stream of a type "default" on its own),
+// and the encoder of each converted subtitle (`-c:N`). Stream copy for the rest (`-c copy`) must
+// come BEFORE these arguments: ffmpeg takes the last codec option that matches a stream.
 std::vector<std::string> CarriedArguments(const CarriedPlan& plan);
 
 // Compares the output (`out`, probed) with the source under `plan`: stream types and order, the

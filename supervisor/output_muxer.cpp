@@ -251,9 +251,9 @@ Status MuxAndVerify(const MuxRequest& rq) {
   argv.insert(argv.end(), video_input.begin(), video_input.end());
   argv.insert(argv.end(), rq.source.restrictions.begin(), rq.source.restrictions.end());
   argv.insert(argv.end(), {"-i", FdPath(rq.source.fd), "-map", "0:v:0"});
+  argv.insert(argv.end(), {"-c", "copy"});
   std::vector<std::string> carry = CarriedArguments(plan);
   argv.insert(argv.end(), carry.begin(), carry.end());
-  argv.insert(argv.end(), {"-c", "copy"});
   if (ext == "mp4" || ext == "mov" || ext == "m4v")
     argv.insert(argv.end(), {"-movflags", "+faststart"});
   // The exclusively created file, through its descriptor: seekable (mp4 needs it), and never

@@ -59,6 +59,20 @@ std::vector<CorpusEntry> MakeCorpus() {
        "out.mp4",
        {kChapters, kSubtitles,
         kFf + kTracksInputs + "-c:v libx264 -c:a aac -c:s mov_text " + kTrackTags + "src.mp4"}});
+  c.push_back({"srt_into_mp4",
+               "a Matroska film rip with SubRip subtitles asked for as MP4 (converted to "
+               "mov_text)",
+               "src.mkv",
+               "out.mp4",
+               {kChapters, kSubtitles,
+                kFf + kTracksInputs + "-c:v libx264 -c:a aac -c:s srt " + kTrackTags + "src.mkv"}});
+  c.push_back(
+      {"mov_text_into_mkv",
+       "an MP4 with mov_text subtitles asked for as Matroska (converted to SubRip)",
+       "src.mp4",
+       "out.mkv",
+       {kChapters, kSubtitles,
+        kFf + kTracksInputs + "-c:v libx264 -c:a aac -c:s mov_text " + kTrackTags + "src.mp4"}});
   c.push_back({"timecode_mov",
                "camera footage with a start timecode (a tmcd track)",
                "src.mov",

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <cstring>
 #include <tuple>
@@ -174,14 +175,31 @@ Observed Observe(const std::string& path, bool keep_titles) {
                   "chapter at %.2f s: ", std::atof(Text(ch, "start_time").c_str()) - start);
     o.carried.push_back(line + Tag(ch, "title"));
   }
+  // MP4 marks tracks enabled: where no track of a kind is default, the first reads back default
+  // (ffmpeg's mov muxer enables it). Both sides are read by that rule when the output is MP4.
+  std::map<std::string, int> first_of_type;
+  std::map<std::string, bool> any_default;
+  for (const auto& s : j["streams"]) {
+    std::string type = Text(s, "codec_type");
+    if (type == "data") continue;
+    first_of_type.emplace(type, s.value("index", 0));
+    any_default[type] = any_default[type] || Flag(s, "default");
+  }
+  auto is_default = [&](const nlohmann::json& s) {
+    std::string type = Text(s, "codec_type");
+    return Flag(s, "default") ||
+           (!keep_titles && !any_default[type] && first_of_type[type] == s.value("index", 0));
+  };
   // The processed video is re-encoded: its codec is not compared, its tags and flags are.
   auto describe = [&](const nlohmann::json& s) {
     std::string lang = Tag(s, "language");
     if (lang == "und") lang.clear();
-    std::string d = Text(s, "codec_type") + " " + (&s == video ? "" : Text(s, "codec_name")) +
+    // Text subtitles may change format to fit the container (SubRip to mov_text and back).
+    const bool same_codec = &s != video && Text(s, "codec_type") != "subtitle";
+    std::string d = Text(s, "codec_type") + " " + (same_codec ? Text(s, "codec_name") : "") +
                     " language=" + lang;
     if (keep_titles) d += " title=" + Tag(s, "title");
-    if (Flag(s, "default") && Text(s, "codec_type") != "attachment") d += " default";
+    if (is_default(s) && Text(s, "codec_type") != "attachment") d += " default";
     if (keep_titles && Flag(s, "forced")) d += " forced";
     if (Flag(s, "attached_pic")) d += " cover";
     if (Text(s, "codec_type") == "attachment") d += " file=" + Tag(s, "filename");
@@ -400,6 +418,8 @@ bool IsPending(const char* name) { return CorpusEntryNamed(name).pending != Pend
 CORPUS_CASE("h264_aac_mp4")
 CORPUS_CASE("mkv_chapters_tracks")
 CORPUS_CASE("mp4_chapters_tracks")
+CORPUS_CASE("srt_into_mp4")
+CORPUS_CASE("mov_text_into_mkv")
 CORPUS_CASE("timecode_mov")
 CORPUS_CASE("cover_art_mp4")
 CORPUS_CASE("cover_art_mkv")

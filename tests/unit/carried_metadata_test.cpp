@@ -52,7 +52,11 @@ CarriedMetadata FaithfulOutput(const CarriedMetadata& src, const CarriedPlan& pl
   CarriedStream video = plan.video;
   video.codec = "h264";
   out.streams.push_back(video);
-  for (const CarriedEntry& e : plan.streams) out.streams.push_back(e.source);
+  for (const CarriedEntry& e : plan.streams) {
+    out.streams.push_back(e.source);
+    if (!e.convert_to.empty())
+      out.streams.back().codec = e.convert_to == "srt" ? "subrip" : e.convert_to;
+  }
   return out;
 }
 
@@ -123,11 +127,14 @@ TEST_CASE("carried metadata: each thing lost fails the check, naming it") {
 TEST_CASE("carried metadata: MP4 holds what it can, and the rest is left out by name") {
   CarriedMetadata src = Source();
   CarriedPlan plan = PlanCarried(src, 0, ContainerFamily::kMp4);
-  // subrip and the font cannot go into MP4; the cover goes in by stream copy.
-  CHECK(plan.left_out.size() == 2);
-  REQUIRE(plan.streams.size() == 3);
-  CHECK(plan.streams[2].source.attached_pic);
-  CHECK(plan.streams[2].mode == CarryMode::kCopy);
+  // The font cannot go into MP4; subrip is converted to mov_text; the cover goes in by copy.
+  REQUIRE(plan.left_out.size() == 1);
+  CHECK(plan.left_out[0].find("font.ttf") != std::string::npos);
+  REQUIRE(plan.streams.size() == 4);
+  CHECK(plan.streams[2].convert_to == "mov_text");
+  CHECK(Has(CarriedArguments(plan), {"-c:3", "mov_text"}));
+  CHECK(plan.streams[3].source.attached_pic);
+  CHECK(plan.streams[3].mode == CarryMode::kCopy);
   CarriedMetadata out = FaithfulOutput(src, plan);
   // MP4 keeps no track titles and no forced flag, and adds a chapter track (a data stream).
   for (CarriedStream& s : out.streams) s.title.clear();
@@ -135,6 +142,25 @@ TEST_CASE("carried metadata: MP4 holds what it can, and the rest is left out by 
   CHECK(CheckCarriedMetadata(src, plan, out).ok());
   out.streams[1].language = "";
   CHECK(CheckCarriedMetadata(src, plan, out).code() == StatusCode::kVerifyFailed);
+  out = FaithfulOutput(src, plan);
+  out.streams[3].codec = "subrip";  // not converted after all: MP4 would not have taken it
+  CHECK(CheckCarriedMetadata(src, plan, out).code() == StatusCode::kVerifyFailed);
+}
+
+TEST_CASE("carried metadata: bitmap subtitles that a container cannot take are left out") {
+  CarriedMetadata src;
+  src.streams = {Stream(0, "video", "h264"), Stream(1, "subtitle", "hdmv_pgs_subtitle", "eng"),
+                 Stream(2, "subtitle", "mov_text", "fra")};
+  CarriedPlan mp4 = PlanCarried(src, 0, ContainerFamily::kMp4);
+  REQUIRE(mp4.streams.size() == 1);
+  CHECK(mp4.streams[0].source.codec == "mov_text");
+  CHECK(mp4.streams[0].convert_to.empty());
+  CHECK(mp4.left_out.size() == 1);
+  // Matroska takes PGS as it is and mov_text as SubRip.
+  CarriedPlan mkv = PlanCarried(src, 0, ContainerFamily::kMatroska);
+  REQUIRE(mkv.streams.size() == 2);
+  CHECK(mkv.streams[0].convert_to.empty());
+  CHECK(mkv.streams[1].convert_to == "srt");
 }
 
 TEST_CASE("carried metadata: a second video stream that is not cover art is left out") {

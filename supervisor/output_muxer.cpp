@@ -15,6 +15,7 @@
 #include "common/checked_file.h"
 #include "common/file_util.h"
 #include "common/log.h"
+#include "supervisor/carried_metadata.h"
 #include "supervisor/subprocess.h"
 
 namespace framemill {
@@ -24,15 +25,6 @@ std::string Extension(const std::string& path) {
   std::string base = BaseName(path);
   size_t dot = base.rfind('.');
   return dot == std::string::npos ? "" : base.substr(dot + 1);
-}
-
-// Containers that carry subtitle codecs by stream copy without conversion. MP4 carries only
-// mov_text; Matroska carries the common text and bitmap formats.
-bool CanCopySubtitle(const std::string& ext, const std::string& codec) {
-  if (ext == "mkv" || ext == "mka") return true;
-  if (ext == "mp4" || ext == "mov" || ext == "m4v") return codec == "mov_text";
-  if (ext == "webm") return codec == "webvtt";
-  return false;
 }
 
 // Each segment's duration is given exactly (frames / rate). Without it the concat demuxer takes
@@ -57,9 +49,10 @@ std::string ConcatList(const std::vector<std::string>& segments, const std::vect
   return list;
 }
 
-Status Verify(const MuxRequest& rq, int fd) {
-  Result<MediaInfo> out =
-      ProbeMedia(rq.ffprobe, SourceFile{fd, "output " + rq.output, rq.source.restrictions}, true);
+Status Verify(const MuxRequest& rq, int fd, const CarriedMetadata& carried,
+              const CarriedPlan& plan) {
+  const SourceFile output{fd, "output " + rq.output, rq.source.restrictions};
+  Result<MediaInfo> out = ProbeMedia(rq.ffprobe, output, true);
   if (!out.ok())
     return Status(StatusCode::kVerifyFailed,
                   "output cannot be read back: " + out.status().message());
@@ -88,6 +81,31 @@ Status Verify(const MuxRequest& rq, int fd) {
     return Status(StatusCode::kVerifyFailed, "output has " + std::to_string(out->audio.size()) +
                                                  " audio streams, input " +
                                                  std::to_string(rq.source_info->audio.size()));
+  }
+  Result<CarriedMetadata> out_carried = ProbeCarried(rq.ffprobe, output);
+  if (!out_carried.ok()) return Status(StatusCode::kVerifyFailed, out_carried.status().message());
+  return CheckCarriedMetadata(carried, plan, *out_carried);
+}
+
+// Cover art for Matroska output: each picture extracted (stream copy) into the scratch directory,
+// to be attached from there.
+Status ExtractCovers(const MuxRequest& rq, CarriedPlan* plan) {
+  int n = 0;
+  for (CarriedEntry& e : plan->streams) {
+    if (e.mode != CarryMode::kCoverAsFile) continue;
+    e.cover_file = rq.scratch_dir + "/cover" + std::to_string(n++) +
+                   (e.source.codec == "png" ? ".png" : ".jpg");
+    std::vector<std::string> argv = {rq.ffmpeg, "-nostdin", "-hide_banner", "-v", "error", "-y"};
+    argv.insert(argv.end(), rq.source.restrictions.begin(), rq.source.restrictions.end());
+    argv.insert(argv.end(),
+                {"-i", FdPath(rq.source.fd), "-map", "0:" + std::to_string(e.source.index), "-c",
+                 "copy", "-frames:v", "1", "-update", "1", "-f", "image2", e.cover_file});
+    Result<CommandOutput> r = RunAndCapture(argv, {rq.scratch_fd, rq.source.fd});
+    if (!r.ok() || r->exit_code != 0) {
+      return Status(StatusCode::kEncodeFailed,
+                    "extracting the cover art of stream " + std::to_string(e.source.index) +
+                        " failed: " + (r.ok() ? LastLines(r->err, 4) : r.status().message()));
+    }
   }
   return Status::Ok();
 }
@@ -189,6 +207,12 @@ Status MuxAndVerify(const MuxRequest& rq) {
   const MediaInfo& src = *rq.source_info;
   Result<std::string> muxer = MuxerForOutput(rq.output);
   if (!muxer.ok()) return muxer.status();
+  Result<CarriedMetadata> carried = ProbeCarried(rq.ffprobe, rq.source);
+  if (!carried.ok()) return carried.status();
+  CarriedPlan plan = PlanCarried(*carried, src.video.index, FamilyOfMuxer(*muxer));
+  for (const std::string& why : plan.left_out)
+    spdlog::warn("{}: {}; it is left out", rq.output, why);
+  FM_RETURN_IF_ERROR(ExtractCovers(rq, &plan));
   std::string list_path = rq.scratch_dir + "/segments.ffconcat";
   FM_RETURN_IF_ERROR(
       AtomicWriteFile(list_path, ConcatList(rq.segments, rq.segment_frames, rq.frame_rate)));
@@ -227,18 +251,9 @@ Status MuxAndVerify(const MuxRequest& rq) {
   argv.insert(argv.end(), video_input.begin(), video_input.end());
   argv.insert(argv.end(), rq.source.restrictions.begin(), rq.source.restrictions.end());
   argv.insert(argv.end(), {"-i", FdPath(rq.source.fd), "-map", "0:v:0"});
-  for (const OtherStreamInfo& a : src.audio) {
-    argv.insert(argv.end(), {"-map", "1:" + std::to_string(a.index)});
-  }
-  for (const OtherStreamInfo& s : src.subtitles) {
-    if (CanCopySubtitle(ext, s.codec)) {
-      argv.insert(argv.end(), {"-map", "1:" + std::to_string(s.index)});
-    } else {
-      spdlog::warn("subtitle stream {} ({}) cannot be copied into .{}; it is left out", s.index,
-                   s.codec, ext);
-    }
-  }
-  argv.insert(argv.end(), {"-c", "copy", "-map_metadata", "1"});
+  argv.insert(argv.end(), {"-c", "copy"});
+  std::vector<std::string> carry = CarriedArguments(plan);
+  argv.insert(argv.end(), carry.begin(), carry.end());
   if (ext == "mp4" || ext == "mov" || ext == "m4v")
     argv.insert(argv.end(), {"-movflags", "+faststart"});
   // The exclusively created file, through its descriptor: seekable (mp4 needs it), and never
@@ -255,7 +270,7 @@ Status MuxAndVerify(const MuxRequest& rq) {
     return Status(code, "joining segments into " + rq.output + " failed (" +
                             (r.ok() ? DescribeExit(*r) : std::string("not started")) + "): " + why);
   }
-  Status done = Verify(rq, partial->fd.get());
+  Status done = Verify(rq, partial->fd.get(), *carried, plan);
   if (done.ok() && rq.output_reader_uid != UINT32_MAX) {
     Status acl = GrantReadAcl(partial->fd.get(), rq.output_reader_uid);
     if (!acl.ok()) spdlog::warn("{}: {}", rq.output, acl.message());

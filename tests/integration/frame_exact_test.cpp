@@ -182,7 +182,25 @@ TEST_CASE("fast colour conversion keeps every frame in its place") {
 }
 
 // $FRAMEMILL_TEST_GPUS: the GPUs to spread workers over on a CUDA machine (default "0").
+TEST_CASE("gpus: without CUDA a GPU job fails at once, saying why, and leaves nothing running") {
+  if (TestDevice() != "cpu")
+    SkipTest("CUDA is available here (FRAMEMILL_TEST_DEVICE=" + TestDevice() +
+             "): the refusal cannot be seen");
+  const std::string dir = ScratchDir("gpus_refused");
+  RunResult r = RunOnIndexed(dir, 20,
+                             {{"model", ModelCopy("identity", dir)},
+                              {"device", "cuda"},
+                              {"gpus", {0}},
+                              {"workers_per_gpu", 2}});
+  INFO("stderr: " << r.err);
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("CUDA is not available") != std::string::npos);
+  CHECK(r.err.find("CUDA_VISIBLE_DEVICES=0 (the job's gpus)") != std::string::npos);
+  CHECK(ProcessesMentioning(dir).empty());
+}
+
 TEST_CASE("gpus: workers are spread over the listed GPUs, each pinned to one") {
+  if (TestDevice() == "cpu") SkipTest("needs CUDA GPUs (FRAMEMILL_TEST_DEVICE=cuda)");
   const std::string dir = ScratchDir("gpus");
   const int kFrames = 400, kW = 320, kH = 240;
   std::vector<int> gpus;
@@ -196,14 +214,6 @@ TEST_CASE("gpus: workers are spread over the listed GPUs, each pinned to one") {
                               {"workers_per_gpu", 2},
                               {"chunk_frames", 16}});
   INFO("stderr: " << r.err);
-  if (TestDevice() == "cpu") {
-    // No GPU here: the job fails at once, saying why, and leaves nothing running.
-    CHECK(r.exit_code == 1);
-    CHECK(r.err.find("CUDA is not available") != std::string::npos);
-    CHECK(r.err.find("CUDA_VISIBLE_DEVICES=0 (the job's gpus)") != std::string::npos);
-    CHECK(ProcessesMentioning(dir).empty());
-    return;
-  }
   REQUIRE(r.exit_code == 0);
   CHECK(OutOfPlace(FrameIndices(dir + "/out.mp4", kW, kH), kFrames) == 0);
   std::map<int, int> started;  // workers started per GPU, from the timeline

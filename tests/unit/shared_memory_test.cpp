@@ -14,6 +14,7 @@
 
 #include "common/file_util.h"
 #include "common/shared_memory.h"
+#include "skip.h"
 
 using namespace framemill;
 
@@ -99,8 +100,8 @@ TEST_CASE("shared memory: a name that exists makes creation retry with another, 
   CHECK(second->name().find("def") != std::string::npos);
 }
 
-TEST_CASE("shared memory: another local user can neither read nor enter the directory" *
-          doctest::skip(::geteuid() != 0)) {
+TEST_CASE("shared memory: another local user can neither read nor enter the directory") {
+  if (::geteuid() != 0) framemill::unit::SkipTest("needs root, to act as another user");
   auto m = SharedMemory::Create("secret", 4096);
   REQUIRE(m.ok());
   std::memcpy(m->data(), "frame", 5);
@@ -153,8 +154,8 @@ TEST_CASE("shared memory: directories of a dead process are removed, live and fo
   CHECK(Listed(mine->name()));
 }
 
-TEST_CASE("shared memory: another user's directory is never touched" *
-          doctest::skip(::geteuid() != 0)) {
+TEST_CASE("shared memory: another user's directory is never touched") {
+  if (::geteuid() != 0) framemill::unit::SkipTest("needs root, to make another user's directory");
   char foreign[] = "/dev/shm/framemill-XXXXXX";
   REQUIRE(::mkdtemp(foreign) != nullptr);
   const std::string file = std::string(foreign) + "/arena-0";

@@ -230,7 +230,7 @@ TEST_CASE("geometry: anamorphic PAL and NTSC keep their sample and display aspec
     setsar[setsar.find(':')] = '/';
     MustShell("ffmpeg -nostdin -v error -y -f lavfi -i testsrc=s=" + std::to_string(k.w) + "x" +
               std::to_string(k.h) + ":r=25 -frames:v " + std::to_string(kFrames) +
-              " -vf setsar=" + setsar + " -c:v libx264 -preset veryfast " + Q(src));
+              " -vf setsar=" + setsar + " -c:v libx264 -preset veryfast -crf 12 " + Q(src));
     REQUIRE(ProbeShown(src).sar == k.sar);
     const std::string out = dir + "/" + k.name + ".out.mp4";
     RunResult r = Identity(dir, src, out);
@@ -241,8 +241,10 @@ TEST_CASE("geometry: anamorphic PAL and NTSC keep their sample and display aspec
     CHECK(s.sar == k.sar);
     CHECK(FirstStream(Probe(out), "video").value("display_aspect_ratio", "") ==
           FirstStream(Probe(src), "video").value("display_aspect_ratio", "?"));
+    // testsrc's sharp colour edges lose a few levels in two 4:2:0 encodes; a stretched or
+    // scrambled picture differs by tens.
     int64_t frames = 0;
-    CHECK(MeanDifference(src, out, k.w, k.h, &frames) < 4.0);
+    CHECK(MeanDifference(src, out, k.w, k.h, &frames) < 8.0);
     CHECK(frames == kFrames);
   }
   // Turned a quarter, the pixels' aspect turns too: 4:3 stored is 3:4 upright.
@@ -299,13 +301,16 @@ TEST_CASE("geometry: interlaced TFF and BFF: deinterlaced and flagged progressiv
   for (const char* order : {"tff", "bff"}) {
     CAPTURE(order);
     const bool top = std::string(order) == "tff";
-    // 50 progressive frames a second of a moving pattern woven into 25 interlaced ones: each
-    // frame's two fields are 1/50 s apart, so a frame combs wherever something moves.
+    // 50 progressive frames a second of a pattern moving 8 pixels a frame, woven into 25
+    // interlaced ones: each frame's two fields are 1/50 s apart, so every vertical edge combs.
     const std::string src = dir + "/" + order + ".mkv";
-    MustShell("ffmpeg -nostdin -v error -y -f lavfi -i testsrc=s=160x120:r=50 -frames:v " +
-              std::to_string(2 * kFrames) + " -vf tinterlace=mode=" +
-              (top ? "interleave_top" : "interleave_bottom") + ",setfield=" + order +
-              " -c:v libx264 -preset veryfast -crf 12 -flags +ildct+ilme " + Q(src));
+    MustShell(
+        "ffmpeg -nostdin -v error -y -f lavfi -i testsrc=s=480x120:r=50,crop=160:120:x=n*8 "
+        "-frames:v " +
+        std::to_string(kFrames) + " -vf tinterlace=mode=" +
+        (top ? "interleave_top" : "interleave_bottom") + ",setfield=" + order +
+        " -c:v libx264 -preset veryfast -crf 12 -flags +ildct+ilme " + Q(src));
+    REQUIRE(CountFrames(src) == kFrames);
     REQUIRE(FrameFields(src).at(0) == (top ? "1,1" : "1,0"));
 
     const std::string deint = dir + "/" + order + ".auto.mkv";
@@ -325,7 +330,19 @@ TEST_CASE("geometry: interlaced TFF and BFF: deinterlaced and flagged progressiv
     CHECK(ProbeShown(kept).field_order == (top ? "tt" : "bb"));
     for (const std::string& f : FrameFields(kept)) CHECK(f == (top ? "1,1" : "1,0"));
     CHECK(CountFrames(kept) == kFrames);
-    int64_t frames = 0;
-    CHECK(MeanDifference(src, kept, 160, 120, &frames) < 4.0);
+    // Combed frames lose more than clean ones on their way through RGB (4:2:0 chroma is per
+    // field, swscale takes it per frame): compare with ffmpeg's own round trip of the same.
+    const std::string reference = dir + "/" + order + ".reference.mkv";
+    MustShell("ffmpeg -nostdin -v error -y -i " + Q(src) +
+              " -f rawvideo -pix_fmt rgb24 - | ffmpeg -nostdin -v error -y -f rawvideo -pix_fmt "
+              "rgb24 -s 160x120 -framerate 25 -i - -vf setfield=" +
+              order + " -c:v libx264 -crf 18 -pix_fmt yuv420p -flags +ildct+ilme " + Q(reference));
+    int64_t frames = 0, reference_frames = 0;
+    const double kept_diff = MeanDifference(src, kept, 160, 120, &frames);
+    const double reference_diff = MeanDifference(src, reference, 160, 120, &reference_frames);
+    CAPTURE(kept_diff);
+    CAPTURE(reference_diff);
+    CHECK(frames == kFrames);
+    CHECK(kept_diff < reference_diff + 1.5);
   }
 }

@@ -322,7 +322,7 @@ TEST_CASE("geometry: interlaced TFF and BFF: deinterlaced and flagged progressiv
     const double comb_src = Combing(src, 160, 120), comb_out = Combing(deint, 160, 120);
     CAPTURE(comb_src);
     CAPTURE(comb_out);
-    CHECK(comb_out < 0.6 * comb_src);
+    CHECK(comb_out < 0.25 * comb_src);  // undeinterlaced, re-encoded: about half
 
     const std::string kept = dir + "/" + order + ".off.mkv";
     r = Identity(dir, src, kept, {{"deinterlace", "off"}});

@@ -191,6 +191,7 @@ TEST_CASE("geometry: display matrices (90, 180, 270, mirrored) come out upright,
       {"r90", 0, 1, -1, 0, 48, 64, "gr.b"},
       {"r180", -1, 0, 0, -1, 64, 48, ".gbr"},
       {"r270", 0, -1, 1, 0, 48, 64, "b.rg"},
+      {"mirror", -1, 0, 0, 1, 64, 48, "br.g"},    // a front camera's mirror
       {"transpose", 0, 1, 1, 0, 48, 64, "rgb."},  // mirrored and turned: the diagonal flip
   };
   for (const Case& k : cases) {

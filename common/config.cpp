@@ -50,6 +50,19 @@ bool ValidDevice(const std::string& d) {
   return std::regex_match(d, kDevice);
 }
 
+void ReadDeinterlace(FieldReader& r, Deinterlace* mode) {
+  std::string name = Name(*mode);
+  r.String("deinterlace", &name);
+  if (!r.status().ok()) return;
+  std::optional<Deinterlace> parsed = ParseDeinterlace(name);
+  if (parsed) {
+    *mode = *parsed;
+  } else {
+    r.Fail("deinterlace",
+           "must be auto, off, bwdif, yadif, w3fdif, estdif or kerndeint, got \"" + name + "\"");
+  }
+}
+
 }  // namespace
 
 Status ReadJobSettings(const nlohmann::json& object, const std::string& path, StatusCode code,
@@ -99,6 +112,7 @@ Status ReadJobSettings(const nlohmann::json& object, const std::string& path, St
   ReadEncoder(r, code, &s->encoder);
   ReadRecycle(r, code, &s->recycle);
   ReadKill(r, code, &s->kill);
+  ReadDeinterlace(r, &s->deinterlace);
   if (r.status().ok()) {
     // A hard limit under its soft limit would kill workers that should have been recycled.
     if (s->kill.rss_mb > 0 && s->recycle.rss_mb > 0 && s->kill.rss_mb <= s->recycle.rss_mb) {
@@ -122,6 +136,35 @@ const char* Name(WorkerSandbox mode) {
       return "off";
   }
   return "?";
+}
+
+const char* Name(Deinterlace mode) {
+  switch (mode) {
+    case Deinterlace::kAuto:
+      return "auto";
+    case Deinterlace::kOff:
+      return "off";
+    case Deinterlace::kBwdif:
+      return "bwdif";
+    case Deinterlace::kYadif:
+      return "yadif";
+    case Deinterlace::kW3fdif:
+      return "w3fdif";
+    case Deinterlace::kEstdif:
+      return "estdif";
+    case Deinterlace::kKerndeint:
+      return "kerndeint";
+  }
+  return "?";
+}
+
+std::optional<Deinterlace> ParseDeinterlace(const std::string& name) {
+  for (Deinterlace m :
+       {Deinterlace::kAuto, Deinterlace::kOff, Deinterlace::kBwdif, Deinterlace::kYadif,
+        Deinterlace::kW3fdif, Deinterlace::kEstdif, Deinterlace::kKerndeint}) {
+    if (name == Name(m)) return m;
+  }
+  return std::nullopt;
 }
 
 std::optional<WorkerSandbox> ParseWorkerSandbox(const std::string& name) {

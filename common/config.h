@@ -43,6 +43,22 @@ struct KillSettings {
 };
 
 // Settings a job may override; the config file gives their defaults.
+// What the decoder does with interlaced video before the model sees it (supervisor/
+// source_geometry.h). Every filter here makes one frame of each source frame, so the frame-exact
+// plan holds.
+enum class Deinterlace {
+  kAuto,   // bwdif on a source whose field_order says interlaced; others untouched
+  kOff,    // frames go to the model with their fields; the output keeps the field order
+  kBwdif,  // the named filter on every frame, whatever the flags say
+  kYadif,
+  kW3fdif,
+  kEstdif,
+  kKerndeint,
+};
+const char* Name(Deinterlace mode);  // "auto", "off", "bwdif", "yadif", ...
+// Parses a mode or filter name; nullopt for anything else.
+std::optional<Deinterlace> ParseDeinterlace(const std::string& name);
+
 struct JobSettings {
   int chunk_frames = 32;          // frames per chunk: the unit of dispatch and of retry
   double segment_seconds = 60.0;  // target length of one encoded segment (rounded to chunks)
@@ -71,6 +87,7 @@ struct JobSettings {
   EncoderSettings encoder;
   RecycleSettings recycle;
   KillSettings kill;
+  Deinterlace deinterlace = Deinterlace::kAuto;  // see Deinterlace
 };
 
 // How far a worker process is confined (worker/sandbox.h). Not a job setting: a job must not

@@ -12,6 +12,7 @@
 #include "common/checked_file.h"
 #include "common/frame_format.h"
 #include "supervisor/child_fds.h"
+#include "supervisor/output_geometry.h"
 #include "supervisor/subprocess.h"
 
 namespace framemill {
@@ -151,6 +152,18 @@ std::string SwsMatrix(const std::string& color_space) {
   return "";
 }
 
+// The geometry filters (setsar, setfield) after `filters`, all as one -vf into `args`.
+void AppendGeometryArguments(const SegmentFormat& f, std::vector<std::string>* filters,
+                             std::vector<std::string>* args) {
+  for (const std::string& g :
+       GeometryEncoderFilters(OutputGeometry{f.width, f.height, f.sample_aspect, f.field_order})) {
+    filters->push_back(g);
+  }
+  std::string chain;
+  for (const std::string& x : *filters) chain += (chain.empty() ? "" : ",") + x;
+  args->insert(args->end(), {"-vf", chain});
+}
+
 }  // namespace
 
 std::string SwsFlags(bool accurate) {
@@ -160,6 +173,7 @@ std::string SwsFlags(bool accurate) {
 Result<std::unique_ptr<FrameReader>> FrameReader::Start(const std::string& ffmpeg,
                                                         const SourceFile& input,
                                                         const VideoStreamInfo& video,
+                                                        const std::vector<std::string>& filters,
                                                         const std::string& stderr_path,
                                                         bool accurate_color, bool yuv) {
   // A yuvj420p source is asked for as yuvj420p: as yuv420p, ffmpeg would squeeze its range.
@@ -169,16 +183,22 @@ Result<std::unique_ptr<FrameReader>> FrameReader::Start(const std::string& ffmpe
   }
   std::vector<std::string> argv = {ffmpeg, "-nostdin", "-hide_banner", "-v", "error"};
   argv.insert(argv.end(), input.restrictions.begin(), input.restrictions.end());
-  argv.insert(argv.end(),
-              {"-i", FdPath(input.fd), "-map", "0:" + std::to_string(video.index), "-fps_mode",
-               "passthrough", "-an", "-sn", "-dn", "-sws_flags", SwsFlags(accurate_color), "-f",
-               "rawvideo", "-pix_fmt", pix_fmt, "pipe:1"});
+  argv.insert(argv.end(), {"-autorotate", "0", "-i", FdPath(input.fd), "-map",
+                           "0:" + std::to_string(video.index), "-fps_mode", "passthrough", "-an",
+                           "-sn", "-dn"});
+  if (!filters.empty()) {
+    std::string chain;
+    for (const std::string& f : filters) chain += (chain.empty() ? "" : ",") + f;
+    argv.insert(argv.end(), {"-vf", chain});
+  }
+  argv.insert(argv.end(), {"-sws_flags", SwsFlags(accurate_color), "-f", "rawvideo", "-pix_fmt",
+                           pix_fmt, "pipe:1"});
   Result<std::unique_ptr<PipedChild>> child =
       PipedChild::Spawn(argv, PipedChild::Direction::kReadStdout, stderr_path, {input.fd});
   if (!child.ok()) return child.status();
-  size_t bytes =
-      FrameBytes(yuv ? FrameFormat::kYuv420p : FrameFormat::kRgb24,
-                 static_cast<uint32_t>(video.width), static_cast<uint32_t>(video.height));
+  size_t bytes = FrameBytes(yuv ? FrameFormat::kYuv420p : FrameFormat::kRgb24,
+                            static_cast<uint32_t>(video.display_width),
+                            static_cast<uint32_t>(video.display_height));
   return std::unique_ptr<FrameReader>(new FrameReader(std::move(*child), bytes));
 }
 
@@ -229,12 +249,17 @@ std::vector<std::string> EncoderArguments(const SegmentFormat& f) {
       "-i",         "pipe:0"};
   std::string matrix = SwsMatrix(f.color_space);
   bool yuv = f.encoder.pix_fmt.rfind("yuv", 0) == 0;
+  std::vector<std::string> filters;
   if (yuv && !matrix.empty()) {
     std::string range = f.color_range == "pc" ? "pc" : "tv";
-    a.insert(a.end(), {"-vf", "scale=out_color_matrix=" + matrix + ":out_range=" + range});
+    filters.push_back("scale=out_color_matrix=" + matrix + ":out_range=" + range);
   }
+  AppendGeometryArguments(f, &filters, &a);
   a.insert(a.end(), {"-sws_flags", SwsFlags(f.accurate_color), "-c:v", f.encoder.codec, "-pix_fmt",
                      f.encoder.pix_fmt});
+  const std::vector<std::string> geometry_options =
+      GeometryEncoderOptions(OutputGeometry{f.width, f.height, f.sample_aspect, f.field_order});
+  a.insert(a.end(), geometry_options.begin(), geometry_options.end());
   if (f.encoder.crf >= 0) {
     a.insert(a.end(), {"-crf", std::to_string(f.encoder.crf)});
     // libvpx needs a zero bitrate for pure constant-quality mode.

@@ -25,9 +25,13 @@ class FrameReader {
   // Frames come as rgb24 (`accurate_color`: see SwsFlags), or with `yuv` as the source's own
   // 8-bit 4:2:0 planes (the source must be yuv420p or yuvj420p: see IsPlanarYuv420), unconverted.
   // ffmpeg reads the open file `input.fd` (as /proc/self/fd/N) under `input.restrictions`.
+  // `filters` (joined into one -vf, in order) shape the frames; ffmpeg's own rotation is off
+  // (-autorotate 0): the filters turn frames upright (source_geometry.h), so frames come out
+  // video.display_width x video.display_height.
   static Result<std::unique_ptr<FrameReader>> Start(const std::string& ffmpeg,
                                                     const SourceFile& input,
                                                     const VideoStreamInfo& video,
+                                                    const std::vector<std::string>& filters,
                                                     const std::string& stderr_path,
                                                     bool accurate_color = true, bool yuv = false);
   ~FrameReader();
@@ -61,6 +65,10 @@ struct SegmentFormat {
   std::string color_primaries;
   std::string color_transfer;
   bool accurate_color = true;  // see SwsFlags
+  // Geometry (output_geometry.h): the sample aspect ratio the output carries and its field order
+  // ("progressive", "tt" or "bb"). Odd sizes are handled by the pixel format (PixelFormatForSize).
+  Rational sample_aspect{1, 1};
+  std::string field_order = "progressive";
 };
 
 class SegmentEncoder {

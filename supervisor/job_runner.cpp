@@ -30,8 +30,10 @@
 #include "supervisor/job_plan.h"
 #include "supervisor/job_state.h"
 #include "supervisor/media_probe.h"
+#include "supervisor/output_geometry.h"
 #include "supervisor/output_muxer.h"
 #include "supervisor/subprocess.h"
+#include "supervisor/source_geometry.h"
 #include "supervisor/timeline.h"
 #include "supervisor/worker_pool.h"
 
@@ -121,6 +123,7 @@ class JobRun {
   std::string WarmKey() const;
   std::string LogDirKey() const;
   Status CreateArena();
+  Status PlanGeometry();
   Status CheckFreeSpace() const;
   void DecodeLoop();
   void EncodeLoop(int encoder);
@@ -156,6 +159,11 @@ class JobRun {
   std::string worker_device_;  // where the first worker runs ("cpu", "cuda:0")
   // settings_.color_conversion as it applies to this job: accurate | fast | device.
   std::string color_conversion_;
+  // What the decoder's filters make of the source (upright, progressive unless deinterlace off)
+  // and what the encoder writes: set by PlanGeometry.
+  std::vector<std::string> decoder_filters_;
+  OutputGeometry out_geometry_;
+  std::string out_pix_fmt_;
   int out_w_ = 0, out_h_ = 0;
   SharedMemory arena_shm_;
   uint8_t* arena_base_ = nullptr;
@@ -355,24 +363,26 @@ Status JobRun::StartWorkers() {
 Status JobRun::CreateArena() {
   const VideoStreamInfo& v = media_.video;
   // The model's scale, from its output for a kProbeSize square; the frame must scale exactly.
-  uint64_t ow = static_cast<uint64_t>(v.width) * probe_w_;
-  uint64_t oh = static_cast<uint64_t>(v.height) * probe_h_;
+  // The model sees upright frames: display_width x display_height (source_geometry.h).
+  uint64_t ow = static_cast<uint64_t>(v.display_width) * probe_w_;
+  uint64_t oh = static_cast<uint64_t>(v.display_height) * probe_h_;
   if (probe_w_ == 0 || probe_h_ == 0 || ow % kProbeSize != 0 || oh % kProbeSize != 0) {
     return Status(StatusCode::kModelInvalid,
                   "model output size " + std::to_string(probe_w_) + "x" + std::to_string(probe_h_) +
                       " for a " + std::to_string(kProbeSize) + "x" + std::to_string(kProbeSize) +
-                      " input is not a whole scale of " + std::to_string(v.width) + "x" +
-                      std::to_string(v.height));
+                      " input is not a whole scale of " + std::to_string(v.display_width) + "x" +
+                      std::to_string(v.display_height));
   }
   out_w_ = static_cast<int>(ow / kProbeSize);
   out_h_ = static_cast<int>(oh / kProbeSize);
+  FM_RETURN_IF_ERROR(PlanGeometry());
   // color_conversion device: the source's 4:2:0 planes go to the workers as they are.
   color_conversion_ =
       ResolveColorConversion(settings_.color_conversion, worker_device_, v, job_.input);
   const FrameFormat in_format =
       color_conversion_ == "device" ? FrameFormat::kYuv420p : FrameFormat::kRgb24;
-  uint64_t in_frame =
-      FrameBytes(in_format, static_cast<uint32_t>(v.width), static_cast<uint32_t>(v.height));
+  uint64_t in_frame = FrameBytes(in_format, static_cast<uint32_t>(v.display_width),
+                                 static_cast<uint32_t>(v.display_height));
   uint64_t out_frame = static_cast<uint64_t>(out_w_) * out_h_ * 3;
   uint64_t slot_bytes = AlignUp((in_frame + out_frame) * plan_.chunk_frames, kSlotAlignment);
   uint64_t budget = static_cast<uint64_t>(config_.arena_mb) << 20;
@@ -384,17 +394,17 @@ Status JobRun::CreateArena() {
     return Status(StatusCode::kInvalidJob,
                   "arena_mb=" + std::to_string(config_.arena_mb) +
                       " holds fewer than 2 chunks of " + std::to_string(plan_.chunk_frames) +
-                      " frames at " + std::to_string(v.width) + "x" + std::to_string(v.height) +
-                      " -> " + std::to_string(out_w_) + "x" + std::to_string(out_h_) + " (" +
-                      std::to_string(slot_bytes >> 20) +
+                      " frames at " + std::to_string(v.display_width) + "x" +
+                      std::to_string(v.display_height) + " -> " + std::to_string(out_w_) + "x" +
+                      std::to_string(out_h_) + " (" + std::to_string(slot_bytes >> 20) +
                       " MiB each): lower chunk_frames or raise arena_mb");
   }
   uint64_t data_offset = AlignUp(sizeof(ArenaHeader), kSlotAlignment);
   ArenaGeometry g;
   g.slot_count = static_cast<uint32_t>(slots);
   g.chunk_frames = static_cast<uint32_t>(plan_.chunk_frames);
-  g.in_width = static_cast<uint32_t>(v.width);
-  g.in_height = static_cast<uint32_t>(v.height);
+  g.in_width = static_cast<uint32_t>(v.display_width);
+  g.in_height = static_cast<uint32_t>(v.display_height);
   g.in_format = in_format;
   g.in_matrix = MatrixForColorSpace(v.color_space);
   g.in_full_range = v.color_range == "pc" || v.pix_fmt == "yuvj420p" ? 1 : 0;
@@ -421,6 +431,39 @@ Status JobRun::CreateArena() {
   FM_RETURN_IF_ERROR(CheckFreeSpace());
   spdlog::info("arena {}: {} slots of {} MiB ({} -> {}x{})", arena_shm_.name(), slots,
                slot_bytes >> 20, plan_.chunk_frames, out_w_, out_h_);
+  return Status::Ok();
+}
+
+// The geometry of this job's frames (source_geometry.h, output_geometry.h): the decoder's filters
+// (deinterlacing, then turning upright), the output's sample aspect ratio (the source's display
+// aspect kept), field order and a pixel format that can hold its size.
+Status JobRun::PlanGeometry() {
+  const VideoStreamInfo& v = media_.video;
+  Result<std::vector<std::string>> filters = GeometryFilters(v, settings_.deinterlace);
+  if (!filters.ok()) return filters.status().WithContext(job_.input);
+  decoder_filters_ = std::move(*filters);
+  out_geometry_.display_width = out_w_;
+  out_geometry_.display_height = out_h_;
+  out_geometry_.sample_aspect =
+      OutputSampleAspect(UprightSampleAspect(v), v.display_width, v.display_height, out_w_, out_h_);
+  out_geometry_.field_order = !KeepsFields(v, settings_.deinterlace) ? "progressive"
+                              : TopFieldFirst(v.field_order)         ? "tt"
+                                                                     : "bb";
+  std::string chain;
+  for (const std::string& f : decoder_filters_) chain += (chain.empty() ? "" : ",") + f;
+  std::string warning;
+  Result<std::string> pix_fmt = PixelFormatForSize(
+      settings_.encoder.codec, settings_.encoder.pix_fmt, out_w_, out_h_, &warning);
+  if (!pix_fmt.ok()) return pix_fmt.status();
+  if (!warning.empty()) spdlog::warn("{}", warning);
+  out_pix_fmt_ = *pix_fmt;
+  spdlog::info(
+      "geometry: stored {}x{}, shown {}x{} (turned {} degrees{}), sample aspect {}, field order "
+      "{}; decoder filters: {}; output {}x{}, sample aspect {}, {}",
+      v.width, v.height, v.display_width, v.display_height, v.rotation, v.hflip ? ", mirrored" : "",
+      v.sample_aspect.ToString(), v.field_order.empty() ? "unknown" : v.field_order,
+      chain.empty() ? "none" : chain, out_w_, out_h_, out_geometry_.sample_aspect.ToString(),
+      out_geometry_.field_order);
   return Status::Ok();
 }
 
@@ -458,9 +501,9 @@ Status JobRun::CheckFreeSpace() const {
 // container's seeking can do, at the price of decoding them once more.
 Status JobRun::StartDecoder(int64_t skip) {
   reader_.reset();  // a crashed one is reaped here
-  Result<std::unique_ptr<FrameReader>> reader =
-      FrameReader::Start(config_.ffmpeg, source_, media_.video, scratch_ + "/decoder.log",
-                         color_conversion_ == "accurate", color_conversion_ == "device");
+  Result<std::unique_ptr<FrameReader>> reader = FrameReader::Start(
+      config_.ffmpeg, source_, media_.video, decoder_filters_, scratch_ + "/decoder.log",
+      color_conversion_ == "accurate", color_conversion_ == "device");
   if (!reader.ok()) return reader.status();
   reader_ = std::move(*reader);
   next_frame_ = 0;
@@ -597,6 +640,9 @@ void JobRun::EncodeLoop(int encoder) {
   fmt.color_range = media_.video.color_range;
   fmt.color_primaries = media_.video.color_primaries;
   fmt.color_transfer = media_.video.color_transfer;
+  fmt.encoder.pix_fmt = out_pix_fmt_;
+  fmt.sample_aspect = out_geometry_.sample_aspect;
+  fmt.field_order = out_geometry_.field_order;
   double busy_s = 0, wait_s = 0;
   for (int64_t si = state_->resumed() + encoder; si < static_cast<int64_t>(plan_.segments.size());
        si += settings_.encoders) {
@@ -788,8 +834,7 @@ Result<JobReport> JobRun::Run() {
   mux.output = job_.output;
   mux.overwrite = job_.overwrite;
   mux.output_reader_uid = options_.output_reader_uid;
-  mux.expected_width = out_w_;
-  mux.expected_height = out_h_;
+  mux.geometry = out_geometry_;
   FM_RETURN_IF_ERROR(MuxAndVerify(mux));
   lap(&stages_.mux_s);
   spdlog::info("stages: {}", stages_.Summary());
@@ -798,8 +843,8 @@ Result<JobReport> JobRun::Run() {
   report_.frames = plan_.frame_count;
   report_.chunks = static_cast<int64_t>(plan_.chunks.size());
   report_.segments = static_cast<int64_t>(plan_.segments.size());
-  report_.in_width = media_.video.width;
-  report_.in_height = media_.video.height;
+  report_.in_width = media_.video.display_width;
+  report_.in_height = media_.video.display_height;
   report_.out_width = out_w_;
   report_.out_height = out_h_;
   report_.worker_input_format = color_conversion_ == "device" ? media_.video.pix_fmt : "rgb24";

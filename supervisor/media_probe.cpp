@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/checked_file.h"
+#include "supervisor/source_geometry.h"
 #include "supervisor/subprocess.h"
 
 namespace framemill {
@@ -362,6 +363,8 @@ Result<MediaInfo> ProbeMedia(const std::string& ffprobe, const SourceFile& sourc
       v.color_range = StringField(s, "color_range");
       v.color_primaries = StringField(s, "color_primaries");
       v.color_transfer = StringField(s, "color_transfer");
+      Status geometry = ReadGeometry(s, &v);
+      if (!geometry.ok()) return Status(geometry.code(), path + ": " + geometry.message());
     } else if (type == "audio" || type == "subtitle") {
       OtherStreamInfo o;
       o.index = index;
@@ -382,6 +385,7 @@ Result<MediaInfo> ProbeMedia(const std::string& ffprobe, const SourceFile& sourc
   }
   if (frame_times) {
     FM_RETURN_IF_ERROR(ReadFrameTimes(ffprobe, source, &info));
+    FM_RETURN_IF_ERROR(ReadFrameFieldOrder(ffprobe, source, &info.video));
     if (info.video.frame_count == 0) {
       return Status(StatusCode::kInputInvalid, path + ": video stream has no frames");
     }

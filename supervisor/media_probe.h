@@ -38,6 +38,14 @@ struct VideoStreamInfo {
   std::string color_range;    // "tv" | "pc" | ""
   std::string color_primaries;
   std::string color_transfer;
+  // Geometry (supervisor/source_geometry.h, ReadGeometry). As displayed: mirrored left-right when
+  // `hflip`, then turned `rotation` degrees clockwise (0/90/180/270), from the display matrix.
+  int rotation = 0;
+  bool hflip = false;
+  Rational sample_aspect{1, 1};  // as stored; {1, 1} when square or unknown
+  std::string field_order;       // "progressive" | "tt" | "bb" | "tb" | "bt" | "" (unknown)
+  int display_width = 0;         // the upright size the model gets: width x height, turned
+  int display_height = 0;
 };
 
 struct OtherStreamInfo {

@@ -63,12 +63,7 @@ Status Verify(const MuxRequest& rq, int fd, const CarriedMetadata& carried,
                                                  " frames, input has " +
                                                  std::to_string(src.frame_count));
   }
-  if (got.width != rq.expected_width || got.height != rq.expected_height) {
-    return Status(StatusCode::kVerifyFailed, "output is " + std::to_string(got.width) + "x" +
-                                                 std::to_string(got.height) + ", expected " +
-                                                 std::to_string(rq.expected_width) + "x" +
-                                                 std::to_string(rq.expected_height));
-  }
+  FM_RETURN_IF_ERROR(CheckDisplayedGeometry(src, got, rq.geometry));
   // Duration of the video: from the first frame to the end of the last, within one frame.
   double frame = 1.0 / src.frame_rate.value();
   double src_span = src.last_time - src.start_time + frame;
@@ -254,6 +249,8 @@ Status MuxAndVerify(const MuxRequest& rq) {
   argv.insert(argv.end(), {"-c", "copy"});
   std::vector<std::string> carry = CarriedArguments(plan);
   argv.insert(argv.end(), carry.begin(), carry.end());
+  const std::vector<std::string> geometry = GeometryMuxOptions(rq.geometry);
+  argv.insert(argv.end(), geometry.begin(), geometry.end());
   if (ext == "mp4" || ext == "mov" || ext == "m4v")
     argv.insert(argv.end(), {"-movflags", "+faststart"});
   // The exclusively created file, through its descriptor: seekable (mp4 needs it), and never

@@ -9,6 +9,7 @@
 
 #include "common/status.h"
 #include "supervisor/media_probe.h"
+#include "supervisor/output_geometry.h"
 
 namespace framemill {
 
@@ -32,8 +33,9 @@ struct MuxRequest {
   std::string output;      // the output path as the job gave it (messages only)
   bool overwrite = false;  // an existing entry at output_name may be replaced (never followed)
   uint32_t output_reader_uid = UINT32_MAX;  // granted read access through an ACL; none: UINT32_MAX
-  int expected_width = 0;
-  int expected_height = 0;
+  // The output's displayed geometry (output_geometry.h): its size (the model's output, upright),
+  // sample aspect ratio and field order. Verification compares the displayed size and aspect.
+  OutputGeometry geometry;
 };
 
 // The output is written into a file created exclusively under a random hidden name in the output

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "supervisor/hdr_metadata.h"
 
 namespace framemill {
 
@@ -38,6 +39,10 @@ struct VideoStreamInfo {
   std::string color_range;    // "tv" | "pc" | ""
   std::string color_primaries;
   std::string color_transfer;
+  // depth: from pix_fmt (supervisor/pixel_format.h) and side data (supervisor/hdr_metadata.h).
+  int bits_per_component = 8;
+  std::string chroma_layout;  // "420" | "422" | "444" | "440" | "411" | "410" | "gray" | ""
+  HdrMetadata hdr;            // stream side data, else the first frame's (HDR transfers only)
 };
 
 struct OtherStreamInfo {

@@ -15,6 +15,7 @@
 #include "common/checked_file.h"
 #include "common/file_util.h"
 #include "common/log.h"
+#include "supervisor/depth_check.h"
 #include "supervisor/subprocess.h"
 
 namespace framemill {
@@ -89,6 +90,8 @@ Status Verify(const MuxRequest& rq, int fd) {
                                                  " audio streams, input " +
                                                  std::to_string(rq.source_info->audio.size()));
   }
+  FM_RETURN_IF_ERROR(CheckDepthAndColor(
+      DepthExpectation{rq.expected_pix_fmt, rq.codec, rq.expected_color, src.hdr}, got));
   return Status::Ok();
 }
 

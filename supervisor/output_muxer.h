@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "supervisor/color_path.h"
 #include "supervisor/media_probe.h"
 
 namespace framemill {
@@ -34,6 +35,11 @@ struct MuxRequest {
   uint32_t output_reader_uid = UINT32_MAX;  // granted read access through an ACL; none: UINT32_MAX
   int expected_width = 0;
   int expected_height = 0;
+  // depth (supervisor/depth_check.h): the output's pixel format ("" = unchecked), its encoder
+  // and its colour path.
+  std::string expected_pix_fmt;
+  std::string codec;
+  ColorPath expected_color;
 };
 
 // The output is written into a file created exclusively under a random hidden name in the output

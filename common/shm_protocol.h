@@ -54,9 +54,9 @@ struct ArenaGeometry {
   YuvMatrix in_matrix = YuvMatrix::kBt601;      // kYuv420p: the matrix to RGB
   uint32_t in_full_range = 0;  // kYuv420p: 1 = full range (0-255), 0 = limited (16-235)
   FrameFormat out_format = FrameFormat::kRgb24;  // kRgb24 or kRgb48: how the model's output lies
-  uint64_t slot_bytes = 0;   // distance between slots
-  uint64_t data_offset = 0;  // from the start of the object to slot 0
-  uint64_t total_bytes = 0;  // size of the whole object
+  uint64_t slot_bytes = 0;                       // distance between slots
+  uint64_t data_offset = 0;                      // from the start of the object to slot 0
+  uint64_t total_bytes = 0;                      // size of the whole object
 
   size_t InFrameBytes() const { return FrameBytes(in_format, in_width, in_height); }
   size_t OutFrameBytes() const { return FrameBytes(out_format, out_width, out_height); }

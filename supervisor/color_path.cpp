@@ -41,8 +41,8 @@ std::string EncoderSwsFlags(bool accurate) { return accurate ? "area+accurate_rn
 
 std::vector<std::string> ColorFilters(const ColorPath& path, FrameFormat format, bool accurate) {
   if (format == FrameFormat::kYuv420p) return {};
-  return {"scale=in_color_matrix=" + SwsMatrixName(path.color_space) +
-              ":in_range=" + (path.full_range ? "pc" : "tv") + ":flags=" + DecoderSwsFlags(accurate),
+  return {"scale=in_color_matrix=" + SwsMatrixName(path.color_space) + ":in_range=" +
+              (path.full_range ? "pc" : "tv") + ":flags=" + DecoderSwsFlags(accurate),
           std::string("format=") + FrameFormatName(format)};
 }
 

@@ -142,13 +142,10 @@ StatusCode EncodeFailureCode(const std::string& message, const CommandOutput& ex
 
 }  // namespace
 
-Result<std::unique_ptr<FrameReader>> FrameReader::Start(const std::string& ffmpeg,
-                                                        const SourceFile& input,
-                                                        const VideoStreamInfo& video,
-                                                        const std::string& stderr_path,
-                                                        FrameFormat format,
-                                                        const std::vector<std::string>& filters,
-                                                        bool accurate_color) {
+Result<std::unique_ptr<FrameReader>> FrameReader::Start(
+    const std::string& ffmpeg, const SourceFile& input, const VideoStreamInfo& video,
+    const std::string& stderr_path, FrameFormat format, const std::vector<std::string>& filters,
+    bool accurate_color) {
   const bool yuv = format == FrameFormat::kYuv420p;
   // A yuvj420p source is asked for as yuvj420p: as yuv420p, ffmpeg would squeeze its range.
   const std::string pix_fmt = yuv ? video.pix_fmt : FrameFormatName(format);

@@ -31,13 +31,10 @@ class FrameReader {
   // 8-bit 4:2:0 planes (the source must be yuv420p or yuvj420p: see IsPlanarYuv420). `-sws_flags`
   // is the colour path's decoder flags (`accurate_color`), for any conversion ffmpeg inserts.
   // ffmpeg reads the open file `input.fd` (as /proc/self/fd/N) under `input.restrictions`.
-  static Result<std::unique_ptr<FrameReader>> Start(const std::string& ffmpeg,
-                                                    const SourceFile& input,
-                                                    const VideoStreamInfo& video,
-                                                    const std::string& stderr_path,
-                                                    FrameFormat format,
-                                                    const std::vector<std::string>& filters,
-                                                    bool accurate_color = true);
+  static Result<std::unique_ptr<FrameReader>> Start(
+      const std::string& ffmpeg, const SourceFile& input, const VideoStreamInfo& video,
+      const std::string& stderr_path, FrameFormat format, const std::vector<std::string>& filters,
+      bool accurate_color = true);
   ~FrameReader();
 
   // Reads one frame (FrameBytes of its format) into `dst`. true: a frame; false: end of stream.

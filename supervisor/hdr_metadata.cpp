@@ -45,14 +45,14 @@ void ParseHdrSideData(const nlohmann::json& side_data_list, HdrMetadata* m) {
     if (type == "Mastering display metadata") {
       MasteringDisplay d;
       const int64_t c = 50000, l = 10000;
-      d.present = ScaledField(e, "red_x", c, &d.red_x) && ScaledField(e, "red_y", c, &d.red_y) &&
-                  ScaledField(e, "green_x", c, &d.green_x) &&
-                  ScaledField(e, "green_y", c, &d.green_y) &&
-                  ScaledField(e, "blue_x", c, &d.blue_x) && ScaledField(e, "blue_y", c, &d.blue_y) &&
-                  ScaledField(e, "white_point_x", c, &d.white_x) &&
-                  ScaledField(e, "white_point_y", c, &d.white_y) &&
-                  ScaledField(e, "min_luminance", l, &d.min_luminance) &&
-                  ScaledField(e, "max_luminance", l, &d.max_luminance);
+      d.present =
+          ScaledField(e, "red_x", c, &d.red_x) && ScaledField(e, "red_y", c, &d.red_y) &&
+          ScaledField(e, "green_x", c, &d.green_x) && ScaledField(e, "green_y", c, &d.green_y) &&
+          ScaledField(e, "blue_x", c, &d.blue_x) && ScaledField(e, "blue_y", c, &d.blue_y) &&
+          ScaledField(e, "white_point_x", c, &d.white_x) &&
+          ScaledField(e, "white_point_y", c, &d.white_y) &&
+          ScaledField(e, "min_luminance", l, &d.min_luminance) &&
+          ScaledField(e, "max_luminance", l, &d.max_luminance);
       if (d.present) m->mastering = d;
     } else if (type == "Content light level metadata") {
       ContentLight cl;

@@ -251,8 +251,8 @@ Status JobRun::ResolveDepth() {
   encoder_ = settings_.encoder;
   if (color_path_.assumed) {
     spdlog::info("{}: no colour-space tag; converting and tagging as {} ({} at {}x{})", job_.input,
-                 color_path_.color_space, color_path_.color_space == "bt709" ? "HD" : "SD",
-                 v.width, v.height);
+                 color_path_.color_space, color_path_.color_space == "bt709" ? "HD" : "SD", v.width,
+                 v.height);
   }
   if (encoder_.pix_fmt == "auto") {
     Result<std::vector<std::string>> supported =
@@ -266,8 +266,8 @@ Status JobRun::ResolveDepth() {
       report_.warnings.push_back(w);
     }
   }
-  out_format_ = ParsePixelFormat(encoder_.pix_fmt).bits > 8 ? FrameFormat::kRgb48
-                                                                      : FrameFormat::kRgb24;
+  out_format_ =
+      ParsePixelFormat(encoder_.pix_fmt).bits > 8 ? FrameFormat::kRgb48 : FrameFormat::kRgb24;
   spdlog::info("{}: {} ({}-bit {}) -> {}", job_.input, v.pix_fmt, v.bits_per_component,
                v.chroma_layout, encoder_.pix_fmt);
   return Status::Ok();
@@ -510,11 +510,10 @@ Status JobRun::CheckFreeSpace() const {
 // container's seeking can do, at the price of decoding them once more.
 Status JobRun::StartDecoder(int64_t skip) {
   reader_.reset();  // a crashed one is reaped here
-  Result<std::unique_ptr<FrameReader>> reader =
-      FrameReader::Start(config_.ffmpeg, source_, media_.video, scratch_ + "/decoder.log",
-                         in_format_,
-                         ColorFilters(color_path_, in_format_, color_conversion_ == "accurate"),
-                         color_conversion_ == "accurate");
+  Result<std::unique_ptr<FrameReader>> reader = FrameReader::Start(
+      config_.ffmpeg, source_, media_.video, scratch_ + "/decoder.log", in_format_,
+      ColorFilters(color_path_, in_format_, color_conversion_ == "accurate"),
+      color_conversion_ == "accurate");
   if (!reader.ok()) return reader.status();
   reader_ = std::move(*reader);
   next_frame_ = 0;

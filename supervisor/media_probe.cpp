@@ -65,15 +65,16 @@ Status ReadFrameHdr(const std::string& ffprobe, const SourceFile& source, VideoS
   if (!IsHdrTransfer(v->color_transfer) || v->hdr.any()) return Status::Ok();
   std::vector<std::string> argv = {ffprobe, "-v", "error"};
   argv.insert(argv.end(), source.restrictions.begin(), source.restrictions.end());
-  argv.insert(argv.end(), {"-select_streams", std::to_string(v->index), "-read_intervals",
-                           "%+#1", "-show_frames", "-print_format", "json", FdPath(source.fd)});
+  argv.insert(argv.end(), {"-select_streams", std::to_string(v->index), "-read_intervals", "%+#1",
+                           "-show_frames", "-print_format", "json", FdPath(source.fd)});
   Result<CommandOutput> r = RunAndCapture(argv, {source.fd});
   if (!r.ok()) return r.status();
   if (r->exit_code != 0) return Status::Ok();  // the full probe read it: no metadata, then
   try {
     nlohmann::json j = nlohmann::json::parse(r->out);
     for (const nlohmann::json& f : j.value("frames", nlohmann::json::array())) {
-      if (f.is_object() && f.contains("side_data_list")) ParseHdrSideData(f["side_data_list"], &v->hdr);
+      if (f.is_object() && f.contains("side_data_list"))
+        ParseHdrSideData(f["side_data_list"], &v->hdr);
       break;
     }
   } catch (const std::exception&) {

@@ -84,8 +84,6 @@ PixelFormatTraits ParsePixelFormat(const std::string& name) {
     if (t.chroma != ChromaLayout::kUnknown && pos + 3 < name.size() && name[pos + 3] == 'p') {
       int bits = NumberAt(name, pos + 4);
       if (bits > 0) t.bits = bits;
-    } else if (name == "yuyv422") {
-      t.chroma = ChromaLayout::k422;
     }
   } else if (StartsWith(name, "gray")) {
     t.chroma = ChromaLayout::kGray;
@@ -98,14 +96,15 @@ PixelFormatTraits ParsePixelFormat(const std::string& name) {
                : n == 24 || n == 42 ? ChromaLayout::k444
                                     : ChromaLayout::kUnknown;
     if (n == 20) t.bits = 10;
-  } else if (name.size() >= 4 && name[0] == 'p' && std::isdigit(static_cast<unsigned char>(name[1]))) {
+  } else if (name.size() >= 4 && name[0] == 'p' &&
+             std::isdigit(static_cast<unsigned char>(name[1]))) {
     // p010le, p016le (4:2:0), p210le, p216le (4:2:2), p410le, p416le (4:4:4)
     int n = NumberAt(name, 1);
-    t.chroma = n / 100 == 0 ? ChromaLayout::k420
+    t.chroma = n / 100 == 0   ? ChromaLayout::k420
                : n / 100 == 2 ? ChromaLayout::k422
                               : ChromaLayout::k444;
     t.bits = n % 100;
-  } else if (name == "uyvy422" || name == "yvyu422") {
+  } else if (name == "yuyv422" || name == "uyvy422" || name == "yvyu422") {
     t.chroma = ChromaLayout::k422;
   } else if (StartsWith(name, "y210") || StartsWith(name, "y212")) {
     t.chroma = ChromaLayout::k422;
@@ -137,9 +136,8 @@ std::vector<std::string> ParseEncoderPixelFormats(const std::string& help_text) 
   size_t at = help_text.find(key);
   if (at == std::string::npos) return names;
   size_t end = help_text.find('\n', at);
-  std::istringstream line(help_text.substr(at + key.size(), end == std::string::npos
-                                                                ? std::string::npos
-                                                                : end - at - key.size()));
+  std::istringstream line(help_text.substr(
+      at + key.size(), end == std::string::npos ? std::string::npos : end - at - key.size()));
   std::string name;
   while (line >> name) names.push_back(name);
   return names;
@@ -156,8 +154,8 @@ Result<std::vector<std::string>> EncoderPixelFormats(const std::string& ffmpeg,
       RunAndCapture({ffmpeg, "-hide_banner", "-nostdin", "-h", "encoder=" + codec}, {});
   if (!r.ok()) return r.status();
   if (r->exit_code != 0 || r->out.find("Encoder " + codec) == std::string::npos) {
-    return Status(StatusCode::kInvalidJob,
-                  "encoder \"" + codec + "\" is not known to " + ffmpeg + ": " + LastLines(r->err, 2));
+    return Status(StatusCode::kInvalidJob, "encoder \"" + codec + "\" is not known to " + ffmpeg +
+                                               ": " + LastLines(r->err, 2));
   }
   std::vector<std::string> names = ParseEncoderPixelFormats(r->out);
   cache[{ffmpeg, codec}] = names;
@@ -178,10 +176,10 @@ PixelFormatChoice ChoosePixelFormat(const PixelFormatTraits& source,
     if (t.chroma == ChromaLayout::kUnknown) continue;
     usable[t.chroma].emplace(t.bits, name);
   }
-  const std::string wanted = std::to_string(source.bits) + "-bit " +
-                             (source.chroma == ChromaLayout::kUnknown
-                                  ? std::string("4:2:0")
-                                  : std::string(ChromaLayoutName(source.chroma)));
+  const std::string wanted =
+      std::to_string(source.bits) + "-bit " +
+      (source.chroma == ChromaLayout::kUnknown ? std::string("4:2:0")
+                                               : std::string(ChromaLayoutName(source.chroma)));
   PixelFormatChoice c;
   for (ChromaLayout layout : LayoutPreference(source.chroma)) {
     auto it = usable.find(layout);

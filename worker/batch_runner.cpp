@@ -12,9 +12,6 @@
 #endif
 
 namespace framemill {
-namespace {
-
-}  // namespace
 
 Status CheckOutputShape(const torch::Tensor& y, int64_t b, int64_t oh, int64_t ow) {
   if (y.dim() == 4 && y.size(0) == b && y.size(1) == 3 && y.size(2) == oh && y.size(3) == ow) {

@@ -38,8 +38,8 @@ struct ChunkFrames {
   bool pinned = false;      // in/out are page-locked (cudaHostRegister): copies can be async
 
   int64_t OutFrameBytes() const {
-    return static_cast<int64_t>(FrameBytes(out_format, static_cast<uint32_t>(out_w),
-                                           static_cast<uint32_t>(out_h)));
+    return static_cast<int64_t>(
+        FrameBytes(out_format, static_cast<uint32_t>(out_w), static_cast<uint32_t>(out_h)));
   }
 };
 

@@ -49,8 +49,8 @@ torch::Tensor ToModelInput(const torch::Tensor& frames, const InputLayout& in,
   const int64_t b = frames.size(0);
   switch (in.format) {
     case FrameFormat::kYuv420p:
-      return YuvToRgb(frames, in).to(dtype, /*non_blocking=*/false, /*copy=*/false,
-                                     torch::MemoryFormat::ChannelsLast);
+      return YuvToRgb(frames, in)
+          .to(dtype, /*non_blocking=*/false, /*copy=*/false, torch::MemoryFormat::ChannelsLast);
     case FrameFormat::kRgb48:
       return Uint16Values(frames)
           .view({b, in.height, in.width, 3})

@@ -52,15 +52,16 @@ TEST_CASE("depth: pixel format names give bit depth and chroma layout") {
     int bits;
     const char* chroma;
   };
-  const Row rows[] = {{"yuv420p", 8, "420"},      {"yuvj420p", 8, "420"},   {"yuv420p10le", 10, "420"},
-                      {"yuv422p10le", 10, "422"}, {"yuv444p12le", 12, "444"}, {"yuv422p", 8, "422"},
-                      {"yuva420p", 8, "420"},     {"nv12", 8, "420"},       {"p010le", 10, "420"},
-                      {"p210le", 10, "422"},      {"nv20le", 10, "422"},    {"gray", 8, "gray"},
-                      {"gray12le", 12, "gray"},   {"gbrp10le", 10, "444"},  {"rgb48le", 16, "444"},
-                      {"rgb24", 8, "444"},        {"yuyv422", 8, "422"},    {"yuv440p", 8, "440"},
-                      {"yuv411p", 8, "411"}};
+  const Row rows[] = {
+      {"yuv420p", 8, "420"},      {"yuvj420p", 8, "420"},     {"yuv420p10le", 10, "420"},
+      {"yuv422p10le", 10, "422"}, {"yuv444p12le", 12, "444"}, {"yuv422p", 8, "422"},
+      {"yuva420p", 8, "420"},     {"nv12", 8, "420"},         {"p010le", 10, "420"},
+      {"p210le", 10, "422"},      {"nv20le", 10, "422"},      {"gray", 8, "gray"},
+      {"gray12le", 12, "gray"},   {"gbrp10le", 10, "444"},    {"rgb48le", 16, "444"},
+      {"rgb24", 8, "444"},        {"yuyv422", 8, "422"},      {"yuv440p", 8, "440"},
+      {"yuv411p", 8, "411"}};
   for (const Row& r : rows) {
-    INFO(r.name);
+    INFO(std::string(r.name));
     PixelFormatTraits t = ParsePixelFormat(r.name);
     CHECK(t.bits == r.bits);
     CHECK(std::string(ChromaLayoutName(t.chroma)) == r.chroma);

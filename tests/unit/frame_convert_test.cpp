@@ -48,9 +48,8 @@ TEST_CASE("frame convert: every 16-bit value survives rgb48 -> float -> rgb48 un
     CHECK(x.sizes() == torch::IntArrayRef({n, 3, 64, 64}));
     CHECK(x.min().item<float>() == 0.0f);
     CHECK(x.max().item<float>() == 1.0f);
-    torch::Tensor out = torch::empty({n, 64, 64, 3}, torch::TensorOptions()
-                                                         .device(device)
-                                                         .dtype(OutputElementType(in.format)));
+    torch::Tensor out = torch::empty(
+        {n, 64, 64, 3}, torch::TensorOptions().device(device).dtype(OutputElementType(in.format)));
     out.permute({0, 3, 1, 2}).copy_(ToOutputValues(x, FrameFormat::kRgb48));
     CHECK(torch::equal(out.view(torch::kUInt8).view({n, -1}).cpu(), frames.cpu()));
   }

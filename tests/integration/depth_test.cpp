@@ -24,10 +24,13 @@ struct Psnr {
   double y = 0, u = 0, v = 0;
 };
 
-// ffmpeg's psnr filter over all frames of `out` against `src`, paired in order.
+// ffmpeg's psnr filter over all frames of `out` against `src`, paired in order (one time base
+// for both, or frames of files with different time bases would be paired wrongly).
 Psnr MeasurePsnr(const std::string& out, const std::string& src) {
-  RunResult r = Shell("ffmpeg -nostdin -hide_banner -nostats -i '" + out + "' -i '" + src +
-                      "' -lavfi '[0:v]setpts=N[a];[1:v]setpts=N[b];[a][b]psnr' -f null - 2>&1");
+  RunResult r =
+      Shell("ffmpeg -nostdin -hide_banner -nostats -i '" + out + "' -i '" + src +
+            "' -lavfi '[0:v]settb=1/25,setpts=N[a];[1:v]settb=1/25,setpts=N[b];[a][b]psnr' -f null "
+            "- 2>&1");
   Psnr p;
   size_t at = r.out.find("PSNR y:");
   REQUIRE_MESSAGE(at != std::string::npos, r.out);
@@ -170,8 +173,10 @@ TEST_CASE("depth: untagged SD and HD get the player's matrix and at least ffmpeg
        {Row{"sd", "320x240", "bt601", "smpte170m"}, Row{"hd", "1280x720", "bt709", "bt709"}}) {
     INFO(row.name);
     const std::string src = dir + "/" + row.name + ".mp4";
+    // Made from RGB with the matrix a player assumes for its size, and left untagged.
     Make(src, "-f lavfi -i testsrc2=size=" + row.size +
-                  ":rate=25 -frames:v 8 -c:v libx264 -preset veryfast -crf 12 -pix_fmt yuv420p");
+                  ":rate=25 -frames:v 8 -vf scale=out_color_matrix=" + row.matrix +
+                  ",format=yuv420p -c:v libx264 -preset veryfast -crf 12");
     framemill::VideoStreamInfo s = ProbeVideo(src);
     REQUIRE(s.color_space.empty());  // untagged
     const std::string out = RunIdentity(dir, src, "out_" + row.name);

@@ -3,8 +3,9 @@
 // arguments that write it into the output's bitstream:
 //   libx265: -x265-params master-display=G(x,y)B(x,y)R(x,y)WP(x,y)L(max,min):max-cll=C,F
 //            (chromaticities in units of 0.00002, luminance in 0.0001 cd/m2)
-//   libx264: -x264-params mastering-display=...:cll=C,F (same units; ffmpeg 5.1's H.264 decoder
-//            does not export these SEI messages, so ffprobe cannot show them in such an output)
+//   libx264: -x264-params mastering-display=...:cll=C,F (same units; Debian 12's x264 writes SEI
+//            137 and 144, as `-bsf:v trace_headers` shows, but ffmpeg 5.1's H.264 decoder does not
+//            export them, so ffprobe cannot show them in such an output)
 // Other encoders get the colour tags only. Pure functions.
 #pragma once
 

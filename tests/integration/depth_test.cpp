@@ -46,7 +46,8 @@ void Make(const std::string& path, const std::string& args) {
 // Runs identity over `input` into dir/<name>.mkv (encoder keys merged into the job) and returns
 // the output path; the job must succeed.
 std::string RunIdentity(const std::string& dir, const std::string& input, const std::string& name,
-                        const nlohmann::json& keys = nlohmann::json::object()) {
+                        const nlohmann::json& keys = nlohmann::json::object(),
+                        RunResult* result = nullptr) {
   const std::string output = dir + "/" + name + ".mkv";
   nlohmann::json job = {{"input", input},
                         {"output", output},
@@ -57,6 +58,7 @@ std::string RunIdentity(const std::string& dir, const std::string& input, const 
   RunResult r = RunJob(dir, job);
   INFO("stderr: " << r.err);
   REQUIRE(r.exit_code == 0);
+  if (result != nullptr) *result = r;
   return output;
 }
 
@@ -107,6 +109,21 @@ TEST_CASE("depth: 10-bit, 12-bit, 4:2:2, 4:4:4 and full range keep depth, layout
     CHECK(p.u > row.chroma_floor);
     CHECK(p.v > row.chroma_floor);
   }
+}
+
+TEST_CASE(
+    "depth: a 12-bit source through libx264 (10 bits at most) is written at 10 with a warning") {
+  const std::string dir = ScratchDir("depth_nearest");
+  const std::string src = dir + "/p12.mkv";
+  Make(src, kSource +
+                "-pix_fmt yuv422p12le -c:v libx265 -preset ultrafast -crf 10 -x265-params "
+                "log-level=error");
+  RunResult r;
+  const std::string out =
+      RunIdentity(dir, src, "out", {{"encoder", {{"preset", "ultrafast"}}}}, &r);
+  CHECK(ProbeVideo(out).pix_fmt == "yuv422p10le");
+  CHECK(r.out.find("warning: libx264: the encoder has no pixel format for this 12-bit 422 "
+                   "source; writing yuv422p10le instead") != std::string::npos);
 }
 
 TEST_CASE("depth: HDR10 keeps its tags, mastering display and content light level, HLG its tags") {

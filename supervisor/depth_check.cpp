@@ -37,7 +37,6 @@ Status CheckDepthAndColor(const DepthExpectation& want, const VideoStreamInfo& g
   if (!want.color.transfer.empty() && got.color_transfer != want.color.transfer) {
     return Differs("transfer", got.color_transfer, want.color.transfer);
   }
-  if (want.codec != "libx265") return Status::Ok();
   if (want.hdr.mastering.present && !(got.hdr.mastering == want.hdr.mastering)) {
     return Differs("mastering display",
                    got.hdr.mastering.present ? MasterDisplayParameter(got.hdr.mastering) : "",

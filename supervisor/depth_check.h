@@ -4,8 +4,8 @@
 // metadata are in it, equal to the source's.
 //
 // Tags and metadata are checked for libx264 and libx265 outputs, whose bitstream carries them
-// (VUI, SEI) whatever the container; HDR metadata for libx265 only: ffmpeg 5.1's H.264 decoder
-// does not export those SEI messages, so ffprobe cannot show them. Pure function.
+// (VUI, SEI) whatever the container. For libx264 the caller reads the HDR SEI with
+// ReadBitstreamHdr (hdr_metadata.h): ffprobe 5.1 does not show them. Pure function.
 #pragma once
 
 #include <string>

@@ -1,6 +1,10 @@
 #include "supervisor/hdr_metadata.h"
 
 #include <cstdlib>
+#include <sstream>
+
+#include "common/checked_file.h"
+#include "supervisor/subprocess.h"
 
 namespace framemill {
 namespace {
@@ -24,7 +28,68 @@ bool ScaledField(const nlohmann::json& entry, const char* key, int64_t unit, int
   return true;
 }
 
+// The value at the end of a trace_headers line ("... = 13250"); false when there is none.
+bool TraceValue(const std::string& line, int64_t* out) {
+  size_t eq = line.rfind(" = ");
+  if (eq == std::string::npos) return false;
+  char* end = nullptr;
+  long long v = std::strtoll(line.c_str() + eq + 3, &end, 10);
+  if (end == line.c_str() + eq + 3) return false;
+  *out = v;
+  return true;
+}
+
 }  // namespace
+
+void ParseSeiTrace(const std::string& trace, HdrMetadata* m) {
+  struct Field {
+    const char* name;
+    int64_t* value;
+    bool* seen;
+  };
+  MasteringDisplay d;
+  ContentLight l;
+  bool seen[12] = {};
+  const Field fields[] = {{"display_primaries_x[0] ", &d.green_x, &seen[0]},
+                          {"display_primaries_y[0] ", &d.green_y, &seen[1]},
+                          {"display_primaries_x[1] ", &d.blue_x, &seen[2]},
+                          {"display_primaries_y[1] ", &d.blue_y, &seen[3]},
+                          {"display_primaries_x[2] ", &d.red_x, &seen[4]},
+                          {"display_primaries_y[2] ", &d.red_y, &seen[5]},
+                          {"white_point_x ", &d.white_x, &seen[6]},
+                          {"white_point_y ", &d.white_y, &seen[7]},
+                          {"max_display_mastering_luminance ", &d.max_luminance, &seen[8]},
+                          {"min_display_mastering_luminance ", &d.min_luminance, &seen[9]},
+                          {"max_content_light_level ", &l.max_cll, &seen[10]},
+                          {"max_pic_average_light_level ", &l.max_fall, &seen[11]}};
+  std::istringstream lines(trace);
+  std::string line;
+  while (std::getline(lines, line)) {
+    for (const Field& f : fields) {
+      if (!*f.seen && line.find(f.name) != std::string::npos) *f.seen = TraceValue(line, f.value);
+    }
+  }
+  d.present = true;
+  for (int i = 0; i < 10; ++i) d.present = d.present && seen[i];
+  l.present = seen[10] && seen[11];
+  if (d.present) m->mastering = d;
+  if (l.present) m->light = l;
+}
+
+Status ReadBitstreamHdr(const std::string& ffmpeg, int fd,
+                        const std::vector<std::string>& input_options, HdrMetadata* m) {
+  std::vector<std::string> argv = {ffmpeg, "-nostdin", "-hide_banner", "-v", "verbose"};
+  argv.insert(argv.end(), input_options.begin(), input_options.end());
+  argv.insert(argv.end(), {"-i", FdPath(fd), "-map", "0:v:0", "-c", "copy", "-bsf:v",
+                           "trace_headers", "-frames:v", "1", "-f", "null", "-"});
+  Result<CommandOutput> r = RunAndCapture(argv, {fd});
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0) {
+    return Status(StatusCode::kIo, "reading the output's SEI failed: " + LastLines(r->err, 3));
+  }
+  ParseSeiTrace(r->err, m);
+  return Status::Ok();
+}
 
 bool MasteringDisplay::operator==(const MasteringDisplay& o) const {
   return present == o.present && red_x == o.red_x && red_y == o.red_y && green_x == o.green_x &&

@@ -4,9 +4,9 @@
 //   libx265: -x265-params master-display=G(x,y)B(x,y)R(x,y)WP(x,y)L(max,min):max-cll=C,F
 //            (chromaticities in units of 0.00002, luminance in 0.0001 cd/m2)
 //   libx264: -x264-params mastering-display=...:cll=C,F (same units; Debian 12's x264 writes SEI
-//            137 and 144, as `-bsf:v trace_headers` shows, but ffmpeg 5.1's H.264 decoder does not
-//            export them, so ffprobe cannot show them in such an output)
-// Other encoders get the colour tags only. Pure functions.
+//            137 and 144, but ffmpeg 5.1's H.264 decoder does not export them, so ffprobe cannot
+//            show them: ReadBitstreamHdr reads them back with the trace_headers filter)
+// Other encoders get the colour tags only. Pure functions, except ReadBitstreamHdr.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +14,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "common/status.h"
 
 namespace framemill {
 
@@ -52,6 +54,16 @@ bool IsHdrTransfer(const std::string& transfer);
 // The encoder arguments that carry `m` for `codec` (see above); empty when m has nothing or the
 // encoder has no way to write it.
 std::vector<std::string> HdrEncoderArguments(const std::string& codec, const HdrMetadata& m);
+
+// Reads the mastering display and content light level SEI fields from ffmpeg's trace_headers
+// log (display_primaries_x[0..2] in G, B, R order, white_point_x, max_content_light_level...).
+void ParseSeiTrace(const std::string& trace, HdrMetadata* m);
+
+// The SEI metadata of the first video frame of the open file `fd` (read as /proc/self/fd/N with
+// `input_options` before its -i), by `ffmpeg -bsf:v trace_headers`. Errors: kIo when ffmpeg cannot
+// be run or fails.
+Status ReadBitstreamHdr(const std::string& ffmpeg, int fd,
+                        const std::vector<std::string>& input_options, HdrMetadata* m);
 
 // "G(x,y)B(x,y)R(x,y)WP(x,y)L(max,min)", the x265/x264 syntax.
 std::string MasterDisplayParameter(const MasteringDisplay& m);

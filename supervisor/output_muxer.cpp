@@ -90,8 +90,13 @@ Status Verify(const MuxRequest& rq, int fd) {
                                                  " audio streams, input " +
                                                  std::to_string(rq.source_info->audio.size()));
   }
+  VideoStreamInfo depth = got;
+  if (rq.codec == "libx264" && src.hdr.any()) {  // ffprobe cannot show H.264's HDR SEI
+    Status read = ReadBitstreamHdr(rq.ffmpeg, fd, rq.source.restrictions, &depth.hdr);
+    if (!read.ok()) return Status(StatusCode::kVerifyFailed, read.message());
+  }
   FM_RETURN_IF_ERROR(CheckDepthAndColor(
-      DepthExpectation{rq.expected_pix_fmt, rq.codec, rq.expected_color, src.hdr}, got));
+      DepthExpectation{rq.expected_pix_fmt, rq.codec, rq.expected_color, src.hdr}, depth));
   return Status::Ok();
 }
 

@@ -158,6 +158,11 @@ TEST_CASE("depth: HDR10 keeps its tags, mastering display and content light leve
   CHECK(p.u > 33);
   CHECK(p.v > 35);
 
+  // Through libx264 (the default encoder) too: framemill reads the SEI back from the bitstream.
+  RunResult r;
+  RunIdentity(dir, hdr10, "out_hdr10_x264", {{"encoder", {{"preset", "ultrafast"}}}}, &r);
+  CHECK(r.out.find("output pixel format yuv420p10le") != std::string::npos);
+
   const std::string outhlg = RunIdentity(dir, hlg, "out_hlg");
   o = ProbeVideo(outhlg);
   CHECK(o.pix_fmt == "yuv420p10le");

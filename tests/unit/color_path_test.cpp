@@ -213,6 +213,32 @@ TEST_CASE("depth: HDR side data is read and written for x265 and x264") {
   CHECK_FALSE(IsHdrTransfer("bt709"));
 }
 
+TEST_CASE("depth: H.264 HDR SEI is read from ffmpeg's trace_headers log") {
+  // As `ffmpeg -v verbose -i OUT -c copy -bsf:v trace_headers -f null -` prints them (x264).
+  const std::string trace =
+      "[trace_headers @ 0x1] 24          display_primaries_x[0]          0011001111000010 = 13250\n"
+      "[trace_headers @ 0x1] 40          display_primaries_y[0]          1000011011000100 = 34500\n"
+      "[trace_headers @ 0x1] 56          display_primaries_x[1]          0001110101001100 = 7500\n"
+      "[trace_headers @ 0x1] 72          display_primaries_y[1]          0000101110111000 = 3000\n"
+      "[trace_headers @ 0x1] 88          display_primaries_x[2]          1000010011010000 = 34000\n"
+      "[trace_headers @ 0x1] 104         display_primaries_y[2]          0011111010000000 = 16000\n"
+      "[trace_headers @ 0x1] 120         white_point_x                   0011110100010011 = 15635\n"
+      "[trace_headers @ 0x1] 136         white_point_y                   0100000001000010 = 16450\n"
+      "[trace_headers @ 0x1] 152         max_display_mastering_luminance  0000 = 10000000\n"
+      "[trace_headers @ 0x1] 184         min_display_mastering_luminance  0001 = 50\n"
+      "[trace_headers @ 0x1] 24          max_content_light_level         0000001111101000 = 1000\n"
+      "[trace_headers @ 0x1] 40          max_pic_average_light_level     0000000110010000 = 400\n";
+  HdrMetadata m;
+  ParseSeiTrace(trace, &m);
+  REQUIRE(m.mastering.present);
+  CHECK(MasterDisplayParameter(m.mastering) ==
+        "G(13250,34500)B(7500,3000)R(34000,16000)WP(15635,16450)L(10000000,50)");
+  CHECK(m.light == ContentLight{true, 1000, 400});
+  HdrMetadata none;
+  ParseSeiTrace(trace.substr(0, trace.find("white_point_x")), &none);  // cut short
+  CHECK_FALSE(none.any());
+}
+
 TEST_CASE("depth: the output check names a lost bit depth, layout, tag or HDR metadata") {
   DepthExpectation want;
   want.pix_fmt = "yuv420p10le";

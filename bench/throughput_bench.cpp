@@ -108,7 +108,9 @@ fm::SegmentFormat Format(const fm::VideoStreamInfo& v, int w, int h) {
   f.height = h;
   f.frame_rate = v.frame_rate;
   f.encoder.preset = "veryfast";
+  f.encoder.pix_fmt = "yuv420p";  // 8-bit rgb24 frames in these rows
   f.accurate_color = AccurateColor();
+  f.color = fm::ResolveColorPath(v);
   return f;
 }
 
@@ -150,8 +152,10 @@ Row Loop(const std::string& name, const std::string& input, const fm::VideoStrea
   fm::Result<fm::UniqueFd> in = fm::OpenCheckedFile(fm::CheckedKind::kInput, input, {});
   fm::UniqueFd out(
       ::open((tmp + "/" + name + ".nut").c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  auto reader = fm::FrameReader::Start("ffmpeg", Source(*in, input), v, {}, tmp + "/dec.log",
-                                       AccurateColor());
+  auto reader = fm::FrameReader::Start(
+      "ffmpeg", Source(*in, input), v, tmp + "/dec.log", fm::FrameFormat::kRgb24,
+      fm::ColorFilters(fm::ResolveColorPath(v), fm::FrameFormat::kRgb24, AccurateColor()),
+      AccurateColor());
   auto enc =
       fm::SegmentEncoder::Start("ffmpeg", out.get(), Format(v, out_w, out_h), tmp + "/enc.log");
   std::vector<uint8_t> frame(static_cast<size_t>(v.width) * v.height * 3);
@@ -182,8 +186,10 @@ Row ModelOnly(const std::string& input, const fm::VideoStreamInfo& v, fm::FrameM
               const std::string& tmp) {
   torch::InferenceMode guard;
   fm::Result<fm::UniqueFd> in = fm::OpenCheckedFile(fm::CheckedKind::kInput, input, {});
-  auto reader = fm::FrameReader::Start("ffmpeg", Source(*in, input), v, {}, tmp + "/dec.log",
-                                       AccurateColor());
+  auto reader = fm::FrameReader::Start(
+      "ffmpeg", Source(*in, input), v, tmp + "/dec.log", fm::FrameFormat::kRgb24,
+      fm::ColorFilters(fm::ResolveColorPath(v), fm::FrameFormat::kRgb24, AccurateColor()),
+      AccurateColor());
   const size_t fb = static_cast<size_t>(v.width) * v.height * 3;
   std::vector<uint8_t> frames;
   int64_t n = 0;

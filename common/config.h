@@ -20,7 +20,9 @@ struct EncoderSettings {
   std::string codec = "libx264";  // any ffmpeg video encoder name
   int crf = 18;                   // constant rate factor; -1 = leave to the encoder
   std::string preset = "medium";  // encoder preset; "" = none (for encoders without presets)
-  std::string pix_fmt = "yuv420p";
+  // Output pixel format (an ffmpeg name), or "auto": the source's bit depth and chroma layout where
+  // the encoder has them, else the nearest (supervisor/pixel_format.h), with a warning.
+  std::string pix_fmt = "auto";
 };
 
 // When a worker is replaced on purpose. Soft limits are checked between chunks: the worker

@@ -1,7 +1,9 @@
-// How decoded frames lie in the arena's input slots, and what a worker needs to turn them into
-// RGB: packed rgb24 (ffmpeg converted them: color_conversion accurate | fast), or the source's
-// own planar YUV 4:2:0, 8-bit (color_conversion device: the worker converts on its device, so
-// half the bytes cross the pipe, the arena and the bus, and no CPU time goes to swscale).
+// How frames lie in the arena's slots, and what a worker needs to turn them into RGB. Input:
+// packed rgb24 (ffmpeg converted an 8-bit source: color_conversion accurate | fast), packed
+// rgb48 (ffmpeg converted a source of more than 8 bits per component: 16 bits reach the model),
+// or the source's own planar YUV 4:2:0, 8-bit (color_conversion device: the worker converts on
+// its device, so half the bytes cross the pipe, the arena and the bus, and no CPU time goes to
+// swscale). Output: rgb24, or rgb48 for an output of more than 8 bits.
 #pragma once
 
 #include <cstddef>
@@ -13,7 +15,23 @@ namespace framemill {
 enum class FrameFormat : uint32_t {
   kRgb24 = 0,    // w*h*3 bytes: R, G, B per pixel, rows packed
   kYuv420p = 1,  // planes Y (w*h), U, V (ceil(w/2)*ceil(h/2) each), rows packed
+  kRgb48 = 2,    // w*h*6 bytes: R, G, B per pixel, each a little-endian uint16 (ffmpeg's
+                 // rgb48le: full scale 65535), rows packed
 };
+inline constexpr uint32_t kLastFrameFormat = 2;
+
+// ffmpeg's -pix_fmt name of the raw frames (rgb24, yuv420p, rgb48le).
+inline const char* FrameFormatName(FrameFormat format) {
+  switch (format) {
+    case FrameFormat::kYuv420p:
+      return "yuv420p";
+    case FrameFormat::kRgb48:
+      return "rgb48le";
+    case FrameFormat::kRgb24:
+      break;
+  }
+  return "rgb24";
+}
 
 // YCbCr -> RGB matrices, by the ffprobe colour-space names that select them.
 enum class YuvMatrix : uint32_t { kBt601 = 0, kBt709 = 1, kBt2020 = 2, kSmpte240m = 3, kFcc = 4 };
@@ -23,6 +41,7 @@ inline size_t FrameBytes(FrameFormat format, uint32_t width, uint32_t height) {
     size_t cw = (size_t{width} + 1) / 2, ch = (size_t{height} + 1) / 2;
     return size_t{width} * height + 2 * cw * ch;
   }
+  if (format == FrameFormat::kRgb48) return size_t{width} * height * 6;
   return size_t{width} * height * 3;
 }
 

@@ -6,8 +6,8 @@
 //    result and telemetry. No other worker maps it. It holds no lock and no kernel object:
 //    wake-ups travel over pipes (worker_pool.h), so nothing in it can block the supervisor.
 //  - a frame arena ("arena-...") per job, mapped by every worker of the job: a header and
-//    `slot_count` slots. A slot holds one chunk: its input frames (rgb24 or planar YUV 4:2:0,
-//    see frame_format.h), then room for its output frames, rgb24, packed rows.
+//    `slot_count` slots. A slot holds one chunk: its input frames (rgb24, rgb48 or planar YUV
+//    4:2:0, see frame_format.h), then room for its output frames (rgb24 or rgb48), packed rows.
 //    The supervisor alone decides which slot belongs to which chunk; a worker touches only the
 //    slot of a request it holds.
 //
@@ -33,7 +33,7 @@
 
 namespace framemill {
 
-inline constexpr uint32_t kProtocolVersion = 7;
+inline constexpr uint32_t kProtocolVersion = 8;
 inline constexpr uint64_t kControlMagic = 0x4c54434d4d52464dull;  // "MFRMMCTL"
 inline constexpr uint64_t kArenaMagic = 0x4e5241414d52464dull;    // "MFRMAARN"
 inline constexpr uint32_t kMaxWorkerChannels = 64;                // per supervisor
@@ -53,13 +53,13 @@ struct ArenaGeometry {
   FrameFormat in_format = FrameFormat::kRgb24;  // how the input frames lie in a slot
   YuvMatrix in_matrix = YuvMatrix::kBt601;      // kYuv420p: the matrix to RGB
   uint32_t in_full_range = 0;  // kYuv420p: 1 = full range (0-255), 0 = limited (16-235)
-  uint32_t reserved = 0;
-  uint64_t slot_bytes = 0;   // distance between slots
-  uint64_t data_offset = 0;  // from the start of the object to slot 0
-  uint64_t total_bytes = 0;  // size of the whole object
+  FrameFormat out_format = FrameFormat::kRgb24;  // kRgb24 or kRgb48: how the model's output lies
+  uint64_t slot_bytes = 0;                       // distance between slots
+  uint64_t data_offset = 0;                      // from the start of the object to slot 0
+  uint64_t total_bytes = 0;                      // size of the whole object
 
   size_t InFrameBytes() const { return FrameBytes(in_format, in_width, in_height); }
-  size_t OutFrameBytes() const { return size_t{out_width} * out_height * 3; }
+  size_t OutFrameBytes() const { return FrameBytes(out_format, out_width, out_height); }
   // Slot addresses in a mapping at `base`; only for a geometry that passed
   // ValidateArenaGeometry against that mapping's size.
   uint8_t* SlotIn(uint8_t* base, uint32_t slot) const {

@@ -149,8 +149,9 @@ Status ValidateArenaGeometry(const ArenaGeometry& g, uint64_t mapping_bytes) {
       g.out_height > kMaxFrameSide) {
     return bad("frame size out of range");
   }
-  if (g.in_format != FrameFormat::kRgb24 && g.in_format != FrameFormat::kYuv420p) {
-    return bad("unknown input format");
+  if (static_cast<uint32_t>(g.in_format) > kLastFrameFormat) return bad("unknown input format");
+  if (g.out_format != FrameFormat::kRgb24 && g.out_format != FrameFormat::kRgb48) {
+    return bad("output format is neither rgb24 nor rgb48");
   }
   if (static_cast<uint32_t>(g.in_matrix) > static_cast<uint32_t>(YuvMatrix::kFcc)) {
     return bad("unknown YUV matrix");

@@ -141,17 +141,6 @@ StatusCode EncodeFailureCode(const std::string& message, const CommandOutput& ex
                                                             : StatusCode::kEncodeFailed;
 }
 
-// ffprobe colour-space names that swscale also knows as a matrix name.
-std::string SwsMatrix(const std::string& color_space) {
-  if (color_space == "bt709") return "bt709";
-  if (color_space == "smpte170m") return "smpte170m";
-  if (color_space == "bt470bg") return "bt470";
-  if (color_space == "smpte240m") return "smpte240m";
-  if (color_space == "fcc") return "fcc";
-  if (color_space == "bt2020nc" || color_space == "bt2020c") return "bt2020";
-  return "";
-}
-
 // The geometry filters (setsar, setfield) after `filters`, all as one -vf into `args`.
 void AppendGeometryArguments(const SegmentFormat& f, std::vector<std::string>* filters,
                              std::vector<std::string>* args) {
@@ -166,38 +155,30 @@ void AppendGeometryArguments(const SegmentFormat& f, std::vector<std::string>* f
 
 }  // namespace
 
-std::string SwsFlags(bool accurate) {
-  return accurate ? "bicubic+accurate_rnd+full_chroma_int" : "bicubic+full_chroma_int";
-}
-
-Result<std::unique_ptr<FrameReader>> FrameReader::Start(const std::string& ffmpeg,
-                                                        const SourceFile& input,
-                                                        const VideoStreamInfo& video,
-                                                        const std::vector<std::string>& filters,
-                                                        const std::string& stderr_path,
-                                                        bool accurate_color, bool yuv) {
+Result<std::unique_ptr<FrameReader>> FrameReader::Start(
+    const std::string& ffmpeg, const SourceFile& input, const VideoStreamInfo& video,
+    const std::string& stderr_path, FrameFormat format, const std::vector<std::string>& filters,
+    bool accurate_color) {
+  const bool yuv = format == FrameFormat::kYuv420p;
   // A yuvj420p source is asked for as yuvj420p: as yuv420p, ffmpeg would squeeze its range.
-  const std::string pix_fmt = yuv ? video.pix_fmt : "rgb24";
+  const std::string pix_fmt = yuv ? video.pix_fmt : FrameFormatName(format);
   if (yuv && !IsPlanarYuv420(pix_fmt)) {
     return Status(StatusCode::kInternal, "YUV frames asked of a " + pix_fmt + " source");
   }
+  std::string chain;
+  for (const std::string& f : filters) chain += (chain.empty() ? "" : ",") + f;
   std::vector<std::string> argv = {ffmpeg, "-nostdin", "-hide_banner", "-v", "error"};
   argv.insert(argv.end(), input.restrictions.begin(), input.restrictions.end());
-  argv.insert(argv.end(), {"-autorotate", "0", "-i", FdPath(input.fd), "-map",
-                           "0:" + std::to_string(video.index), "-fps_mode", "passthrough", "-an",
-                           "-sn", "-dn"});
-  if (!filters.empty()) {
-    std::string chain;
-    for (const std::string& f : filters) chain += (chain.empty() ? "" : ",") + f;
-    argv.insert(argv.end(), {"-vf", chain});
-  }
-  argv.insert(argv.end(), {"-sws_flags", SwsFlags(accurate_color), "-f", "rawvideo", "-pix_fmt",
-                           pix_fmt, "pipe:1"});
+  argv.insert(argv.end(),
+              {"-autorotate", "0", "-i", FdPath(input.fd), "-map",
+               "0:" + std::to_string(video.index), "-fps_mode", "passthrough", "-an", "-sn", "-dn",
+               "-sws_flags", DecoderSwsFlags(accurate_color)});
+  if (!chain.empty()) argv.insert(argv.end(), {"-vf", chain});
+  argv.insert(argv.end(), {"-f", "rawvideo", "-pix_fmt", pix_fmt, "pipe:1"});
   Result<std::unique_ptr<PipedChild>> child =
       PipedChild::Spawn(argv, PipedChild::Direction::kReadStdout, stderr_path, {input.fd});
   if (!child.ok()) return child.status();
-  size_t bytes = FrameBytes(yuv ? FrameFormat::kYuv420p : FrameFormat::kRgb24,
-                            static_cast<uint32_t>(video.display_width),
+  size_t bytes = FrameBytes(format, static_cast<uint32_t>(video.display_width),
                             static_cast<uint32_t>(video.display_height));
   return std::unique_ptr<FrameReader>(new FrameReader(std::move(*child), bytes));
 }
@@ -240,23 +221,33 @@ void FrameReader::KillForTest(int sig) {
   if (child_->pid() > 0) ::kill(child_->pid(), sig);
 }
 
+namespace {
+
+// depth: the colour path's conversion and tags, and the HDR metadata.
+void AddDepthArguments(const SegmentFormat& f, std::vector<std::string>* a,
+                       std::vector<std::string>* tail) {
+  EncoderColor c = EncoderColorArguments(f.color, f.encoder.pix_fmt, f.accurate_color);
+  std::vector<std::string> filters;
+  if (!c.filter.empty()) filters.push_back(c.filter);
+  AppendGeometryArguments(f, &filters, a);  // the colour conversion, then setsar/setfield
+  a->insert(a->end(), c.flags.begin(), c.flags.end());
+  std::vector<std::string> hdr = HdrEncoderArguments(f.encoder.codec, f.hdr);
+  tail->insert(tail->end(), hdr.begin(), hdr.end());
+  tail->insert(tail->end(), c.tags.begin(), c.tags.end());
+}
+
+}  // namespace
+
 std::vector<std::string> EncoderArguments(const SegmentFormat& f) {
   std::vector<std::string> a = {
       "-f",         "rawvideo",
-      "-pix_fmt",   "rgb24",
+      "-pix_fmt",   FrameFormatName(f.in_format),
       "-s",         std::to_string(f.width) + "x" + std::to_string(f.height),
       "-framerate", f.frame_rate.ToString(),
       "-i",         "pipe:0"};
-  std::string matrix = SwsMatrix(f.color_space);
-  bool yuv = f.encoder.pix_fmt.rfind("yuv", 0) == 0;
-  std::vector<std::string> filters;
-  if (yuv && !matrix.empty()) {
-    std::string range = f.color_range == "pc" ? "pc" : "tv";
-    filters.push_back("scale=out_color_matrix=" + matrix + ":out_range=" + range);
-  }
-  AppendGeometryArguments(f, &filters, &a);
-  a.insert(a.end(), {"-sws_flags", SwsFlags(f.accurate_color), "-c:v", f.encoder.codec, "-pix_fmt",
-                     f.encoder.pix_fmt});
+  std::vector<std::string> tail;
+  AddDepthArguments(f, &a, &tail);
+  a.insert(a.end(), {"-c:v", f.encoder.codec, "-pix_fmt", f.encoder.pix_fmt});
   const std::vector<std::string> geometry_options =
       GeometryEncoderOptions(OutputGeometry{f.width, f.height, f.sample_aspect, f.field_order});
   a.insert(a.end(), geometry_options.begin(), geometry_options.end());
@@ -266,12 +257,7 @@ std::vector<std::string> EncoderArguments(const SegmentFormat& f) {
     if (f.encoder.codec.find("vpx") != std::string::npos) a.insert(a.end(), {"-b:v", "0"});
   }
   if (!f.encoder.preset.empty()) a.insert(a.end(), {"-preset", f.encoder.preset});
-  if (yuv && !matrix.empty()) {
-    a.insert(a.end(), {"-colorspace", f.color_space});
-    if (!f.color_primaries.empty()) a.insert(a.end(), {"-color_primaries", f.color_primaries});
-    if (!f.color_transfer.empty()) a.insert(a.end(), {"-color_trc", f.color_transfer});
-    a.insert(a.end(), {"-color_range", f.color_range == "pc" ? "pc" : "tv"});
-  }
+  a.insert(a.end(), tail.begin(), tail.end());
   return a;
 }
 

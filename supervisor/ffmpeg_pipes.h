@@ -1,5 +1,6 @@
-// ffmpeg as a child process with raw rgb24 frames over a pipe: FrameReader decodes the source's
-// video stream sequentially, SegmentEncoder encodes one segment file. ffmpeg's stderr goes to a
+// ffmpeg as a child process with raw frames over a pipe (rgb24, rgb48le or the source's YUV 4:2:0:
+// common/frame_format.h): FrameReader decodes the source's video stream sequentially,
+// SegmentEncoder encodes one segment file. ffmpeg's stderr goes to a
 // log file whose last lines are quoted in errors. Not thread-safe: one thread per object.
 // Destroying an object whose child still runs kills the child.
 #pragma once
@@ -10,7 +11,10 @@
 #include <vector>
 
 #include "common/config.h"
+#include "common/frame_format.h"
 #include "common/status.h"
+#include "supervisor/color_path.h"
+#include "supervisor/hdr_metadata.h"
 #include "supervisor/media_probe.h"
 #include "supervisor/subprocess.h"
 
@@ -22,18 +26,18 @@ class FrameReader {
  public:
   // Starts decoding `video` of `input`. `-fps_mode passthrough` keeps ffmpeg from inventing or
   // dropping frames to make the rate constant: every decoded frame comes out exactly once.
-  // Frames come as rgb24 (`accurate_color`: see SwsFlags), or with `yuv` as the source's own
-  // 8-bit 4:2:0 planes (the source must be yuv420p or yuvj420p: see IsPlanarYuv420), unconverted.
+  // Frames come in `format`: rgb24 or rgb48le as `filters` make them (joined into one -vf; the
+  // colour path's ColorFilters go last: supervisor/color_path.h), or kYuv420p: the source's own
+  // 8-bit 4:2:0 planes (the source must be yuv420p or yuvj420p: see IsPlanarYuv420). `-sws_flags`
+  // is the colour path's decoder flags (`accurate_color`), for any conversion ffmpeg inserts.
   // ffmpeg reads the open file `input.fd` (as /proc/self/fd/N) under `input.restrictions`.
   // `filters` (joined into one -vf, in order) shape the frames; ffmpeg's own rotation is off
   // (-autorotate 0): the filters turn frames upright (source_geometry.h), so frames come out
-  // video.display_width x video.display_height.
-  static Result<std::unique_ptr<FrameReader>> Start(const std::string& ffmpeg,
-                                                    const SourceFile& input,
-                                                    const VideoStreamInfo& video,
-                                                    const std::vector<std::string>& filters,
-                                                    const std::string& stderr_path,
-                                                    bool accurate_color = true, bool yuv = false);
+  // video.display_width x video.display_height, in `format`.
+  static Result<std::unique_ptr<FrameReader>> Start(
+      const std::string& ffmpeg, const SourceFile& input, const VideoStreamInfo& video,
+      const std::string& stderr_path, FrameFormat format, const std::vector<std::string>& filters,
+      bool accurate_color = true);
   ~FrameReader();
 
   // Reads one frame (FrameBytes of its format) into `dst`. true: a frame; false: end of stream.
@@ -59,16 +63,15 @@ struct SegmentFormat {
   int width = 0;
   int height = 0;
   Rational frame_rate;
-  EncoderSettings encoder;
-  std::string color_space;  // source's colour tags, carried to the output
-  std::string color_range;
-  std::string color_primaries;
-  std::string color_transfer;
+  EncoderSettings encoder;     // pix_fmt already resolved (never "auto")
+  ColorPath color;             // matrix, range and tags, both ways (supervisor/color_path.h)
   bool accurate_color = true;  // see SwsFlags
   // Geometry (output_geometry.h): the sample aspect ratio the output carries and its field order
   // ("progressive", "tt" or "bb"). Odd sizes are handled by the pixel format (PixelFormatForSize).
   Rational sample_aspect{1, 1};
   std::string field_order = "progressive";
+  FrameFormat in_format = FrameFormat::kRgb24;  // the frames written to it: rgb24 or rgb48le
+  HdrMetadata hdr;                              // written into the bitstream where the encoder can
 };
 
 class SegmentEncoder {
@@ -94,13 +97,10 @@ class SegmentEncoder {
   std::unique_ptr<PipedChild> child_;
 };
 
-// swscale flags for YUV <-> RGB. Accurate rounding costs the decoder about 8 ms of one core per
-// 1080p frame (ffmpeg 5.1), which caps decoding near 110 fps; without it the conversion takes
-// about 2 ms and rounds slightly coarser (in a YUV -> RGB -> YUV round trip of a 640x480 clip:
-// luma PSNR 50.3 dB against 57.8 dB).
-std::string SwsFlags(bool accurate);
-
-// The ffmpeg arguments that encode rgb24 frames into `format` (exposed for tests and benchmarks).
+// The ffmpeg arguments that encode rgb24/rgb48le frames into `format` (exposed for tests and
+// benchmarks). Accurate rounding (color_path.h) costs the decoder about 8 ms of one core per 1080p
+// frame (ffmpeg 5.1), which caps decoding near 110 fps; without it the conversion takes about
+// 2 ms and rounds slightly coarser.
 std::vector<std::string> EncoderArguments(const SegmentFormat& format);
 
 }  // namespace framemill

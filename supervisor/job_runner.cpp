@@ -25,6 +25,7 @@
 #include "common/shm_protocol.h"
 #include "common/shm_validate.h"
 #include "supervisor/chunk_board.h"
+#include "supervisor/color_path.h"
 #include "supervisor/dispatcher.h"
 #include "supervisor/ffmpeg_pipes.h"
 #include "supervisor/job_plan.h"
@@ -32,6 +33,7 @@
 #include "supervisor/media_probe.h"
 #include "supervisor/output_geometry.h"
 #include "supervisor/output_muxer.h"
+#include "supervisor/pixel_format.h"
 #include "supervisor/subprocess.h"
 #include "supervisor/source_geometry.h"
 #include "supervisor/timeline.h"
@@ -117,6 +119,7 @@ class JobRun {
   Status OpenPaths();
   Status OpenScratch();
   Status Prepare();
+  Status ResolveDepth();
   Status StartDecoder(int64_t skip);
   Result<bool> ReadFrame(uint8_t* dst);
   Status StartWorkers();
@@ -124,6 +127,9 @@ class JobRun {
   std::string LogDirKey() const;
   Status CreateArena();
   Status PlanGeometry();
+  // The decoder's -vf: geometry's filters (deinterlace, turn upright), then the colour path's
+  // conversion to the model's format.
+  std::vector<std::string> DecoderFilters() const;
   Status CheckFreeSpace() const;
   void DecodeLoop();
   void EncodeLoop(int encoder);
@@ -163,7 +169,12 @@ class JobRun {
   // and what the encoder writes: set by PlanGeometry.
   std::vector<std::string> decoder_filters_;
   OutputGeometry out_geometry_;
-  std::string out_pix_fmt_;
+  // depth: the matrix, range and tags both ways; how frames lie in the arena (in: as the decoder
+  // writes them, out: as the encoder takes them).
+  ColorPath color_path_;
+  EncoderSettings encoder_;  // settings_.encoder with pix_fmt resolved
+  FrameFormat in_format_ = FrameFormat::kRgb24;
+  FrameFormat out_format_ = FrameFormat::kRgb24;
   int out_w_ = 0, out_h_ = 0;
   SharedMemory arena_shm_;
   uint8_t* arena_base_ = nullptr;
@@ -242,12 +253,43 @@ Status JobRun::OpenScratch() {
   return Status::Ok();
 }
 
+// depth: the colour path, the output pixel format (pix_fmt "auto": the source's depth and chroma
+// layout where the encoder has them) and the arena's output format.
+Status JobRun::ResolveDepth() {
+  const VideoStreamInfo& v = media_.video;
+  color_path_ = ResolveColorPath(v);
+  encoder_ = settings_.encoder;
+  if (color_path_.assumed) {
+    spdlog::info("{}: no colour-space tag; converting and tagging as {} ({} at {}x{})", job_.input,
+                 color_path_.color_space, color_path_.color_space == "bt709" ? "HD" : "SD", v.width,
+                 v.height);
+  }
+  if (encoder_.pix_fmt == "auto") {
+    Result<std::vector<std::string>> supported =
+        EncoderPixelFormats(config_.ffmpeg, encoder_.codec);
+    if (!supported.ok()) return supported.status();
+    PixelFormatChoice choice = ChoosePixelFormat(ParsePixelFormat(v.pix_fmt), *supported);
+    encoder_.pix_fmt = choice.pix_fmt;
+    if (!choice.warning.empty()) {
+      std::string w = encoder_.codec + ": " + choice.warning;
+      spdlog::warn("{}: {}", job_.input, w);
+      report_.warnings.push_back(w);
+    }
+  }
+  out_format_ =
+      ParsePixelFormat(encoder_.pix_fmt).bits > 8 ? FrameFormat::kRgb48 : FrameFormat::kRgb24;
+  spdlog::info("{}: {} ({}-bit {}) -> {}", job_.input, v.pix_fmt, v.bits_per_component,
+               v.chroma_layout, encoder_.pix_fmt);
+  return Status::Ok();
+}
+
 Status JobRun::Prepare() {
   FM_RETURN_IF_ERROR(OpenPaths());
   Result<MediaInfo> media = ProbeMedia(config_.ffprobe, source_, /*frame_times=*/true);
   if (!media.ok()) return media.status();
   media_ = std::move(*media);
   const VideoStreamInfo& v = media_.video;
+  FM_RETURN_IF_ERROR(ResolveDepth());
   if (!v.constant_rate) {
     spdlog::info("{}: variable frame rate; every frame keeps its source timestamp", job_.input);
   }
@@ -379,11 +421,16 @@ Status JobRun::CreateArena() {
   // color_conversion device: the source's 4:2:0 planes go to the workers as they are.
   color_conversion_ =
       ResolveColorConversion(settings_.color_conversion, worker_device_, v, job_.input);
-  const FrameFormat in_format =
-      color_conversion_ == "device" ? FrameFormat::kYuv420p : FrameFormat::kRgb24;
+  // More than 8 bits reach the model as 16 (rgb48); the output side is 16-bit for an output
+  // format of more than 8 bits.
+  in_format_ = color_conversion_ == "device" ? FrameFormat::kYuv420p
+               : v.bits_per_component > 8    ? FrameFormat::kRgb48
+                                             : FrameFormat::kRgb24;
+  const FrameFormat in_format = in_format_;
   uint64_t in_frame = FrameBytes(in_format, static_cast<uint32_t>(v.display_width),
                                  static_cast<uint32_t>(v.display_height));
-  uint64_t out_frame = static_cast<uint64_t>(out_w_) * out_h_ * 3;
+  uint64_t out_frame =
+      FrameBytes(out_format_, static_cast<uint32_t>(out_w_), static_cast<uint32_t>(out_h_));
   uint64_t slot_bytes = AlignUp((in_frame + out_frame) * plan_.chunk_frames, kSlotAlignment);
   uint64_t budget = static_cast<uint64_t>(config_.arena_mb) << 20;
   uint64_t wanted = static_cast<uint64_t>(settings_.workers) * kInflightPerWorker + 4;
@@ -406,8 +453,9 @@ Status JobRun::CreateArena() {
   g.in_width = static_cast<uint32_t>(v.display_width);
   g.in_height = static_cast<uint32_t>(v.display_height);
   g.in_format = in_format;
-  g.in_matrix = MatrixForColorSpace(v.color_space);
-  g.in_full_range = v.color_range == "pc" || v.pix_fmt == "yuvj420p" ? 1 : 0;
+  g.in_matrix = MatrixForColorSpace(color_path_.color_space);
+  g.in_full_range = color_path_.full_range ? 1 : 0;
+  g.out_format = out_format_;
   g.out_width = static_cast<uint32_t>(out_w_);
   g.out_height = static_cast<uint32_t>(out_h_);
   g.slot_bytes = slot_bytes;
@@ -437,6 +485,13 @@ Status JobRun::CreateArena() {
 // The geometry of this job's frames (source_geometry.h, output_geometry.h): the decoder's filters
 // (deinterlacing, then turning upright), the output's sample aspect ratio (the source's display
 // aspect kept), field order and a pixel format that can hold its size.
+std::vector<std::string> JobRun::DecoderFilters() const {
+  std::vector<std::string> filters = decoder_filters_;
+  for (const std::string& f : ColorFilters(color_path_, in_format_, color_conversion_ == "accurate"))
+    filters.push_back(f);
+  return filters;
+}
+
 Status JobRun::PlanGeometry() {
   const VideoStreamInfo& v = media_.video;
   Result<std::vector<std::string>> filters = GeometryFilters(v, settings_.deinterlace);
@@ -452,11 +507,15 @@ Status JobRun::PlanGeometry() {
   std::string chain;
   for (const std::string& f : decoder_filters_) chain += (chain.empty() ? "" : ",") + f;
   std::string warning;
-  Result<std::string> pix_fmt = PixelFormatForSize(
-      settings_.encoder.codec, settings_.encoder.pix_fmt, out_w_, out_h_, &warning);
+  // After ResolveDepth: pix_fmt "auto" is already the source's depth and chroma layout.
+  Result<std::string> pix_fmt =
+      PixelFormatForSize(encoder_.codec, encoder_.pix_fmt, out_w_, out_h_, &warning);
   if (!pix_fmt.ok()) return pix_fmt.status();
-  if (!warning.empty()) spdlog::warn("{}", warning);
-  out_pix_fmt_ = *pix_fmt;
+  if (!warning.empty()) {
+    spdlog::warn("{}", warning);
+    report_.warnings.push_back(warning);
+  }
+  encoder_.pix_fmt = *pix_fmt;
   spdlog::info(
       "geometry: stored {}x{}, shown {}x{} (turned {} degrees{}), sample aspect {}, field order "
       "{}; decoder filters: {}; output {}x{}, sample aspect {}, {}",
@@ -502,8 +561,8 @@ Status JobRun::CheckFreeSpace() const {
 Status JobRun::StartDecoder(int64_t skip) {
   reader_.reset();  // a crashed one is reaped here
   Result<std::unique_ptr<FrameReader>> reader = FrameReader::Start(
-      config_.ffmpeg, source_, media_.video, decoder_filters_, scratch_ + "/decoder.log",
-      color_conversion_ == "accurate", color_conversion_ == "device");
+      config_.ffmpeg, source_, media_.video, scratch_ + "/decoder.log", in_format_,
+      DecoderFilters(), color_conversion_ == "accurate");
   if (!reader.ok()) return reader.status();
   reader_ = std::move(*reader);
   next_frame_ = 0;
@@ -634,13 +693,11 @@ void JobRun::EncodeLoop(int encoder) {
   fmt.width = out_w_;
   fmt.height = out_h_;
   fmt.frame_rate = media_.video.frame_rate;
-  fmt.encoder = settings_.encoder;
+  fmt.encoder = encoder_;
   fmt.accurate_color = color_conversion_ == "accurate";
-  fmt.color_space = media_.video.color_space;
-  fmt.color_range = media_.video.color_range;
-  fmt.color_primaries = media_.video.color_primaries;
-  fmt.color_transfer = media_.video.color_transfer;
-  fmt.encoder.pix_fmt = out_pix_fmt_;
+  fmt.color = color_path_;
+  fmt.in_format = out_format_;
+  fmt.hdr = media_.video.hdr;
   fmt.sample_aspect = out_geometry_.sample_aspect;
   fmt.field_order = out_geometry_.field_order;
   double busy_s = 0, wait_s = 0;
@@ -835,6 +892,9 @@ Result<JobReport> JobRun::Run() {
   mux.overwrite = job_.overwrite;
   mux.output_reader_uid = options_.output_reader_uid;
   mux.geometry = out_geometry_;
+  mux.expected_pix_fmt = encoder_.pix_fmt;
+  mux.expected_color = color_path_;
+  mux.codec = encoder_.codec;
   FM_RETURN_IF_ERROR(MuxAndVerify(mux));
   lap(&stages_.mux_s);
   spdlog::info("stages: {}", stages_.Summary());
@@ -847,7 +907,9 @@ Result<JobReport> JobRun::Run() {
   report_.in_height = media_.video.display_height;
   report_.out_width = out_w_;
   report_.out_height = out_h_;
-  report_.worker_input_format = color_conversion_ == "device" ? media_.video.pix_fmt : "rgb24";
+  report_.worker_input_format =
+      color_conversion_ == "device" ? media_.video.pix_fmt : FrameFormatName(in_format_);
+  report_.output_pix_fmt = encoder_.pix_fmt;
   report_.seconds = static_cast<double>(MonotonicMs() - t0) / 1000.0;
   report_.timeline = timeline_.path();
   return report_;

@@ -64,6 +64,11 @@ struct JobReport {
   int64_t attempts = 1;  // runs of the job: more than 1 after a crash (Config::crash_retries)
   std::vector<std::string> faults_retried;  // every decoder/encoder crash survived, as reported
   nlohmann::json FaultsJson() const;        // {"decoder_restarts", "attempts", "faults_retried"}
+  // depth: the output's pixel format (pix_fmt "auto" resolved) and what the job kept less of
+  // than the source had (an encoder without the source's depth or layout), or assumed (the
+  // matrix of an untagged source), one sentence each.
+  std::string output_pix_fmt;
+  std::vector<std::string> warnings;
 };
 
 struct JobProgress {

@@ -96,6 +96,8 @@ void PrintSummary(const framemill::JobReport& r) {
       r.worker_input_format.c_str(), r.out_width, r.out_height, r.seconds,
       r.seconds > 0 ? r.frames / r.seconds : 0.0, static_cast<long long>(r.chunks),
       static_cast<long long>(r.segments));
+  std::printf("framemill: output pixel format %s\n", r.output_pix_fmt.c_str());
+  for (const std::string& w : r.warnings) std::printf("framemill: warning: %s\n", w.c_str());
   int recycles = 0;
   std::string by_reason;
   for (const auto& [reason, n] : d.recycles) {

@@ -17,6 +17,7 @@
 
 #include "common/checked_file.h"
 #include "supervisor/source_geometry.h"
+#include "supervisor/pixel_format.h"
 #include "supervisor/subprocess.h"
 
 namespace framemill {
@@ -48,6 +49,39 @@ bool IsAttachedPicture(const nlohmann::json& stream) {
   if (d == stream.end() || !d->is_object()) return false;
   auto a = d->find("attached_pic");
   return a != d->end() && a->is_number_integer() && a->get<int>() != 0;
+}
+
+// depth: bit depth and chroma layout from the pixel format, HDR metadata from stream side data.
+void ReadColor(const nlohmann::json& s, VideoStreamInfo* v) {
+  PixelFormatTraits t = ParsePixelFormat(v->pix_fmt);
+  v->bits_per_component = t.bits;
+  v->chroma_layout = ChromaLayoutName(t.chroma);
+  auto side = s.find("side_data_list");
+  if (side != s.end()) ParseHdrSideData(*side, &v->hdr);
+}
+
+// HDR metadata that travels in the bitstream (HEVC SEI) shows only as frame side data: read the
+// first frame's, for HDR transfers without stream side data.
+Status ReadFrameHdr(const std::string& ffprobe, const SourceFile& source, VideoStreamInfo* v) {
+  if (!IsHdrTransfer(v->color_transfer) || v->hdr.any()) return Status::Ok();
+  std::vector<std::string> argv = {ffprobe, "-v", "error"};
+  argv.insert(argv.end(), source.restrictions.begin(), source.restrictions.end());
+  argv.insert(argv.end(), {"-select_streams", std::to_string(v->index), "-read_intervals", "%+#1",
+                           "-show_frames", "-print_format", "json", FdPath(source.fd)});
+  Result<CommandOutput> r = RunAndCapture(argv, {source.fd});
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0) return Status::Ok();  // the full probe read it: no metadata, then
+  try {
+    nlohmann::json j = nlohmann::json::parse(r->out);
+    for (const nlohmann::json& f : j.value("frames", nlohmann::json::array())) {
+      if (f.is_object() && f.contains("side_data_list"))
+        ParseHdrSideData(f["side_data_list"], &v->hdr);
+      break;
+    }
+  } catch (const std::exception&) {
+    return Status::Ok();
+  }
+  return Status::Ok();
 }
 
 // One line of `ffprobe -show_entries packet=pts_time,flags -of csv=p=0`.
@@ -365,6 +399,7 @@ Result<MediaInfo> ProbeMedia(const std::string& ffprobe, const SourceFile& sourc
       v.color_transfer = StringField(s, "color_transfer");
       Status geometry = ReadGeometry(s, &v);
       if (!geometry.ok()) return Status(geometry.code(), path + ": " + geometry.message());
+      ReadColor(s, &v);
     } else if (type == "audio" || type == "subtitle") {
       OtherStreamInfo o;
       o.index = index;
@@ -383,6 +418,7 @@ Result<MediaInfo> ProbeMedia(const std::string& ffprobe, const SourceFile& sourc
   if (info.video.frame_rate.num == 0) {
     return Status(StatusCode::kInputInvalid, path + ": video stream has no frame rate");
   }
+  FM_RETURN_IF_ERROR(ReadFrameHdr(ffprobe, source, &info.video));
   if (frame_times) {
     FM_RETURN_IF_ERROR(ReadFrameTimes(ffprobe, source, &info));
     FM_RETURN_IF_ERROR(ReadFrameFieldOrder(ffprobe, source, &info.video));

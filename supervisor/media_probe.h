@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "supervisor/hdr_metadata.h"
 
 namespace framemill {
 
@@ -46,6 +47,10 @@ struct VideoStreamInfo {
   std::string field_order;       // "progressive" | "tt" | "bb" | "tb" | "bt" | "" (unknown)
   int display_width = 0;         // the upright size the model gets: width x height, turned
   int display_height = 0;
+  // depth: from pix_fmt (supervisor/pixel_format.h) and side data (supervisor/hdr_metadata.h).
+  int bits_per_component = 8;
+  std::string chroma_layout;  // "420" | "422" | "444" | "440" | "411" | "410" | "gray" | ""
+  HdrMetadata hdr;            // stream side data, else the first frame's (HDR transfers only)
 };
 
 struct OtherStreamInfo {

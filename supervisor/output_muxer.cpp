@@ -16,6 +16,7 @@
 #include "common/file_util.h"
 #include "common/log.h"
 #include "supervisor/carried_metadata.h"
+#include "supervisor/depth_check.h"
 #include "supervisor/subprocess.h"
 
 namespace framemill {
@@ -77,6 +78,13 @@ Status Verify(const MuxRequest& rq, int fd, const CarriedMetadata& carried,
                                                  " audio streams, input " +
                                                  std::to_string(rq.source_info->audio.size()));
   }
+  VideoStreamInfo depth = got;
+  if (rq.codec == "libx264" && src.hdr.any()) {  // ffprobe cannot show H.264's HDR SEI
+    Status read = ReadBitstreamHdr(rq.ffmpeg, fd, rq.source.restrictions, &depth.hdr);
+    if (!read.ok()) return Status(StatusCode::kVerifyFailed, read.message());
+  }
+  FM_RETURN_IF_ERROR(CheckDepthAndColor(
+      DepthExpectation{rq.expected_pix_fmt, rq.codec, rq.expected_color, src.hdr}, depth));
   Result<CarriedMetadata> out_carried = ProbeCarried(rq.ffprobe, output);
   if (!out_carried.ok()) return Status(StatusCode::kVerifyFailed, out_carried.status().message());
   return CheckCarriedMetadata(carried, plan, *out_carried);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "supervisor/color_path.h"
 #include "supervisor/media_probe.h"
 #include "supervisor/output_geometry.h"
 
@@ -36,6 +37,11 @@ struct MuxRequest {
   // The output's displayed geometry (output_geometry.h): its size (the model's output, upright),
   // sample aspect ratio and field order. Verification compares the displayed size and aspect.
   OutputGeometry geometry;
+  // depth (supervisor/depth_check.h): the output's pixel format ("" = unchecked), its encoder
+  // and its colour path.
+  std::string expected_pix_fmt;
+  std::string codec;
+  ColorPath expected_color;
 };
 
 // The output is written into a file created exclusively under a random hidden name in the output

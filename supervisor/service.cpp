@@ -415,6 +415,8 @@ bool Service::RunClaimed(const std::string& id) {
               {"segments_resumed", r.segments_resumed},
               {"stages", r.stages.ToJson()},
               {"worker_input_format", r.worker_input_format},
+              {"output_pix_fmt", r.output_pix_fmt},
+              {"warnings", r.warnings},
               {"worker_sandbox", r.worker_sandbox},
               {"worker_start", r.dispatch.StartupFigures()},
               {"faults", r.FaultsJson()}};

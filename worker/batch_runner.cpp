@@ -12,17 +12,6 @@
 #endif
 
 namespace framemill {
-namespace {
-
-// The model's output -> float [b,3,h,w] holding whole numbers 0..255, ready to be copied into a
-// uint8 tensor (copy_ converts exactly: every value is already whole and in range).
-torch::Tensor ToByteValues(const torch::Tensor& y) {
-  // clamp out of place: the model may hand back a tensor it still owns (its input, a buffer).
-  torch::Tensor v = torch::clamp(y.to(torch::kFloat32), 0.0, 1.0);
-  return v.mul_(255.0).round_();
-}
-
-}  // namespace
 
 Status CheckOutputShape(const torch::Tensor& y, int64_t b, int64_t oh, int64_t ow) {
   if (y.dim() == 4 && y.size(0) == b && y.size(1) == 3 && y.size(2) == oh && y.size(3) == ow) {
@@ -39,14 +28,15 @@ Status CheckOutputShape(const torch::Tensor& y, int64_t b, int64_t oh, int64_t o
 struct BatchRunner::CudaState {
   struct Buffers {
     torch::Tensor up;    // uint8 [batch, frame bytes] on the device: the batch's input frames
-    torch::Tensor down;  // uint8 [batch, oh, ow, 3] on the device: its output frames
+    torch::Tensor down;  // [batch, oh, ow, 3] on the device, uint8 or int16: its output frames
     at::cuda::CUDAEvent uploaded, consumed, computed, downloaded;
     bool used = false;  // events recorded at least once
   };
   c10::cuda::CUDAStream up_stream;
   c10::cuda::CUDAStream down_stream;
   std::array<Buffers, 2> buffers;
-  std::array<int64_t, 4> shape{};  // batch, input frame bytes, oh, ow the buffers were made for
+  // batch, input frame bytes, oh, ow, output element type the buffers were made for
+  std::array<int64_t, 5> shape{};
 
   explicit CudaState(c10::DeviceIndex device)
       : up_stream(c10::cuda::getStreamFromPool(false, device)),
@@ -68,7 +58,8 @@ Status BatchRunner::RunOnCpu(const ChunkFrames& c,
                              const std::function<void(int64_t, int64_t)>& before_batch,
                              const std::function<void(int64_t)>& after_batch) {
   const int64_t in_bytes = c.layout.FrameBytes();
-  const size_t out_bytes = static_cast<size_t>(c.out_h * c.out_w * 3);
+  const size_t out_bytes = static_cast<size_t>(c.OutFrameBytes());
+  const torch::ScalarType out_type = OutputElementType(c.out_format);
   for (int64_t off = 0; off < c.frames; off += c.batch) {
     const int64_t b = std::min(c.batch, c.frames - off);
     before_batch(c.first_frame + off, b);
@@ -79,9 +70,9 @@ Status BatchRunner::RunOnCpu(const ChunkFrames& c,
     if (!y.ok()) return y.status();
     FM_RETURN_IF_ERROR(CheckOutputShape(*y, b, c.out_h, c.out_w));
     torch::Tensor dst =
-        torch::from_blob(c.out + off * out_bytes, {b, c.out_h, c.out_w, 3}, torch::kUInt8);
-    // One pass: NCHW float -> NHWC uint8, written straight into the arena.
-    dst.permute({0, 3, 1, 2}).copy_(ToByteValues(*y));
+        torch::from_blob(c.out + off * out_bytes, {b, c.out_h, c.out_w, 3}, out_type);
+    // One pass: NCHW float -> NHWC integers, written straight into the arena.
+    dst.permute({0, 3, 1, 2}).copy_(ToOutputValues(*y, c.out_format));
     after_batch(b);
   }
   return Status::Ok();
@@ -102,17 +93,19 @@ Status BatchRunner::Run(const ChunkFrames& c,
   CudaState& s = *cuda_;
   const torch::Device device = model_.device();
   const int64_t in_bytes = c.layout.FrameBytes();
-  const std::array<int64_t, 4> shape = {c.batch, in_bytes, c.out_h, c.out_w};
+  const torch::ScalarType out_type = OutputElementType(c.out_format);
+  const std::array<int64_t, 5> shape = {c.batch, in_bytes, c.out_h, c.out_w,
+                                        static_cast<int64_t>(out_type)};
   if (shape != s.shape) {
     // A new frame size or batch: the device is idle (every chunk ends synchronized).
     for (auto& buf : s.buffers) {
       auto opts = torch::TensorOptions().device(device).dtype(torch::kUInt8);
       buf.up = torch::empty({c.batch, in_bytes}, opts);
-      buf.down = torch::empty({c.batch, c.out_h, c.out_w, 3}, opts);
+      buf.down = torch::empty({c.batch, c.out_h, c.out_w, 3}, opts.dtype(out_type));
     }
     s.shape = shape;
   }
-  const size_t out_bytes = static_cast<size_t>(c.out_h * c.out_w * 3);
+  const size_t out_bytes = static_cast<size_t>(c.OutFrameBytes());
   c10::cuda::CUDAStream compute = c10::cuda::getCurrentCUDAStream(device.index());
   Status status = Status::Ok();
   const int64_t batches = (c.frames + c.batch - 1) / c.batch;
@@ -147,7 +140,7 @@ Status BatchRunner::Run(const ChunkFrames& c,
       status = CheckOutputShape(*y, b, c.out_h, c.out_w);
       if (!status.ok()) break;
       if (buf.used) buf.downloaded.block(compute);  // batch i-2's download has left `down`
-      buf.down.narrow(0, 0, b).permute({0, 3, 1, 2}).copy_(ToByteValues(*y));
+      buf.down.narrow(0, 0, b).permute({0, 3, 1, 2}).copy_(ToOutputValues(*y, c.out_format));
       buf.computed.record(compute);
       buf.used = true;
       // Download, on the down stream, straight into the arena.
@@ -155,7 +148,7 @@ Status BatchRunner::Run(const ChunkFrames& c,
         c10::cuda::CUDAStreamGuard on_down(s.down_stream);
         buf.computed.block(s.down_stream);
         torch::Tensor dst =
-            torch::from_blob(c.out + off * out_bytes, {b, c.out_h, c.out_w, 3}, torch::kUInt8);
+            torch::from_blob(c.out + off * out_bytes, {b, c.out_h, c.out_w, 3}, out_type);
         dst.copy_(buf.down.narrow(0, 0, b), /*non_blocking=*/c.pinned);
         buf.downloaded.record(s.down_stream);
       }

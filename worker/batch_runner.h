@@ -1,12 +1,13 @@
 // Runs one chunk of frames through the model, batch by batch, from the arena's input slot to its
 // output slot:
 //
-//   uint8 frames, rgb24 or YUV 4:2:0 ──copy──► device ──► RGB float [N,3,H,W] in [0,1]
-//   (frame_convert.h) ──► model ──► clamp, x255, round, uint8, [N,H,W,3] on the device ──copy──►
-//   straight into the arena's output slot
+//   frames as bytes, rgb24, rgb48 or YUV 4:2:0 ──copy──► device ──► RGB float [N,3,H,W] in [0,1]
+//   (frame_convert.h) ──► model ──► clamp, x255 (x65535), round, uint8 (16-bit), [N,H,W,3] on
+//   the device ──copy──► straight into the arena's output slot
 //
-// uint8 crosses the bus (a quarter of float's bytes; YUV 4:2:0 half of rgb24's) and every
-// conversion runs on the device.
+// Integers cross the bus (8-bit: a quarter of float's bytes; YUV 4:2:0 half of rgb24's; 16-bit:
+// half of float's) and every conversion runs on the device, with the same torch code on the CPU
+// and on CUDA.
 // On CUDA the copies run on two streams of their own (one up, one down) beside the compute
 // stream, with two device buffers per direction, so that batch k+1's upload and batch k-1's
 // download overlap batch k's compute; the host waits once, at the end of the chunk. On the CPU the
@@ -27,13 +28,19 @@ namespace framemill {
 
 struct ChunkFrames {
   const uint8_t* in = nullptr;  // frames * layout.FrameBytes() bytes
-  uint8_t* out = nullptr;       // frames * out_h * out_w * 3 bytes
+  uint8_t* out = nullptr;       // frames * OutFrameBytes() bytes
   int64_t frames = 0;
   int64_t batch = 1;
   InputLayout layout;  // the input frames' format and size
   int64_t out_h = 0, out_w = 0;
+  FrameFormat out_format = FrameFormat::kRgb24;  // kRgb24 or kRgb48
   int64_t first_frame = 0;  // the chunk's first frame in the source (for `before_batch`)
   bool pinned = false;      // in/out are page-locked (cudaHostRegister): copies can be async
+
+  int64_t OutFrameBytes() const {
+    return static_cast<int64_t>(
+        FrameBytes(out_format, static_cast<uint32_t>(out_w), static_cast<uint32_t>(out_h)));
+  }
 };
 
 class BatchRunner {

@@ -1,10 +1,16 @@
-// The arena's input frames -> the model's input: [b, 3, h, w] of the model's dtype, RGB in [0, 1],
-// channels-last in memory, on whatever device the frames are (the worker's, once uploaded).
+// The arena's frames <-> the model's tensors, on whatever device the frames are (the worker's,
+// once uploaded): the same torch code on the CPU and on CUDA.
 //
-//   rgb24:   a permute and a scale
-//   yuv420p: chroma upsampled (bicubic, centre-sited: as swscale does by default), then the
-//            colour space's matrix, limited or full range, as ffmpeg would convert it (within a
-//            fraction of a level: tests/integration/frame_exact_test.cpp measures it)
+// In: [b, 3, h, w] of the model's dtype, RGB in [0, 1], channels-last in memory.
+//   rgb24:   a permute and a scale by 1/255
+//   rgb48:   the same, by 1/65535 (little-endian uint16, read through int16: torch 1.13 has no
+//            uint16), so a picture reaches the model with the same values at 8 and at 16 bits,
+//            within the 8-bit one's rounding
+//   yuv420p: each chroma sample repeated over its 2x2 luma block, then the colour space's matrix,
+//            limited or full range, as ffmpeg converts it on the decoder's colour path
+//            (supervisor/color_path.h) within a fraction of a level
+//            (tests/integration/frame_exact_test.cpp measures it)
+// Out: the model's [b, 3, oh, ow] clamped to [0, 1], scaled to 255 or 65535 and rounded.
 #pragma once
 
 #include <cstdint>
@@ -30,5 +36,14 @@ struct InputLayout {
 // `frames`: uint8 [b, in.FrameBytes()], each row one frame as the arena holds it.
 torch::Tensor ToModelInput(const torch::Tensor& frames, const InputLayout& in,
                            torch::ScalarType dtype);
+
+// The element type an output frame of `format` is stored as: uint8 for rgb24, int16 for rgb48
+// (the same bits as uint16, which torch 1.13 lacks; see ToOutputValues).
+torch::ScalarType OutputElementType(FrameFormat format);
+
+// The model's output -> float [b,3,h,w] holding whole numbers ready to be copied exactly into a
+// tensor of OutputElementType(format): 0..255 for rgb24; for rgb48 0..65535 with the values above
+// 32767 shifted down by 65536, so that their int16 bits are the uint16 value.
+torch::Tensor ToOutputValues(const torch::Tensor& y, FrameFormat format);
 
 }  // namespace framemill

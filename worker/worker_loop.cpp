@@ -191,6 +191,7 @@ ChunkResult Worker::Process(const ChunkRequest& rq) {
   c.layout = ArenaLayout(arena);
   c.out_h = arena.out_height;
   c.out_w = arena.out_width;
+  c.out_format = arena.out_format;
   c.first_frame = static_cast<int64_t>(rq.first_frame);
   c.pinned = arena_registered_;
   Status escape = TryEscapeFault(fault_, c.first_frame, c.frames);

@@ -166,7 +166,24 @@ TEST_CASE("shm validate: an arena geometry must fit its mapping") {
   SUBCASE("an unknown matrix") { bad.in_matrix = static_cast<YuvMatrix>(99); }
   SUBCASE("a frame side of 0xffffffff") { bad.out_width = UINT32_MAX; }
   SUBCASE("a range flag of 2") { bad.in_full_range = 2; }
+  SUBCASE("an unknown output format") { bad.out_format = static_cast<FrameFormat>(9); }
+  SUBCASE("YUV as the output format") { bad.out_format = FrameFormat::kYuv420p; }
   CHECK_FALSE(ValidateArenaGeometry(bad, UINT64_MAX).ok());
+}
+
+TEST_CASE("shm validate: 16-bit frames need twice the room of 8-bit ones") {
+  ArenaGeometry g = GoodGeometry();
+  g.in_format = FrameFormat::kRgb48;
+  g.out_format = FrameFormat::kRgb48;
+  CHECK(g.InFrameBytes() == size_t{g.in_width} * g.in_height * 6);
+  CHECK(g.OutFrameBytes() == size_t{g.out_width} * g.out_height * 6);
+  const uint64_t need = (g.InFrameBytes() + g.OutFrameBytes()) * g.chunk_frames;
+  g.slot_bytes = need - 1;  // big enough for 8-bit frames, one byte short for 16-bit ones
+  g.total_bytes = g.data_offset + g.slot_bytes * g.slot_count;
+  CHECK_FALSE(ValidateArenaGeometry(g, g.total_bytes).ok());
+  g.slot_bytes = AlignUp(need, kSlotAlignment);
+  g.total_bytes = g.data_offset + g.slot_bytes * g.slot_count;
+  CHECK(ValidateArenaGeometry(g, g.total_bytes).ok());
 }
 
 TEST_CASE("shm validate: text for logs escapes every byte that is not printable ASCII") {

@@ -208,6 +208,12 @@ Result<Config> ParseConfig(const nlohmann::json& object) {
   r.Bool("allow_playlist_inputs", &c.allow_playlist_inputs);
   r.Int("decoder_restarts", &c.decoder_restarts, 0, 100);
   r.Int("crash_retries", &c.crash_retries, 0, 100);
+  r.StringList("on_job_end", &c.on_job_end);
+  if (r.status().ok() && !c.on_job_end.empty() && c.on_job_end.front().rfind('/', 0) != 0) {
+    r.Fail("on_job_end", "the program must be an absolute path (it runs without a shell), got \"" +
+                             c.on_job_end.front() + "\"");
+  }
+  r.Double("on_job_end_timeout_s", &c.on_job_end_timeout_s, 0.1, 3600.0);
   static const std::regex kLevels("trace|debug|info|warn|error");
   if (r.status().ok() && !std::regex_match(c.log_level, kLevels)) {
     r.Fail("log_level", "must be trace, debug, info, warn or error");

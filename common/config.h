@@ -145,6 +145,10 @@ struct Config {
   // A job that still fails with a crashed decoder or encoder is run again this many times,
   // keeping its finished segments.
   int crash_retries = 2;
+  // Run when a job ends (supervisor/job_end_hook.h): the program (an absolute path, run without
+  // a shell) and its first arguments; the job's result.json path is appended. Empty = none.
+  std::vector<std::string> on_job_end;
+  double on_job_end_timeout_s = 30.0;  // the hook is killed after this long
 };
 
 // Limits that keep a job file from asking for absurd resources. Used by both parsers.

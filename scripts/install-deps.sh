@@ -8,7 +8,7 @@ packages=(
   libtorch-dev            # LibTorch (CPU) for the worker; a CUDA LibTorch can replace it
   libopencv-dev           # image checks in the tests
   libboost-dev libboost-filesystem-dev  # Boost.Process, Boost.Interprocess
-  nlohmann-json3-dev libspdlog-dev doctest-dev
+  nlohmann-json3-dev libspdlog-dev doctest-dev libcli11-dev
   libsystemd-dev
   ffmpeg                  # ffmpeg and ffprobe: decoding, encoding, muxing
   mkvtoolnix              # mkvmerge: source timestamps for variable-frame-rate videos

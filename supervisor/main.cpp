@@ -1,30 +1,36 @@
-// framemill: the supervisor's command line.
+// framemill: the supervisor's command line (CLI11). `framemill --help` and `framemill COMMAND
+// --help` list the commands and options:
 //
 //   framemill run JOB.json                     run one job in the foreground
 //   framemill serve                            drain the spool (config spool_dir), for systemd
-//   framemill submit INPUT --model M --output O [--priority P] [key=value ...]
-//   framemill list | status [JOB] [--follow] | cancel JOB | retry JOB
-//   framemill model export NAME PATH [--target FILE]  write an example TorchScript model
-//   framemill model list                       names of the example models
-//   framemill version
-// Every command takes --config FILE.
+//   framemill submit INPUT --model M --output O [--priority P] [--json] [key=value ...]
+//   framemill list [--json] | status [JOB] [--follow] [--json] | cancel JOB | retry JOB
+//   framemill model export NAME PATH [--target FILE] | model list
+//   framemill completion bash                  a bash completion script, made from this parser
+//   framemill version | --version
+// Every command takes --config FILE (before or after the command's name).
 //
-// Exit codes: 0 success, 1 the job failed (the message names the reason), 2 usage error,
-// 3 no such job, 130 stopped by SIGINT/SIGTERM.
+// Exit codes: 0 success (also --help), 1 the job or command failed (the message names the
+// reason), 2 usage error (the message names the option or argument), 3 no such job, 130 stopped
+// by SIGINT/SIGTERM.
 #include <cstdint>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <iostream>
 #include <string>
 #include <unistd.h>
 #include <vector>
+
+#include <CLI/CLI.hpp>
 
 #include "common/config.h"
 #include "common/file_util.h"
 #include "common/job_spec.h"
 #include "common/log.h"
 #include "common/shared_memory.h"
+#include "supervisor/completion.h"
 #include "supervisor/job_runner.h"
 #include "supervisor/service.h"
 #include "supervisor/spool_commands.h"
@@ -50,33 +56,11 @@ void InstallSignalHandlers() {
   signal(SIGPIPE, SIG_IGN);  // a dead ffmpeg shows up as EPIPE on write, handled there
 }
 
-int Usage() {
-  std::fprintf(stderr,
-               "usage: framemill [--config FILE] run JOB.json\n"
-               "       framemill [--config FILE] serve\n"
-               "       framemill [--config FILE] submit INPUT --model M --output O [--priority P] "
-               "[key=value ...]\n"
-               "       framemill [--config FILE] list | status [JOB] [--follow] | cancel JOB | "
-               "retry JOB\n"
-               "       framemill model export NAME PATH [--target FILE]\n"
-               "       framemill model list\n"
-               "       framemill version\n");
-  return kExitUsage;
-}
-
 // Model export needs LibTorch, which the supervisor does not link: the worker binary does it.
+// `args`: the worker's own arguments (--export-model NAME PATH [--target FILE] | --list-models).
 int ModelCommand(const std::vector<std::string>& args, const framemill::Config& config) {
-  std::string worker = framemill::WorkerBinaryPath(config.worker_binary);
-  std::vector<std::string> argv = {worker};
-  if (args.size() == 3 && args[0] == "export") {
-    argv.insert(argv.end(), {"--export-model", args[1], args[2]});
-  } else if (args.size() == 5 && args[0] == "export" && args[3] == "--target") {
-    argv.insert(argv.end(), {"--export-model", args[1], args[2], "--target", args[4]});
-  } else if (args.size() == 1 && args[0] == "list") {
-    argv.push_back("--list-models");
-  } else {
-    return Usage();
-  }
+  std::vector<std::string> argv = {framemill::WorkerBinaryPath(config.worker_binary)};
+  argv.insert(argv.end(), args.begin(), args.end());
   framemill::Result<framemill::CommandOutput> r = framemill::RunAndCapture(argv);
   if (!r.ok()) {
     std::fprintf(stderr, "framemill: %s\n", r.status().ToString().c_str());
@@ -163,24 +147,114 @@ int RunCommand(const std::string& job_path, const framemill::Config& config) {
   return kExitOk;
 }
 
-}  // namespace
-
-static int Main(std::vector<std::string> args) {
+// What the command line asked for, filled by CLI11.
+struct Request {
   std::string config_path;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--config") {
-      if (i + 1 >= args.size()) return Usage();
-      config_path = args[i + 1];
-      args.erase(args.begin() + static_cast<long>(i), args.begin() + static_cast<long>(i) + 2);
-      break;
-    }
+  std::string job_path;          // run
+  framemill::SubmitArgs submit;  // submit
+  std::string job_id;            // status, cancel, retry
+  bool follow = false;
+  bool json = false;
+  std::string model_name, model_path, model_target;  // model export
+  std::string shell = "bash";                        // completion
+};
+
+// The parser: every command, option and argument, with its help. `rq` receives the values.
+void DefineCommands(CLI::App& app, Request& rq) {
+  app.set_help_all_flag("--help-all", "Show the help of every command");
+  app.set_version_flag("--version", std::string("framemill ") + FRAMEMILL_VERSION);
+  app.require_subcommand(1);
+  app.fallthrough();
+  app.add_option("--config", rq.config_path,
+                 "Config file (default: $FRAMEMILL_CONFIG, else /etc/framemill/framemill.json "
+                 "if it exists, else built-in defaults)")
+      ->type_name("FILE");
+  app.footer(
+      "Exit codes: 0 ok, 1 failed, 2 usage error, 3 no such job, 130 stopped.\n"
+      "Run `framemill COMMAND --help` for a command's options.");
+
+  CLI::App* run = app.add_subcommand("run", "Run one job in the foreground and print a summary");
+  run->add_option("job", rq.job_path, "The job file (JSON: input, model, output, ...)")
+      ->required()
+      ->type_name("JOB.json");
+
+  app.add_subcommand("serve",
+                     "Drain the spool directory (config spool_dir) until stopped; for systemd");
+
+  CLI::App* submit = app.add_subcommand("submit", "Put a job into the spool for the service");
+  submit->add_option("input", rq.submit.input, "The video to process")->required();
+  submit->add_option("--model", rq.submit.model, "The model file")->required()->type_name("FILE");
+  submit->add_option("--output", rq.submit.output, "Where to write the result")
+      ->required()
+      ->type_name("FILE");
+  submit->add_option("--priority", rq.submit.priority, "Higher runs first (default 0)")
+      ->type_name("N");
+  submit->add_flag("--json", rq.json, "Print {\"id\", \"state\", \"job\"} as JSON");
+  submit
+      ->add_option("settings", rq.submit.settings,
+                   "Other job keys as key=value (value read as JSON when it parses: "
+                   "batch=4 device=\"cuda:0\")")
+      ->type_name("KEY=VALUE");
+
+  CLI::App* list = app.add_subcommand("list", "List every job of the spool: id, state, detail");
+  list->add_flag("--json", rq.json, "Print a JSON array of jobs");
+
+  CLI::App* status =
+      app.add_subcommand("status", "The spool's counts and active jobs, or one job's progress");
+  status->add_option("job", rq.job_id, "A job id (as `submit` printed it)");
+  status->add_flag("--follow,-f", rq.follow, "Repeat every second until the job ends");
+  status->add_flag("--json", rq.json, "Print JSON")->excludes("--follow");
+
+  CLI::App* cancel = app.add_subcommand("cancel", "Ask the service to cancel a job");
+  cancel->add_option("job", rq.job_id, "A job id")->required();
+  CLI::App* retry = app.add_subcommand("retry", "Ask the service to run a failed job again");
+  retry->add_option("job", rq.job_id, "A job id")->required();
+
+  CLI::App* model = app.add_subcommand("model", "Example models: export or list them");
+  model->require_subcommand(1);
+  CLI::App* exp = model->add_subcommand("export", "Write an example TorchScript model");
+  exp->add_option("name", rq.model_name, "The example's name (`framemill model list`)")->required();
+  exp->add_option("path", rq.model_path, "Where to write it")->required();
+  exp->add_option("--target", rq.model_target,
+                  "A file the test models `read_file`/`write_file`"
+                  " try to reach (sandbox tests)")
+      ->type_name("FILE");
+  model->add_subcommand("list", "Names of the example models");
+
+  CLI::App* completion = app.add_subcommand("completion", "Print a shell completion script (bash)");
+  completion->add_option("shell", rq.shell, "The shell")->check(CLI::IsMember({"bash"}));
+
+  app.add_subcommand("version", "Print the version");
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app("framemill: runs a model over every frame of long videos, unattended", "framemill");
+  Request rq;
+  DefineCommands(app, rq);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);  // the help, on stdout, exit 0
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "framemill: %s\nRun `framemill --help` (or `framemill COMMAND --help`).\n",
+                 e.what());
+    return kExitUsage;
   }
-  if (args.empty()) return Usage();
-  if (args[0] == "version") {
+  const CLI::App* cmd = app.get_subcommands().at(0);
+  const std::string name = cmd->get_name();
+  if (name == "version") {
     std::printf("framemill %s\n", FRAMEMILL_VERSION);
     return kExitOk;
   }
-  framemill::Result<framemill::Config> config = framemill::LoadConfig(config_path);
+  if (name == "completion") {
+    std::fputs(framemill::BashCompletion(app).c_str(), stdout);
+    return kExitOk;
+  }
+  framemill::Result<framemill::Config> config = framemill::LoadConfig(rq.config_path);
   if (!config.ok()) {
     std::fprintf(stderr, "framemill: %s\n", config.status().ToString().c_str());
     return kExitFailed;
@@ -190,11 +264,11 @@ static int Main(std::vector<std::string> args) {
   // gets what the machine allows, with a warning.
   if (!config->worker_sandbox) {
     config->worker_sandbox =
-        args[0] == "serve" ? framemill::WorkerSandbox::kRequired : framemill::WorkerSandbox::kAuto;
+        name == "serve" ? framemill::WorkerSandbox::kRequired : framemill::WorkerSandbox::kAuto;
   }
   InstallSignalHandlers();
-  if (args[0] == "run" && args.size() == 2) return RunCommand(args[1], *config);
-  if (args[0] == "serve" && args.size() == 1) {
+  if (name == "run") return RunCommand(rq.job_path, *config);
+  if (name == "serve") {
     framemill::Status s = framemill::RunService(*config, g_stop);
     if (!s.ok()) {
       std::fprintf(stderr, "framemill: %s\n", s.ToString().c_str());
@@ -202,22 +276,27 @@ static int Main(std::vector<std::string> args) {
     }
     return kExitOk;
   }
-  std::vector<std::string> rest(args.begin() + 1, args.end());
-  if (args[0] == "submit" && !rest.empty()) return framemill::SubmitCommand(rest, *config);
-  if (args[0] == "list" && rest.empty()) return framemill::ListCommand(*config);
-  if (args[0] == "status") return framemill::StatusCommand(rest, *config);
-  if (args[0] == "cancel" && rest.size() == 1) return framemill::CancelCommand(rest[0], *config);
-  if (args[0] == "retry" && rest.size() == 1) return framemill::RetryCommand(rest[0], *config);
-  if (args[0] == "model") {
-    return ModelCommand(std::vector<std::string>(args.begin() + 1, args.end()), *config);
+  if (name == "submit") return framemill::SubmitCommand(rq.submit, *config, rq.json);
+  if (name == "list") return framemill::ListCommand(*config, rq.json);
+  if (name == "status") return framemill::StatusCommand(rq.job_id, rq.follow, rq.json, *config);
+  if (name == "cancel") return framemill::CancelCommand(rq.job_id, *config);
+  if (name == "retry") return framemill::RetryCommand(rq.job_id, *config);
+  if (name == "model") {
+    if (cmd->got_subcommand("list")) return ModelCommand({"--list-models"}, *config);
+    std::vector<std::string> args = {"--export-model", rq.model_name, rq.model_path};
+    if (!rq.model_target.empty()) args.insert(args.end(), {"--target", rq.model_target});
+    return ModelCommand(args, *config);
   }
-  return Usage();
+  std::fprintf(stderr, "framemill: unknown command %s\n", name.c_str());
+  return kExitUsage;
 }
+
+}  // namespace
 
 int main(int argc, char** argv) {
   // No exception ends a command with a core dump: nlohmann, std and Boost errors are reported.
   try {
-    return Main(std::vector<std::string>(argv + 1, argv + argc));
+    return Main(argc, argv);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "framemill: internal error: %s\n", e.what());
     return kExitFailed;

@@ -24,6 +24,7 @@ static int sd_watchdog_enabled(int, uint64_t*) { return 0; }
 #include "common/job_spec.h"
 #include "common/json_fields.h"
 #include "common/log.h"
+#include "supervisor/job_end_hook.h"
 #include "common/shared_memory.h"
 #include "supervisor/job_runner.h"
 #include "supervisor/spool.h"
@@ -118,6 +119,8 @@ class Service {
   void File(const std::string& id, bool ok, const nlohmann::json& result);
   void FileFailed(const std::string& id, const nlohmann::json& result) { File(id, false, result); }
   void SetAside(const SpoolEntry& e, const Status& why);
+  // Runs the config's on_job_end hook for a job just filed under `state` (done | failed).
+  void JobEnded(const std::string& id, const std::string& state);
   void WaitForWork(int inotify_fd);
   void Housekeeping();
 
@@ -235,6 +238,7 @@ void Service::SetAside(const SpoolEntry& e, const Status& why) {
   Result<std::string> id = spool_.SetAside(e, FailureResult(e.id, why));
   if (id.ok()) {
     spdlog::warn("{} set aside as failed/{}: {}", e.path, *id, why.message());
+    JobEnded(*id, "failed");
   } else {
     spdlog::error("{}: {}; and it cannot be moved aside ({}): skipped until it changes", e.path,
                   why.message(), id.status().message());
@@ -247,7 +251,16 @@ void Service::File(const std::string& id, bool ok, const nlohmann::json& result)
   if (!s.ok()) {
     spdlog::error("job {}: cannot file its result: {}; left in active/", id, s.message());
     unfiled_.insert(id);
+    return;
   }
+  JobEnded(id, ok ? "done" : "failed");
+}
+
+void Service::JobEnded(const std::string& id, const std::string& state) {
+  if (config_.on_job_end.empty()) return;
+  Status hook = RunJobEndHook({config_.on_job_end, config_.on_job_end_timeout_s},
+                              {id, state, spool_.JobDir(state, id)});
+  if (!hook.ok()) spdlog::warn("job {}: {}", id, hook.message());
 }
 
 bool Service::RunContained(const std::string& id) {

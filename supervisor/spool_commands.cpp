@@ -2,9 +2,12 @@
 
 #include <cstdint>
 #include <chrono>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <thread>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/file_util.h"
@@ -43,27 +46,66 @@ std::string ProgressLine(const nlohmann::json& p) {
   return buf;
 }
 
+// The fields `list --json` gives each job and `status --json` each active one: id, state,
+// priority, submitted (Unix seconds), and by state progress (active), output (done) or reason
+// (failed: the reason code).
+nlohmann::json EntryJson(const SpoolEntry& e) {
+  nlohmann::json j = {{"id", e.id},
+                      {"state", e.state},
+                      {"priority", e.priority},
+                      {"submitted", static_cast<double>(e.submitted_ns) / 1e9}};
+  if (e.state == "active") j["progress"] = ReadJson(e.path + "/progress.json");
+  if (e.state == "done" || e.state == "failed") {
+    nlohmann::json r = ReadJson(e.path + "/result.json");
+    if (!r.is_object()) r = nlohmann::json::object();
+    if (e.state == "done") j["output"] = r.value("output", "");
+    if (e.state == "failed") {
+      nlohmann::json reason = r.value("reason", nlohmann::json::object());
+      j["reason"] = reason.is_object() ? reason.value("code", "") : "";
+    }
+  }
+  return j;
+}
+
+// A client's spool must exist and be readable: an empty listing of a spool that is not there
+// would hide a wrong config or a service that never started. Prints why and returns false.
+bool SpoolUsable(const Spool& spool, const char* command) {
+  const std::string incoming = spool.Dir("incoming");
+  struct stat st {};
+  const int err = ::stat(spool.root().c_str(), &st) != 0 ? errno : 0;
+  if (err != 0 || !S_ISDIR(st.st_mode)) {
+    std::fprintf(stderr,
+                 "framemill %s: no spool at %s (%s). The service creates it when it first "
+                 "starts (systemctl start framemill); or give --config FILE (or set "
+                 "FRAMEMILL_CONFIG) naming the spool_dir the service uses.\n",
+                 command, spool.root().c_str(), err == 0 ? "not a directory" : std::strerror(err));
+    return false;
+  }
+  if (::access(incoming.c_str(), R_OK | X_OK) != 0) {
+    std::fprintf(stderr,
+                 "framemill %s: cannot read %s (%s): is this framemill's spool, and may this "
+                 "user read it?\n",
+                 command, incoming.c_str(), std::strerror(errno));
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
-int SubmitCommand(const std::vector<std::string>& args, const Config& config) {
+int SubmitCommand(const SubmitArgs& args, const Config& config, bool json) {
   nlohmann::json job = nlohmann::json::object();
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto next = [&]() -> std::string { return i + 1 < args.size() ? args[++i] : ""; };
-    if (a == "--model")
-      job["model"] = ResolvePath(next());
-    else if (a == "--output")
-      job["output"] = ResolvePath(next());
-    else if (a == "--priority")
-      job["priority"] = CliValue(next());
-    else if (a.find('=') != std::string::npos) {
-      job[a.substr(0, a.find('='))] = CliValue(a.substr(a.find('=') + 1));
-    } else if (!job.contains("input")) {
-      job["input"] = ResolvePath(a);
-    } else {
-      std::fprintf(stderr, "framemill submit: unexpected argument %s\n", a.c_str());
+  job["input"] = ResolvePath(args.input);
+  job["model"] = ResolvePath(args.model);
+  job["output"] = ResolvePath(args.output);
+  if (!args.priority.empty()) job["priority"] = CliValue(args.priority);
+  for (const std::string& kv : args.settings) {
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      std::fprintf(stderr, "framemill submit: %s is not a key=value job setting\n", kv.c_str());
       return 2;
     }
+    job[kv.substr(0, eq)] = CliValue(kv.substr(eq + 1));
   }
   Result<JobSpec> parsed = ParseJob(job, config.defaults);
   if (!parsed.ok()) {
@@ -74,52 +116,61 @@ int SubmitCommand(const std::vector<std::string>& args, const Config& config) {
   // Nothing is created but the job file: a fresh install (tmpfiles made the spool, the service
   // never ran) takes jobs, and a client cannot create the service's folders anyway.
   Spool spool(config.spool_dir);
+  if (!SpoolUsable(spool, "submit")) return 1;
   Result<std::string> id = spool.Submit(job);
   if (!id.ok()) {
     std::fprintf(stderr, "framemill submit: %s\n", id.status().ToString().c_str());
     return 1;
   }
-  std::printf("%s\n", id->c_str());
+  if (json) {
+    std::printf("%s\n", DumpJson({{"id", *id}, {"state", "incoming"}, {"job", job}}, 2).c_str());
+  } else {
+    std::printf("%s\n", id->c_str());
+  }
   return 0;
 }
 
-int ListCommand(const Config& config) {
+int ListCommand(const Config& config, bool json) {
   Spool spool(config.spool_dir);
+  if (!SpoolUsable(spool, "list")) return 1;
+  nlohmann::json all = nlohmann::json::array();
   for (const SpoolEntry& e : spool.All()) {
-    std::string detail;
-    if (e.state == "active") detail = ProgressLine(ReadJson(e.path + "/progress.json"));
-    if (e.state == "done" || e.state == "failed") {
-      nlohmann::json r = ReadJson(e.path + "/result.json");
-      detail = e.state == "done" ? r.value("output", "")
-                                 : r.value("reason", nlohmann::json::object()).value("code", "");
+    nlohmann::json entry = EntryJson(e);
+    if (json) {
+      all.push_back(entry);
+      continue;
     }
+    std::string detail;
+    if (e.state == "active") detail = ProgressLine(entry.value("progress", nlohmann::json()));
+    if (e.state == "done") detail = entry.value("output", "");
+    if (e.state == "failed") detail = entry.value("reason", "");
     if (e.state == "incoming") detail = "priority " + std::to_string(e.priority);
     std::printf("%s\t%s\t%s\n", e.id.c_str(), e.state.c_str(), detail.c_str());
   }
+  if (json) std::printf("%s\n", DumpJson(all, 2).c_str());
   return 0;
 }
 
-int StatusCommand(const std::vector<std::string>& args, const Config& config) {
+int StatusCommand(const std::string& id, bool follow, bool json, const Config& config) {
   Spool spool(config.spool_dir);
-  bool follow = false;
-  std::string id;
-  for (const std::string& a : args) {
-    if (a == "--follow")
-      follow = true;
-    else
-      id = a;
-  }
+  if (!SpoolUsable(spool, "status")) return 1;
   if (id.empty()) {
-    int counts[4] = {0, 0, 0, 0};
-    const char* states[] = {"incoming", "active", "done", "failed"};
-    for (const SpoolEntry& e : spool.All()) {
-      for (int i = 0; i < 4; ++i) counts[i] += e.state == states[i];
+    nlohmann::json counts = {{"incoming", 0}, {"active", 0}, {"done", 0}, {"failed", 0}};
+    for (const SpoolEntry& e : spool.All()) counts[e.state] = counts.value(e.state, 0) + 1;
+    nlohmann::json active = nlohmann::json::array();
+    for (const SpoolEntry& e : spool.Active()) active.push_back(EntryJson(e));
+    if (json) {
+      std::printf(
+          "%s\n",
+          DumpJson({{"spool", spool.root()}, {"counts", counts}, {"active", active}}, 2).c_str());
+      return 0;
     }
     std::printf("spool %s: %d waiting, %d active, %d done, %d failed\n", spool.root().c_str(),
-                counts[0], counts[1], counts[2], counts[3]);
-    for (const SpoolEntry& e : spool.Active()) {
-      nlohmann::json p = ReadJson(e.path + "/progress.json");
-      std::printf("  %s: %s\n", e.id.c_str(), ProgressLine(p).c_str());
+                counts["incoming"].get<int>(), counts["active"].get<int>(),
+                counts["done"].get<int>(), counts["failed"].get<int>());
+    for (const nlohmann::json& a : active) {
+      nlohmann::json p = a.value("progress", nlohmann::json());
+      std::printf("  %s: %s\n", a.value("id", "").c_str(), ProgressLine(p).c_str());
       if (!p.is_object()) continue;
       for (const nlohmann::json& w : p.value("workers", nlohmann::json::array())) {
         std::printf(
@@ -137,6 +188,13 @@ int StatusCommand(const std::vector<std::string>& args, const Config& config) {
     if (!e.ok()) {
       std::fprintf(stderr, "framemill status: %s\n", e.status().message().c_str());
       return kExitNoSuchJob;
+    }
+    const bool ended = e->state == "done" || e->state == "failed";
+    if (json) {
+      nlohmann::json entry = EntryJson(*e);
+      if (ended) entry["result"] = ReadJson(e->path + "/result.json");
+      std::printf("%s\n", DumpJson(entry, 2).c_str());
+      return e->state == "failed" ? 1 : 0;
     }
     if (e->state == "active") {
       std::printf(tty && follow ? "\r%s: active, %s   " : "%s: active, %s\n", id.c_str(),

@@ -1,6 +1,8 @@
 // The spool's command-line client: submit, list, status, cancel, retry. Each returns the process
 // exit code (0 ok, 1 failed, 2 usage, 3 no such job) and prints what a shell script can parse: one
-// job id on submit; tab-separated lines on list.
+// job id on submit; tab-separated lines on list; with `json`, one JSON document on stdout whose
+// field names are stable (README.md, "Scripting"). A spool that does not exist or cannot be read
+// is an error (exit 1) that names the folder and what to do, never an empty listing.
 #pragma once
 
 #include <string>
@@ -12,11 +14,19 @@ namespace framemill {
 
 inline constexpr int kExitNoSuchJob = 3;
 
-// submit INPUT --model M --output O [--priority P] [key=value ...]
-int SubmitCommand(const std::vector<std::string>& args, const Config& config);
-int ListCommand(const Config& config);
-// status [JOB] [--follow]
-int StatusCommand(const std::vector<std::string>& args, const Config& config);
+struct SubmitArgs {
+  std::string input, model, output;
+  std::string priority;               // "" = the config's default
+  std::vector<std::string> settings;  // key=value job keys (value: JSON when it parses)
+};
+
+// Submits a job; prints its id (json: {"id", "state": "incoming", "job"}).
+int SubmitCommand(const SubmitArgs& args, const Config& config, bool json);
+// One line per job: id, state, detail (json: an array of ListEntryJson objects).
+int ListCommand(const Config& config, bool json);
+// No id: the spool's counts and its active jobs; an id: that job's progress or result. `follow`
+// repeats until the job ends (not with json).
+int StatusCommand(const std::string& id, bool follow, bool json, const Config& config);
 // cancel JOB / retry JOB: a request the service acts on when the caller submitted the job or is
 // an admin (spool_requests.h); 1 when the service refused.
 int CancelCommand(const std::string& id, const Config& config);

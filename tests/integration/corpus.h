@@ -26,7 +26,7 @@ const char* Name(Pending pending);
 // Flip to true once the colour path (issue 11 item 5) is merged: the default chroma floor then
 // rises from what framemill keeps today on the 8-bit 4:2:0 test picture (31 dB) to just under
 // what ffmpeg's own explicit-matrix RGB round trip keeps at the same encoder settings (37.8 dB).
-inline constexpr bool kColourPathMerged = false;
+inline constexpr bool kColourPathMerged = true;
 inline constexpr double kChromaFloorDb = kColourPathMerged ? 36.0 : 30.0;
 // ffmpeg's round trip keeps 43.1 dB of luma on the test picture, framemill today 41.8 dB.
 inline constexpr double kLumaFloorDb = 40.0;
@@ -41,6 +41,10 @@ struct CorpusEntry {
   double luma_floor_db = kLumaFloorDb;      // PSNR of Y against the source, frames averaged
   double chroma_floor_db = kChromaFloorDb;  // the lower of U's and V's PSNR
   Pending pending = Pending::kNone;
+  // Job keys beside input, output, model and device (e.g. an encoder that keeps 12 bits).
+  std::string job_settings = "{}";
+  // The output's pixel format where it differs from the source's by design ("" = the source's).
+  std::string expected_pix_fmt;
 };
 
 // Every entry, in a fixed order.

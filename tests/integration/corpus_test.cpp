@@ -291,6 +291,7 @@ Outcome RunEntry(const CorpusEntry& e) {
                         {"model", ModelPath("identity")},
                         {"device", TestDevice()},
                         {"workers", 1}};
+  job.update(nlohmann::json::parse(e.job_settings));
   std::ofstream(dir + "/job.json") << job.dump(2);
   RunResult r = Shell("cd " + Quote(dir) + " && " + Quote(Framemill()) + " run job.json");
   o.exit_code = r.exit_code;
@@ -319,7 +320,11 @@ Outcome RunEntry(const CorpusEntry& e) {
     fail("display aspect " + std::to_string(d.display_aspect) + ", the source " +
          std::to_string(s.display_aspect));
   }
-  if (d.bits != s.bits || d.chroma != s.chroma) {
+  if (!e.expected_pix_fmt.empty()) {
+    if (d.pix_fmt != e.expected_pix_fmt) {
+      fail("pixel format " + d.pix_fmt + ", expected " + e.expected_pix_fmt);
+    }
+  } else if (d.bits != s.bits || d.chroma != s.chroma) {
     fail("pixel format " + d.pix_fmt + ", the source " + s.pix_fmt);
   }
   for (auto [name, got, want] :

@@ -264,8 +264,9 @@ TEST_CASE("geometry: anamorphic PAL and NTSC keep their sample and display aspec
 TEST_CASE("geometry: odd sizes are shown at their size, through identity and a 2x model") {
   const std::string dir = ScratchDir("geometry_odd");
   const std::string src = dir + "/odd.mkv";
+  // 4:2:0 (yuv420p allows odd sizes in FFV1): pix_fmt auto would keep an RGB source's 4:4:4.
   MustShell("ffmpeg -nostdin -v error -y -f lavfi -i testsrc=s=321x241:r=25 -frames:v " +
-            std::to_string(kFrames) + " -c:v ffv1 " + Q(src));
+            std::to_string(kFrames) + " -pix_fmt yuv420p -c:v ffv1 " + Q(src));
   REQUIRE(ProbeShown(src).width == 321);
   // libx264 (the default) cannot code 4:2:0 at an odd size: 4:4:4 instead.
   const std::string out = dir + "/odd.out.mp4";

@@ -160,7 +160,11 @@ TEST_CASE("depth: the colour path's ffmpeg arguments name the matrix and range b
   f.in_format = FrameFormat::kRgb48;
   std::vector<std::string> a = EncoderArguments(f);
   CHECK(Has(a, "rgb48le"));
-  CHECK(Has(a, "scale=out_color_matrix=bt709:out_range=pc:flags=" + EncoderSwsFlags(true)));
+  // The colour conversion opens the encoder's one -vf chain (geometry's setsar/setfield follow).
+  auto vf = std::find(a.begin(), a.end(), "-vf");
+  REQUIRE(vf != a.end());
+  CHECK((vf + 1)->rfind("scale=out_color_matrix=bt709:out_range=pc:flags=" + EncoderSwsFlags(true),
+                        0) == 0);
   CHECK(Has(a, "-colorspace"));
   CHECK(Has(a, "-color_primaries"));
   CHECK_FALSE(Has(a, "-color_trc"));  // untagged stays untagged

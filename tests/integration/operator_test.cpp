@@ -1,0 +1,141 @@
+// The operator's command line (CLI11), the on_job_end hook and journal-aware log lines, driven
+// through the real framemill binary.
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+#include <string>
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include "harness.h"
+#include "service_harness.h"
+
+namespace fs = std::filesystem;
+using namespace framemill::test;
+
+namespace {
+
+RunResult Bare(const std::string& args) { return Shell("'" + std::string(FRAMEMILL_BIN) + "' " + args); }
+
+}  // namespace
+
+TEST_CASE("cli: --help on every command is usage on stdout with exit 0, bad usage is exit 2") {
+  RunResult top = Bare("--help");
+  CHECK(top.exit_code == 0);
+  CHECK(top.out.find("Subcommands:") != std::string::npos);
+  for (const char* cmd : {"run", "serve", "submit", "list", "status", "cancel", "retry", "model",
+                          "model export", "model list", "completion", "version"}) {
+    RunResult r = Bare(std::string(cmd) + " --help");
+    INFO(cmd << ": " << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("Usage: framemill " + std::string(cmd)) != std::string::npos);
+  }
+  RunResult version = Bare("--version");
+  CHECK(version.exit_code == 0);
+  CHECK(version.out.rfind("framemill ", 0) == 0);
+  // Unknown options and missing arguments are errors that name them, never taken as files.
+  RunResult bogus = Bare("list --bogus");
+  CHECK(bogus.exit_code == 2);
+  CHECK(bogus.err.find("--bogus") != std::string::npos);
+  RunResult missing = Bare("submit in.mp4 --model m.pt");
+  CHECK(missing.exit_code == 2);
+  CHECK(missing.err.find("--output") != std::string::npos);
+  CHECK(Bare("").exit_code == 2);
+  CHECK(Bare("frobnicate").exit_code == 2);
+}
+
+TEST_CASE("cli: a missing spool is an error naming where it looked") {
+  Service s = MakeService("cli_no_spool", {{"spool_dir", ScratchDir("cli_no_spool_x") + "/none"}});
+  for (const char* cmd : {"list", "status", "list --json"}) {
+    RunResult r = Cli(s, cmd);
+    INFO(cmd << ": " << r.err);
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find("/none") != std::string::npos);
+    CHECK(r.out.empty());
+  }
+}
+
+TEST_CASE("cli: generated bash completion offers each command's options") {
+  RunResult script = Bare("completion bash");
+  REQUIRE(script.exit_code == 0);
+  const std::string dir = ScratchDir("cli_completion");
+  std::ofstream(dir + "/c.bash") << script.out;
+  RunResult r = Shell("bash -c 'source " + dir +
+                      "/c.bash; COMP_WORDS=(framemill submit --); COMP_CWORD=2; _framemill; "
+                      "echo \"${COMPREPLY[*]}\"; COMP_WORDS=(framemill model \"\"); COMP_CWORD=2; "
+                      "_framemill; echo \"${COMPREPLY[*]}\"; COMP_WORDS=(framemill li); "
+                      "COMP_CWORD=1; _framemill; echo \"${COMPREPLY[*]}\"'");
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("--model") != std::string::npos);
+  CHECK(r.out.find("--output") != std::string::npos);
+  CHECK(r.out.find("export list") != std::string::npos);
+  CHECK(r.out.find("\nlist\n") != std::string::npos);
+}
+
+TEST_CASE("service: --json, the on_job_end hook once per job, and journal priorities") {
+  const std::string bin = ScratchDir("op_hook_bin");
+  const std::string calls = bin + "/calls.txt";
+  const std::string hook = bin + "/hook.sh";
+  std::ofstream(hook) << "#!/bin/sh\necho \"$FRAMEMILL_JOB_ID $FRAMEMILL_JOB_STATE $1\" >> '" << calls
+                      << "'\n";
+  fs::permissions(hook, fs::perms::owner_all);
+  Service s = MakeService("op_hook", {{"on_job_end", {hook}}, {"on_job_end_timeout_s", 10}});
+  const std::string input = SmallVideo(s.dir, 24);
+  const std::string model = ModelCopy("identity", s.dir);
+  fs::create_directories(s.dir + "/out");
+  // stderr as the "journal": JOURNAL_STREAM names the device and inode of the log file.
+  const std::string log = s.dir + "/serve.stderr";
+  std::ofstream(log).close();
+  struct stat st {};
+  REQUIRE(::stat(log.c_str(), &st) == 0);
+  BackgroundJob serve =
+      Serve(s, {{"JOURNAL_STREAM", std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino)}});
+  KillOnExit guard{serve};
+  REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/incoming"); }, 30));
+
+  RunResult sub = Cli(s, "submit '" + input + "' --model '" + model + "' --output '" + s.dir +
+                             "/out/a.mp4' --json");
+  REQUIRE(sub.exit_code == 0);
+  nlohmann::json j = nlohmann::json::parse(sub.out);
+  const std::string id = j.at("id");
+  CHECK(j.at("state") == "incoming");
+  Drop(s, "bad", "{not json");
+  REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/done/" + id + "/result.json"); }, 90));
+  REQUIRE(WaitUntil([&] { return CountLines(ReadText(calls), " failed ") >= 1; }, 30));
+
+  nlohmann::json list = nlohmann::json::parse(Cli(s, "list --json").out);
+  REQUIRE(list.is_array());
+  bool found = false;
+  for (const nlohmann::json& e : list) {
+    if (e.at("id") == id) {
+      found = true;
+      CHECK(e.at("state") == "done");
+      CHECK(e.at("output") == s.dir + "/out/a.mp4");
+    }
+  }
+  CHECK(found);
+  nlohmann::json status = nlohmann::json::parse(Cli(s, "status " + id + " --json").out);
+  CHECK(status.at("result").at("status") == "done");
+  nlohmann::json counts = nlohmann::json::parse(Cli(s, "status --json").out);
+  CHECK(counts.at("counts").at("done") == 1);
+
+  // One call per ended job, with its state and its result.json.
+  const std::string text = ReadText(calls);
+  INFO(text);
+  CHECK(CountLines(text, id + " done " + s.spool + "/done/" + id + "/result.json") == 1);
+  CHECK(CountLines(text, " failed " + s.spool + "/failed/") == 1);
+
+  ::kill(serve.pid, SIGTERM);
+  WaitJob(serve, 60);
+  // Journal lines: a priority prefix, no timestamp of their own.
+  const std::string lines = ReadText(log);
+  CHECK(CountLines(lines, "<6>framemill[") >= 1);
+  CHECK(CountLines(lines, "<4>framemill[") >= 1);  // the bad job set aside is a warning
+  std::istringstream in(lines);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) CHECK_MESSAGE(line[0] == '<', line);
+  }
+}

@@ -252,7 +252,11 @@ std::vector<SharedMemoryDir> ListFramemillDirs() {
     d.path = std::string(kShmDir) + "/" + e->d_name;
     std::string record = ReadOwnerRecord(fd);
     d.owner_pid = std::atoi(record.c_str());
-    d.live = !record.empty() && ProcessIdentity(d.owner_pid) == record;
+    // A directory without its owner record yet may be one another supervisor has just made and
+    // is about to write its record into (mkdtemp, then the record): a young one counts as live,
+    // so that a supervisor starting beside it cannot remove it under it.
+    const bool just_made = record.empty() && std::time(nullptr) - st.st_mtime < 60;
+    d.live = just_made || (!record.empty() && ProcessIdentity(d.owner_pid) == record);
     if (DIR* inner = ::fdopendir(fd)) {  // takes fd
       while (dirent* f = ::readdir(inner)) {
         std::string n = f->d_name;

@@ -154,6 +154,20 @@ TEST_CASE("shared memory: directories of a dead process are removed, live and fo
   CHECK(Listed(mine->name()));
 }
 
+TEST_CASE("shared memory: a directory with no owner record yet is kept while young") {
+  // Another supervisor between its mkdtemp and its owner record: not removed under it.
+  char young[] = "/dev/shm/framemill-XXXXXX";
+  REQUIRE(::mkdtemp(young) != nullptr);
+  std::ofstream(std::string(young) + "/arena-0") << "x";
+  (void)RemoveStaleObjects();
+  CHECK(PathExists(std::string(young) + "/arena-0"));
+  // The same an hour later: left by a supervisor that died before writing it.
+  struct timespec old[2] = {{1, 0}, {1, 0}};
+  REQUIRE(::utimensat(AT_FDCWD, young, old, 0) == 0);
+  (void)RemoveStaleObjects();
+  CHECK_FALSE(PathExists(young));
+}
+
 TEST_CASE("shared memory: another user's directory is never touched") {
   if (::geteuid() != 0) framemill::unit::SkipTest("needs root, to make another user's directory");
   char foreign[] = "/dev/shm/framemill-XXXXXX";

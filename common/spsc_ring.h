@@ -129,6 +129,19 @@ class CheckedProducer {
     ring_->tail.store(0, std::memory_order_release);
   }
 
+  // Reads the consumer's index and checks it without pushing: false (and corrupt from then on)
+  // when it is impossible. Lets a lie be seen while nothing is being pushed.
+  bool Verify() {
+    if (corrupt_) return false;
+    uint64_t head = ring_->head.load(std::memory_order_acquire);
+    if (CheckRingIndices(RingSide::kProducer, tail_, head, last_head_, kCapacity) < 0) {
+      corrupt_ = true;
+      return false;
+    }
+    last_head_ = head;
+    return true;
+  }
+
   PushResult TryPush(const T& item) {
     if (corrupt_) return PushResult::kCorrupt;
     uint64_t head = ring_->head.load(std::memory_order_acquire);

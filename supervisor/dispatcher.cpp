@@ -554,6 +554,10 @@ void Dispatcher::Run(ChunkBoard* board, const std::string& arena_name, const Are
       if (ch.violated) continue;
       CollectResults(k);
       if (ch.violated) continue;
+      if (!pool_->RequestsIntact(k)) {
+        Violation(k, "impossible head index in the request ring");
+        continue;
+      }
       CheckLimits(k, now);
       Assign(k);
       if (ch.role == Role::kRetiring && ch.inflight.empty() && !ch.stop_sent) {

@@ -269,6 +269,11 @@ PushResult WorkerPool::Send(int k, const ChunkRequest& request) {
   return r;
 }
 
+bool WorkerPool::RequestsIntact(int k) {
+  Process* p = processes_[k].get();
+  return p == nullptr || p->requests.Verify();
+}
+
 PopResult WorkerPool::Receive(int k, ChunkResult* out) {
   Process* p = processes_[k].get();
   if (p == nullptr) return PopResult::kEmpty;

@@ -103,6 +103,11 @@ class WorkerPool {
   // worker wrote an impossible head index (a protocol violation; the ring stays unusable).
   PushResult Send(int k, const ChunkRequest& request);
 
+  // false when worker k's request ring holds an impossible head index (a protocol violation),
+  // checked without sending: a worker that claims to have read requests it never took would
+  // otherwise go unseen while no chunk is left to send it.
+  bool RequestsIntact(int k);
+
   // The next result of worker k, copied out of its ring (its fields not yet checked: see
   // ValidateChunkResult). kCorrupt when the worker wrote an impossible tail index.
   PopResult Receive(int k, ChunkResult* out);

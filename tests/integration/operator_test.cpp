@@ -18,7 +18,9 @@ using namespace framemill::test;
 
 namespace {
 
-RunResult Bare(const std::string& args) { return Shell("'" + std::string(FRAMEMILL_BIN) + "' " + args); }
+RunResult Bare(const std::string& args) {
+  return Shell("'" + std::string(FRAMEMILL_BIN) + "' " + args);
+}
 
 }  // namespace
 
@@ -79,8 +81,8 @@ TEST_CASE("service: --json, the on_job_end hook once per job, and journal priori
   const std::string bin = ScratchDir("op_hook_bin");
   const std::string calls = bin + "/calls.txt";
   const std::string hook = bin + "/hook.sh";
-  std::ofstream(hook) << "#!/bin/sh\necho \"$FRAMEMILL_JOB_ID $FRAMEMILL_JOB_STATE $1\" >> '" << calls
-                      << "'\n";
+  std::ofstream(hook) << "#!/bin/sh\necho \"$FRAMEMILL_JOB_ID $FRAMEMILL_JOB_STATE $1\" >> '"
+                      << calls << "'\n";
   fs::permissions(hook, fs::perms::owner_all);
   Service s = MakeService("op_hook", {{"on_job_end", {hook}}, {"on_job_end_timeout_s", 10}});
   const std::string input = SmallVideo(s.dir, 24);

@@ -224,3 +224,19 @@ TEST_CASE("ring: the checked producer refuses a corrupted head and keeps its own
   CHECK(producer.TryPush(MakeItem(9)) == PushResult::kCorrupt);
   CHECK(s.ring->tail.load() == 9);  // nothing written
 }
+
+TEST_CASE("ring: the checked producer sees a lying head without pushing") {
+  SharedRing s;
+  REQUIRE(s.ring != nullptr);
+  CheckedProducer<Item, 8> producer(s.ring);
+  REQUIRE(producer.TryPush(MakeItem(0)) == PushResult::kPushed);
+  REQUIRE(producer.TryPush(MakeItem(1)) == PushResult::kPushed);
+  CHECK(producer.Verify());
+  s.ring->head.store(1);  // the worker read one: fine
+  CHECK(producer.Verify());
+  s.ring->head.store(7);  // claims to have read requests never written
+  CHECK_FALSE(producer.Verify());
+  s.ring->head.store(2);  // and then puts it right: still not trusted
+  CHECK_FALSE(producer.Verify());
+  CHECK(producer.TryPush(MakeItem(2)) == PushResult::kCorrupt);
+}

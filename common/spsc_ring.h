@@ -131,26 +131,11 @@ class CheckedProducer {
 
   // Reads the consumer's index and checks it without pushing: false (and corrupt from then on)
   // when it is impossible. Lets a lie be seen while nothing is being pushed.
-  bool Verify() {
-    if (corrupt_) return false;
-    uint64_t head = ring_->head.load(std::memory_order_acquire);
-    if (CheckRingIndices(RingSide::kProducer, tail_, head, last_head_, kCapacity) < 0) {
-      corrupt_ = true;
-      return false;
-    }
-    last_head_ = head;
-    return true;
-  }
+  bool Verify() { return Queued() >= 0; }
 
   PushResult TryPush(const T& item) {
-    if (corrupt_) return PushResult::kCorrupt;
-    uint64_t head = ring_->head.load(std::memory_order_acquire);
-    int64_t queued = CheckRingIndices(RingSide::kProducer, tail_, head, last_head_, kCapacity);
-    if (queued < 0) {
-      corrupt_ = true;
-      return PushResult::kCorrupt;
-    }
-    last_head_ = head;
+    const int64_t queued = Queued();
+    if (queued < 0) return PushResult::kCorrupt;
     if (queued >= static_cast<int64_t>(kCapacity)) return PushResult::kFull;
     std::memcpy(static_cast<void*>(&ring_->items[tail_ & (kCapacity - 1)]), &item, sizeof(T));
     ++tail_;
@@ -159,6 +144,21 @@ class CheckedProducer {
   }
 
  private:
+  // Items queued and not yet taken, from the consumer's index checked against ours; -1 (and
+  // corrupt from then on) when that index is impossible.
+  int64_t Queued() {
+    if (corrupt_) return -1;
+    const uint64_t head = ring_->head.load(std::memory_order_acquire);
+    const int64_t queued =
+        CheckRingIndices(RingSide::kProducer, tail_, head, last_head_, kCapacity);
+    if (queued < 0) {
+      corrupt_ = true;
+      return -1;
+    }
+    last_head_ = head;
+    return queued;
+  }
+
   SpscRing<T, kCapacity>* ring_ = nullptr;
   uint64_t tail_ = 0;       // ours; written to the ring, never read back
   uint64_t last_head_ = 0;  // the consumer's head as last seen (it only grows)

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs dependencies, builds, and runs the whole test suite (unit and integration) with ctest.
-# Tests run one at a time: several of them check that no framemill shared memory or worker
-# process is left on the machine, which a concurrent test would disturb.
+# Tests run in parallel, one per core ($FRAMEMILL_TEST_JOBS to change it); the few that kill a
+# supervisor on purpose and look at what it left in /dev/shm are RUN_SERIAL and run alone
+# (tests/serial_tests.cmake).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh
-ctest --test-dir "${FRAMEMILL_BUILD_DIR:-build}" --output-on-failure
+ctest --test-dir "${FRAMEMILL_BUILD_DIR:-build}" --output-on-failure \
+  -j "${FRAMEMILL_TEST_JOBS:-$(nproc)}"

@@ -118,9 +118,12 @@ Status BatchRunner::Run(const ChunkFrames& c,
     if (buf.used) buf.consumed.block(s.up_stream);
     torch::Tensor src =
         torch::from_blob(const_cast<uint8_t*>(c.in) + off * in_bytes, {b, in_bytes}, torch::kUInt8);
+    profile_.Mark(i, ProfileMark::kUploadStart);
     buf.up.narrow(0, 0, b).copy_(src, /*non_blocking=*/c.pinned);
+    profile_.Mark(i, ProfileMark::kUploadEnd);
     buf.uploaded.record(s.up_stream);
   };
+  profile_.BeginChunk(batches);
   try {
     upload(0);
     for (int64_t i = 0; i < batches; ++i) {
@@ -130,9 +133,12 @@ Status BatchRunner::Run(const ChunkFrames& c,
       if (i + 1 < batches) upload(i + 1);  // queued now: it runs while this batch computes
       // Compute, on the current stream.
       buf.uploaded.block(compute);
+      profile_.Mark(i, ProfileMark::kToModelStart);
       torch::Tensor x = ToModelInput(buf.up.narrow(0, 0, b), c.layout, model_.dtype());
       buf.consumed.record(compute);
+      profile_.Mark(i, ProfileMark::kModelStart);
       Result<torch::Tensor> y = model_.Run(x);
+      profile_.Mark(i, ProfileMark::kModelEnd);
       if (!y.ok()) {
         status = y.status();
         break;
@@ -141,15 +147,18 @@ Status BatchRunner::Run(const ChunkFrames& c,
       if (!status.ok()) break;
       if (buf.used) buf.downloaded.block(compute);  // batch i-2's download has left `down`
       buf.down.narrow(0, 0, b).permute({0, 3, 1, 2}).copy_(ToOutputValues(*y, c.out_format));
+      profile_.Mark(i, ProfileMark::kFromModelEnd);
       buf.computed.record(compute);
       buf.used = true;
       // Download, on the down stream, straight into the arena.
       {
         c10::cuda::CUDAStreamGuard on_down(s.down_stream);
         buf.computed.block(s.down_stream);
+        profile_.Mark(i, ProfileMark::kDownloadStart);
         torch::Tensor dst =
             torch::from_blob(c.out + off * out_bytes, {b, c.out_h, c.out_w, 3}, out_type);
         dst.copy_(buf.down.narrow(0, 0, b), /*non_blocking=*/c.pinned);
+        profile_.Mark(i, ProfileMark::kDownloadEnd);
         buf.downloaded.record(s.down_stream);
       }
       after_batch(b);
@@ -165,6 +174,7 @@ Status BatchRunner::Run(const ChunkFrames& c,
   } catch (const std::exception& e) {
     if (status.ok()) status = Status(StatusCode::kModelInvalid, "CUDA: " + FirstLine(e.what()));
   }
+  if (status.ok()) profile_.EndChunk(c.frames);
   return status;
 #else
   return Status(StatusCode::kInternal, "CUDA state without a CUDA build");

@@ -21,6 +21,7 @@
 #include <memory>
 
 #include "common/status.h"
+#include "worker/batch_profile.h"
 #include "worker/frame_convert.h"
 #include "worker/frame_model.h"
 
@@ -63,6 +64,7 @@ class BatchRunner {
   FrameModel& model_;
   struct CudaState;  // streams, events, device buffers (CUDA builds only)
   std::unique_ptr<CudaState> cuda_;
+  BatchProfile profile_;  // FRAMEMILL_WORKER_PROFILE=1: where the time goes (CUDA only)
 };
 
 // Checks a model's output for a batch against [b, 3, oh, ow].

@@ -6,6 +6,8 @@
 //   upscale2x  a convolution to 12 channels + pixel shuffle: 2x nearest-neighbour upscale
 //   heavy      a deep convolutional net with random (seeded) weights, for benchmarks; its
 //              output stays close to its input
+//   restore    a residual restoration net of realistic size (64 channels, 8 residual blocks,
+//              about 2.4 TFLOP per 1080p frame), random (seeded) weights, output close to input
 //   leak       identity that keeps a copy of every input batch: memory grows by 12 bytes per
 //              pixel of every frame it sees (a fault fixture for recycling)
 // Hostile fixtures for the sandbox tests, each aimed at a `target` file named at export:

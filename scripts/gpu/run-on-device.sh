@@ -16,6 +16,10 @@
 #               listed: the summary (it must say mntns), the private root's mounts, and the
 #               error if any; on an error, again with all of /proc and /dev bound
 #               (FRAMEMILL_SANDBOX_EXTRA_READ) and again without the private root, to tell them apart
+#   restore     the realistic example model (`restore`, fp16, 1080p): the model alone in PyTorch
+#               (scripts/gpu/model-reference.py: TorchScript, eager, torch.compile), then
+#               framemill-bench (device colour, 2 encoders, 1 worker), then one `framemill run`
+#               with FRAMEMILL_WORKER_PROFILE=1: where the worker's time goes per frame
 #   sandbox     the same CUDA job (heavy fp16, 1080p) with worker_sandbox off and required: the
 #               sandbox each worker got, the rules (FRAMEMILL_SANDBOX_DEBUG), fps, and whether
 #               both outputs are the same frames
@@ -112,6 +116,29 @@ for step in "${steps[@]}"; do
         # shellcheck disable=SC2086  # $fmt holds several arguments
         time (ffmpeg -nostdin -v error -i "$OUT/in1080.mp4" -f rawvideo -pix_fmt $fmt - | cat >/dev/null)
       done
+      ;;
+    restore)
+      bench_input
+      ./build-gpu/framemill model export restore "$OUT/restore.pt" >/dev/null
+      log "restore: the model alone in PyTorch"
+      python3 scripts/gpu/model-reference.py "$OUT/restore.pt" 2>&1 | grep -v Warning
+      log "restore: framemill-bench fp16, device colour, 2 encoders, 1 worker"
+      (cd build-gpu && FRAMEMILL_BENCH_PRECISION=fp16 FRAMEMILL_BENCH_COLOR=device \
+        FRAMEMILL_BENCH_ENCODERS=2 ./framemill-bench "$OUT/in1080.mp4" "$OUT/restore.pt" cuda 1)
+      log "restore: the worker's own profile (FRAMEMILL_WORKER_PROFILE=1)"
+      printf '{"input": "%s", "output": "%s", "model": "%s", "device": "cuda", "workers": 1,
+        "precision": "fp16", "color_conversion": "device", "encoders": 2, "overwrite": true,
+        "encoder": {"preset": "veryfast"}}\n' "$OUT/in1080.mp4" "$OUT/restore-profile.mkv" \
+        "$OUT/restore.pt" >"$OUT/restore-profile.job.json"
+      mkdir -p "$OUT/restore-worker"
+      (while sleep 0.2; do cp "$OUT"/.framemill-work.*/worker-*.log "$OUT/restore-worker/" 2>/dev/null; done) &
+      copier=$!
+      FRAMEMILL_WORKER_PROFILE=1 ./build-gpu/framemill run "$OUT/restore-profile.job.json" \
+        >"$OUT/restore-profile.log" 2>&1
+      echo "exit $?"
+      kill "$copier"
+      tail -3 "$OUT/restore-profile.log"
+      grep -h "profile:" "$OUT"/restore-worker/*.log | tail -4
       ;;
     soak)
       log "soak on cuda"

@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""The model alone in PyTorch, as the reference framemill's worker is measured against.
+
+usage: model-reference.py MODEL.pt [WIDTH HEIGHT]   (default 1920 1080)
+
+Times, on CUDA in fp16 with cuDNN autotuning, random frames already on the device:
+  script    the TorchScript file as framemill's worker runs it (torch.jit.load), batch 1-16,
+            channels-last and NCHW
+  eager     for framemill's `restore` example model only: the same network written as eager
+            PyTorch from the file's parameters (batch 8, channels-last)
+  compiled  that eager network under torch.compile (what a .pt2 package would hold)
+and prints frames per second for each, the best first. Run where torch is installed (the GPU
+machine); scripts/gpu/run-on-device.sh's `restore` step runs it beside framemill-bench.
+"""
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+
+def fps(fn, x, frames, reps=6):
+    with torch.inference_mode():
+        for _ in range(3):
+            fn(x)
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            fn(x)
+        torch.cuda.synchronize()
+        return frames * reps / (time.perf_counter() - t0)
+
+
+def restore_eager(params):
+    blocks = sum(1 for n in params if n.endswith("_a_w"))
+
+    def forward(x):
+        y = F.conv2d(x, params["head_w"], params["head_b"], padding=1)
+        for i in range(blocks):
+            r = F.relu(F.conv2d(y, params[f"block{i}_a_w"], params[f"block{i}_a_b"], padding=1))
+            y = y + 0.1 * F.conv2d(r, params[f"block{i}_b_w"], params[f"block{i}_b_b"], padding=1)
+        y = F.conv2d(y, params["tail_w"], params["tail_b"], padding=1)
+        return torch.clamp(x + 0.05 * torch.tanh(y), 0.0, 1.0)
+
+    return forward
+
+
+def main():
+    path = sys.argv[1]
+    w, h = (int(sys.argv[2]), int(sys.argv[3])) if len(sys.argv) > 3 else (1920, 1080)
+    torch.backends.cudnn.benchmark = True
+    dev = torch.device("cuda")
+    script = torch.jit.load(path, map_location=dev).eval().half()
+    rows = []
+    for batch in (1, 2, 4, 8, 16):
+        for cl in (True, False):
+            x = torch.rand(batch, 3, h, w, device=dev, dtype=torch.float16)
+            if cl:
+                x = x.contiguous(memory_format=torch.channels_last)
+            rows.append((fps(script, x, batch), f"script batch {batch} {'channels-last' if cl else 'NCHW'}"))
+            del x
+            torch.cuda.empty_cache()
+    params = {n: p.detach() for n, p in script.named_parameters()}
+    if "block0_a_w" in params:
+        eager = restore_eager(params)
+        x = torch.rand(8, 3, h, w, device=dev, dtype=torch.float16).contiguous(
+            memory_format=torch.channels_last)
+        rows.append((fps(eager, x, 8), "eager batch 8 channels-last"))
+        try:
+            compiled = torch.compile(eager)
+            rows.append((fps(compiled, x, 8), "compiled (torch.compile) batch 8 channels-last"))
+        except Exception as e:  # report, do not hide
+            print(f"torch.compile failed: {type(e).__name__}: {str(e).splitlines()[0]}")
+    for f, name in sorted(rows, reverse=True):
+        print(f"{f:8.2f} fps  {name}")
+
+
+if __name__ == "__main__":
+    main()

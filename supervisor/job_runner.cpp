@@ -851,7 +851,11 @@ Result<JobReport> JobRun::Run() {
                         : plan_.frame_count;
     p.segments_total = static_cast<int64_t>(plan_.segments.size());
     p.segments_done = state_->done();
+    p.frames_resumed = first_chunk_ < static_cast<int64_t>(plan_.chunks.size())
+                           ? plan_.chunks[first_chunk_].first_frame
+                           : plan_.frame_count;
     p.workers = dispatcher_->LiveWorkers();
+    p.dispatch = &dispatcher_->stats();
     options_.on_progress(p);
   };
   dispatcher_->Run(board_.get(), arena_shm_.name(), arena_, first_chunk_, stop_, tick);

@@ -75,8 +75,11 @@ struct JobProgress {
   std::vector<WorkerSnapshot> workers;  // the live workers and their current memory
   int64_t frames_total = 0;
   int64_t frames_done = 0;  // frames whose model output is ready (resumed ones included)
+  int64_t frames_resumed = 0;  // of those, frames of segments finished by an earlier run
   int64_t segments_done = 0;
   int64_t segments_total = 0;
+  // The job's worker counts so far (recycles, crashes, kills by kind); valid during the call.
+  const DispatchStats* dispatch = nullptr;
 };
 
 // Workers kept loaded between jobs by a long-running caller (the service). RunJob takes the

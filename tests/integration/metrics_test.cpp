@@ -1,0 +1,163 @@
+// framemill serve's metrics file (supervisor/metrics.h) on a real job: accepted by Prometheus's
+// own checker (promtool), its figures read back, and never seen half-written by a reader.
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+
+#include <atomic>
+#include <csignal>
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "harness.h"
+#include "service_harness.h"
+
+using namespace framemill::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+// The metrics a complete file has (each with its TYPE line), the last one last.
+constexpr int kMetrics = 14;
+constexpr const char* kLastType = "# TYPE framemill_gpu_reserved_bytes gauge";
+
+// The value of the sample `series` (name and labels as written), or -1 when it is absent.
+double Value(const std::string& text, const std::string& series) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+  }
+  return -1;
+}
+
+// Whether `text` is a whole exposition as the service writes it: every metric's TYPE line, the
+// last metric's samples last, and a final newline (a torn file lacks one or the other).
+bool Complete(const std::string& text) {
+  if (text.empty() || text.back() != '\n') return false;
+  int types = 0;
+  bool after_last = false;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("# TYPE ", 0) == 0) ++types;
+    if (line == kLastType) {
+      after_last = true;
+    } else if (after_last && line.rfind("framemill_gpu_reserved_bytes{", 0) != 0) {
+      return false;
+    }
+  }
+  return types == kMetrics && after_last;
+}
+
+RunResult Promtool(const std::string& path) {
+  return Shell(std::string("'") + FRAMEMILL_TEST_PROMTOOL + "' check metrics < '" + path + "'");
+}
+
+}  // namespace
+
+TEST_CASE("service metrics: a real job's states, frames and recycles, checked by promtool") {
+  // Workers recycled every two chunks or so: the job has recycles to count.
+  Service s = MakeService("svc_metrics", {{"defaults",
+                                           {{"workers", 2},
+                                            {"chunk_frames", 8},
+                                            {"device", TestDevice()},
+                                            {"recycle", {{"max_chunks", 3}, {"jitter", 0.1}}}}}});
+  const std::string metrics = s.spool + "/metrics/framemill.prom";
+  const std::string model = ModelCopy("identity", s.dir);
+  fs::create_directories(s.dir + "/out");
+  BackgroundJob serve = Serve(s);
+  KillOnExit guard_serve{serve};
+  // The first file is written at start, before any job: every state there, at 0.
+  REQUIRE(WaitUntil([&] { return Complete(ReadText(metrics)); }, 30));
+  std::string idle = ReadText(metrics);
+  CHECK(Value(idle, "framemill_up") == 1);
+  CHECK(Value(idle, "framemill_jobs{state=\"done\"}") == 0);
+  CHECK(Value(idle, "framemill_frames_processed_total") == 0);
+  struct stat st {};
+  REQUIRE(::stat(metrics.c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0644);
+  REQUIRE(::stat(fs::path(metrics).parent_path().c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0755);
+
+  // A reader that takes the file as the node exporter would, as often as it can, while the job
+  // runs: every read must be a whole file.
+  std::atomic<bool> stop_reading{false};
+  int reads = 0, torn = 0;
+  double frames_seen = 0;
+  std::thread reader([&] {
+    while (!stop_reading.load()) {
+      std::string text = ReadText(metrics);
+      ++reads;
+      if (!Complete(text)) {
+        ++torn;
+        continue;
+      }
+      frames_seen = std::max(frames_seen, Value(text, "framemill_frames_processed_total"));
+    }
+  });
+  Drop(s, "d0",
+       nlohmann::json{
+           {"input", TestClip("d0.mp4")}, {"output", s.dir + "/out/d0.mp4"}, {"model", model}}
+           .dump());
+  bool done = WaitUntil(
+      [&] { return Value(ReadText(metrics), "framemill_jobs{state=\"done\"}") == 1; }, 120);
+  stop_reading.store(true);
+  reader.join();
+  REQUIRE(done);
+  nlohmann::json result = ReadJson(s.spool + "/done/d0/result.json");
+  REQUIRE(result.is_object());
+  CHECK(torn == 0);
+  CHECK(reads > 1);
+  MESSAGE("reads of the metrics file during the job: " << reads);
+
+  std::string after = ReadText(metrics);
+  RunResult check = Promtool(metrics);
+  CHECK_MESSAGE(check.exit_code == 0, check.out, check.err);
+  CHECK(Value(after, "framemill_jobs{state=\"done\"}") == 1);
+  CHECK(Value(after, "framemill_jobs{state=\"failed\"}") == 0);
+  CHECK(Value(after, "framemill_jobs{state=\"active\"}") == 0);
+  CHECK(Value(after, "framemill_jobs{state=\"incoming\"}") == 0);
+  CHECK(Value(after, "framemill_queue_length") == 0);
+  CHECK(Value(after, "framemill_queue_oldest_age_seconds") == 0);
+  CHECK(Value(after, "framemill_job_fps") == 0);  // no job runs
+  // d0.mp4 has 78 frames (tests/data/SOURCES.md); every one went through the model once.
+  CHECK(result["frames"] == 78);
+  CHECK(Value(after, "framemill_frames_processed_total") == 78);
+  CHECK(frames_seen <= 78);
+  const int recycles = result["recycles"].get<int>();
+  CHECK(recycles > 0);
+  double counted = 0;
+  for (const char* reason : {"rss", "gpu", "max_chunks"}) {
+    counted +=
+        Value(after, std::string("framemill_worker_events_total{event=\"recycle\",reason=\"") +
+                         reason + "\"}");
+  }
+  CHECK(counted == recycles);
+  CHECK(Value(after, "framemill_worker_events_total{event=\"recycle\",reason=\"max_chunks\"}") ==
+        recycles);
+  CHECK(Value(after, "framemill_worker_events_total{event=\"crash\",reason=\"signal\"}") +
+            Value(after, "framemill_worker_events_total{event=\"crash\",reason=\"exit\"}") ==
+        result["crashes"].get<int>());
+
+  // A stopping service leaves framemill_up 0 in a file that is still valid.
+  ::kill(serve.pid, SIGTERM);
+  CHECK(WaitJob(serve, 60).exit_code == 0);
+  std::string last = ReadText(metrics);
+  CHECK(Value(last, "framemill_up") == 0);
+  CHECK(Value(last, "framemill_frames_processed_total") == 78);
+  check = Promtool(metrics);
+  CHECK_MESSAGE(check.exit_code == 0, check.out, check.err);
+}
+
+TEST_CASE("service metrics: \"metrics_textfile\": \"\" writes no file") {
+  Service s = MakeService("svc_metrics_off", {{"metrics_textfile", ""}});
+  BackgroundJob serve = Serve(s);
+  KillOnExit guard_serve{serve};
+  REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/incoming"); }, 30));
+  Drop(s, "bad", "{");  // a state change: failed/ gets it
+  REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/failed/bad/result.json"); }, 30));
+  ::kill(serve.pid, SIGTERM);
+  CHECK(WaitJob(serve, 60).exit_code == 0);
+  CHECK_FALSE(fs::exists(s.spool + "/metrics"));
+}

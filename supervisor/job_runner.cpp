@@ -114,6 +114,8 @@ class JobRun {
         output_dir_fd_(files->output_dir) {}
 
   Result<JobReport> Run();
+  // The worker counts of this run (empty when it started no workers).
+  DispatchStats Dispatch() const { return dispatcher_ ? dispatcher_->stats() : DispatchStats(); }
 
  private:
   Status OpenPaths();
@@ -965,6 +967,7 @@ Result<JobReport> RunJob(const JobSpec& job, const Config& config, const std::at
     {
       JobRun run(job, config, stop, options, &files);
       result.emplace(run.Run());
+      if (options.attempt_dispatch != nullptr) options.attempt_dispatch->push_back(run.Dispatch());
     }
     if (result->ok()) {
       JobReport& r = **result;

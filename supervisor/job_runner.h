@@ -105,6 +105,9 @@ struct JobOptions {
   WarmWorkers* warm = nullptr;
   // Where workers write their stderr logs; "" = the job's workspace.
   std::string worker_log_dir;
+  // When set, each run of the job (a crash retry is another) appends its worker counts here as
+  // it ends, whatever its outcome (the report's own `dispatch` is the last run's).
+  std::vector<DispatchStats>* attempt_dispatch = nullptr;
   uint32_t output_reader_uid = UINT32_MAX;  // the service: the submitter, granted read access to
                                             // the output (ACL); UINT32_MAX = none
 };

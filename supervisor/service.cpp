@@ -96,12 +96,14 @@ void AddCounts(const WorkerEventCounts& from, WorkerEventCounts* to) {
 
 // The running job's figures for the metrics, from its latest progress report.
 struct LiveJob {
-  int64_t frames = 0;          // through the model in this run
-  int64_t frames_resumed = 0;  // finished by an earlier run
-  int64_t frames_total = 0;    // the job's, resumed ones included
+  int64_t frames = 0;           // through the model since this start of the job
+  int64_t frames_resumed = -1;  // finished by an earlier start (-1: no report yet)
+  int64_t frames_total = 0;     // the job's, resumed ones included
   double fps = 0;
-  int events_seen = -1;  // crashes + kills + recycles when `events` was taken
-  WorkerEventCounts events;
+  int events_seen = -1;  // the running attempt's crashes + kills + recycles in `events`
+  size_t attempts_ended = 0;
+  WorkerEventCounts ended_attempts;  // counts of the job's ended attempts (crash retries)
+  WorkerEventCounts events;          // those and the running attempt's
   std::vector<WorkerMemory> workers;
 };
 
@@ -167,10 +169,15 @@ class Service {
   // write is logged once until a write succeeds again; it never stops the service.
   void StartMetrics();
   void WriteMetrics(bool up = true);
-  void NoteProgress(const JobProgress& p, uint64_t run_ms);
-  // Adds the running job's counts to the service's totals (the figures of `report` when the
-  // job finished) and clears them.
-  void EndRun(const JobReport* report);
+  // Takes a progress report of the running job; `attempts` holds the counts of its attempts
+  // that ended. Writes the file when kMetricsIntervalMs passed since the last write.
+  void NoteProgress(const JobProgress& p, uint64_t run_ms,
+                    const std::vector<DispatchStats>& attempts);
+  // Takes the worker counts of the job's ended attempts (JobOptions::attempt_dispatch).
+  void AttemptEnded(const std::vector<DispatchStats>& attempts);
+  // Adds the running job's counts to the service's totals (every frame of its plan when it
+  // `finished`) and clears them.
+  void EndRun(bool finished);
 
   const Config& config_;
   const std::atomic<bool>& stop_;
@@ -235,16 +242,19 @@ void Service::WriteMetrics(bool up) {
   metrics_failing_ = !s.ok();
 }
 
-void Service::NoteProgress(const JobProgress& p, uint64_t run_ms) {
-  live_.frames = p.frames_done - p.frames_resumed;
-  live_.frames_resumed = p.frames_resumed;
+void Service::NoteProgress(const JobProgress& p, uint64_t run_ms,
+                           const std::vector<DispatchStats>& attempts) {
+  if (attempts.size() != live_.attempts_ended) AttemptEnded(attempts);    // a crash retry runs
+  if (live_.frames_resumed < 0) live_.frames_resumed = p.frames_resumed;  // the job's first report
+  live_.frames = std::max<int64_t>(0, p.frames_done - live_.frames_resumed);
   live_.frames_total = p.frames_total;
   if (p.dispatch != nullptr) {
     int seen = p.dispatch->crashes + p.dispatch->kills;
     for (const auto& [reason, n] : p.dispatch->recycles) seen += n;
     if (seen != live_.events_seen) {  // maps are rebuilt only when a count changed
       live_.events_seen = seen;
-      live_.events = EventCounts(*p.dispatch);
+      live_.events = live_.ended_attempts;
+      AddCounts(EventCounts(*p.dispatch), &live_.events);
     }
   }
   uint64_t now = MonotonicMs();
@@ -258,12 +268,18 @@ void Service::NoteProgress(const JobProgress& p, uint64_t run_ms) {
   WriteMetrics();
 }
 
-void Service::EndRun(const JobReport* report) {
-  if (report != nullptr) {
-    // Every frame of the plan went through the model, less those an earlier run finished.
-    live_.frames =
-        (live_.frames_total > 0 ? live_.frames_total : report->frames) - live_.frames_resumed;
-    live_.events = EventCounts(report->dispatch);
+void Service::AttemptEnded(const std::vector<DispatchStats>& attempts) {
+  live_.attempts_ended = attempts.size();
+  live_.ended_attempts.clear();
+  for (const DispatchStats& d : attempts) AddCounts(EventCounts(d), &live_.ended_attempts);
+  live_.events = live_.ended_attempts;
+  live_.events_seen = -1;
+}
+
+void Service::EndRun(bool finished) {
+  if (finished && live_.frames_total > 0) {
+    // Every frame of the plan went through the model, less those an earlier start finished.
+    live_.frames = live_.frames_total - std::max<int64_t>(0, live_.frames_resumed);
   }
   totals_.frames_processed += live_.frames;
   AddCounts(live_.events, &totals_.worker_events);
@@ -495,9 +511,11 @@ bool Service::RunClaimed(const std::string& id) {
   options.warm = &warm_;
   options.worker_log_dir = spool_.Dir("workers");
   options.output_reader_uid = submitter->uid;
+  std::vector<DispatchStats> attempts;  // worker counts of each ended attempt, for the metrics
+  options.attempt_dispatch = &attempts;
   options.on_progress = [&](const JobProgress& p) {
     watchdog_.Alive();
-    NoteProgress(p, start_ms);
+    NoteProgress(p, start_ms, attempts);
     if (!fault_abort_.empty() && id.find(fault_abort_) != std::string::npos) std::abort();
     if (stop_.load()) job_stop.store(true);
     uint64_t now = MonotonicMs();
@@ -538,7 +556,8 @@ bool Service::RunClaimed(const std::string& id) {
     sd_notify(0, status);
   };
   Result<JobReport> report = RunJob(*job, config_, job_stop, options);
-  EndRun(report.ok() ? &*report : nullptr);
+  AttemptEnded(attempts);
+  EndRun(report.ok());
   if (!report.ok() && report.status().code() == StatusCode::kCancelled && !cancelled) {
     spool_.LowerStarts(id);  // an orderly stop is no crash
     spdlog::info("job {} stopped; its finished segments stay for the next start", id);

@@ -152,6 +152,77 @@ TEST_CASE("service metrics: a real job's states, frames and recycles, checked by
   CHECK_MESSAGE(check.exit_code == 0, check.out, check.err);
 }
 
+TEST_CASE("service metrics: a chunk that crashes every worker: the crashes and the failed job") {
+  Service s = MakeService(
+      "svc_metrics_crash",
+      {{"defaults",
+        {{"workers", 2}, {"chunk_frames", 8}, {"max_attempts", 3}, {"device", TestDevice()}}}});
+  const std::string metrics = s.spool + "/metrics/framemill.prom";
+  const std::string model = ModelCopy("identity", s.dir);
+  fs::create_directories(s.dir + "/out");
+  // Every worker that reaches frame 40 aborts (SIGABRT): the chunk fails its third worker.
+  BackgroundJob serve = Serve(s, {{"FRAMEMILL_TEST_FAULT", "crash@40"}});
+  KillOnExit guard_serve{serve};
+  Drop(s, "d0",
+       nlohmann::json{
+           {"input", TestClip("d0.mp4")}, {"output", s.dir + "/out/d0.mp4"}, {"model", model}}
+           .dump());
+  REQUIRE(WaitUntil(
+      [&] { return Value(ReadText(metrics), "framemill_jobs{state=\"failed\"}") == 1; }, 120));
+  nlohmann::json result = ReadJson(s.spool + "/failed/d0/result.json");
+  REQUIRE(result.is_object());
+  CHECK(result["reason"]["code"] == "worker_failed");
+  std::string text = ReadText(metrics);
+  RunResult check = Promtool(metrics);
+  CHECK_MESSAGE(check.exit_code == 0, check.out, check.err);
+  CHECK(Value(text, "framemill_jobs{state=\"done\"}") == 0);
+  CHECK(Value(text, "framemill_jobs{state=\"active\"}") == 0);
+  // The job failed on the chunk's third crash, each one counted, the last one too.
+  CHECK(Value(text, "framemill_worker_events_total{event=\"crash\",reason=\"signal\"}") == 3);
+  CHECK(Value(text, "framemill_worker_events_total{event=\"crash\",reason=\"exit\"}") == 0);
+  CHECK(Value(text, "framemill_frames_processed_total") < 78);
+  ::kill(serve.pid, SIGTERM);
+  CHECK(WaitJob(serve, 60).exit_code == 0);
+}
+
+TEST_CASE("service metrics: a job run again after a decoder crash counts both runs' workers") {
+  // The decoder is killed once before frame 40 and not restarted within the job: the job runs
+  // again (crash_retries). Its result.json counts the last run's recycles; the metrics both.
+  Service s =
+      MakeService("svc_metrics_retry", {{"decoder_restarts", 0},
+                                        {"crash_retries", 1},
+                                        {"defaults",
+                                         {{"workers", 2},
+                                          {"chunk_frames", 8},
+                                          {"device", TestDevice()},
+                                          {"recycle", {{"max_chunks", 2}, {"jitter", 0.1}}}}}});
+  const std::string metrics = s.spool + "/metrics/framemill.prom";
+  const std::string model = ModelCopy("identity", s.dir);
+  fs::create_directories(s.dir + "/out");
+  BackgroundJob serve = Serve(s, {{"FRAMEMILL_FAULT_KILL_DECODER_AT_FRAME", "40"}});
+  KillOnExit guard_serve{serve};
+  Drop(s, "d0",
+       nlohmann::json{
+           {"input", TestClip("d0.mp4")}, {"output", s.dir + "/out/d0.mp4"}, {"model", model}}
+           .dump());
+  REQUIRE(WaitUntil([&] { return Value(ReadText(metrics), "framemill_jobs{state=\"done\"}") == 1; },
+                    120));
+  nlohmann::json result = ReadJson(s.spool + "/done/d0/result.json");
+  REQUIRE(result.is_object());
+  REQUIRE(result["faults"]["attempts"] == 2);  // the fault did fire
+  ::kill(serve.pid, SIGTERM);
+  CHECK(WaitJob(serve, 60).exit_code == 0);
+  std::string text = ReadText(metrics);
+  // Every recycle of both runs, as the supervisor logged them ("worker K (gen G) retiring: ...").
+  const int retired = CountLines(ReadText(s.dir + "/serve.stderr"), ") retiring: ");
+  INFO("recycles in result.json (last run): " << result["recycles"]);
+  CHECK(retired >= result["recycles"].get<int>());
+  CHECK(Value(text, "framemill_worker_events_total{event=\"recycle\",reason=\"max_chunks\"}") ==
+        retired);
+  // The first run finished no segment (one segment holds the clip): each frame counted once.
+  CHECK(Value(text, "framemill_frames_processed_total") == 78);
+}
+
 TEST_CASE("service metrics: \"metrics_textfile\": \"\" writes no file") {
   Service s = MakeService("svc_metrics_off", {{"metrics_textfile", ""}});
   BackgroundJob serve = Serve(s);

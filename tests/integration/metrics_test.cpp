@@ -55,18 +55,48 @@ RunResult Promtool(const std::string& path) {
   return Shell(std::string("'") + FRAMEMILL_TEST_PROMTOOL + "' check metrics < '" + path + "'");
 }
 
+// A service whose jobs run with 2 workers and 8-frame chunks (`defaults` added), its metrics
+// file, and a copy of the identity model.
+struct MetricsService {
+  Service s;
+  std::string metrics, model;
+};
+
+MetricsService MakeMetricsService(const std::string& name, nlohmann::json defaults,
+                                  nlohmann::json extra = nlohmann::json::object()) {
+  defaults["workers"] = 2;
+  defaults["chunk_frames"] = 8;
+  defaults["device"] = TestDevice();
+  extra["defaults"] = defaults;
+  MetricsService m{MakeService(name, extra), "", ""};
+  m.metrics = m.s.spool + "/metrics/framemill.prom";
+  m.model = ModelCopy("identity", m.s.dir);
+  fs::create_directories(m.s.dir + "/out");
+  return m;
+}
+
+// Submits job d0: tests/data/d0.mp4 (78 frames) through the identity model.
+void DropD0(const MetricsService& m) {
+  Drop(m.s, "d0",
+       nlohmann::json{
+           {"input", TestClip("d0.mp4")}, {"output", m.s.dir + "/out/d0.mp4"}, {"model", m.model}}
+           .dump());
+}
+
+// Waits until the metrics file counts one job in `state`.
+bool WaitForOne(const MetricsService& m, const std::string& state) {
+  const std::string series = "framemill_jobs{state=\"" + state + "\"}";
+  return WaitUntil([&] { return Value(ReadText(m.metrics), series) == 1; }, 120);
+}
+
 }  // namespace
 
 TEST_CASE("service metrics: a real job's states, frames and recycles, checked by promtool") {
   // Workers recycled every two chunks or so: the job has recycles to count.
-  Service s = MakeService("svc_metrics", {{"defaults",
-                                           {{"workers", 2},
-                                            {"chunk_frames", 8},
-                                            {"device", TestDevice()},
-                                            {"recycle", {{"max_chunks", 3}, {"jitter", 0.1}}}}}});
-  const std::string metrics = s.spool + "/metrics/framemill.prom";
-  const std::string model = ModelCopy("identity", s.dir);
-  fs::create_directories(s.dir + "/out");
+  MetricsService m =
+      MakeMetricsService("svc_metrics", {{"recycle", {{"max_chunks", 3}, {"jitter", 0.1}}}});
+  const Service& s = m.s;
+  const std::string& metrics = m.metrics;
   BackgroundJob serve = Serve(s);
   KillOnExit guard_serve{serve};
   // The first file is written at start, before any job: every state there, at 0.
@@ -98,12 +128,8 @@ TEST_CASE("service metrics: a real job's states, frames and recycles, checked by
       frames_seen = std::max(frames_seen, Value(text, "framemill_frames_processed_total"));
     }
   });
-  Drop(s, "d0",
-       nlohmann::json{
-           {"input", TestClip("d0.mp4")}, {"output", s.dir + "/out/d0.mp4"}, {"model", model}}
-           .dump());
-  bool done = WaitUntil(
-      [&] { return Value(ReadText(metrics), "framemill_jobs{state=\"done\"}") == 1; }, 120);
+  DropD0(m);
+  bool done = WaitForOne(m, "done");
   stop_reading.store(true);
   reader.join();
   REQUIRE(done);
@@ -153,22 +179,14 @@ TEST_CASE("service metrics: a real job's states, frames and recycles, checked by
 }
 
 TEST_CASE("service metrics: a chunk that crashes every worker: the crashes and the failed job") {
-  Service s = MakeService(
-      "svc_metrics_crash",
-      {{"defaults",
-        {{"workers", 2}, {"chunk_frames", 8}, {"max_attempts", 3}, {"device", TestDevice()}}}});
-  const std::string metrics = s.spool + "/metrics/framemill.prom";
-  const std::string model = ModelCopy("identity", s.dir);
-  fs::create_directories(s.dir + "/out");
+  MetricsService m = MakeMetricsService("svc_metrics_crash", {{"max_attempts", 3}});
+  const Service& s = m.s;
+  const std::string& metrics = m.metrics;
   // Every worker that reaches frame 40 aborts (SIGABRT): the chunk fails its third worker.
   BackgroundJob serve = Serve(s, {{"FRAMEMILL_TEST_FAULT", "crash@40"}});
   KillOnExit guard_serve{serve};
-  Drop(s, "d0",
-       nlohmann::json{
-           {"input", TestClip("d0.mp4")}, {"output", s.dir + "/out/d0.mp4"}, {"model", model}}
-           .dump());
-  REQUIRE(WaitUntil(
-      [&] { return Value(ReadText(metrics), "framemill_jobs{state=\"failed\"}") == 1; }, 120));
+  DropD0(m);
+  REQUIRE(WaitForOne(m, "failed"));
   nlohmann::json result = ReadJson(s.spool + "/failed/d0/result.json");
   REQUIRE(result.is_object());
   CHECK(result["reason"]["code"] == "worker_failed");
@@ -188,25 +206,15 @@ TEST_CASE("service metrics: a chunk that crashes every worker: the crashes and t
 TEST_CASE("service metrics: a job run again after a decoder crash counts both runs' workers") {
   // The decoder is killed once before frame 40 and not restarted within the job: the job runs
   // again (crash_retries). Its result.json counts the last run's recycles; the metrics both.
-  Service s =
-      MakeService("svc_metrics_retry", {{"decoder_restarts", 0},
-                                        {"crash_retries", 1},
-                                        {"defaults",
-                                         {{"workers", 2},
-                                          {"chunk_frames", 8},
-                                          {"device", TestDevice()},
-                                          {"recycle", {{"max_chunks", 2}, {"jitter", 0.1}}}}}});
-  const std::string metrics = s.spool + "/metrics/framemill.prom";
-  const std::string model = ModelCopy("identity", s.dir);
-  fs::create_directories(s.dir + "/out");
+  MetricsService m =
+      MakeMetricsService("svc_metrics_retry", {{"recycle", {{"max_chunks", 2}, {"jitter", 0.1}}}},
+                         {{"decoder_restarts", 0}, {"crash_retries", 1}});
+  const Service& s = m.s;
+  const std::string& metrics = m.metrics;
   BackgroundJob serve = Serve(s, {{"FRAMEMILL_FAULT_KILL_DECODER_AT_FRAME", "40"}});
   KillOnExit guard_serve{serve};
-  Drop(s, "d0",
-       nlohmann::json{
-           {"input", TestClip("d0.mp4")}, {"output", s.dir + "/out/d0.mp4"}, {"model", model}}
-           .dump());
-  REQUIRE(WaitUntil([&] { return Value(ReadText(metrics), "framemill_jobs{state=\"done\"}") == 1; },
-                    120));
+  DropD0(m);
+  REQUIRE(WaitForOne(m, "done"));
   nlohmann::json result = ReadJson(s.spool + "/done/d0/result.json");
   REQUIRE(result.is_object());
   REQUIRE(result["faults"]["attempts"] == 2);  // the fault did fire

@@ -214,6 +214,16 @@ Result<Config> ParseConfig(const nlohmann::json& object) {
                              c.on_job_end.front() + "\"");
   }
   r.Double("on_job_end_timeout_s", &c.on_job_end_timeout_s, 0.1, 3600.0);
+  r.String("metrics_textfile", &c.metrics_textfile, /*allow_empty=*/true);
+  const std::string& metrics = c.metrics_textfile;
+  const std::string kProm = ".prom";
+  if (r.status().ok() && !metrics.empty() &&
+      (metrics.size() <= kProm.size() ||
+       metrics.compare(metrics.size() - kProm.size(), kProm.size(), kProm) != 0)) {
+    r.Fail("metrics_textfile",
+           "must name a file ending in .prom (the node exporter reads only those), got \"" +
+               metrics + "\"");
+  }
   static const std::regex kLevels("trace|debug|info|warn|error");
   if (r.status().ok() && !std::regex_match(c.log_level, kLevels)) {
     r.Fail("log_level", "must be trace, debug, info, warn or error");

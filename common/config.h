@@ -149,6 +149,11 @@ struct Config {
   // a shell) and its first arguments; the job's result.json path is appended. Empty = none.
   std::vector<std::string> on_job_end;
   double on_job_end_timeout_s = 30.0;  // the hook is killed after this long
+  // The service's metrics, in the Prometheus text format for the node exporter's textfile
+  // collector (supervisor/metrics.h), rewritten atomically at each job state change and every
+  // few seconds while a job runs. A relative path is under spool_dir (its directory is created
+  // 0755); "" = no metrics.
+  std::string metrics_textfile = "metrics/framemill.prom";
 };
 
 // Limits that keep a job file from asking for absurd resources. Used by both parsers.

@@ -84,12 +84,18 @@ Status SyncFile(const std::string& path) {
   return SyncDirectory(DirName(path));
 }
 
-Status AtomicWriteFile(const std::string& path, const std::string& content) {
+Status AtomicWriteFile(const std::string& path, const std::string& content, int mode) {
   // A random name created exclusively: a link or file planted at a predictable temp name is
   // never followed or truncated.
   std::string tmp = path + ".tmp." + RandomToken();
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) return Errno("create " + tmp);
+  if (mode >= 0 && ::fchmod(fd, static_cast<mode_t>(mode)) != 0) {
+    Status s = Errno("chmod " + tmp);
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return s;
+  }
   const char* p = content.data();
   size_t left = content.size();
   while (left > 0) {

@@ -14,7 +14,8 @@ namespace framemill {
 
 // Writes `content` to `path` atomically (temp in the same directory under a random name, created
 // with O_EXCL | O_NOFOLLOW, fsync, rename, fsync dir): a link at `path` is replaced, not followed.
-Status AtomicWriteFile(const std::string& path, const std::string& content);
+// The file gets 0644 less the umask, or exactly `mode` when it is given (>= 0).
+Status AtomicWriteFile(const std::string& path, const std::string& content, int mode = -1);
 
 // fsyncs a file (by path) and its directory.
 Status SyncFile(const std::string& path);

@@ -12,6 +12,7 @@ packages=(
   libsystemd-dev
   ffmpeg                  # ffmpeg and ffprobe: decoding, encoding, muxing
   mkvtoolnix              # mkvmerge: source timestamps for variable-frame-rate videos
+  prometheus              # promtool: the metrics test checks the service's metrics file
   systemd                 # systemd-analyze: the unit's verify and security tests
   clang libclang-rt-14-dev  # clang++ and its libFuzzer/sanitizer runtimes: the fuzz tests
 )

@@ -24,10 +24,23 @@ std::string FrameRange(const ChunkPlan& c) {
          std::to_string(c.first_frame + c.frames - 1);
 }
 
+// The kind of a recycle or kill reason (recycle_policy.h's texts, and the start timeout), one
+// of a small closed set: counts by kind become metrics labels.
 std::string ReasonKind(const std::string& reason) {
   if (reason.rfind("gpu", 0) == 0) return "gpu";
   if (reason.rfind("rss", 0) == 0) return "rss";
+  if (reason.rfind("no heartbeat", 0) == 0) return "hang";
+  if (reason.rfind("model not loaded", 0) == 0) return "start_timeout";
   return "max_chunks";
+}
+
+const char* CrashKind(const WorkerExit& e) { return e.signaled ? "signal" : "exit"; }
+
+// A device name a worker reported, kept only in the form a label may take ("cpu", "cuda:N").
+bool PlainDevice(const std::string& d) {
+  if (d == "cpu") return true;
+  if (d.rfind("cuda:", 0) != 0 || d.size() == 5 || d.size() > 8) return false;
+  return std::all_of(d.begin() + 5, d.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 std::string OneLine(std::string s) {
@@ -177,6 +190,7 @@ Result<FirstWorker> Dispatcher::Start(const std::atomic<bool>& stop) {
     probe_w_ = first.probe_w = probe->width;
     probe_h_ = first.probe_h = probe->height;
     first.device = probe->device;
+    device_ = PlainDevice(probe->device) ? probe->device : settings_.device;
     first.sandbox = pool_->Sandbox(k);
     return true;
   };
@@ -245,6 +259,7 @@ Result<FirstWorker> Dispatcher::Start(const std::atomic<bool>& stop) {
                    why);
       Record(e.channel, "crash", why);
       ++stats_.crashes;
+      ++stats_.crashes_by_reason[CrashKind(e)];
       channels_[e.channel] = Channel{};
       FM_RETURN_IF_ERROR(Spawn(e.channel, -1));
     }
@@ -338,6 +353,7 @@ void Dispatcher::HandleExit(const WorkerExit& e) {
     Record(k, "exit", "killed: " + ch.kill_reason);
   } else {
     ++stats_.crashes;
+    ++stats_.crashes_by_reason[CrashKind(e)];
     Record(k, "crash", what);
     spdlog::warn("worker {} (gen {}, pid {}) died: {}", k, ch.generation, e.pid, what);
   }
@@ -385,6 +401,7 @@ void Dispatcher::Violation(int k, const std::string& what) {
   ch.violated = true;
   ++stats_.protocol_violations;
   ++stats_.kills;
+  ++stats_.kills_by_reason["protocol"];
   ch.kill_reason = "protocol violation: " + what;
   ch.kill_deadline_ms = UINT64_MAX;  // signalled for good; wait for the exit
   spdlog::error("worker {} (gen {}, pid {}): {}; killing it and sending its chunks elsewhere", k,
@@ -453,6 +470,7 @@ void Dispatcher::CheckLimits(int k, uint64_t now) {
   }
   if (hard) {
     ++stats_.kills;
+    ++stats_.kills_by_reason[ReasonKind(*hard)];
     ch.kill_reason = *hard;
     Record(k, "kill", *hard);
     spdlog::warn("worker {} (gen {}, pid {}): {}; SIGTERM, SIGKILL in {} s", k, ch.generation,
@@ -599,8 +617,11 @@ std::vector<WorkerSnapshot> Dispatcher::LiveWorkers() const {
   for (int k = 0; k < static_cast<int>(channels_.size()); ++k) {
     if (!pool_->Alive(k)) continue;
     const TelemetrySnapshot t = pool_->LastTelemetry(k);
+    const int gpu = channels_[k].gpu;
+    std::string device = device_.empty() ? settings_.device : device_;
+    if (gpu >= 0) device = "cuda:" + std::to_string(gpu);
     live.push_back({k, channels_[k].generation, pool_->Pid(k), t.frames_done, t.rss_bytes,
-                    t.gpu_reserved_bytes});
+                    t.gpu_reserved_bytes, device});
   }
   return live;
 }

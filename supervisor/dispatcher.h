@@ -50,6 +50,10 @@ struct WorkerSnapshot {
   uint64_t frames = 0;
   uint64_t rss_bytes = 0;
   uint64_t gpu_reserved_bytes = 0;
+  // Where it runs: "cuda:N" for a worker pinned to GPU N (settings.gpus), else the device the
+  // first worker reported ("cpu", "cuda:0") when it has that form, else the configured device.
+  // Set by LiveWorkers only.
+  std::string device;
 };
 
 struct DispatchStats {
@@ -74,6 +78,11 @@ struct DispatchStats {
   // later chunks 290 ms".
   std::string StartupSummary() const;
   std::map<std::string, int> recycles;  // by kind of reason: "rss", "gpu", "max_chunks"
+  // The same counts by kind, each a small closed set (metrics labels): kills by "rss", "gpu",
+  // "hang", "start_timeout", "protocol"; crashes by "signal" (killed by a signal the supervisor
+  // did not send) or "exit" (exited unasked or with an error).
+  std::map<std::string, int> kills_by_reason;
+  std::map<std::string, int> crashes_by_reason;
   // Peak figures of each worker generation that ran, in start order.
   std::vector<WorkerSnapshot> peaks;
 };
@@ -168,6 +177,7 @@ class Dispatcher {
   std::string arena_name_;
   ArenaGeometry arena_;  // our own copy
   uint32_t probe_w_ = 0, probe_h_ = 0;
+  std::string device_;           // unpinned workers' device label (WorkerSnapshot::device)
   int64_t processed_ = 0;        // chunks whose output is in the arena
   int load_failures_ = 0;        // workers that died while loading, since the last good chunk
   uint64_t load_ms_ = 0;         // spawn to ready of the last worker that became ready

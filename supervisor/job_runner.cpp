@@ -114,6 +114,8 @@ class JobRun {
         output_dir_fd_(files->output_dir) {}
 
   Result<JobReport> Run();
+  // The worker counts of this run (empty when it started no workers).
+  DispatchStats Dispatch() const { return dispatcher_ ? dispatcher_->stats() : DispatchStats(); }
 
  private:
   Status OpenPaths();
@@ -851,7 +853,11 @@ Result<JobReport> JobRun::Run() {
                         : plan_.frame_count;
     p.segments_total = static_cast<int64_t>(plan_.segments.size());
     p.segments_done = state_->done();
+    p.frames_resumed = first_chunk_ < static_cast<int64_t>(plan_.chunks.size())
+                           ? plan_.chunks[first_chunk_].first_frame
+                           : plan_.frame_count;
     p.workers = dispatcher_->LiveWorkers();
+    p.dispatch = &dispatcher_->stats();
     options_.on_progress(p);
   };
   dispatcher_->Run(board_.get(), arena_shm_.name(), arena_, first_chunk_, stop_, tick);
@@ -961,6 +967,7 @@ Result<JobReport> RunJob(const JobSpec& job, const Config& config, const std::at
     {
       JobRun run(job, config, stop, options, &files);
       result.emplace(run.Run());
+      if (options.attempt_dispatch != nullptr) options.attempt_dispatch->push_back(run.Dispatch());
     }
     if (result->ok()) {
       JobReport& r = **result;

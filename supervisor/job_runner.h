@@ -75,8 +75,11 @@ struct JobProgress {
   std::vector<WorkerSnapshot> workers;  // the live workers and their current memory
   int64_t frames_total = 0;
   int64_t frames_done = 0;  // frames whose model output is ready (resumed ones included)
+  int64_t frames_resumed = 0;  // of those, frames of segments finished by an earlier run
   int64_t segments_done = 0;
   int64_t segments_total = 0;
+  // The job's worker counts so far (recycles, crashes, kills by kind); valid during the call.
+  const DispatchStats* dispatch = nullptr;
 };
 
 // Workers kept loaded between jobs by a long-running caller (the service). RunJob takes the
@@ -102,6 +105,9 @@ struct JobOptions {
   WarmWorkers* warm = nullptr;
   // Where workers write their stderr logs; "" = the job's workspace.
   std::string worker_log_dir;
+  // When set, each run of the job (a crash retry is another) appends its worker counts here as
+  // it ends, whatever its outcome (the report's own `dispatch` is the last run's).
+  std::vector<DispatchStats>* attempt_dispatch = nullptr;
   uint32_t output_reader_uid = UINT32_MAX;  // the service: the submitter, granted read access to
                                             // the output (ACL); UINT32_MAX = none
 };

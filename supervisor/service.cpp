@@ -1,6 +1,8 @@
 #include "supervisor/service.h"
 
 #include <cstdint>
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -9,6 +11,7 @@
 #include <set>
 #include <poll.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
 
@@ -27,6 +30,7 @@ static int sd_watchdog_enabled(int, uint64_t*) { return 0; }
 #include "supervisor/job_end_hook.h"
 #include "common/shared_memory.h"
 #include "supervisor/job_runner.h"
+#include "supervisor/metrics.h"
 #include "supervisor/spool.h"
 #include "supervisor/spool_requests.h"
 #include "supervisor/submitter.h"
@@ -65,6 +69,43 @@ std::string FaultAbortNeedle() {
   const char* v = std::getenv("FRAMEMILL_FAULT_SUPERVISOR_ABORT");
   return v != nullptr ? v : "";
 }
+
+double WallSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+// The metrics file is rewritten this often while a job runs (besides each state change).
+constexpr uint64_t kMetricsIntervalMs = 2000;
+
+// A job's worker counts so far, by event and reason.
+WorkerEventCounts EventCounts(const DispatchStats& d) {
+  WorkerEventCounts c;
+  for (const auto& [reason, n] : d.recycles) c[WorkerEvent::kRecycle][reason] += n;
+  for (const auto& [reason, n] : d.crashes_by_reason) c[WorkerEvent::kCrash][reason] += n;
+  for (const auto& [reason, n] : d.kills_by_reason) c[WorkerEvent::kKill][reason] += n;
+  return c;
+}
+
+void AddCounts(const WorkerEventCounts& from, WorkerEventCounts* to) {
+  for (const auto& [event, by_reason] : from) {
+    for (const auto& [reason, n] : by_reason) (*to)[event][reason] += n;
+  }
+}
+
+// The running job's figures for the metrics, from its latest progress report.
+struct LiveJob {
+  int64_t frames = 0;           // through the model since this start of the job
+  int64_t frames_resumed = -1;  // finished by an earlier start (-1: no report yet)
+  int64_t frames_total = 0;     // the job's, resumed ones included
+  double fps = 0;
+  int events_seen = -1;  // the running attempt's crashes + kills + recycles in `events`
+  size_t attempts_ended = 0;
+  WorkerEventCounts ended_attempts;  // counts of the job's ended attempts (crash retries)
+  WorkerEventCounts events;          // those and the running attempt's
+  std::vector<WorkerMemory> workers;
+};
 
 // Sends WATCHDOG=1 while the service loop keeps calling Alive(); silent once it stops, so that
 // systemd restarts a service whose loop is stuck.
@@ -123,6 +164,20 @@ class Service {
   void JobEnded(const std::string& id, const std::string& state);
   void WaitForWork(int inotify_fd);
   void Housekeeping();
+  // Metrics (supervisor/metrics.h): finds the file's path and writes the first file; then
+  // rewrites it from the counts of ended runs, the running job's figures and the spool. A failed
+  // write is logged once until a write succeeds again; it never stops the service.
+  void StartMetrics();
+  void WriteMetrics(bool up = true);
+  // Takes a progress report of the running job; `attempts` holds the counts of its attempts
+  // that ended. Writes the file when kMetricsIntervalMs passed since the last write.
+  void NoteProgress(const JobProgress& p, uint64_t run_ms,
+                    const std::vector<DispatchStats>& attempts);
+  // Takes the worker counts of the job's ended attempts (JobOptions::attempt_dispatch).
+  void AttemptEnded(const std::vector<DispatchStats>& attempts);
+  // Adds the running job's counts to the service's totals (every frame of its plan when it
+  // `finished`) and clears them.
+  void EndRun(bool finished);
 
   const Config& config_;
   const std::atomic<bool>& stop_;
@@ -136,7 +191,100 @@ class Service {
   // then skipped until they change.
   std::set<std::pair<std::string, uint64_t>> stuck_;
   uint64_t last_housekeeping_ms_ = 0;
+  std::string metrics_path_;  // "" = no metrics
+  MetricsFigures totals_;     // counters of the runs that ended; version and start time
+  LiveJob live_;
+  uint64_t last_metrics_ms_ = 0;
+  bool metrics_failing_ = false;
 };
+
+void Service::StartMetrics() {
+  totals_.version = FRAMEMILL_VERSION;
+  totals_.start_time_s = WallSeconds();
+  const std::string& file = config_.metrics_textfile;
+  if (file.empty()) return;
+  metrics_path_ = file.front() == '/' ? file : spool_.root() + "/" + file;
+  const std::string dir = DirName(metrics_path_);
+  if (!IsDirectory(dir)) {
+    Status made = MakeDirectories(dir);
+    // World-readable whatever the umask: the node exporter runs as another user.
+    if (made.ok() && ::chmod(dir.c_str(), 0755) != 0) {
+      made = Status(StatusCode::kIo, std::string("chmod: ") + std::strerror(errno));
+    }
+    if (!made.ok()) spdlog::warn("metrics: cannot create {}: {}", dir, made.message());
+  }
+  spdlog::info("writing metrics to {}", metrics_path_);
+  WriteMetrics();
+}
+
+void Service::WriteMetrics(bool up) {
+  if (metrics_path_.empty()) return;
+  last_metrics_ms_ = MonotonicMs();
+  MetricsFigures f = totals_;
+  f.up = up;
+  const SpoolCounts c = spool_.Count();
+  f.jobs_incoming = c.incoming;
+  f.jobs_active = c.active;
+  f.jobs_done = c.done;
+  f.jobs_failed = c.failed;
+  if (c.oldest_incoming_ns > 0) {
+    const double submitted_s = static_cast<double>(c.oldest_incoming_ns) / 1e9;
+    f.oldest_waiting_age_s = std::max(0.0, WallSeconds() - submitted_s);
+  }
+  f.frames_processed += live_.frames;
+  f.job_fps = live_.fps;
+  AddCounts(live_.events, &f.worker_events);
+  f.workers = live_.workers;
+  Status s = WriteMetricsFile(metrics_path_, RenderMetrics(f));
+  if (!s.ok() && !metrics_failing_) {
+    spdlog::warn("metrics: {} (said once until a write works again)", s.message());
+  }
+  metrics_failing_ = !s.ok();
+}
+
+void Service::NoteProgress(const JobProgress& p, uint64_t run_ms,
+                           const std::vector<DispatchStats>& attempts) {
+  if (attempts.size() != live_.attempts_ended) AttemptEnded(attempts);    // a crash retry runs
+  if (live_.frames_resumed < 0) live_.frames_resumed = p.frames_resumed;  // the job's first report
+  live_.frames = std::max<int64_t>(0, p.frames_done - live_.frames_resumed);
+  live_.frames_total = p.frames_total;
+  if (p.dispatch != nullptr) {
+    int seen = p.dispatch->crashes + p.dispatch->kills;
+    for (const auto& [reason, n] : p.dispatch->recycles) seen += n;
+    if (seen != live_.events_seen) {  // maps are rebuilt only when a count changed
+      live_.events_seen = seen;
+      live_.events = live_.ended_attempts;
+      AddCounts(EventCounts(*p.dispatch), &live_.events);
+    }
+  }
+  uint64_t now = MonotonicMs();
+  if (now - last_metrics_ms_ < kMetricsIntervalMs) return;
+  double secs = static_cast<double>(now - run_ms) / 1000.0;
+  live_.fps = secs > 0 ? static_cast<double>(live_.frames) / secs : 0.0;
+  live_.workers.clear();
+  for (const WorkerSnapshot& w : p.workers) {
+    live_.workers.push_back({w.worker, w.device, w.rss_bytes, w.gpu_reserved_bytes});
+  }
+  WriteMetrics();
+}
+
+void Service::AttemptEnded(const std::vector<DispatchStats>& attempts) {
+  live_.attempts_ended = attempts.size();
+  live_.ended_attempts.clear();
+  for (const DispatchStats& d : attempts) AddCounts(EventCounts(d), &live_.ended_attempts);
+  live_.events = live_.ended_attempts;
+  live_.events_seen = -1;
+}
+
+void Service::EndRun(bool finished) {
+  if (finished && live_.frames_total > 0) {
+    // Every frame of the plan went through the model, less those an earlier start finished.
+    live_.frames = live_.frames_total - std::max<int64_t>(0, live_.frames_resumed);
+  }
+  totals_.frames_processed += live_.frames;
+  AddCounts(live_.events, &totals_.worker_events);
+  live_ = LiveJob{};
+}
 
 Status Service::Run() {
   if (!config_.allow_any_path &&
@@ -148,6 +296,7 @@ Status Service::Run() {
   }
   FM_RETURN_IF_ERROR(spool_.Prepare());
   FM_RETURN_IF_ERROR(spool_.Lock());
+  StartMetrics();
   int stale = RemoveStaleObjects();
   if (stale > 0) spdlog::info("removed {} shared-memory objects left by dead supervisors", stale);
   if (config_.allowed_input_roots.empty() || config_.allowed_output_roots.empty() ||
@@ -183,6 +332,7 @@ Status Service::Run() {
     }
     if (id.empty()) {
       sd_notify(0, "STATUS=idle");
+      WriteMetrics();  // the queue as this pass found it
       WaitForWork(inotify_fd);
       continue;
     }
@@ -192,6 +342,7 @@ Status Service::Run() {
   sd_notify(0, "STOPPING=1");
   if (warm_.pool != nullptr) warm_.pool->StopAll(5000);
   warm_.pool.reset();
+  WriteMetrics(/*up=*/false);
   spdlog::info("stopped");
   return Status::Ok();
 }
@@ -257,6 +408,7 @@ void Service::File(const std::string& id, bool ok, const nlohmann::json& result)
 }
 
 void Service::JobEnded(const std::string& id, const std::string& state) {
+  WriteMetrics();
   if (config_.on_job_end.empty()) return;
   Status hook = RunJobEndHook({config_.on_job_end, config_.on_job_end_timeout_s},
                               {id, state, spool_.JobDir(state, id)});
@@ -349,6 +501,7 @@ bool Service::RunClaimed(const std::string& id) {
   }
   spdlog::info("job {} for uid {}: {} -> {} with {} (start {} of at most {})", id, submitter->uid,
                job->input, job->output, job->model, *starts, config_.max_job_starts);
+  WriteMetrics();  // the job is active
   std::atomic<bool> job_stop{false};
   bool cancelled = false;
   uint64_t last_write = 0, last_requests = 0, start_ms = MonotonicMs();
@@ -358,8 +511,11 @@ bool Service::RunClaimed(const std::string& id) {
   options.warm = &warm_;
   options.worker_log_dir = spool_.Dir("workers");
   options.output_reader_uid = submitter->uid;
+  std::vector<DispatchStats> attempts;  // worker counts of each ended attempt, for the metrics
+  options.attempt_dispatch = &attempts;
   options.on_progress = [&](const JobProgress& p) {
     watchdog_.Alive();
+    NoteProgress(p, start_ms, attempts);
     if (!fault_abort_.empty() && id.find(fault_abort_) != std::string::npos) std::abort();
     if (stop_.load()) job_stop.store(true);
     uint64_t now = MonotonicMs();
@@ -400,6 +556,8 @@ bool Service::RunClaimed(const std::string& id) {
     sd_notify(0, status);
   };
   Result<JobReport> report = RunJob(*job, config_, job_stop, options);
+  AttemptEnded(attempts);
+  EndRun(report.ok());
   if (!report.ok() && report.status().code() == StatusCode::kCancelled && !cancelled) {
     spool_.LowerStarts(id);  // an orderly stop is no crash
     spdlog::info("job {} stopped; its finished segments stay for the next start", id);

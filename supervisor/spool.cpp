@@ -174,6 +174,22 @@ std::vector<SpoolEntry> Spool::All() const {
   return all;
 }
 
+SpoolCounts Spool::Count() const {
+  SpoolCounts c;
+  for (const std::string& name : ListNames(Dir("incoming"))) {
+    if (!EndsWith(name, ".json")) continue;  // as Incoming() counts them
+    ++c.incoming;
+    int64_t ns = MtimeNs(Dir("incoming") + "/" + name);
+    if (ns > 0 && (c.oldest_incoming_ns == 0 || ns < c.oldest_incoming_ns)) {
+      c.oldest_incoming_ns = ns;
+    }
+  }
+  c.active = static_cast<int64_t>(ListNames(Dir("active")).size());
+  c.done = static_cast<int64_t>(ListNames(Dir("done")).size());
+  c.failed = static_cast<int64_t>(ListNames(Dir("failed")).size());
+  return c;
+}
+
 Result<SpoolEntry> Spool::Find(const std::string& id) const {
   for (const SpoolEntry& e : All()) {
     if (e.id == id) return e;

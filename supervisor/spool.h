@@ -17,6 +17,8 @@
 //                           that is no job file (a FIFO, a directory, a symlink, unreadable) is
 //                           moved here as job.json, unread, with the reason.
 //   workers/          0750  the workers' stderr logs (workers outlive jobs)
+//   metrics/          0755  the service's metrics file (config metrics_textfile, by default);
+//                           made by the service when it writes there, not by Prepare()
 //   lock                    flock'ed by the one supervisor that serves this spool
 //
 // Prepare() creates missing folders with these modes and sets them on folders the service owns
@@ -42,6 +44,13 @@ struct SpoolEntry {
   int priority = 0;
   int64_t submitted_ns = 0;  // the job file's mtime
   uint64_t inode = 0;        // the entry's own inode (lstat), to recognise it again
+};
+
+// How many jobs each state holds, read cheaply (names and one lstat per waiting job, no job
+// file opened): for metrics.
+struct SpoolCounts {
+  int64_t incoming = 0, active = 0, done = 0, failed = 0;
+  int64_t oldest_incoming_ns = 0;  // the oldest waiting job file's mtime (wall clock); 0 if none
 };
 
 // A job file taken from incoming/ by Claim().
@@ -75,6 +84,7 @@ class Spool {
   std::vector<SpoolEntry> Active() const;
   // Every job in every state.
   std::vector<SpoolEntry> All() const;
+  SpoolCounts Count() const;
   // Finds a job by id in any state.
   Result<SpoolEntry> Find(const std::string& id) const;
 

@@ -129,6 +129,7 @@ TEST_CASE("config/framemill.json parses and equals the built-in defaults") {
   CHECK(file->allow_playlist_inputs == builtin.allow_playlist_inputs);
   CHECK(file->decoder_restarts == builtin.decoder_restarts);
   CHECK(file->crash_retries == builtin.crash_retries);
+  CHECK(file->metrics_textfile == builtin.metrics_textfile);
   // Unlike the built-in defaults (for `framemill run`), the packaged config names roots, so that
   // the service it starts is confined (serve refuses to start without).
   CHECK(file->allowed_input_roots == std::vector<std::string>{"/srv/framemill/in"});
@@ -191,4 +192,20 @@ TEST_CASE("bad gpus settings are refused with the key named") {
   CHECK(fails({{"color_conversion", "fast"}}).empty());
   CHECK(fails({{"color_conversion", "device"}}).empty());
   CHECK(fails({{"color_conversion", "auto"}}).empty());
+}
+
+TEST_CASE("metrics_textfile: a .prom file, relative to the spool by default, \"\" for none") {
+  CHECK(framemill::Config{}.metrics_textfile == "metrics/framemill.prom");
+  auto c = ParseConfig({{"metrics_textfile", ""}});
+  REQUIRE(c.ok());
+  CHECK(c->metrics_textfile.empty());
+  c = ParseConfig({{"metrics_textfile", "/var/lib/prometheus/node-exporter/framemill.prom"}});
+  REQUIRE(c.ok());
+  CHECK(c->metrics_textfile == "/var/lib/prometheus/node-exporter/framemill.prom");
+  for (const char* bad : {"metrics.txt", ".prom", "metrics/"}) {
+    CAPTURE(bad);
+    c = ParseConfig({{"metrics_textfile", bad}});
+    REQUIRE_FALSE(c.ok());
+    CHECK(c.status().message().find("metrics_textfile") != std::string::npos);
+  }
 }

@@ -60,6 +60,36 @@ def main():
             rows.append((fps(script, x, batch), f"script batch {batch} {'channels-last' if cl else 'NCHW'}"))
             del x
             torch.cuda.empty_cache()
+    # What cuDNN's autotuning costs at a new shape, and what it buys: the first call at batch 8
+    # with it off and on (in fresh shapes), then the steady rate with it off.
+    for bench in (False, True):
+        torch.backends.cudnn.benchmark = bench
+        hh = h + (2 if bench else 4)  # a shape neither run has seen
+        x = torch.rand(8, 3, hh, w, device=dev, dtype=torch.float16).contiguous(
+            memory_format=torch.channels_last)
+        with torch.inference_mode():
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            script(x)
+            torch.cuda.synchronize()
+            first = time.perf_counter() - t0
+        print(f"first call at a new shape, cudnn.benchmark={bench}: {first:.3f} s")
+        if not bench:
+            rows.append((fps(script, x, 8), "script batch 8 channels-last, cudnn.benchmark off"))
+        del x
+    torch.backends.cudnn.benchmark = True
+    x = torch.rand(8, 3, h, w, device=dev, dtype=torch.float16).contiguous(
+        memory_format=torch.channels_last)
+    try:
+        frozen = torch.jit.optimize_for_inference(torch.jit.freeze(script))
+        rows.append((fps(frozen, x, 8), "script frozen + optimize_for_inference batch 8 channels-last"))
+    except Exception as e:
+        print(f"freeze failed: {type(e).__name__}: {str(e).splitlines()[0]}")
+    torch._C._jit_set_profiling_executor(False)
+    fresh = torch.jit.load(path, map_location=dev).eval().half()
+    rows.append((fps(fresh, x, 8), "script, profiling executor off, batch 8 channels-last"))
+    torch._C._jit_set_profiling_executor(True)
+    del x
     params = {n: p.detach() for n, p in script.named_parameters()}
     if "block0_a_w" in params:
         eager = restore_eager(params)

@@ -16,6 +16,9 @@ namespace framemill {
 // with O_EXCL | O_NOFOLLOW, fsync, rename, fsync dir): a link at `path` is replaced, not followed.
 Status AtomicWriteFile(const std::string& path, const std::string& content);
 
+// Writes all of `bytes` to the open descriptor `fd` (short writes and EINTR retried); `what`
+// names the file in the error.
+Status WriteAllToFd(int fd, const std::string& bytes, const std::string& what);
 // fsyncs a file (by path) and its directory.
 Status SyncFile(const std::string& path);
 Status SyncDirectory(const std::string& dir);

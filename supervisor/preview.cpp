@@ -1,0 +1,286 @@
+#include "supervisor/preview.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "common/checked_file.h"
+#include "common/file_util.h"
+#include "common/json_fields.h"
+#include "supervisor/job_runner.h"
+#include "supervisor/media_probe.h"
+#include "supervisor/preview_frames.h"
+#include "supervisor/source_geometry.h"
+#include "supervisor/subprocess.h"
+
+namespace framemill {
+namespace {
+
+// The private directory of one preview, removed (with everything in it) when this goes.
+struct PrivateDir {
+  int parent_fd = -1;  // not owned
+  std::string name;
+  UniqueFd fd;
+  std::string real;  // its real path, for the pipeline run, which takes names
+  ~PrivateDir() {
+    if (!name.empty() && parent_fd >= 0) {
+      fd.Reset();
+      (void)RemoveTreeAt(parent_fd, name);
+    }
+  }
+};
+
+// "<base>.preview.png" in the output's directory; ".mp4" etc. of the output for the sampled run.
+std::string Extension(const std::string& name) {
+  size_t dot = name.rfind('.');
+  return dot == std::string::npos || dot == 0 ? ".mkv" : name.substr(dot);
+}
+
+// Bit rates of the source's audio streams from ffprobe, summed (bits per second). A stream
+// without one (common in Matroska/WebM) sets *unknown.
+Result<double> AudioBitsPerSecond(const std::string& ffprobe, const SourceFile& source,
+                                  bool* unknown) {
+  std::vector<std::string> argv = {ffprobe, "-v", "error"};
+  argv.insert(argv.end(), source.restrictions.begin(), source.restrictions.end());
+  argv.insert(argv.end(), {"-show_entries", "stream=codec_type,bit_rate", "-of", "json",
+                           FdPath(source.fd)});
+  Result<CommandOutput> r = RunAndCapture(argv, {source.fd});
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0) {
+    return Status(StatusCode::kInputInvalid, source.name + ": " + LastLines(r->err, 3));
+  }
+  double bits = 0;
+  try {
+    nlohmann::json j = nlohmann::json::parse(r->out);
+    for (const nlohmann::json& s : j.value("streams", nlohmann::json::array())) {
+      if (s.value("codec_type", "") != "audio") continue;
+      const std::string rate = s.contains("bit_rate") && s["bit_rate"].is_string()
+                                   ? s["bit_rate"].get<std::string>()
+                                   : "";
+      char* end = nullptr;
+      double v = rate.empty() ? 0 : std::strtod(rate.c_str(), &end);
+      if (rate.empty() || end == rate.c_str() || !(v > 0)) {
+        *unknown = true;
+      } else {
+        bits += v;
+      }
+    }
+  } catch (const std::exception&) {
+    return Status(StatusCode::kInputInvalid, source.name + ": ffprobe gave unreadable output");
+  }
+  return bits;
+}
+
+// Every frame of the video file `name` in `dir_fd`, scaled to the sheet's cell, rgb24, one
+// string per frame; exactly `frames` of them or an error.
+Result<std::vector<std::string>> CellFrames(const std::string& ffmpeg, int dir_fd,
+                                            const std::string& name, const SheetLayout& layout,
+                                            int frames) {
+  UniqueFd fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd.valid()) {
+    return Status(StatusCode::kIo, "preview: open " + name + ": " + std::strerror(errno));
+  }
+  Result<CommandOutput> r = RunAndCapture(
+      {ffmpeg, "-nostdin", "-hide_banner", "-loglevel", "error", "-i", FdPath(fd.get()), "-map",
+       "0:v:0", "-fps_mode", "passthrough", "-vf",
+       fmt::format("scale={}:{}:flags=area,setsar=1", layout.cell_width, layout.cell_height),
+       "-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:1"},
+      {fd.get()});
+  if (!r.ok()) return r.status();
+  const size_t cell = static_cast<size_t>(layout.cell_width) * layout.cell_height * 3;
+  if (r->exit_code != 0 || r->out.size() != cell * static_cast<size_t>(frames)) {
+    return Status(StatusCode::kInternal,
+                  fmt::format("preview: {} gave {} bytes of frames for {} frames of {} ({}): {}",
+                              name, r->out.size(), frames, cell, DescribeExit(*r),
+                              LastLines(r->err, 3)));
+  }
+  std::vector<std::string> out;
+  for (int i = 0; i < frames; ++i) out.push_back(r->out.substr(i * cell, cell));
+  return out;
+}
+
+// Writes `bytes` to `name` in `dir_fd`: created under a random name, fsynced, renamed over it.
+Status WriteSheet(int dir_fd, const std::string& name, const std::string& bytes) {
+  Result<CreatedFile> f = CreateExclusiveAt(dir_fd, ".framemill-partial.", ".png", 0644);
+  if (!f.ok()) return f.status();
+  Status written = WriteAllToFd(f->fd.get(), bytes, "the contact sheet");
+  if (!written.ok()) {
+    (void)::unlinkat(dir_fd, f->name.c_str(), 0);
+    return written;
+  }
+  if (::fsync(f->fd.get()) != 0) {
+    Status s(StatusCode::kIo, "preview: fsync of the contact sheet: " +
+                                  std::string(std::strerror(errno)));
+    (void)::unlinkat(dir_fd, f->name.c_str(), 0);
+    return s;
+  }
+  Status s = RenameCheckedAt(dir_fd, f->name, f->fd.get(), name, RenameMode::kReplace);
+  if (!s.ok()) (void)::unlinkat(dir_fd, f->name.c_str(), 0);
+  return s;
+}
+
+// The job the sampled clip runs as: the same model, device, precision, batch and encoder
+// settings, one worker (on the first of the job's GPUs), the frames already upright and
+// progressive, chunks small enough that a second chunk measures the worker without its warm-up.
+JobSpec SampledJob(const JobSpec& job, const std::string& dir, const std::string& clip,
+                   int frames) {
+  JobSpec p = job;
+  p.input = dir + "/" + clip;
+  p.output = dir + "/preview" + Extension(BaseName(job.output));
+  p.overwrite = false;
+  JobSettings& s = p.settings;
+  s.workers = 1;
+  if (!s.gpus.empty()) s.gpus.resize(1);
+  s.workers_per_gpu = 0;
+  s.encoders = 1;
+  s.deinterlace = Deinterlace::kOff;  // the sampled frames went through the source filters
+  s.chunk_frames = frames >= 2 * s.batch ? s.batch : std::max(1, (frames + 1) / 2);
+  return p;
+}
+
+}  // namespace
+
+Result<PreviewReport> RunPreview(const JobSpec& job, const Config& config,
+                                 const std::atomic<bool>& stop, const PreviewOptions& options) {
+  if (!ContactSheetSupported()) {
+    return Status(StatusCode::kInternal,
+                  "preview needs OpenCV to draw its contact sheet, and this framemill was built "
+                  "without it (install libopencv-dev and build again)");
+  }
+  const int k = options.frames;
+  if (k < 1 || k > kMaxPreviewFrames) {
+    return Status(StatusCode::kInvalidJob, fmt::format("preview: --frames must be 1..{}, not {}",
+                                                       kMaxPreviewFrames, k));
+  }
+  // The input and the output's directory, each opened and checked once.
+  Result<UniqueFd> input = OpenCheckedFile(CheckedKind::kInput, job.input,
+                                           config.allowed_input_roots);
+  if (!input.ok()) return input.status();
+  const std::string out_name = BaseName(job.output);
+  if (out_name.empty() || out_name == "." || out_name == "..") {
+    return Status(StatusCode::kOutputInvalid, job.output + ": not a file name");
+  }
+  Result<UniqueFd> out_dir = OpenCheckedDirectory(DirName(job.output), config.allowed_output_roots);
+  if (!out_dir.ok()) return out_dir.status();
+  Result<std::vector<std::string>> restrictions = InputRestrictions(
+      config.ffprobe,
+      config.allow_playlist_inputs ? PlaylistInputs::kAllow : PlaylistInputs::kRefuse);
+  if (!restrictions.ok()) return restrictions.status();
+  const SourceFile source{input->get(), job.input, std::move(*restrictions)};
+
+  // The source, without reading every packet: the preview must not cost a pass over the file.
+  Result<MediaInfo> media = ProbeMedia(config.ffprobe, source, /*frame_times=*/false);
+  if (!media.ok()) return media.status();
+  VideoStreamInfo& v = media->video;
+  FM_RETURN_IF_ERROR(ReadFrameFieldOrder(config.ffprobe, source, &v));
+  PreviewReport report;
+  report.source_seconds = media->duration;
+  if (!(report.source_seconds > 0)) {
+    return Status(StatusCode::kInputInvalid, job.input + ": the container gives no duration");
+  }
+  report.source_frames = v.header_frames > 0
+                             ? v.header_frames
+                             : std::llround(report.source_seconds * v.frame_rate.value());
+  bool audio_unknown = false;
+  Result<double> audio_bits = AudioBitsPerSecond(config.ffprobe, source, &audio_unknown);
+  if (!audio_bits.ok()) return audio_bits.status();
+
+  PrivateDir dir;
+  Result<CreatedFile> made = MakePrivateDirectoryAt(out_dir->get(), ".framemill-preview.");
+  if (!made.ok()) return made.status();
+  dir.parent_fd = out_dir->get();
+  dir.name = made->name;
+  dir.fd = std::move(made->fd);
+  dir.real = FdRealPath(dir.fd.get());
+  Result<CreatedFile> clip = CreateExclusiveAt(dir.fd.get(), "sampled.", ".nut", 0600);
+  if (!clip.ok()) return clip.status();
+  Result<SampledFrames> sampled =
+      ExtractSampledFrames(config.ffmpeg, source, v, job.settings.deinterlace,
+                           SampleTimes(report.source_seconds, k), dir.fd.get(), clip->fd.get());
+  if (!sampled.ok()) return sampled.status();
+  clip->fd.Reset();
+  report.times = sampled->times;
+  report.frames_decoded = sampled->frames_decoded;
+  spdlog::info("preview: {} frames sampled from {} ({} frames decoded to get them)", k, job.input,
+               sampled->frames_decoded);
+
+  // The real pipeline on the sampled clip. Roots, where the config has any, admit the private
+  // directory (the preview checked the job's own paths above; the model is checked by RunJob).
+  const JobSpec sampled_job = SampledJob(job, dir.real, clip->name, k);
+  Config run_config = config;
+  if (!run_config.allowed_input_roots.empty()) run_config.allowed_input_roots.push_back(dir.real);
+  if (!run_config.allowed_output_roots.empty()) run_config.allowed_output_roots.push_back(dir.real);
+  JobOptions run_options;
+  run_options.timeline = dir.real + "/timeline.jsonl";
+  Result<JobReport> run = RunJob(sampled_job, run_config, stop, run_options);
+  if (!run.ok()) return run.status().WithContext("preview");
+  const std::string run_output = BaseName(sampled_job.output);
+  struct stat st {};
+  if (::fstatat(dir.fd.get(), run_output.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    return Status(StatusCode::kIo, "preview: the sampled run left no output");
+  }
+
+  // The contact sheet.
+  report.layout = LayoutFor(v.display_width, v.display_height, UprightSampleAspect(v), k);
+  Result<std::vector<std::string>> before =
+      CellFrames(config.ffmpeg, dir.fd.get(), clip->name, report.layout, k);
+  if (!before.ok()) return before.status();
+  Result<std::vector<std::string>> after =
+      CellFrames(config.ffmpeg, dir.fd.get(), run_output, report.layout, k);
+  if (!after.ok()) return after.status();
+  std::vector<std::string> labels;
+  for (double t : report.times) {
+    labels.push_back(fmt::format("{:d}:{:05.2f}", static_cast<int>(t / 60), std::fmod(t, 60.0)));
+  }
+  Result<std::string> png = EncodeContactSheet(report.layout, *before, *after, labels);
+  if (!png.ok()) return png.status();
+  const std::string sheet_name = out_name + ".preview.png";
+  FM_RETURN_IF_ERROR(WriteSheet(out_dir->get(), sheet_name, *png));
+  report.contact_sheet = DirName(job.output) + "/" + sheet_name;
+
+  EstimateInputs in;
+  in.source_frames = report.source_frames;
+  in.source_seconds = report.source_seconds;
+  in.sampled_frames = k;
+  in.preview_chunk_frames = sampled_job.settings.chunk_frames;
+  in.run = std::move(*run);
+  in.preview_output_bytes = static_cast<int64_t>(st.st_size);
+  in.source_decode_s = sampled->decode_s;
+  in.source_frames_decoded = sampled->frames_decoded;
+  in.audio_bits_per_s = *audio_bits;
+  in.audio_rate_unknown = audio_unknown;
+  in.workers = job.settings.workers;
+  in.encoders = job.settings.encoders;
+  report.estimate = EstimateJob(in);
+  return report;
+}
+
+nlohmann::json PreviewReport::ToJson() const {
+  return {{"contact_sheet", contact_sheet},
+          {"width", layout.width()},
+          {"height", layout.height()},
+          {"frames", times.size()},
+          {"times", times},
+          {"frames_decoded", frames_decoded},
+          {"source_frames", source_frames},
+          {"source_seconds", source_seconds},
+          {"estimate", estimate.ToJson()}};
+}
+
+std::string PreviewReport::ToText() const {
+  std::string text = fmt::format(
+      "preview: wrote {} ({}x{}: {} frames, source | output)\n"
+      "preview: {} frames decoded to take {} of the source's {} frames ({:.1f} s)\n",
+      contact_sheet, layout.width(), layout.height(), times.size(), frames_decoded, times.size(),
+      source_frames, source_seconds);
+  return text + estimate.ToText();
+}
+
+}  // namespace framemill

@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/checked_file.h"
+#include "common/clock.h"
 #include "common/file_util.h"
 #include "common/json_fields.h"
 #include "supervisor/job_runner.h"
@@ -104,6 +105,44 @@ Result<std::vector<std::string>> CellFrames(const std::string& ffmpeg, int dir_f
   std::vector<std::string> out;
   for (int i = 0; i < frames; ++i) out.push_back(r->out.substr(i * cell, cell));
   return out;
+}
+
+// Frames of the encoder measurement: enough that the encoder's start is measured apart.
+constexpr int kEncodeFrames = 48;
+
+// One encoder's seconds per frame with the job's encoder settings (`pix_fmt` resolved), on the
+// frames of the video `name` in `dir_fd` looped to kEncodeFrames (or more), less an encode of
+// one frame (the encoder's start and flush). 0 when the difference is not positive (noise).
+Result<double> EncoderSecondsPerFrame(const std::string& ffmpeg, int dir_fd,
+                                      const std::string& name, const EncoderSettings& encoder,
+                                      const std::string& pix_fmt, int frames) {
+  UniqueFd fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd.valid()) {
+    return Status(StatusCode::kIo, "preview: open " + name + ": " + std::strerror(errno));
+  }
+  auto timed = [&](int n) -> Result<double> {
+    std::vector<std::string> argv = {ffmpeg,     "-nostdin",       "-hide_banner", "-v",
+                                     "error",    "-stream_loop",   "-1",           "-i",
+                                     FdPath(fd.get()), "-frames:v", std::to_string(n),
+                                     "-c:v",     encoder.codec,    "-pix_fmt",     pix_fmt};
+    if (encoder.crf >= 0) argv.insert(argv.end(), {"-crf", std::to_string(encoder.crf)});
+    if (!encoder.preset.empty()) argv.insert(argv.end(), {"-preset", encoder.preset});
+    argv.insert(argv.end(), {"-f", "null", "-"});
+    const uint64_t t0 = MonotonicUs();
+    Result<CommandOutput> r = RunAndCapture(argv, {fd.get()});
+    if (!r.ok()) return r.status();
+    if (r->exit_code != 0) {
+      return Status(StatusCode::kEncodeFailed, "preview: timing the encoder: " +
+                                                   LastLines(r->err, 3));
+    }
+    return static_cast<double>(MonotonicUs() - t0) / 1e6;
+  };
+  const int n = std::max(kEncodeFrames, frames);
+  Result<double> one = timed(1);
+  if (!one.ok()) return one.status();
+  Result<double> many = timed(n);
+  if (!many.ok()) return many.status();
+  return std::max(0.0, (*many - *one) / (n - 1));
 }
 
 // Writes `bytes` to `name` in `dir_fd`: created under a random name, fsynced, renamed over it.
@@ -254,6 +293,11 @@ Result<PreviewReport> RunPreview(const JobSpec& job, const Config& config,
   in.preview_output_bytes = static_cast<int64_t>(st.st_size);
   in.source_decode_s = sampled->decode_s;
   in.source_frames_decoded = sampled->frames_decoded;
+  Result<double> encode = EncoderSecondsPerFrame(config.ffmpeg, dir.fd.get(), run_output,
+                                                 job.settings.encoder, in.run.output_pix_fmt, k);
+  if (!encode.ok()) return encode.status();
+  in.encoder_s_per_frame = *encode;
+  in.encoder_frames = std::max(kEncodeFrames, k);
   in.audio_bits_per_s = *audio_bits;
   in.audio_rate_unknown = audio_unknown;
   in.workers = job.settings.workers;

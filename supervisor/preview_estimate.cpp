@@ -46,7 +46,9 @@ PreviewEstimate EstimateJob(const EstimateInputs& in) {
   e.worker_s_per_frame_one = WorkerSecondsPerFrame(in, &e.warmup_excluded);
   e.workers_s_per_frame = e.worker_s_per_frame_one / e.workers;
   e.decode_s_per_frame = PerFrame(in.source_decode_s, in.source_frames_decoded);
-  e.encode_s_per_frame = PerFrame(st.encode_s, in.sampled_frames) / std::max(1, in.encoders);
+  const double encode_one = in.encoder_s_per_frame > 0 ? in.encoder_s_per_frame
+                                                       : PerFrame(st.encode_s, in.sampled_frames);
+  e.encode_s_per_frame = encode_one / std::max(1, in.encoders);
   e.limiting = PreviewStage::kWorkers;
   double slowest = e.workers_s_per_frame;
   if (e.decode_s_per_frame > slowest) {
@@ -86,10 +88,18 @@ PreviewEstimate EstimateJob(const EstimateInputs& in) {
       "Decode: the seeking decoders' time per frame decoded ({} frames in {:.2f} s, process "
       "start included), which overestimates a sequential decode.",
       in.source_frames_decoded, in.source_decode_s));
-  a.push_back(fmt::format(
-      "Encode: the preview's encode time per frame over {} encoder(s), segment start and flush "
-      "included.",
-      std::max(1, in.encoders)));
+  if (in.encoder_s_per_frame > 0) {
+    a.push_back(fmt::format(
+        "Encode: the sampled frames encoded again with the job's encoder settings, looped to {} "
+        "frames, less the encoder's start, over {} encoder(s); every frame there is a scene cut, "
+        "which encoders treat differently from a continuous shot.",
+        in.encoder_frames, std::max(1, in.encoders)));
+  } else {
+    a.push_back(fmt::format(
+        "Encode: the preview's encode time per frame over {} encoder(s), segment start and "
+        "flush included (an overestimate).",
+        std::max(1, in.encoders)));
+  }
   a.push_back(
       "Output size: an upper bound. The sampled frames lie far apart, so each is encoded almost "
       "as a keyframe; a real run predicts most frames from their neighbours and is usually "

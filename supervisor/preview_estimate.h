@@ -31,6 +31,11 @@ struct EstimateInputs {
   int64_t preview_output_bytes = 0;  // size of that run's output file (video only)
   double source_decode_s = 0;        // wall time of the seeking decoders (process start included)
   int64_t source_frames_decoded = 0;  // frames those decoders decoded (ffmpeg's own count)
+  // One encoder's time per frame measured apart from the pipeline (the sampled frames encoded
+  // again, looped, less an encode of one frame: the encoder's start left out); 0 = not measured,
+  // then the sampled run's encode time per frame, start and flush included.
+  double encoder_s_per_frame = 0;
+  int64_t encoder_frames = 0;  // frames of that measurement
   double audio_bits_per_s = 0;        // all audio streams of the source together; 0 = none/unknown
   bool audio_rate_unknown = false;    // a stream whose bit rate the container does not give
   int workers = 1;                    // the job's workers

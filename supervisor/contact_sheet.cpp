@@ -45,19 +45,18 @@ Result<std::string> EncodeContactSheet(const SheetLayout& layout,
     for (int side = 0; side < 2; ++side) {
       const std::string& rgb = side == 0 ? before[r] : after[r];
       // OpenCV only reads the frame here (copied into the sheet), so the const_cast is safe.
-      cv::Mat cell(layout.cell_height, layout.cell_width, CV_8UC3,
-                   const_cast<char*>(rgb.data()));
+      cv::Mat cell(layout.cell_height, layout.cell_width, CV_8UC3, const_cast<char*>(rgb.data()));
       cv::Mat bgr;
       cv::cvtColor(cell, bgr, cv::COLOR_RGB2BGR);
-      bgr.copyTo(sheet(cv::Rect(side * layout.cell_width, y, layout.cell_width,
-                                layout.cell_height)));
+      bgr.copyTo(
+          sheet(cv::Rect(side * layout.cell_width, y, layout.cell_width, layout.cell_height)));
     }
     const double scale = std::max(0.35, layout.cell_width / 960.0);
     const cv::Point at(6, y + static_cast<int>(22 * scale / 0.5));
     cv::putText(sheet, labels[r], at, cv::FONT_HERSHEY_SIMPLEX, scale, cv::Scalar(0, 0, 0), 3,
                 cv::LINE_AA);
-    cv::putText(sheet, labels[r], at, cv::FONT_HERSHEY_SIMPLEX, scale,
-                cv::Scalar(255, 255, 255), 1, cv::LINE_AA);
+    cv::putText(sheet, labels[r], at, cv::FONT_HERSHEY_SIMPLEX, scale, cv::Scalar(255, 255, 255), 1,
+                cv::LINE_AA);
   }
   std::vector<uchar> png;
   try {

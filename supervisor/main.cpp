@@ -113,14 +113,23 @@ void PrintSummary(const framemill::JobReport& r) {
               r.faults_retried.empty() ? "" : " (ffmpeg crashed and was retried)");
 }
 
-int RunCommand(const std::string& job_path, const framemill::Config& config) {
+// The job file of `run` and `preview` (a rejection is printed), and shared memory left by dead
+// supervisors removed before this one makes its own.
+framemill::Result<framemill::JobSpec> LoadJobForCommand(const std::string& job_path,
+                                                        const framemill::Config& config) {
   framemill::Result<framemill::JobSpec> job = framemill::LoadJobFile(job_path, config.defaults);
   if (!job.ok()) {
     std::fprintf(stderr, "framemill: job rejected: %s\n", job.status().ToString().c_str());
-    return kExitFailed;
+    return job;
   }
   int stale = framemill::RemoveStaleObjects();
   if (stale > 0) spdlog::info("removed {} shared-memory objects left by dead supervisors", stale);
+  return job;
+}
+
+int RunCommand(const std::string& job_path, const framemill::Config& config) {
+  framemill::Result<framemill::JobSpec> job = LoadJobForCommand(job_path, config);
+  if (!job.ok()) return kExitFailed;
   // On a terminal, a live progress line on stderr (logs go there too, each on its own line).
   framemill::JobOptions options;
   uint64_t start_ms = framemill::MonotonicMs(), last_ms = 0;
@@ -153,13 +162,8 @@ int RunCommand(const std::string& job_path, const framemill::Config& config) {
 // `framemill preview`: the contact sheet and the estimate, as text or as one JSON document.
 int PreviewCommand(const std::string& job_path, int frames, bool json,
                    const framemill::Config& config) {
-  framemill::Result<framemill::JobSpec> job = framemill::LoadJobFile(job_path, config.defaults);
-  if (!job.ok()) {
-    std::fprintf(stderr, "framemill: job rejected: %s\n", job.status().ToString().c_str());
-    return kExitFailed;
-  }
-  int stale = framemill::RemoveStaleObjects();
-  if (stale > 0) spdlog::info("removed {} shared-memory objects left by dead supervisors", stale);
+  framemill::Result<framemill::JobSpec> job = LoadJobForCommand(job_path, config);
+  if (!job.ok()) return kExitFailed;
   framemill::PreviewOptions options;
   options.frames = frames;
   framemill::Result<framemill::PreviewReport> report =

@@ -50,8 +50,8 @@ Result<double> AudioBitsPerSecond(const std::string& ffprobe, const SourceFile& 
                                   bool* unknown) {
   std::vector<std::string> argv = {ffprobe, "-v", "error"};
   argv.insert(argv.end(), source.restrictions.begin(), source.restrictions.end());
-  argv.insert(argv.end(), {"-show_entries", "stream=codec_type,bit_rate", "-of", "json",
-                           FdPath(source.fd)});
+  argv.insert(argv.end(),
+              {"-show_entries", "stream=codec_type,bit_rate", "-of", "json", FdPath(source.fd)});
   Result<CommandOutput> r = RunAndCapture(argv, {source.fd});
   if (!r.ok()) return r.status();
   if (r->exit_code != 0) {
@@ -79,28 +79,30 @@ Result<double> AudioBitsPerSecond(const std::string& ffprobe, const SourceFile& 
   return bits;
 }
 
-// Every frame of the video file `name` in `dir_fd`, scaled to the sheet's cell, rgb24, one
-// string per frame; exactly `frames` of them or an error.
+// Every `every`-th frame of the video file `name` in `dir_fd` (the first of each repeated
+// sample), scaled to the sheet's cell, rgb24, one string per frame; exactly `frames` of them or
+// an error.
 Result<std::vector<std::string>> CellFrames(const std::string& ffmpeg, int dir_fd,
                                             const std::string& name, const SheetLayout& layout,
-                                            int frames) {
+                                            int frames, int every) {
   UniqueFd fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd.valid()) {
     return Status(StatusCode::kIo, "preview: open " + name + ": " + std::strerror(errno));
   }
-  Result<CommandOutput> r = RunAndCapture(
-      {ffmpeg, "-nostdin", "-hide_banner", "-loglevel", "error", "-i", FdPath(fd.get()), "-map",
-       "0:v:0", "-fps_mode", "passthrough", "-vf",
-       fmt::format("scale={}:{}:flags=area,setsar=1", layout.cell_width, layout.cell_height),
-       "-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:1"},
-      {fd.get()});
+  Result<CommandOutput> r =
+      RunAndCapture({ffmpeg, "-nostdin", "-hide_banner", "-loglevel", "error", "-i",
+                     FdPath(fd.get()), "-map", "0:v:0", "-fps_mode", "passthrough", "-vf",
+                     fmt::format("select=not(mod(n\\,{})),scale={}:{}:flags=area,setsar=1", every,
+                                 layout.cell_width, layout.cell_height),
+                     "-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:1"},
+                    {fd.get()});
   if (!r.ok()) return r.status();
   const size_t cell = static_cast<size_t>(layout.cell_width) * layout.cell_height * 3;
   if (r->exit_code != 0 || r->out.size() != cell * static_cast<size_t>(frames)) {
-    return Status(StatusCode::kInternal,
-                  fmt::format("preview: {} gave {} bytes of frames for {} frames of {} ({}): {}",
-                              name, r->out.size(), frames, cell, DescribeExit(*r),
-                              LastLines(r->err, 3)));
+    return Status(
+        StatusCode::kInternal,
+        fmt::format("preview: {} gave {} bytes of frames for {} frames of {} ({}): {}", name,
+                    r->out.size(), frames, cell, DescribeExit(*r), LastLines(r->err, 3)));
   }
   std::vector<std::string> out;
   for (int i = 0; i < frames; ++i) out.push_back(r->out.substr(i * cell, cell));
@@ -110,39 +112,74 @@ Result<std::vector<std::string>> CellFrames(const std::string& ffmpeg, int dir_f
 // Frames of the encoder measurement: enough that the encoder's start is measured apart.
 constexpr int kEncodeFrames = 48;
 
-// One encoder's seconds per frame with the job's encoder settings (`pix_fmt` resolved), on the
-// frames of the video `name` in `dir_fd` looped to kEncodeFrames (or more), less an encode of
-// one frame (the encoder's start and flush). 0 when the difference is not positive (noise).
-Result<double> EncoderSecondsPerFrame(const std::string& ffmpeg, int dir_fd,
+struct EncoderFigures {
+  double seconds_per_frame = 0;  // 0 when the difference is not positive (noise)
+  int64_t frames = 0;
+  int64_t bytes = 0;
+};
+
+// One encoder's time per frame and bytes with the job's encoder settings (`pix_fmt` resolved),
+// on every `every`-th frame of the video `name` in `dir_fd` (the samples, one after another)
+// looped to kEncodeFrames (or more), less an encode of one frame (the encoder's start and
+// flush). The long encode is written to a file in `dir_fd` for its size.
+Result<EncoderFigures> MeasureEncoder(const std::string& ffmpeg, int dir_fd,
                                       const std::string& name, const EncoderSettings& encoder,
-                                      const std::string& pix_fmt, int frames) {
+                                      const std::string& pix_fmt, int frames, int every) {
   UniqueFd fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd.valid()) {
     return Status(StatusCode::kIo, "preview: open " + name + ": " + std::strerror(errno));
   }
-  auto timed = [&](int n) -> Result<double> {
-    std::vector<std::string> argv = {ffmpeg,     "-nostdin",       "-hide_banner", "-v",
-                                     "error",    "-stream_loop",   "-1",           "-i",
-                                     FdPath(fd.get()), "-frames:v", std::to_string(n),
-                                     "-c:v",     encoder.codec,    "-pix_fmt",     pix_fmt};
+  Result<CreatedFile> out = CreateExclusiveAt(dir_fd, "encoded.", ".nut", 0600);
+  if (!out.ok()) return out.status();
+  auto timed = [&](int n, const std::string& target) -> Result<double> {
+    std::vector<std::string> argv = {ffmpeg,
+                                     "-nostdin",
+                                     "-hide_banner",
+                                     "-v",
+                                     "error",
+                                     "-stream_loop",
+                                     "-1",
+                                     "-i",
+                                     FdPath(fd.get()),
+                                     "-vf",
+                                     fmt::format("select=not(mod(n\\,{}))", every),
+                                     "-fps_mode",
+                                     "passthrough",
+                                     "-frames:v",
+                                     std::to_string(n),
+                                     "-c:v",
+                                     encoder.codec,
+                                     "-pix_fmt",
+                                     pix_fmt};
     if (encoder.crf >= 0) argv.insert(argv.end(), {"-crf", std::to_string(encoder.crf)});
     if (!encoder.preset.empty()) argv.insert(argv.end(), {"-preset", encoder.preset});
-    argv.insert(argv.end(), {"-f", "null", "-"});
+    if (target.empty()) {
+      argv.insert(argv.end(), {"-f", "null", "-"});
+    } else {
+      argv.insert(argv.end(), {"-y", "-f", "nut", target});
+    }
     const uint64_t t0 = MonotonicUs();
-    Result<CommandOutput> r = RunAndCapture(argv, {fd.get()});
+    Result<CommandOutput> r = RunAndCapture(argv, {fd.get(), out->fd.get()});
     if (!r.ok()) return r.status();
     if (r->exit_code != 0) {
-      return Status(StatusCode::kEncodeFailed, "preview: timing the encoder: " +
-                                                   LastLines(r->err, 3));
+      return Status(StatusCode::kEncodeFailed,
+                    "preview: timing the encoder: " + LastLines(r->err, 3));
     }
     return static_cast<double>(MonotonicUs() - t0) / 1e6;
   };
-  const int n = std::max(kEncodeFrames, frames);
-  Result<double> one = timed(1);
+  EncoderFigures f;
+  f.frames = std::max(kEncodeFrames, frames);
+  Result<double> one = timed(1, "");
   if (!one.ok()) return one.status();
-  Result<double> many = timed(n);
+  Result<double> many = timed(static_cast<int>(f.frames), FdPath(out->fd.get()));
   if (!many.ok()) return many.status();
-  return std::max(0.0, (*many - *one) / (n - 1));
+  f.seconds_per_frame = std::max(0.0, (*many - *one) / static_cast<double>(f.frames - 1));
+  struct stat st {};
+  if (::fstat(out->fd.get(), &st) != 0) {
+    return Status(StatusCode::kIo, std::string("preview: stat: ") + std::strerror(errno));
+  }
+  f.bytes = static_cast<int64_t>(st.st_size);
+  return f;
 }
 
 // Writes `bytes` to `name` in `dir_fd`: created under a random name, fsynced, renamed over it.
@@ -155,8 +192,8 @@ Status WriteSheet(int dir_fd, const std::string& name, const std::string& bytes)
     return written;
   }
   if (::fsync(f->fd.get()) != 0) {
-    Status s(StatusCode::kIo, "preview: fsync of the contact sheet: " +
-                                  std::string(std::strerror(errno)));
+    Status s(StatusCode::kIo,
+             "preview: fsync of the contact sheet: " + std::string(std::strerror(errno)));
     (void)::unlinkat(dir_fd, f->name.c_str(), 0);
     return s;
   }
@@ -165,11 +202,21 @@ Status WriteSheet(int dir_fd, const std::string& name, const std::string& bytes)
   return s;
 }
 
+// The sampled run fills at least this many of the job's batches (repeating each sample), so
+// that the worker's batches and memory are the job's and chunks after the first (its warm-up)
+// are measured.
+constexpr int kSampledRunBatches = 3;
+
+// How many times each of `k` samples is repeated in the sampled clip.
+int RepeatsFor(int k, int batch) {
+  const int frames = std::max(k, kSampledRunBatches * std::max(1, batch));
+  return (frames + k - 1) / k;
+}
+
 // The job the sampled clip runs as: the same model, device, precision, batch and encoder
 // settings, one worker (on the first of the job's GPUs), the frames already upright and
-// progressive, chunks small enough that a second chunk measures the worker without its warm-up.
-JobSpec SampledJob(const JobSpec& job, const std::string& dir, const std::string& clip,
-                   int frames) {
+// progressive, one batch a chunk.
+JobSpec SampledJob(const JobSpec& job, const std::string& dir, const std::string& clip) {
   JobSpec p = job;
   p.input = dir + "/" + clip;
   p.output = dir + "/preview" + Extension(BaseName(job.output));
@@ -180,7 +227,7 @@ JobSpec SampledJob(const JobSpec& job, const std::string& dir, const std::string
   s.workers_per_gpu = 0;
   s.encoders = 1;
   s.deinterlace = Deinterlace::kOff;  // the sampled frames went through the source filters
-  s.chunk_frames = frames >= 2 * s.batch ? s.batch : std::max(1, (frames + 1) / 2);
+  s.chunk_frames = s.batch;
   return p;
 }
 
@@ -195,12 +242,12 @@ Result<PreviewReport> RunPreview(const JobSpec& job, const Config& config,
   }
   const int k = options.frames;
   if (k < 1 || k > kMaxPreviewFrames) {
-    return Status(StatusCode::kInvalidJob, fmt::format("preview: --frames must be 1..{}, not {}",
-                                                       kMaxPreviewFrames, k));
+    return Status(StatusCode::kInvalidJob,
+                  fmt::format("preview: --frames must be 1..{}, not {}", kMaxPreviewFrames, k));
   }
   // The input and the output's directory, each opened and checked once.
-  Result<UniqueFd> input = OpenCheckedFile(CheckedKind::kInput, job.input,
-                                           config.allowed_input_roots);
+  Result<UniqueFd> input =
+      OpenCheckedFile(CheckedKind::kInput, job.input, config.allowed_input_roots);
   if (!input.ok()) return input.status();
   const std::string out_name = BaseName(job.output);
   if (out_name.empty() || out_name == "." || out_name == "..") {
@@ -208,9 +255,9 @@ Result<PreviewReport> RunPreview(const JobSpec& job, const Config& config,
   }
   Result<UniqueFd> out_dir = OpenCheckedDirectory(DirName(job.output), config.allowed_output_roots);
   if (!out_dir.ok()) return out_dir.status();
-  Result<std::vector<std::string>> restrictions = InputRestrictions(
-      config.ffprobe,
-      config.allow_playlist_inputs ? PlaylistInputs::kAllow : PlaylistInputs::kRefuse);
+  Result<std::vector<std::string>> restrictions =
+      InputRestrictions(config.ffprobe, config.allow_playlist_inputs ? PlaylistInputs::kAllow
+                                                                     : PlaylistInputs::kRefuse);
   if (!restrictions.ok()) return restrictions.status();
   const SourceFile source{input->get(), job.input, std::move(*restrictions)};
 
@@ -238,11 +285,17 @@ Result<PreviewReport> RunPreview(const JobSpec& job, const Config& config,
   dir.name = made->name;
   dir.fd = std::move(made->fd);
   dir.real = FdRealPath(dir.fd.get());
+  if (dir.real.empty()) return Status(StatusCode::kIo, "preview: its directory has no path");
   Result<CreatedFile> clip = CreateExclusiveAt(dir.fd.get(), "sampled.", ".nut", 0600);
   if (!clip.ok()) return clip.status();
+  // Samples span the video stream where its frame count says it ends before the container
+  // (audio that runs on): a time past the last frame gives no frame.
+  const int repeats = RepeatsFor(k, job.settings.batch);
+  double span = report.source_seconds;
+  if (v.header_frames > 0) span = std::min(span, v.header_frames / v.frame_rate.value());
   Result<SampledFrames> sampled =
-      ExtractSampledFrames(config.ffmpeg, source, v, job.settings.deinterlace,
-                           SampleTimes(report.source_seconds, k), dir.fd.get(), clip->fd.get());
+      ExtractSampledFrames(config.ffmpeg, source, v, job.settings.deinterlace, SampleTimes(span, k),
+                           repeats, dir.fd.get(), clip->fd.get());
   if (!sampled.ok()) return sampled.status();
   clip->fd.Reset();
   report.times = sampled->times;
@@ -252,7 +305,7 @@ Result<PreviewReport> RunPreview(const JobSpec& job, const Config& config,
 
   // The real pipeline on the sampled clip. Roots, where the config has any, admit the private
   // directory (the preview checked the job's own paths above; the model is checked by RunJob).
-  const JobSpec sampled_job = SampledJob(job, dir.real, clip->name, k);
+  const JobSpec sampled_job = SampledJob(job, dir.real, clip->name);
   Config run_config = config;
   if (!run_config.allowed_input_roots.empty()) run_config.allowed_input_roots.push_back(dir.real);
   if (!run_config.allowed_output_roots.empty()) run_config.allowed_output_roots.push_back(dir.real);
@@ -261,22 +314,20 @@ Result<PreviewReport> RunPreview(const JobSpec& job, const Config& config,
   Result<JobReport> run = RunJob(sampled_job, run_config, stop, run_options);
   if (!run.ok()) return run.status().WithContext("preview");
   const std::string run_output = BaseName(sampled_job.output);
-  struct stat st {};
-  if (::fstatat(dir.fd.get(), run_output.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-    return Status(StatusCode::kIo, "preview: the sampled run left no output");
-  }
 
   // The contact sheet.
   report.layout = LayoutFor(v.display_width, v.display_height, UprightSampleAspect(v), k);
   Result<std::vector<std::string>> before =
-      CellFrames(config.ffmpeg, dir.fd.get(), clip->name, report.layout, k);
+      CellFrames(config.ffmpeg, dir.fd.get(), clip->name, report.layout, k, repeats);
   if (!before.ok()) return before.status();
   Result<std::vector<std::string>> after =
-      CellFrames(config.ffmpeg, dir.fd.get(), run_output, report.layout, k);
+      CellFrames(config.ffmpeg, dir.fd.get(), run_output, report.layout, k, repeats);
   if (!after.ok()) return after.status();
   std::vector<std::string> labels;
   for (double t : report.times) {
-    labels.push_back(fmt::format("{:d}:{:05.2f}", static_cast<int>(t / 60), std::fmod(t, 60.0)));
+    const int minutes = static_cast<int>(t / 60);
+    labels.push_back(
+        fmt::format("{:d}:{:02d}:{:05.2f}", minutes / 60, minutes % 60, t - 60.0 * minutes));
   }
   Result<std::string> png = EncodeContactSheet(report.layout, *before, *after, labels);
   if (!png.ok()) return png.status();
@@ -287,17 +338,18 @@ Result<PreviewReport> RunPreview(const JobSpec& job, const Config& config,
   EstimateInputs in;
   in.source_frames = report.source_frames;
   in.source_seconds = report.source_seconds;
-  in.sampled_frames = k;
+  in.sampled_frames = static_cast<int64_t>(k) * repeats;
   in.preview_chunk_frames = sampled_job.settings.chunk_frames;
   in.run = std::move(*run);
-  in.preview_output_bytes = static_cast<int64_t>(st.st_size);
   in.source_decode_s = sampled->decode_s;
   in.source_frames_decoded = sampled->frames_decoded;
-  Result<double> encode = EncoderSecondsPerFrame(config.ffmpeg, dir.fd.get(), run_output,
-                                                 job.settings.encoder, in.run.output_pix_fmt, k);
+  Result<EncoderFigures> encode =
+      MeasureEncoder(config.ffmpeg, dir.fd.get(), run_output, job.settings.encoder,
+                     in.run.output_pix_fmt, k, repeats);
   if (!encode.ok()) return encode.status();
-  in.encoder_s_per_frame = *encode;
-  in.encoder_frames = std::max(kEncodeFrames, k);
+  in.encoder_s_per_frame = encode->seconds_per_frame;
+  in.encoder_frames = encode->frames;
+  in.encoded_bytes = encode->bytes;
   in.audio_bits_per_s = *audio_bits;
   in.audio_rate_unknown = audio_unknown;
   in.workers = job.settings.workers;

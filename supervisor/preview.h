@@ -36,9 +36,9 @@ struct PreviewOptions {
 };
 
 struct PreviewReport {
-  std::string contact_sheet;  // the PNG written: <output>.preview.png
-  SheetLayout layout;         // its geometry: width() x height() pixels
-  std::vector<double> times;  // the sampled frames, seconds from the file's start
+  std::string contact_sheet;   // the PNG written: <output>.preview.png
+  SheetLayout layout;          // its geometry: width() x height() pixels
+  std::vector<double> times;   // the sampled frames, seconds from the file's start
   int64_t frames_decoded = 0;  // frames ffmpeg decoded to get them (ffmpeg's own count)
   int64_t source_frames = 0;   // the source's frames (container's count, else duration x rate)
   double source_seconds = 0;

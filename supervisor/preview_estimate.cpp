@@ -9,9 +9,12 @@ namespace framemill {
 
 const char* Name(PreviewStage stage) {
   switch (stage) {
-    case PreviewStage::kDecode: return "decode";
-    case PreviewStage::kWorkers: return "workers";
-    case PreviewStage::kEncode: return "encode";
+    case PreviewStage::kDecode:
+      return "decode";
+    case PreviewStage::kWorkers:
+      return "workers";
+    case PreviewStage::kEncode:
+      return "encode";
   }
   return "unknown";
 }
@@ -62,9 +65,9 @@ PreviewEstimate EstimateJob(const EstimateInputs& in) {
   e.fixed_s = st.prepare_s + st.start_s + st.mux_s;
   e.duration_s = e.fixed_s + slowest * static_cast<double>(in.source_frames);
 
-  e.video_bytes = static_cast<int64_t>(std::llround(
-      PerFrame(static_cast<double>(in.preview_output_bytes), in.sampled_frames) *
-      static_cast<double>(in.source_frames)));
+  e.video_bytes = static_cast<int64_t>(
+      std::llround(PerFrame(static_cast<double>(in.encoded_bytes), in.encoder_frames) *
+                   static_cast<double>(in.source_frames)));
   e.audio_bytes = static_cast<int64_t>(std::llround(in.audio_bits_per_s * in.source_seconds / 8));
   e.output_bytes = e.video_bytes + e.audio_bytes;
   for (const WorkerSnapshot& p : in.run.dispatch.peaks) {
@@ -101,9 +104,9 @@ PreviewEstimate EstimateJob(const EstimateInputs& in) {
         std::max(1, in.encoders)));
   }
   a.push_back(
-      "Output size: an upper bound. The sampled frames lie far apart, so each is encoded almost "
-      "as a keyframe; a real run predicts most frames from their neighbours and is usually "
-      "smaller.");
+      "Output size: an upper bound, from that encode of the sampled frames one after another: "
+      "they lie far apart, so each is encoded almost as a keyframe; a real run predicts most "
+      "frames from their neighbours and is usually smaller.");
   if (in.audio_rate_unknown) {
     a.push_back("Audio: a stream gives no bit rate and is counted as 0 bytes.");
   }

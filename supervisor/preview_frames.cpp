@@ -41,12 +41,12 @@ bool KnownTag(const std::string& tag) {
 Result<std::string> OneFrame(const std::string& ffmpeg, const SourceFile& source,
                              const VideoStreamInfo& v, const std::string& filters, double t,
                              int64_t* decoded) {
-  std::vector<std::string> argv = {ffmpeg, "-nostdin", "-hide_banner", "-nostats", "-loglevel",
-                                   "verbose"};
+  std::vector<std::string> argv = {ffmpeg,     "-nostdin",  "-hide_banner",
+                                   "-nostats", "-loglevel", "verbose"};
   argv.insert(argv.end(), source.restrictions.begin(), source.restrictions.end());
-  argv.insert(argv.end(), {"-autorotate", "0", "-ss", fmt::format("{:.6f}", t), "-i",
-                           FdPath(source.fd), "-map", fmt::format("0:{}", v.index), "-frames:v",
-                           "1"});
+  argv.insert(argv.end(),
+              {"-autorotate", "0", "-ss", fmt::format("{:.6f}", t), "-i", FdPath(source.fd), "-map",
+               fmt::format("0:{}", v.index), "-frames:v", "1"});
   if (!filters.empty()) argv.insert(argv.end(), {"-vf", filters});
   argv.insert(argv.end(), {"-f", "rawvideo", "-pix_fmt", v.pix_fmt, "pipe:1"});
   Result<CommandOutput> r = RunAndCapture(argv, {source.fd});
@@ -74,8 +74,8 @@ Result<std::string> OneFrame(const std::string& ffmpeg, const SourceFile& source
 
 Result<SampledFrames> ExtractSampledFrames(const std::string& ffmpeg, const SourceFile& source,
                                            const VideoStreamInfo& v, Deinterlace mode,
-                                           const std::vector<double>& times, int scratch_dir_fd,
-                                           int clip_fd) {
+                                           const std::vector<double>& times, int repeat,
+                                           int scratch_dir_fd, int clip_fd) {
   if (v.pix_fmt.empty()) {
     return Status(StatusCode::kInputInvalid, source.name + ": the video's pixel format is unknown");
   }
@@ -99,16 +99,31 @@ Result<SampledFrames> ExtractSampledFrames(const std::string& ffmpeg, const Sour
                     fmt::format("{}: the frame at {:.3f} s has {} bytes, the first had {}",
                                 source.name, t, frame->size(), frame_bytes));
     }
-    FM_RETURN_IF_ERROR(WriteAllToFd(raw->fd.get(), *frame, "preview: sampled frames"));
+    for (int i = 0; i < repeat; ++i) {
+      FM_RETURN_IF_ERROR(WriteAllToFd(raw->fd.get(), *frame, "preview: sampled frames"));
+    }
   }
   out.decode_s = static_cast<double>(MonotonicUs() - t0) / 1e6;
 
   const Rational sar = UprightSampleAspect(v);
-  std::vector<std::string> argv = {ffmpeg, "-nostdin", "-hide_banner", "-loglevel", "error",
-                                   "-f", "rawvideo", "-pix_fmt", v.pix_fmt, "-video_size",
+  std::vector<std::string> argv = {ffmpeg,
+                                   "-nostdin",
+                                   "-hide_banner",
+                                   "-loglevel",
+                                   "error",
+                                   "-f",
+                                   "rawvideo",
+                                   "-pix_fmt",
+                                   v.pix_fmt,
+                                   "-video_size",
                                    fmt::format("{}x{}", v.display_width, v.display_height),
-                                   "-framerate", v.frame_rate.ToString(), "-i",
-                                   FdPath(raw->fd.get()), "-c:v", "ffv1", "-sar",
+                                   "-framerate",
+                                   v.frame_rate.ToString(),
+                                   "-i",
+                                   FdPath(raw->fd.get()),
+                                   "-c:v",
+                                   "ffv1",
+                                   "-sar",
                                    fmt::format("{}:{}", sar.num, sar.den)};
   const std::pair<const char*, const std::string*> tags[] = {
       {"-color_primaries", &v.color_primaries},

@@ -21,12 +21,14 @@ EstimateInputs Inputs() {
   in.run.stages.start_s = 2;
   in.run.stages.mux_s = 0.5;
   in.run.stages.workers_busy_s = 1.8;
-  in.run.stages.encode_s = 0.12;  // 10 ms a frame
+  in.run.stages.encode_s = 0.12;  // 10 ms a frame, start included (not used: measured apart)
+  in.encoder_s_per_frame = 0.004;
   in.run.dispatch.first_chunk_s = {1.0};
   in.run.dispatch.later_chunk_s_sum = 0.8;
   in.run.dispatch.later_chunks = 2;
   in.run.dispatch.peaks = {{0, 1, 100, 12, 300u << 20, 0}, {0, 2, 101, 0, 200u << 20, 1u << 30}};
-  in.preview_output_bytes = 120000;  // 10 kB a frame
+  in.encoder_frames = 48;
+  in.encoded_bytes = 480000;  // 10 kB a frame
   in.source_decode_s = 0.5;
   in.source_frames_decoded = 100;  // 5 ms a frame
   in.audio_bits_per_s = 128000;
@@ -65,8 +67,13 @@ TEST_CASE("preview estimate: one chunk only keeps its warm-up, and the slowest s
   e = framemill::EstimateJob(in);
   CHECK(e.limiting == PreviewStage::kDecode);
   CHECK(e.duration_s == doctest::Approx(3.5 + 1000 * 0.005));
-  in.run.stages.encode_s = 1.2;  // 100 ms a frame
+  in.encoder_s_per_frame = 0.1;  // 100 ms a frame
   e = framemill::EstimateJob(in);
+  CHECK(e.limiting == PreviewStage::kEncode);
+  in.encoder_s_per_frame = 0;  // not measured: the run's encode time, 1.2 s over 12 frames
+  in.run.stages.encode_s = 1.2;
+  e = framemill::EstimateJob(in);
+  CHECK(e.encode_s_per_frame == doctest::Approx(0.1));
   CHECK(e.limiting == PreviewStage::kEncode);
   CHECK(std::string(framemill::Name(e.limiting)) == "encode");
 }

@@ -79,8 +79,8 @@ Result<double> AudioBitsPerSecond(const std::string& ffprobe, const SourceFile& 
   return bits;
 }
 
-// Every `every`-th frame of the video file `name` in `dir_fd` (the first of each repeated
-// sample), scaled to the sheet's cell, rgb24, one string per frame; exactly `frames` of them or
+// Every `every`-th frame of the video file `name` in `dir_fd` (the first of each stretch),
+// scaled to the sheet's cell, rgb24, one string per frame; exactly `frames` of them or
 // an error.
 Result<std::vector<std::string>> CellFrames(const std::string& ffmpeg, int dir_fd,
                                             const std::string& name, const SheetLayout& layout,
@@ -109,22 +109,19 @@ Result<std::vector<std::string>> CellFrames(const std::string& ffmpeg, int dir_f
   return out;
 }
 
-// Frames of the encoder measurement: enough that the encoder's start is measured apart.
-constexpr int kEncodeFrames = 48;
-
 struct EncoderFigures {
   double seconds_per_frame = 0;  // 0 when the difference is not positive (noise)
   int64_t frames = 0;
   int64_t bytes = 0;
 };
 
-// One encoder's time per frame and bytes with the job's encoder settings (`pix_fmt` resolved),
-// on every `every`-th frame of the video `name` in `dir_fd` (the samples, one after another)
-// looped to kEncodeFrames (or more), less an encode of one frame (the encoder's start and
-// flush). The long encode is written to a file in `dir_fd` for its size.
+// One encoder's time per frame and bytes with the job's encoder settings (`pix_fmt` resolved):
+// the `frames` frames of the video `name` in `dir_fd` encoded again, less an encode of its first
+// frame alone (the encoder's start and flush, which in the sampled run weigh more than its
+// frames). The long encode is written to a file in `dir_fd` for its size.
 Result<EncoderFigures> MeasureEncoder(const std::string& ffmpeg, int dir_fd,
                                       const std::string& name, const EncoderSettings& encoder,
-                                      const std::string& pix_fmt, int frames, int every) {
+                                      const std::string& pix_fmt, int frames) {
   UniqueFd fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd.valid()) {
     return Status(StatusCode::kIo, "preview: open " + name + ": " + std::strerror(errno));
@@ -137,12 +134,10 @@ Result<EncoderFigures> MeasureEncoder(const std::string& ffmpeg, int dir_fd,
                                      "-hide_banner",
                                      "-v",
                                      "error",
-                                     "-stream_loop",
-                                     "-1",
                                      "-i",
                                      FdPath(fd.get()),
-                                     "-vf",
-                                     fmt::format("select=not(mod(n\\,{}))", every),
+                                     "-map",
+                                     "0:v:0",
                                      "-fps_mode",
                                      "passthrough",
                                      "-frames:v",
@@ -168,7 +163,7 @@ Result<EncoderFigures> MeasureEncoder(const std::string& ffmpeg, int dir_fd,
     return static_cast<double>(MonotonicUs() - t0) / 1e6;
   };
   EncoderFigures f;
-  f.frames = std::max(kEncodeFrames, frames);
+  f.frames = std::max(2, frames);
   Result<double> one = timed(1, "");
   if (!one.ok()) return one.status();
   Result<double> many = timed(static_cast<int>(f.frames), FdPath(out->fd.get()));
@@ -202,14 +197,16 @@ Status WriteSheet(int dir_fd, const std::string& name, const std::string& bytes)
   return s;
 }
 
-// The sampled run fills at least this many of the job's batches (repeating each sample), so
-// that the worker's batches and memory are the job's and chunks after the first (its warm-up)
-// are measured.
+// The sampled run takes a short continuous stretch of frames from each sample: at least this
+// many of the job's batches in all (so the worker runs batches of the job's size, and chunks
+// after its first, warm-up chunk are measured) and at least kMinSampledFrames frames (so the
+// encoder sees motion to predict, not only cuts).
 constexpr int kSampledRunBatches = 3;
+constexpr int kMinSampledFrames = 48;
 
-// How many times each of `k` samples is repeated in the sampled clip.
-int RepeatsFor(int k, int batch) {
-  const int frames = std::max(k, kSampledRunBatches * std::max(1, batch));
+// Frames in each of `k` stretches.
+int StretchFor(int k, int batch) {
+  const int frames = std::max({k, kSampledRunBatches * std::max(1, batch), kMinSampledFrames});
   return (frames + k - 1) / k;
 }
 
@@ -290,18 +287,21 @@ Result<PreviewReport> RunPreview(const JobSpec& job, const Config& config,
   if (!clip.ok()) return clip.status();
   // Samples span the video stream where its frame count says it ends before the container
   // (audio that runs on): a time past the last frame gives no frame.
-  const int repeats = RepeatsFor(k, job.settings.batch);
+  const int stretch = StretchFor(k, job.settings.batch);
   double span = report.source_seconds;
   if (v.header_frames > 0) span = std::min(span, v.header_frames / v.frame_rate.value());
+  // The last stretch must end before the video does.
+  span = std::max(0.0, span - stretch / v.frame_rate.value());
   Result<SampledFrames> sampled =
       ExtractSampledFrames(config.ffmpeg, source, v, job.settings.deinterlace, SampleTimes(span, k),
-                           repeats, dir.fd.get(), clip->fd.get());
+                           stretch, dir.fd.get(), clip->fd.get());
   if (!sampled.ok()) return sampled.status();
   clip->fd.Reset();
   report.times = sampled->times;
+  report.frames_per_sample = stretch;
   report.frames_decoded = sampled->frames_decoded;
-  spdlog::info("preview: {} frames sampled from {} ({} frames decoded to get them)", k, job.input,
-               sampled->frames_decoded);
+  spdlog::info("preview: {} stretches of {} frames sampled from {} ({} frames decoded to get them)",
+               k, stretch, job.input, sampled->frames_decoded);
 
   // The real pipeline on the sampled clip. Roots, where the config has any, admit the private
   // directory (the preview checked the job's own paths above; the model is checked by RunJob).
@@ -318,10 +318,10 @@ Result<PreviewReport> RunPreview(const JobSpec& job, const Config& config,
   // The contact sheet.
   report.layout = LayoutFor(v.display_width, v.display_height, UprightSampleAspect(v), k);
   Result<std::vector<std::string>> before =
-      CellFrames(config.ffmpeg, dir.fd.get(), clip->name, report.layout, k, repeats);
+      CellFrames(config.ffmpeg, dir.fd.get(), clip->name, report.layout, k, stretch);
   if (!before.ok()) return before.status();
   Result<std::vector<std::string>> after =
-      CellFrames(config.ffmpeg, dir.fd.get(), run_output, report.layout, k, repeats);
+      CellFrames(config.ffmpeg, dir.fd.get(), run_output, report.layout, k, stretch);
   if (!after.ok()) return after.status();
   std::vector<std::string> labels;
   for (double t : report.times) {
@@ -338,14 +338,14 @@ Result<PreviewReport> RunPreview(const JobSpec& job, const Config& config,
   EstimateInputs in;
   in.source_frames = report.source_frames;
   in.source_seconds = report.source_seconds;
-  in.sampled_frames = static_cast<int64_t>(k) * repeats;
+  in.sampled_frames = static_cast<int64_t>(k) * stretch;
   in.preview_chunk_frames = sampled_job.settings.chunk_frames;
   in.run = std::move(*run);
   in.source_decode_s = sampled->decode_s;
   in.source_frames_decoded = sampled->frames_decoded;
   Result<EncoderFigures> encode =
       MeasureEncoder(config.ffmpeg, dir.fd.get(), run_output, job.settings.encoder,
-                     in.run.output_pix_fmt, k, repeats);
+                     in.run.output_pix_fmt, k * stretch);
   if (!encode.ok()) return encode.status();
   in.encoder_s_per_frame = encode->seconds_per_frame;
   in.encoder_frames = encode->frames;
@@ -364,6 +364,7 @@ nlohmann::json PreviewReport::ToJson() const {
           {"height", layout.height()},
           {"frames", times.size()},
           {"times", times},
+          {"frames_per_sample", frames_per_sample},
           {"frames_decoded", frames_decoded},
           {"source_frames", source_frames},
           {"source_seconds", source_seconds},
@@ -373,9 +374,10 @@ nlohmann::json PreviewReport::ToJson() const {
 std::string PreviewReport::ToText() const {
   std::string text = fmt::format(
       "preview: wrote {} ({}x{}: {} frames, source | output)\n"
-      "preview: {} frames decoded to take {} of the source's {} frames ({:.1f} s)\n",
+      "preview: {} frames decoded to take {} stretches of {} of the source's {} frames "
+      "({:.1f} s)\n",
       contact_sheet, layout.width(), layout.height(), times.size(), frames_decoded, times.size(),
-      source_frames, source_seconds);
+      frames_per_sample, source_frames, source_seconds);
   return text + estimate.ToText();
 }
 

@@ -38,14 +38,16 @@ struct PreviewOptions {
 struct PreviewReport {
   std::string contact_sheet;   // the PNG written: <output>.preview.png
   SheetLayout layout;          // its geometry: width() x height() pixels
-  std::vector<double> times;   // the sampled frames, seconds from the file's start
+  std::vector<double> times;   // the samples, seconds from the file's start
+  int frames_per_sample = 1;   // consecutive frames taken from each sample on
   int64_t frames_decoded = 0;  // frames ffmpeg decoded to get them (ffmpeg's own count)
   int64_t source_frames = 0;   // the source's frames (container's count, else duration x rate)
   double source_seconds = 0;
   PreviewEstimate estimate;
 
   // Stable field names (README.md): contact_sheet, width, height, frames, times,
-  // frames_decoded, source_frames, source_seconds, estimate (PreviewEstimate::ToJson).
+  // frames_per_sample, frames_decoded, source_frames, source_seconds, estimate
+  // (PreviewEstimate::ToJson).
   nlohmann::json ToJson() const;
   std::string ToText() const;
 };

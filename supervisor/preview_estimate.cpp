@@ -93,9 +93,9 @@ PreviewEstimate EstimateJob(const EstimateInputs& in) {
       in.source_frames_decoded, in.source_decode_s));
   if (in.encoder_s_per_frame > 0) {
     a.push_back(fmt::format(
-        "Encode: the sampled frames encoded again with the job's encoder settings, looped to {} "
-        "frames, less the encoder's start, over {} encoder(s); every frame there is a scene cut, "
-        "which encoders treat differently from a continuous shot.",
+        "Encode: the sampled stretches ({} frames, a cut between stretches) encoded again "
+        "with the job's encoder settings, less the encoder's start, over {} encoder(s); cuts "
+        "cost more than a continuous shot, so this leans high.",
         in.encoder_frames, std::max(1, in.encoders)));
   } else {
     a.push_back(fmt::format(
@@ -104,9 +104,8 @@ PreviewEstimate EstimateJob(const EstimateInputs& in) {
         std::max(1, in.encoders)));
   }
   a.push_back(
-      "Output size: an upper bound, from that encode of the sampled frames one after another: "
-      "they lie far apart, so each is encoded almost as a keyframe; a real run predicts most "
-      "frames from their neighbours and is usually smaller.");
+      "Output size: bytes per frame of that encode times the frames; each stretch starts with a "
+      "cut, encoded almost as a keyframe, so this leans high (an upper bound for most sources).");
   if (in.audio_rate_unknown) {
     a.push_back("Audio: a stream gives no bit rate and is counted as 0 bytes.");
   }

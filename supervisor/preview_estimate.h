@@ -30,9 +30,9 @@ struct EstimateInputs {
   JobReport run;                     // the preview's run of the pipeline on the sampled frames
   double source_decode_s = 0;        // wall time of the seeking decoders (process start included)
   int64_t source_frames_decoded = 0;  // frames those decoders decoded (ffmpeg's own count)
-  // One encoder's time per frame measured apart from the pipeline (the sampled frames encoded
-  // again, looped, less an encode of one frame: the encoder's start left out); 0 = not measured,
-  // then the sampled run's encode time per frame, start and flush included.
+  // One encoder's time per frame measured apart from the pipeline (the sampled run's output
+  // encoded again, less an encode of one frame: the encoder's start left out); 0 = not
+  // measured, then the sampled run's encode time per frame, start and flush included.
   double encoder_s_per_frame = 0;
   int64_t encoder_frames = 0;   // frames of that measurement
   int64_t encoded_bytes = 0;    // what it wrote (video only, far-apart frames one after another)

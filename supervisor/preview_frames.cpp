@@ -37,23 +37,24 @@ bool KnownTag(const std::string& tag) {
   return !tag.empty() && tag != "unknown" && tag != "unspecified" && tag != "reserved";
 }
 
-// One frame at `t` seconds, raw, in the source's pixel format, after `filters`.
-Result<std::string> OneFrame(const std::string& ffmpeg, const SourceFile& source,
-                             const VideoStreamInfo& v, const std::string& filters, double t,
-                             int64_t* decoded) {
+// `frames` consecutive frames from `t` seconds on, raw, in the source's pixel format, after
+// `filters`.
+Result<std::string> OneStretch(const std::string& ffmpeg, const SourceFile& source,
+                               const VideoStreamInfo& v, const std::string& filters, double t,
+                               int frames, int64_t* decoded) {
   std::vector<std::string> argv = {ffmpeg,     "-nostdin",  "-hide_banner",
                                    "-nostats", "-loglevel", "verbose"};
   argv.insert(argv.end(), source.restrictions.begin(), source.restrictions.end());
   argv.insert(argv.end(),
               {"-autorotate", "0", "-ss", fmt::format("{:.6f}", t), "-i", FdPath(source.fd), "-map",
-               fmt::format("0:{}", v.index), "-frames:v", "1"});
+               fmt::format("0:{}", v.index), "-frames:v", std::to_string(frames)});
   if (!filters.empty()) argv.insert(argv.end(), {"-vf", filters});
   argv.insert(argv.end(), {"-f", "rawvideo", "-pix_fmt", v.pix_fmt, "pipe:1"});
   Result<CommandOutput> r = RunAndCapture(argv, {source.fd});
   if (!r.ok()) return r.status();
   if (r->exit_code != 0) {
     return Status(StatusCode::kInputInvalid,
-                  fmt::format("{}: taking the frame at {:.3f} s failed ({}): {}", source.name, t,
+                  fmt::format("{}: taking the frames at {:.3f} s failed ({}): {}", source.name, t,
                               DescribeExit(*r), LastLines(r->err, 3)));
   }
   if (r->out.empty()) {
@@ -74,7 +75,7 @@ Result<std::string> OneFrame(const std::string& ffmpeg, const SourceFile& source
 
 Result<SampledFrames> ExtractSampledFrames(const std::string& ffmpeg, const SourceFile& source,
                                            const VideoStreamInfo& v, Deinterlace mode,
-                                           const std::vector<double>& times, int repeat,
+                                           const std::vector<double>& times, int stretch,
                                            int scratch_dir_fd, int clip_fd) {
   if (v.pix_fmt.empty()) {
     return Status(StatusCode::kInputInvalid, source.name + ": the video's pixel format is unknown");
@@ -88,20 +89,22 @@ Result<SampledFrames> ExtractSampledFrames(const std::string& ffmpeg, const Sour
 
   SampledFrames out;
   out.times = times;
-  size_t frame_bytes = 0;
   const uint64_t t0 = MonotonicUs();
+  size_t stretch_bytes = 0;
   for (double t : times) {
-    Result<std::string> frame = OneFrame(ffmpeg, source, v, chain, t, &out.frames_decoded);
-    if (!frame.ok()) return frame.status();
-    if (frame_bytes == 0) frame_bytes = frame->size();
-    if (frame->size() != frame_bytes) {
+    Result<std::string> frames =
+        OneStretch(ffmpeg, source, v, chain, t, stretch, &out.frames_decoded);
+    if (!frames.ok()) return frames.status();
+    if (stretch_bytes == 0) stretch_bytes = frames->size();
+    // Every stretch has as many bytes as the first, a whole number of frames: one cut short by
+    // the end of the video does not.
+    if (frames->size() != stretch_bytes || stretch_bytes % static_cast<size_t>(stretch) != 0) {
       return Status(StatusCode::kInputInvalid,
-                    fmt::format("{}: the frame at {:.3f} s has {} bytes, the first had {}",
-                                source.name, t, frame->size(), frame_bytes));
+                    fmt::format("{}: the {} frames from {:.3f} s came out as {} bytes (the "
+                                "first stretch: {})",
+                                source.name, stretch, t, frames->size(), stretch_bytes));
     }
-    for (int i = 0; i < repeat; ++i) {
-      FM_RETURN_IF_ERROR(WriteAllToFd(raw->fd.get(), *frame, "preview: sampled frames"));
-    }
+    FM_RETURN_IF_ERROR(WriteAllToFd(raw->fd.get(), *frames, "preview: sampled frames"));
   }
   out.decode_s = static_cast<double>(MonotonicUs() - t0) / 1e6;
 

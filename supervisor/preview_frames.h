@@ -25,23 +25,24 @@ std::vector<double> SampleTimes(double duration, int k);
 int64_t FramesDecodedInLog(const std::string& log);
 
 struct SampledFrames {
-  std::vector<double> times;   // seconds from the file's start, one per sample
+  std::vector<double> times;   // seconds from the file's start: where each stretch starts
   int64_t frames_decoded = 0;  // by all the seeking decoders together, as ffmpeg counted them
   double decode_s = 0;         // their time together (monotonic clock), process starts included
 };
 
-// Takes one frame at each of `times` from the open `source` (its video stream `v`, by index)
-// with input seeking, through the job's source filters (deinterlacing for `mode`, then turning
-// upright: GeometryFilters), in the source's pixel format, and writes them as one clip to the
-// open, empty file `clip_fd`, each frame `repeat` times in a row (so that the clip fills whole
-// batches of the job): FFV1 (lossless) in NUT at the source's nominal rate, carrying the
-// upright sample aspect ratio and the source's colour tags (HDR side data is not carried). The
-// frames pass through a raw file created in the private directory `scratch_dir_fd`. ffmpeg gets
-// every file as /proc/self/fd/N. Errors: kInputInvalid (a time that gives no frame, ffmpeg's
+// Takes `stretch` consecutive frames from each of `times` on, from the open `source` (its video
+// stream `v`, by index) with input seeking, through the job's source filters (deinterlacing for
+// `mode`, then turning upright: GeometryFilters), in the source's pixel format, and writes them
+// as one clip of times.size() x `stretch` frames to the open, empty file `clip_fd`: FFV1
+// (lossless) in NUT at the source's nominal rate, carrying the upright sample aspect ratio and
+// the source's colour tags (HDR side data is not carried). Short continuous stretches give the
+// model its batches and the encoder motion to predict, as in the job. The frames pass through a
+// raw file created in the private directory `scratch_dir_fd`. ffmpeg gets every file as
+// /proc/self/fd/N. Errors: kInputInvalid (a stretch cut short by the end of the video, ffmpeg's
 // message otherwise), kInvalidJob (GeometryFilters), kIo.
 Result<SampledFrames> ExtractSampledFrames(const std::string& ffmpeg, const SourceFile& source,
                                            const VideoStreamInfo& v, Deinterlace mode,
-                                           const std::vector<double>& times, int repeat,
+                                           const std::vector<double>& times, int stretch,
                                            int scratch_dir_fd, int clip_fd);
 
 }  // namespace framemill

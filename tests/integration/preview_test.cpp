@@ -73,12 +73,15 @@ TEST_CASE("preview: a before/after sheet of K rows, an estimate, and only the sa
   CHECK(out.at("frames") == kFrames);
   CHECK(out.at("times").size() == kFrames);
 
-  // Seeking: each sample costs the frames from the keyframe before it (and a few in the decoder's
-  // threads), never the stretches between samples. Decoding every frame up to each sample, or
-  // the whole clip once, reaches the clip's length.
+  // Seeking: each sample costs the frames from the keyframe before it, its own stretch of
+  // consecutive frames (48 frames in all by default) and a few in the decoder's threads, never
+  // the stretches between samples. Decoding every frame up to each sample, or the whole clip
+  // once, reaches the clip's length.
+  const int64_t stretch = out.at("frames_per_sample");
+  CHECK(stretch == 16);
   const int64_t decoded = out.at("frames_decoded");
-  CHECK(decoded >= kFrames);
-  CHECK(decoded <= kFrames * (kGop + 16));
+  CHECK(decoded >= kFrames * stretch);
+  CHECK(decoded <= kFrames * (kGop + stretch + 16));
   CHECK(decoded < kClipFrames);
   CHECK(out.at("source_frames") == kClipFrames);
 

@@ -1,7 +1,8 @@
 // `framemill preview JOB.json [--frames K]`: a look at a job before committing a night to it.
-// Takes K frames spread over the input by seeking (never decoding the stretches between them),
-// runs them through the job's real pipeline (RunJob: the same model, device, precision, batch
-// and encoder settings, with one worker), writes a contact sheet of before/after pairs to
+// Takes a short run of consecutive frames at K times spread over the input, by seeking (never
+// decoding the video between them), runs them through the job's real pipeline (RunJob: the same
+// model, device, precision, batch and encoder settings, with one worker), writes a contact sheet of
+// before/after pairs to
 // `<output>.preview.png` and estimates the whole job: its duration on this machine, its output's
 // size and each worker's peak memory (supervisor/preview_estimate.h).
 //
@@ -9,8 +10,8 @@
 // directory against the output roots; everything the preview makes (the sampled clip, the
 // pipeline's output and scratch) lives in a private directory `.framemill-preview.<random>/`
 // beside the output, removed on every path out. The contact sheet is created there under a
-// random name, fsynced and renamed into place (replacing an older sheet). The job's output itself
-// is never written.
+// random name beside the output, fsynced and renamed into place (replacing an older sheet). The
+// job's output itself is never written.
 #pragma once
 
 #include <atomic>

@@ -25,7 +25,7 @@ const char* Name(PreviewStage stage);  // "decode", "workers", "encode"
 struct EstimateInputs {
   int64_t source_frames = 0;         // frames of the whole source (header count or duration x rate)
   double source_seconds = 0;         // the source's duration
-  int64_t sampled_frames = 0;        // frames the preview ran through the pipeline (K, repeated)
+  int64_t sampled_frames = 0;        // frames the preview ran through the pipeline (K stretches)
   int64_t preview_chunk_frames = 0;  // chunk size of the preview's run (its first chunk is warm-up)
   JobReport run;                     // the preview's run of the pipeline on the sampled frames
   double source_decode_s = 0;        // wall time of the seeking decoders (process start included)
@@ -34,9 +34,9 @@ struct EstimateInputs {
   // encoded again, less an encode of one frame: the encoder's start left out); 0 = not
   // measured, then the sampled run's encode time per frame, start and flush included.
   double encoder_s_per_frame = 0;
-  int64_t encoder_frames = 0;   // frames of that measurement
-  int64_t encoded_bytes = 0;    // what it wrote (video only, far-apart frames one after another)
-  double audio_bits_per_s = 0;  // all audio streams of the source together; 0 = none/unknown
+  int64_t encoder_frames = 0;       // frames of that measurement
+  int64_t encoded_bytes = 0;        // what it wrote (video only)
+  double audio_bits_per_s = 0;      // all audio streams of the source together; 0 = none/unknown
   bool audio_rate_unknown = false;  // a stream whose bit rate the container does not give
   int workers = 1;                  // the job's workers
   int encoders = 1;                 // the job's encoder threads

@@ -1,8 +1,8 @@
-// The frames `framemill preview` looks at: K times spread over the source, each frame taken by
-// seeking (ffmpeg's input `-ss`: it jumps to the keyframe before the time and decodes from
-// there), never by decoding the stretches between them, and gathered into one small lossless
-// clip that the real pipeline can run on. Thread-safe (no shared state); each call runs its own
-// ffmpeg children and reaps them.
+// The frames `framemill preview` looks at: K times spread over the source, a short run of
+// consecutive frames taken at each by seeking (ffmpeg's input `-ss`: it jumps to the keyframe
+// before the time and decodes from there), never by decoding the video between them, and
+// gathered into one small lossless clip that the real pipeline can run on. Thread-safe (no shared
+// state); each call runs its own ffmpeg children and reaps them.
 #pragma once
 
 #include <cstdint>

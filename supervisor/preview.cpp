@@ -198,28 +198,36 @@ Status WriteSheet(int dir_fd, const std::string& name, const std::string& bytes)
 }
 
 // The sampled run takes a short continuous stretch of frames from each sample: at least this
-// many of the job's batches in all (so the worker runs batches of the job's size, and chunks
-// after its first, warm-up chunk are measured) and at least kMinSampledFrames frames (so the
-// encoder sees motion to predict, not only cuts).
+// many of the job's batches in all, and three a worker (so workers run batches of the job's
+// size, and chunks after each one's first, warm-up chunk are measured) and at least
+// kMinSampledFrames frames (so the encoder sees motion to predict, not only cuts).
 constexpr int kSampledRunBatches = 3;
 constexpr int kMinSampledFrames = 48;
 
-// Frames in each of `k` stretches.
-int StretchFor(int k, int batch) {
-  const int frames = std::max({k, kSampledRunBatches * std::max(1, batch), kMinSampledFrames});
+// Workers of the sampled run: as many as the job puts on one device (all of them, or those of
+// its first GPU), so that they share it as the job's do.
+int RunWorkers(const JobSettings& s) {
+  const int devices = std::max<int>(1, static_cast<int>(s.gpus.size()));
+  return std::max(1, (s.workers + devices - 1) / devices);
+}
+
+// Frames in each of `k` stretches: enough for two chunks a worker after each one's first.
+int StretchFor(int k, const JobSettings& s) {
+  const int batches = std::max(kSampledRunBatches, 3 * RunWorkers(s));
+  const int frames = std::max({k, batches * std::max(1, s.batch), kMinSampledFrames});
   return (frames + k - 1) / k;
 }
 
 // The job the sampled clip runs as: the same model, device, precision, batch and encoder
-// settings, one worker (on the first of the job's GPUs), the frames already upright and
-// progressive, one batch a chunk.
+// settings, the workers of one device (RunWorkers; on the first of the job's GPUs), the frames
+// already upright and progressive, one batch a chunk.
 JobSpec SampledJob(const JobSpec& job, const std::string& dir, const std::string& clip) {
   JobSpec p = job;
   p.input = dir + "/" + clip;
   p.output = dir + "/preview" + Extension(BaseName(job.output));
   p.overwrite = false;
   JobSettings& s = p.settings;
-  s.workers = 1;
+  s.workers = RunWorkers(job.settings);
   if (!s.gpus.empty()) s.gpus.resize(1);
   s.workers_per_gpu = 0;
   s.encoders = 1;
@@ -287,7 +295,7 @@ Result<PreviewReport> RunPreview(const JobSpec& job, const Config& config,
   if (!clip.ok()) return clip.status();
   // Samples span the video stream where its frame count says it ends before the container
   // (audio that runs on): a time past the last frame gives no frame.
-  const int stretch = StretchFor(k, job.settings.batch);
+  const int stretch = StretchFor(k, job.settings);
   double span = report.source_seconds;
   if (v.header_frames > 0) span = std::min(span, v.header_frames / v.frame_rate.value());
   // The last stretch must end before the video does.
@@ -353,6 +361,7 @@ Result<PreviewReport> RunPreview(const JobSpec& job, const Config& config,
   in.audio_bits_per_s = *audio_bits;
   in.audio_rate_unknown = audio_unknown;
   in.workers = job.settings.workers;
+  in.run_workers = sampled_job.settings.workers;
   in.encoders = job.settings.encoders;
   report.estimate = EstimateJob(in);
   return report;

@@ -30,7 +30,10 @@ double PerFrame(double seconds, int64_t frames) {
 // first chunk, warm-up and all.
 double WorkerSecondsPerFrame(const EstimateInputs& in, bool* warmup_excluded) {
   const DispatchStats& d = in.run.dispatch;
-  const int64_t first = std::min(in.sampled_frames, std::max<int64_t>(1, in.preview_chunk_frames));
+  // Each worker's first chunk is its warm-up.
+  const int64_t first_chunks = std::max<int64_t>(1, static_cast<int64_t>(d.first_chunk_s.size()));
+  const int64_t first =
+      std::min(in.sampled_frames, first_chunks * std::max<int64_t>(1, in.preview_chunk_frames));
   const int64_t later_frames = in.sampled_frames - first;
   if (d.later_chunks > 0 && later_frames > 0 && d.later_chunk_s_sum > 0) {
     *warmup_excluded = true;
@@ -82,11 +85,11 @@ PreviewEstimate EstimateJob(const EstimateInputs& in) {
       "probe and mux also grow with the file.",
       e.fixed_s, in.source_frames));
   a.push_back(fmt::format(
-      "Workers: one worker's time per frame ({}) divided by the job's {} workers, as if they "
-      "scaled perfectly (workers sharing a GPU or the CPU do not).",
-      e.warmup_excluded ? "chunks after the first, the warm-up left out"
+      "Workers: a worker's time per frame ({}) while {} worker(s) shared one device as the "
+      "job's do, divided by the job's {} workers (several GPUs as if each were the first).",
+      e.warmup_excluded ? "each worker's first chunk, its warm-up, left out"
                         : "warm-up included: too few frames for a second chunk",
-      e.workers));
+      std::max(1, in.run_workers), e.workers));
   a.push_back(fmt::format(
       "Decode: the seeking decoders' time per frame decoded ({} frames in {:.2f} s, process "
       "start included), which overestimates a sequential decode.",

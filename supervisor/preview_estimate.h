@@ -39,6 +39,7 @@ struct EstimateInputs {
   double audio_bits_per_s = 0;      // all audio streams of the source together; 0 = none/unknown
   bool audio_rate_unknown = false;  // a stream whose bit rate the container does not give
   int workers = 1;                  // the job's workers
+  int run_workers = 1;              // the sampled run's: those the job puts on one device
   int encoders = 1;                 // the job's encoder threads
 };
 

@@ -77,3 +77,16 @@ TEST_CASE("preview estimate: one chunk only keeps its warm-up, and the slowest s
   CHECK(e.limiting == PreviewStage::kEncode);
   CHECK(std::string(framemill::Name(e.limiting)) == "encode");
 }
+
+TEST_CASE("preview estimate: every worker's first chunk is its warm-up") {
+  EstimateInputs in = Inputs();
+  in.sampled_frames = 24;  // 6 chunks of 4: two first chunks (2 s), four later ones (4 s)
+  in.run.dispatch.first_chunk_s = {1.0, 1.0};
+  in.run.dispatch.later_chunk_s_sum = 4.0;
+  in.run.dispatch.later_chunks = 4;
+  in.run_workers = 2;
+  PreviewEstimate e = framemill::EstimateJob(in);
+  CHECK(e.warmup_excluded);
+  CHECK(e.worker_s_per_frame_one == doctest::Approx(0.25));  // 4 s over the 16 later frames
+  CHECK(e.workers_s_per_frame == doctest::Approx(0.125));    // the job's 2 workers
+}

@@ -1,10 +1,10 @@
 // `framemill preview JOB.json [--frames K]`: a look at a job before committing a night to it.
 // Takes a short run of consecutive frames at K times spread over the input, by seeking (never
 // decoding the video between them), runs them through the job's real pipeline (RunJob: the same
-// model, device, precision, batch and encoder settings, with one worker), writes a contact sheet of
-// before/after pairs to
-// `<output>.preview.png` and estimates the whole job: its duration on this machine, its output's
-// size and each worker's peak memory (supervisor/preview_estimate.h).
+// model, device, precision, batch and encoder settings, with the workers the job puts on one
+// device), writes a contact sheet of before/after pairs to `<output>.preview.png` and estimates
+// the whole job: its duration on this machine, its output's size and each worker's peak memory
+// (supervisor/preview_estimate.h).
 //
 // Files: the input is opened and checked once against the config's input roots, the output's
 // directory against the output roots; everything the preview makes (the sampled clip, the

@@ -58,6 +58,11 @@ TEST_CASE("preview: a before/after sheet of K rows, an estimate, and only the sa
                               {"device", TestDevice()},
                               {"workers", 2}};
   RunResult r = Preview(dir, job, {"--frames", std::to_string(kFrames), "--json"});
+  // A build without OpenCV (configure warns; the GPU image has none) refuses, saying so. On
+  // Debian the tests' own configure requires OpenCV, so this runs there.
+  if (r.exit_code == 1 && r.err.find("preview needs OpenCV") != std::string::npos) {
+    SkipTest("this framemill was built without OpenCV: preview cannot draw its contact sheet");
+  }
   INFO("stderr: " << r.err);
   REQUIRE(r.exit_code == 0);
   const nlohmann::json out = nlohmann::json::parse(r.out);

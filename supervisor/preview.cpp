@@ -38,7 +38,8 @@ struct PrivateDir {
   }
 };
 
-// "<base>.preview.png" in the output's directory; ".mp4" etc. of the output for the sampled run.
+// The output's extension (".mp4"), so that the sampled run writes the job's container; ".mkv"
+// for a name without one.
 std::string Extension(const std::string& name) {
   size_t dot = name.rfind('.');
   return dot == std::string::npos || dot == 0 ? ".mkv" : name.substr(dot);

@@ -23,6 +23,17 @@ Status Errno(const std::string& what) {
 
 }  // namespace
 
+Status WriteAllToFd(int fd, const std::string& bytes, const std::string& what) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Errno("write " + what);
+    done += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
 std::string DirName(const std::string& path) {
   std::filesystem::path p(path);
   std::string d = p.parent_path().string();

@@ -17,6 +17,9 @@ namespace framemill {
 // The file gets 0644 less the umask, or exactly `mode` when it is given (>= 0).
 Status AtomicWriteFile(const std::string& path, const std::string& content, int mode = -1);
 
+// Writes all of `bytes` to the open descriptor `fd` (short writes and EINTR retried); `what`
+// names the file in the error.
+Status WriteAllToFd(int fd, const std::string& bytes, const std::string& what);
 // fsyncs a file (by path) and its directory.
 Status SyncFile(const std::string& path);
 Status SyncDirectory(const std::string& dir);

@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libtorch-dev            # LibTorch (CPU) for the worker; a CUDA LibTorch can replace it
-  libopencv-dev           # image checks in the tests
+  libopencv-dev           # framemill preview's contact sheet; image checks in the tests
   libboost-dev libboost-filesystem-dev  # Boost.Process, Boost.Interprocess
   nlohmann-json3-dev libspdlog-dev doctest-dev libcli11-dev
   libsystemd-dev

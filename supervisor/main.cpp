@@ -2,6 +2,7 @@
 // --help` list the commands and options:
 //
 //   framemill run JOB.json                     run one job in the foreground
+//   framemill preview JOB.json [--frames K] [--json]  a contact sheet and an estimate of the job
 //   framemill serve                            drain the spool (config spool_dir), for systemd
 //   framemill submit INPUT --model M --output O [--priority P] [--json] [key=value ...]
 //   framemill list [--json] | status [JOB] [--follow] [--json] | cancel JOB | retry JOB
@@ -28,10 +29,12 @@
 #include "common/config.h"
 #include "common/file_util.h"
 #include "common/job_spec.h"
+#include "common/json_fields.h"
 #include "common/log.h"
 #include "common/shared_memory.h"
 #include "supervisor/completion.h"
 #include "supervisor/job_runner.h"
+#include "supervisor/preview.h"
 #include "supervisor/service.h"
 #include "supervisor/spool_commands.h"
 #include "supervisor/subprocess.h"
@@ -110,14 +113,23 @@ void PrintSummary(const framemill::JobReport& r) {
               r.faults_retried.empty() ? "" : " (ffmpeg crashed and was retried)");
 }
 
-int RunCommand(const std::string& job_path, const framemill::Config& config) {
+// The job file of `run` and `preview` (a rejection is printed), and shared memory left by dead
+// supervisors removed before this one makes its own.
+framemill::Result<framemill::JobSpec> LoadJobForCommand(const std::string& job_path,
+                                                        const framemill::Config& config) {
   framemill::Result<framemill::JobSpec> job = framemill::LoadJobFile(job_path, config.defaults);
   if (!job.ok()) {
     std::fprintf(stderr, "framemill: job rejected: %s\n", job.status().ToString().c_str());
-    return kExitFailed;
+    return job;
   }
   int stale = framemill::RemoveStaleObjects();
   if (stale > 0) spdlog::info("removed {} shared-memory objects left by dead supervisors", stale);
+  return job;
+}
+
+int RunCommand(const std::string& job_path, const framemill::Config& config) {
+  framemill::Result<framemill::JobSpec> job = LoadJobForCommand(job_path, config);
+  if (!job.ok()) return kExitFailed;
   // On a terminal, a live progress line on stderr (logs go there too, each on its own line).
   framemill::JobOptions options;
   uint64_t start_ms = framemill::MonotonicMs(), last_ms = 0;
@@ -147,10 +159,32 @@ int RunCommand(const std::string& job_path, const framemill::Config& config) {
   return kExitOk;
 }
 
+// `framemill preview`: the contact sheet and the estimate, as text or as one JSON document.
+int PreviewCommand(const std::string& job_path, int frames, bool json,
+                   const framemill::Config& config) {
+  framemill::Result<framemill::JobSpec> job = LoadJobForCommand(job_path, config);
+  if (!job.ok()) return kExitFailed;
+  framemill::PreviewOptions options;
+  options.frames = frames;
+  framemill::Result<framemill::PreviewReport> report =
+      framemill::RunPreview(*job, config, g_stop, options);
+  if (!report.ok()) {
+    std::fprintf(stderr, "framemill: preview failed: %s\n", report.status().ToString().c_str());
+    return report.status().code() == framemill::StatusCode::kCancelled ? kExitStopped : kExitFailed;
+  }
+  if (json) {
+    std::printf("%s\n", framemill::DumpJson(report->ToJson(), 2).c_str());
+  } else {
+    std::fputs(report->ToText().c_str(), stdout);
+  }
+  return kExitOk;
+}
+
 // What the command line asked for, filled by CLI11.
 struct Request {
   std::string config_path;
-  std::string job_path;          // run
+  std::string job_path;          // run, preview
+  int frames = framemill::kDefaultPreviewFrames;  // preview
   framemill::SubmitArgs submit;  // submit
   std::string job_id;            // status, cancel, retry
   bool follow = false;
@@ -177,6 +211,21 @@ void DefineCommands(CLI::App& app, Request& rq) {
   run->add_option("job", rq.job_path, "The job file (JSON: input, model, output, ...)")
       ->required()
       ->type_name("JOB.json");
+
+  CLI::App* preview = app.add_subcommand(
+      "preview",
+      "Run the job's model on a few frames sampled across the video; write a contact sheet to "
+      "<output>.preview.png and print an estimate of the whole job");
+  preview->add_option("job", rq.job_path, "The job file (JSON: input, model, output, ...)")
+      ->required()
+      ->type_name("JOB.json");
+  preview
+      ->add_option("--frames", rq.frames,
+                   "Frames to sample (1.." + std::to_string(framemill::kMaxPreviewFrames) +
+                       ", default " + std::to_string(framemill::kDefaultPreviewFrames) + ")")
+      ->check(CLI::Range(1, framemill::kMaxPreviewFrames))
+      ->type_name("K");
+  preview->add_flag("--json", rq.json, "Print the result and the estimate as one JSON document");
 
   app.add_subcommand("serve",
                      "Drain the spool directory (config spool_dir) until stopped; for systemd");
@@ -268,6 +317,7 @@ int Main(int argc, char** argv) {
   }
   InstallSignalHandlers();
   if (name == "run") return RunCommand(rq.job_path, *config);
+  if (name == "preview") return PreviewCommand(rq.job_path, rq.frames, rq.json, *config);
   if (name == "serve") {
     framemill::Status s = framemill::RunService(*config, g_stop);
     if (!s.ok()) {

@@ -53,6 +53,8 @@ struct JobReport {
   std::string worker_input_format;
   double seconds = 0.0;
   std::string timeline;          // the job's memory timeline (JSON lines)
+  std::string report;            // the job report (<output>.report.html); "" = not written (a
+                                 // warning says why)
   DispatchStats dispatch;        // workers started, recycles, crashes, kills, retries, peaks
   int64_t segments_resumed = 0;  // segments found finished in the workspace and kept
   StageTimes stages;
@@ -103,7 +105,11 @@ struct JobOptions {
   // Where workers write their stderr logs; "" = the job's workspace.
   std::string worker_log_dir;
   uint32_t output_reader_uid = UINT32_MAX;  // the service: the submitter, granted read access to
-                                            // the output (ACL); UINT32_MAX = none
+                                            // the output and the report (ACL); UINT32_MAX = none
+  // Set to the job report's path whenever one was written, also for a job that failed or was
+  // cancelled after its workers started (JobReport::report has it for a finished job). Null =
+  // not wanted.
+  std::string* report_path = nullptr;
 };
 
 // Paths are named once: the input and the model are opened and checked against the config's
@@ -117,6 +123,10 @@ struct JobOptions {
 // FRAMEMILL_FAULT_KILL_DECODER_AT_FRAME=N kills the decoder once per process before frame N,
 // FRAMEMILL_FAULT_TERM_DECODER_AT_FRAME=N makes it exit with an error there (SIGTERM),
 // FRAMEMILL_FAULT_KILL_ENCODER_AT_SEGMENT=N kills the encoder of segment N once per process.
+//
+// Every job that started workers writes a report beside the output, <output>.report.html
+// (supervisor/report_file.h), whatever its outcome; one that cannot be written is a warning,
+// never a failed job.
 //
 // `stop` is polled: once true the job ends with kCancelled (its workspace, if kept, holds what
 // was finished).

@@ -358,6 +358,8 @@ bool Service::RunClaimed(const std::string& id) {
   options.warm = &warm_;
   options.worker_log_dir = spool_.Dir("workers");
   options.output_reader_uid = submitter->uid;
+  std::string report_path;
+  options.report_path = &report_path;
   options.on_progress = [&](const JobProgress& p) {
     watchdog_.Alive();
     if (!fault_abort_.empty() && id.find(fault_abort_) != std::string::npos) std::abort();
@@ -446,6 +448,7 @@ bool Service::RunClaimed(const std::string& id) {
     result["work_kept"] = keep;
     spdlog::warn("job {} failed: {}", id, s.ToString());
   }
+  if (!report_path.empty()) result["report"] = report_path;
   result["submitter"] = submitter->ToJson();
   result["starts"] = *starts;
   File(id, report.ok(), result);

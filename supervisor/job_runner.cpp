@@ -799,7 +799,10 @@ Status JobRun::SegmentFinished(int64_t index, int64_t bytes) {
 
 Result<JobReport> JobRun::Run() {
   Result<JobReport> result = RunPipeline();
-  if (dispatcher_ != nullptr) WriteReport(&result);
+  // Every job that started workers, but one refused for want of disk space: adding a file to a
+  // full disk helps nobody.
+  const bool no_space = !result.ok() && result.status().code() == StatusCode::kNoSpace;
+  if (dispatcher_ != nullptr && !no_space && options_.write_report) WriteReport(&result);
   return result;
 }
 

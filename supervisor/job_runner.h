@@ -110,6 +110,8 @@ struct JobOptions {
   // cancelled after its workers started (JobReport::report has it for a finished job). Null =
   // not wanted.
   std::string* report_path = nullptr;
+  // false: no report (the service, where the submitter could not replace the file there).
+  bool write_report = true;
 };
 
 // Paths are named once: the input and the model are opened and checked against the config's
@@ -125,8 +127,8 @@ struct JobOptions {
 // FRAMEMILL_FAULT_KILL_ENCODER_AT_SEGMENT=N kills the encoder of segment N once per process.
 //
 // Every job that started workers writes a report beside the output, <output>.report.html
-// (supervisor/report_file.h), whatever its outcome; one that cannot be written is a warning,
-// never a failed job.
+// (supervisor/report_file.h), whatever its outcome but kNoSpace (a full disk gets no more
+// files); one that cannot be written is a warning, never a failed job.
 //
 // `stop` is polled: once true the job ends with kCancelled (its workspace, if kept, holds what
 // was finished).

@@ -360,6 +360,10 @@ bool Service::RunClaimed(const std::string& id) {
   options.output_reader_uid = submitter->uid;
   std::string report_path;
   options.report_path = &report_path;
+  // The report beside the output replaces a file there only where the submitter could.
+  const Status report_allowed =
+      CheckMayWriteOutput(*submitter, job->output + ".report.html", /*overwrite=*/true);
+  options.write_report = report_allowed.ok();
   options.on_progress = [&](const JobProgress& p) {
     watchdog_.Alive();
     if (!fault_abort_.empty() && id.find(fault_abort_) != std::string::npos) std::abort();
@@ -449,6 +453,9 @@ bool Service::RunClaimed(const std::string& id) {
     spdlog::warn("job {} failed: {}", id, s.ToString());
   }
   if (!report_path.empty()) result["report"] = report_path;
+  if (!report_allowed.ok()) {
+    result["warnings"].push_back("job report not written: " + report_allowed.message());
+  }
   result["submitter"] = submitter->ToJson();
   result["starts"] = *starts;
   File(id, report.ok(), result);

@@ -821,10 +821,10 @@ void JobRun::WriteReport(Result<JobReport>* result) {
     note = "this build has no OpenCV";
   }
   const std::string path = job_.output + ".report.html";
-  Status written = WriteReportFile(
-      output_dir_fd_.get(), ReportName(output_name_),
-      RenderReportHtml(MakeReportData(job_, r, outcome, timeline_.records(), std::move(stills), note)),
-      options_.output_reader_uid);
+  const std::string html = RenderReportHtml(
+      MakeReportData(job_, r, outcome, timeline_.records(), std::move(stills), note));
+  Status written = WriteReportFile(output_dir_fd_.get(), ReportName(output_name_), html,
+                                   options_.output_reader_uid);
   if (!written.ok()) {
     std::string w = "job report not written: " + written.message();
     spdlog::warn("{}: {}", job_.output, w);

@@ -29,9 +29,9 @@ ReportData MakeReportData(const JobSpec& job, const JobReport& r, const Status& 
   ReportData d;
   d.title = job.output;
   d.failed = !outcome.ok();
-  d.outcome = outcome.ok() ? "done: " + std::to_string(r.frames) + " frames in " +
-                                 Fixed(r.seconds, "s")
-                           : "failed: " + outcome.ToString();
+  d.outcome = outcome.ok()
+                  ? "done: " + std::to_string(r.frames) + " frames in " + Fixed(r.seconds, "s")
+                  : "failed: " + outcome.ToString();
   const DispatchStats& s = r.dispatch;
   int recycles = 0;
   std::string by_reason;
@@ -49,11 +49,11 @@ ReportData MakeReportData(const JobSpec& job, const JobReport& r, const Status& 
                                       " " + r.output_pix_fmt});
     d.facts.push_back({"speed", Fixed(r.seconds > 0 ? r.frames / r.seconds : 0.0, "frames/s")});
   }
-  d.facts.push_back(
-      {"workers", std::to_string(s.workers_started) + " started, " + std::to_string(recycles) +
-                      " recycled" + by_reason + ", " + std::to_string(s.crashes) + " crashed, " +
-                      std::to_string(s.kills) + " killed; " + std::to_string(s.chunk_retries) +
-                      " chunks retried"});
+  d.facts.push_back({"workers", std::to_string(s.workers_started) + " started, " +
+                                    std::to_string(recycles) + " recycled" + by_reason + ", " +
+                                    std::to_string(s.crashes) + " crashed, " +
+                                    std::to_string(s.kills) + " killed; " +
+                                    std::to_string(s.chunk_retries) + " chunks retried"});
   if (!r.worker_sandbox.empty()) d.facts.push_back({"worker sandbox", r.worker_sandbox});
   d.facts.push_back({"worker start", s.StartupSummary()});
   for (const std::string& w : r.warnings) d.facts.push_back({"warning", w});

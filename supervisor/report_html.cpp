@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -41,9 +42,12 @@ enum class Marker { kRecycle, kCrash, kKill };
 
 const char* MarkerName(Marker m) {
   switch (m) {
-    case Marker::kRecycle: return "recycle";
-    case Marker::kCrash: return "crash";
-    case Marker::kKill: return "kill";
+    case Marker::kRecycle:
+      return "recycle";
+    case Marker::kCrash:
+      return "crash";
+    case Marker::kKill:
+      return "kill";
   }
   return "?";
 }
@@ -77,13 +81,13 @@ std::string MarkerSvg(const EventMark& m, double px, double py) {
   std::string cls = std::string("ev-") + MarkerName(m.kind);
   switch (m.kind) {
     case Marker::kRecycle:
-      return "<path class=\"" + cls + "\" d=\"M" + Num(px) + "," + Num(py - 8) + " l7,12 h-14 z\" " +
-             "fill=\"" + kRecycleColor + "\" stroke=\"#ffffff\" stroke-width=\"1\">" + title +
-             "</path>";
+      return "<path class=\"" + cls + "\" d=\"M" + Num(px) + "," + Num(py - 8) +
+             " l7,12 h-14 z\" " + "fill=\"" + kRecycleColor +
+             "\" stroke=\"#ffffff\" stroke-width=\"1\">" + title + "</path>";
     case Marker::kCrash:
-      return "<path class=\"" + cls + "\" d=\"M" + Num(px - 6) + "," + Num(py - 6) + " l12,12 m0,-12 " +
-             "l-12,12\" stroke=\"" + kCrashColor + "\" stroke-width=\"3.5\" fill=\"none\">" + title +
-             "</path>";
+      return "<path class=\"" + cls + "\" d=\"M" + Num(px - 6) + "," + Num(py - 6) +
+             " l12,12 m0,-12 " + "l-12,12\" stroke=\"" + kCrashColor +
+             "\" stroke-width=\"3.5\" fill=\"none\">" + title + "</path>";
     case Marker::kKill:
       return "<rect class=\"" + cls + "\" x=\"" + Num(px - 6) + "\" y=\"" + Num(py - 6) +
              "\" width=\"12\" height=\"12\" fill=\"" + kKillColor + "\">" + title + "</rect>";
@@ -119,11 +123,11 @@ std::string RenderPlot(const Plot& p) {
   auto X = [&](double x) { return kLeft + pw * std::clamp(x / x_max, 0.0, 1.0); };
   auto Y = [&](double y) { return kTop + ph * (1.0 - std::clamp(y / y_max, 0.0, 1.0)); };
 
-  std::string o = "<svg class=\"plot " + p.id + "\" width=\"" +
-                  Num(kW, 0) + "\" height=\"" + Num(kH, 0) + "\" viewBox=\"0 0 " + Num(kW, 0) +
-                  " " + Num(kH, 0) + "\" role=\"img\" aria-label=\"" + HtmlText(p.y_label) + "\">";
-  o += "<rect x=\"" + Num(kLeft) + "\" y=\"" + Num(kTop) + "\" width=\"" + Num(pw) + "\" height=\"" +
-       Num(ph) + "\" fill=\"" + p.background + "\"/>";
+  std::string o = "<svg class=\"plot " + p.id + "\" width=\"" + Num(kW, 0) + "\" height=\"" +
+                  Num(kH, 0) + "\" viewBox=\"0 0 " + Num(kW, 0) + " " + Num(kH, 0) +
+                  "\" role=\"img\" aria-label=\"" + HtmlText(p.y_label) + "\">";
+  o += "<rect x=\"" + Num(kLeft) + "\" y=\"" + Num(kTop) + "\" width=\"" + Num(pw) +
+       "\" height=\"" + Num(ph) + "\" fill=\"" + p.background + "\"/>";
   const int y_decimals = y_step < 0.1 ? 2 : (y_step < 1 ? 1 : 0);
   const int x_decimals = x_step < 0.1 ? 2 : (x_step < 1 ? 1 : 0);
   for (int i = 0; i * y_step <= y_max * 1.000001; ++i) {
@@ -168,7 +172,8 @@ std::string RenderPlot(const Plot& p) {
   o += "<div class=\"legend\">";
   for (const Series& s : p.series) {
     if (s.points.empty()) continue;
-    o += "<span><svg width=\"28\" height=\"10\"><line x1=\"0\" x2=\"28\" y1=\"5\" y2=\"5\" stroke=\"" +
+    o += "<span><svg width=\"28\" height=\"10\"><line x1=\"0\" x2=\"28\" y1=\"5\" y2=\"5\" "
+         "stroke=\"" +
          s.color + "\" stroke-width=\"2\"" +
          (s.dash.empty() ? std::string() : " stroke-dasharray=\"" + s.dash + "\"") + "/></svg> " +
          HtmlText(s.label) + "</span>";
@@ -186,12 +191,12 @@ std::string RenderPlot(const Plot& p) {
   return o;
 }
 
-bool IsMarked(const std::string& event, Marker* kind) {
-  if (event == "recycle") *kind = Marker::kRecycle;
-  else if (event == "crash") *kind = Marker::kCrash;
-  else if (event == "kill") *kind = Marker::kKill;
-  else return false;
-  return true;
+// The marker of a timeline event, if it has one.
+std::optional<Marker> MarkerFor(const std::string& event) {
+  if (event == "recycle") return Marker::kRecycle;
+  if (event == "crash") return Marker::kCrash;
+  if (event == "kill") return Marker::kKill;
+  return std::nullopt;
 }
 
 const char* SlotColor(int worker) {
@@ -227,16 +232,15 @@ Plot MemoryPlot(const std::vector<TimelineRecord>& timeline, const std::vector<F
       s.dash = figures[f].dash;
       s.points.emplace_back(r.t_s, static_cast<double>(r.event.*(figures[f].bytes)) / kMib);
     }
-    Marker kind;
-    if (IsMarked(r.event.event, &kind)) {
-      p.marks.push_back({r.t_s, static_cast<double>(r.event.*(figures[0].bytes)) / kMib, kind,
+    if (std::optional<Marker> kind = MarkerFor(r.event.event)) {
+      p.marks.push_back({r.t_s, static_cast<double>(r.event.*(figures[0].bytes)) / kMib, *kind,
                          r.event.event + ": worker " + std::to_string(r.event.worker) + " gen " +
                              std::to_string(r.event.generation) + ": " + r.event.reason});
     }
   }
   for (auto& [key, s] : lines) {
-    bool nonzero = std::any_of(s.points.begin(), s.points.end(),
-                               [](const auto& pt) { return pt.second > 0; });
+    bool nonzero =
+        std::any_of(s.points.begin(), s.points.end(), [](const auto& pt) { return pt.second > 0; });
     if (nonzero) p.series.push_back(std::move(s));
   }
   return p;
@@ -257,9 +261,9 @@ std::string StagesSvg(const StageTimes& st) {
        pipe * std::max(1, st.encoders), st.encode_s, st.encode_wait_s, "waiting for output"}};
   const double bar_x = 150, bar_w = 480, row_h = 34, top = 12;
   const double h = top + row_h * rows.size() + 30;
-  std::string o = "<svg class=\"plot stages\" width=\"" +
-                  Num(kW, 0) + "\" height=\"" + Num(h, 0) + "\" viewBox=\"0 0 " + Num(kW, 0) + " " +
-                  Num(h, 0) + "\" role=\"img\" aria-label=\"stages\">";
+  std::string o = "<svg class=\"plot stages\" width=\"" + Num(kW, 0) + "\" height=\"" + Num(h, 0) +
+                  "\" viewBox=\"0 0 " + Num(kW, 0) + " " + Num(h, 0) +
+                  "\" role=\"img\" aria-label=\"stages\">";
   o += "<rect x=\"" + Num(bar_x) + "\" y=\"" + Num(top - 4) + "\" width=\"" + Num(bar_w) +
        "\" height=\"" + Num(row_h * rows.size() + 4) + "\" fill=\"" + kStagesPlotColor + "\"/>";
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -303,29 +307,32 @@ std::string EventTable(const std::vector<TimelineRecord>& timeline) {
             HtmlText(r.event.event) + "</td><td>" + HtmlText(r.event.reason) + "</td></tr>\n";
   }
   if (rows.empty()) return "<p>No worker was recycled, stopped, killed or crashed.</p>\n";
-  std::string o = "<table class=\"events\"><tr><th>s</th><th>worker</th><th>gen</th><th>event</th>"
-                  "<th>reason</th></tr>\n" + rows + "</table>\n";
+  std::string o =
+      "<table class=\"events\"><tr><th>s</th><th>worker</th><th>gen</th><th>event</th>"
+      "<th>reason</th></tr>\n" +
+      rows + "</table>\n";
   if (more > 0) o += "<p>" + std::to_string(more) + " more events in the timeline file.</p>\n";
   return o;
 }
 
 std::string Style() {
-  return
-    "body{font-family:'DejaVu Sans',Arial,sans-serif;font-size:14px;margin:16px 24px;"
-    "color:#111111;"
-    "background:#ffffff;max-width:960px}"
-    "h1{font-size:20px;margin:0 0 8px}h2{font-size:16px;margin:22px 0 6px}"
-    ".outcome{font-weight:bold}.failed{color:#b00000}"
-    "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #bbbbbb;"
-    "padding:2px 6px;text-align:left;vertical-align:top}"
-    ".legend{font-size:12px;margin:2px 0 4px 70px}.legend span{margin-right:14px;"
-    "white-space:nowrap}.legend svg{vertical-align:middle}"
-    ".stills{padding:6px;background:" + std::string(kStillsColor) + "}"
-    ".stills figure{margin:4px;display:inline-block}"
-    ".stills img{width:400px;height:auto;display:block}"
-    ".stills figcaption{font-size:12px}"
-    "svg.plot{display:block;max-width:100%;height:auto}"
-    "@media print{h2{break-after:avoid}svg.plot,.stills figure{break-inside:avoid}}";
+  return "body{font-family:'DejaVu Sans',Arial,sans-serif;font-size:14px;margin:16px 24px;"
+         "color:#111111;"
+         "background:#ffffff;max-width:960px}"
+         "h1{font-size:20px;margin:0 0 8px}h2{font-size:16px;margin:22px 0 6px}"
+         ".outcome{font-weight:bold}.failed{color:#b00000}"
+         "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #bbbbbb;"
+         "padding:2px 6px;text-align:left;vertical-align:top}"
+         ".legend{font-size:12px;margin:2px 0 4px 70px}.legend span{margin-right:14px;"
+         "white-space:nowrap}.legend svg{vertical-align:middle}"
+         ".stills{padding:6px;background:" +
+         std::string(kStillsColor) +
+         "}"
+         ".stills figure{margin:4px;display:inline-block}"
+         ".stills img{width:400px;height:auto;display:block}"
+         ".stills figcaption{font-size:12px}"
+         "svg.plot{display:block;max-width:100%;height:auto}"
+         "@media print{h2{break-after:avoid}svg.plot,.stills figure{break-inside:avoid}}";
 }
 
 }  // namespace
@@ -339,21 +346,37 @@ std::string HtmlText(const std::string& text) {
     unsigned char c = s[i];
     if (c < 0x80) {
       switch (c) {
-        case '&': o += "&amp;"; break;
-        case '<': o += "&lt;"; break;
-        case '>': o += "&gt;"; break;
-        case '"': o += "&quot;"; break;
-        case '\'': o += "&#39;"; break;
+        case '&':
+          o += "&amp;";
+          break;
+        case '<':
+          o += "&lt;";
+          break;
+        case '>':
+          o += "&gt;";
+          break;
+        case '"':
+          o += "&quot;";
+          break;
+        case '\'':
+          o += "&#39;";
+          break;
         default:
-          if (c < 0x20 && c != '\t' && c != '\n') o += "\xEF\xBF\xBD";
-          else if (c == 0x7f) o += "\xEF\xBF\xBD";
-          else o += static_cast<char>(c);
+          if (c < 0x20 && c != '\t' && c != '\n')
+            o += "\xEF\xBF\xBD";
+          else if (c == 0x7f)
+            o += "\xEF\xBF\xBD";
+          else
+            o += static_cast<char>(c);
       }
       ++i;
       continue;
     }
     // A well-formed sequence (no overlongs, no surrogates, at most U+10FFFF) is kept.
-    size_t len = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    size_t len = c >= 0xC2 && c <= 0xDF   ? 2
+                 : c >= 0xE0 && c <= 0xEF ? 3
+                 : c >= 0xF0 && c <= 0xF4 ? 4
+                                          : 0;
     bool ok = len > 0 && i + len <= n;
     for (size_t k = 1; ok && k < len; ++k) ok = (s[i + k] & 0xC0) == 0x80;
     if (ok && len == 3) {
@@ -420,7 +443,8 @@ std::string RenderReportHtml(const ReportData& d) {
                          {"process (driver)", "2,3", &TimelineEvent::gpu_process_bytes}},
                         "gpu", kGpuPlotColor, "GPU memory (MiB)");
   gpu.empty_note = "no GPU figures: the workers ran on the CPU";
-  o += "<h2>GPU memory of each worker slot (reserved solid, allocated dashed, process dotted)</h2>\n";
+  o += "<h2>GPU memory of each worker slot (reserved solid, allocated dashed, process "
+       "dotted)</h2>\n";
   o += RenderPlot(gpu);
 
   Plot fps;
@@ -450,9 +474,11 @@ std::string RenderReportHtml(const ReportData& d) {
     for (const ReportStill& s : d.stills) {
       const std::string f = std::to_string(s.frame);
       o += "<div><figure><img alt=\"frame " + f + " before\" src=\"" + HtmlText(s.input_uri) +
-           "\"><figcaption>frame " + f + ", as the workers got it</figcaption></figure>"
-           "<figure><img alt=\"frame " + f + " after\" src=\"" + HtmlText(s.output_uri) +
-           "\"><figcaption>frame " + f + ", as the model gave it back</figcaption></figure></div>\n";
+           "\"><figcaption>frame " + f +
+           ", as the workers got it</figcaption></figure>"
+           "<figure><img alt=\"frame " +
+           f + " after\" src=\"" + HtmlText(s.output_uri) + "\"><figcaption>frame " + f +
+           ", as the model gave it back</figcaption></figure></div>\n";
     }
     o += "</div>\n";
   }

@@ -75,8 +75,8 @@ std::vector<uint8_t> FrameToRgb24(const uint8_t* frame, FrameFormat format, uint
         }
         uint8_t* px = &rgb[(size_t{r} * width + c) * 3];
         px[0] = Clamp8(255.0 * (y + cr * 2.0 * (1.0 - kr)));
-        px[1] = Clamp8(255.0 * (y - cb * (2.0 * kb * (1.0 - kb) / kg) -
-                                cr * (2.0 * kr * (1.0 - kr) / kg)));
+        px[1] = Clamp8(255.0 *
+                       (y - cb * (2.0 * kb * (1.0 - kb) / kg) - cr * (2.0 * kr * (1.0 - kr) / kg)));
         px[2] = Clamp8(255.0 * (y + cb * 2.0 * (1.0 - kb)));
       }
     }
@@ -92,7 +92,8 @@ std::string RgbToDataUri(const std::vector<uint8_t>& rgb, int width, int height)
     cv::Mat bgr;
     cv::cvtColor(src, bgr, cv::COLOR_RGB2BGR);
     if (width > kStillWidth) {
-      const int h = std::max(1, static_cast<int>(std::lround(double(height) * kStillWidth / width)));
+      const int h =
+          std::max(1, static_cast<int>(std::lround(double(height) * kStillWidth / width)));
       cv::Mat small;
       cv::resize(bgr, small, cv::Size(kStillWidth, h), 0, 0, cv::INTER_AREA);
       bgr = small;

@@ -15,9 +15,9 @@
 
 namespace framemill {
 
-inline constexpr int kStillCount = 4;      // frames shown, spread over the job
-inline constexpr int kStillWidth = 480;    // px, at most
-inline constexpr int kStillQuality = 85;   // JPEG quality
+inline constexpr int kStillCount = 4;     // frames shown, spread over the job
+inline constexpr int kStillWidth = 480;   // px, at most
+inline constexpr int kStillQuality = 85;  // JPEG quality
 
 // Whether this build can make stills (it was built with OpenCV).
 bool StillsAvailable();

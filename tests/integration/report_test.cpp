@@ -71,7 +71,8 @@ int PixelsNear(const cv::Mat& shot, const cv::Rect& area, const char* hex) {
   const cv::Vec3b c = Bgr(hex);
   int n = 0;
   for (int y = area.y; y < area.y + area.height; ++y) {
-    for (int x = area.x; x < area.x + area.width; ++x) n += Distance(shot.at<cv::Vec3b>(y, x), c) < 40;
+    for (int x = area.x; x < area.x + area.width; ++x)
+      n += Distance(shot.at<cv::Vec3b>(y, x), c) < 40;
   }
   return n;
 }
@@ -116,15 +117,15 @@ TEST_CASE("report: a real job's report renders in Chromium with its plots, marke
   CHECK(html.find("<script") == std::string::npos);
   CHECK(html.find("src=\"http") == std::string::npos);
   CHECK(Count(html, "class=\"ev-recycle\"") >= 2 * 2);  // >= 1 per memory plot, + the legends
-  CHECK(Count(html, "<img ") == 2 * 4);                   // 4 frames, before and after
+  CHECK(Count(html, "<img ") == 2 * 4);                 // 4 frames, before and after
   CHECK(Count(html, "src=\"data:image/jpeg;base64,") == 2 * 4);
 
   // Rendered by a real browser, the way a person would see it.
   const std::string png = dir + "/report.png";
   framemill::Result<framemill::CommandOutput> shot = framemill::RunAndCapture(
-      {FRAMEMILL_TEST_CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
-       "--hide-scrollbars", "--force-color-profile=srgb", "--force-device-scale-factor=1",
-       "--no-first-run", "--disable-extensions", "--user-data-dir=" + dir + "/chromium-profile",
+      {FRAMEMILL_TEST_CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+       "--force-color-profile=srgb", "--force-device-scale-factor=1", "--no-first-run",
+       "--disable-extensions", "--user-data-dir=" + dir + "/chromium-profile",
        "--window-size=1000,3200", "--screenshot=" + png, "file://" + report});
   REQUIRE(shot.ok());
   INFO("chromium: " << shot->err);
@@ -178,6 +179,6 @@ TEST_CASE("report: a job whose worker always crashes still gets a report that sa
   const std::string html = ReadText(report);
   CHECK(html.find("class=\"outcome failed\"") != std::string::npos);
   CHECK(html.find("failed 2 times") != std::string::npos);  // the failure
-  CHECK(Count(html, "class=\"ev-crash\"") >= 2 * 2);       // both crashes, on both plots
+  CHECK(Count(html, "class=\"ev-crash\"") >= 2 * 2);        // both crashes, on both plots
   CHECK(html.find("<svg class=\"plot rss\"") != std::string::npos);
 }

@@ -13,9 +13,8 @@ namespace {
 
 constexpr uint64_t kMiB = 1 << 20;
 
-TimelineRecord Event(double t, int worker, uint64_t gen, const std::string& event,
-                     uint64_t frames, uint64_t rss_mb, uint64_t gpu_mb = 0,
-                     const std::string& reason = "") {
+TimelineRecord Event(double t, int worker, uint64_t gen, const std::string& event, uint64_t frames,
+                     uint64_t rss_mb, uint64_t gpu_mb = 0, const std::string& reason = "") {
   TimelineRecord r;
   r.t_s = t;
   r.event.worker = worker;
@@ -156,9 +155,10 @@ TEST_CASE("report: stills are embedded as data: URIs, side by side per frame") {
 TEST_CASE("report: throughput is frames finished per window, from each worker's chunk events") {
   // Worker 0 gen 1 finishes 32 frames at 0.5 s and 32 more at 1.5 s; its replacement (gen 3)
   // counts from 0 again: 32 at 1.7 s. Worker 1: 64 at 1.9 s.
-  std::vector<TimelineRecord> t = {Event(0.5, 0, 1, "chunk", 32, 1), Event(1.5, 0, 1, "chunk", 64, 1),
-                                   Event(1.7, 0, 3, "chunk", 32, 1), Event(1.9, 1, 2, "chunk", 64, 1),
-                                   Event(2.5, 0, 1, "stop", 64, 1)};
+  std::vector<TimelineRecord> t = {
+      Event(0.5, 0, 1, "chunk", 32, 1), Event(1.5, 0, 1, "chunk", 64, 1),
+      Event(1.7, 0, 3, "chunk", 32, 1), Event(1.9, 1, 2, "chunk", 64, 1),
+      Event(2.5, 0, 1, "stop", 64, 1)};
   std::vector<std::pair<double, double>> fps = ThroughputSeries(t, 1.0);
   REQUIRE(fps.size() == 3);
   CHECK(fps[0].first == doctest::Approx(0.5));

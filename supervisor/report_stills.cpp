@@ -15,6 +15,7 @@ namespace {
 
 uint8_t Clamp8(double v) { return static_cast<uint8_t>(std::clamp(std::lround(v), 0L, 255L)); }
 
+#ifdef FRAMEMILL_HAVE_OPENCV
 std::string Base64(const std::vector<uint8_t>& bytes) {
   static const char kAlphabet[] =
       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -35,6 +36,7 @@ std::string Base64(const std::vector<uint8_t>& bytes) {
   }
   return o;
 }
+#endif
 
 }  // namespace
 

@@ -49,33 +49,38 @@ bool StillsAvailable() {
 }
 
 std::vector<uint8_t> FrameToRgb24(const uint8_t* frame, FrameFormat format, uint32_t width,
-                                  uint32_t height, YuvMatrix matrix, bool full_range) {
+                                  uint32_t height, YuvMatrix matrix, bool full_range,
+                                  uint32_t step) {
+  step = std::max<uint32_t>(step, 1);
+  const uint32_t ow = (width + step - 1) / step, oh = (height + step - 1) / step;
+  std::vector<uint8_t> rgb(size_t{ow} * oh * 3);
+  double kr = 0, kb = 0;
+  MatrixWeights(matrix, &kr, &kb);
+  const double kg = 1.0 - kr - kb;
   const size_t pixels = size_t{width} * height;
-  std::vector<uint8_t> rgb(pixels * 3);
-  if (format == FrameFormat::kRgb24) {
-    std::memcpy(rgb.data(), frame, rgb.size());
-  } else if (format == FrameFormat::kRgb48) {
-    for (size_t i = 0; i < pixels * 3; ++i) {  // little-endian uint16, full scale 65535
-      rgb[i] = Clamp8((frame[2 * i] | (frame[2 * i + 1] << 8)) / 257.0);
-    }
-  } else {  // yuv420p: the worker's conversion (worker/frame_convert.h), on the CPU
-    double kr = 0, kb = 0;
-    MatrixWeights(matrix, &kr, &kb);
-    const double kg = 1.0 - kr - kb;
-    const uint32_t cw = (width + 1) / 2, ch = (height + 1) / 2;
-    const uint8_t* yp = frame;
-    const uint8_t* up = frame + pixels;
-    const uint8_t* vp = up + size_t{cw} * ch;
-    for (uint32_t r = 0; r < height; ++r) {
-      for (uint32_t c = 0; c < width; ++c) {
+  const uint32_t cw = (width + 1) / 2, ch = (height + 1) / 2;
+  for (uint32_t orow = 0; orow < oh; ++orow) {
+    const uint32_t r = orow * step;
+    for (uint32_t ocol = 0; ocol < ow; ++ocol) {
+      const uint32_t c = ocol * step;
+      const size_t i = size_t{r} * width + c;
+      uint8_t* px = &rgb[(size_t{orow} * ow + ocol) * 3];
+      if (format == FrameFormat::kRgb24) {
+        std::memcpy(px, frame + 3 * i, 3);
+      } else if (format == FrameFormat::kRgb48) {  // little-endian uint16, full scale 65535
+        for (int k = 0; k < 3; ++k) {
+          const uint8_t* v = frame + 6 * i + 2 * k;
+          px[k] = Clamp8((v[0] | (v[1] << 8)) / 257.0);
+        }
+      } else {  // yuv420p: the worker's conversion (worker/frame_convert.h), on the CPU
         const size_t ci = size_t{r / 2} * cw + c / 2;
-        double y = yp[size_t{r} * width + c], cb = up[ci] - 128.0, cr = vp[ci] - 128.0;
+        double y = frame[i], cb = frame[pixels + ci] - 128.0,
+               cr = frame[pixels + size_t{cw} * ch + ci] - 128.0;
         if (full_range) {
           y /= 255.0, cb /= 255.0, cr /= 255.0;
         } else {
           y = (y - 16.0) / 219.0, cb /= 224.0, cr /= 224.0;
         }
-        uint8_t* px = &rgb[(size_t{r} * width + c) * 3];
         px[0] = Clamp8(255.0 * (y + cr * 2.0 * (1.0 - kr)));
         px[1] = Clamp8(255.0 *
                        (y - cb * (2.0 * kb * (1.0 - kb) / kg) - cr * (2.0 * kr * (1.0 - kr) / kg)));
@@ -139,14 +144,20 @@ void StillCapture::Capture(int64_t chunk, const uint8_t* in, const uint8_t* out)
       if (r.frame == s.frame) return;  // sent twice (a retried chunk)
     }
   }
-  // Converted and encoded here, once: only a few small JPEGs are kept, never whole frames.
-  s.input_uri = RgbToDataUri(FrameToRgb24(in, arena_.in_format, arena_.in_width, arena_.in_height,
-                                          arena_.in_matrix, arena_.in_full_range != 0),
-                             static_cast<int>(arena_.in_width), static_cast<int>(arena_.in_height));
+  // Converted and encoded here, once: only a few small JPEGs are kept, never whole frames. Only
+  // every step-th pixel of a frame over twice the still's width is converted; OpenCV's area
+  // resize then makes the still from what is left.
+  auto still = [](const uint8_t* frame, FrameFormat format, uint32_t w, uint32_t h,
+                  YuvMatrix matrix, bool full_range) {
+    const uint32_t step = std::max<uint32_t>(1, w / (2 * kStillWidth));
+    return RgbToDataUri(FrameToRgb24(frame, format, w, h, matrix, full_range, step),
+                        static_cast<int>((w + step - 1) / step),
+                        static_cast<int>((h + step - 1) / step));
+  };
+  s.input_uri = still(in, arena_.in_format, arena_.in_width, arena_.in_height, arena_.in_matrix,
+                      arena_.in_full_range != 0);
   s.output_uri =
-      RgbToDataUri(FrameToRgb24(out, arena_.out_format, arena_.out_width, arena_.out_height,
-                                YuvMatrix::kBt601, false),
-                   static_cast<int>(arena_.out_width), static_cast<int>(arena_.out_height));
+      still(out, arena_.out_format, arena_.out_width, arena_.out_height, YuvMatrix::kBt601, false);
   if (s.input_uri.empty() || s.output_uri.empty()) return;
   std::lock_guard<std::mutex> lock(mu_);
   stills_.push_back(std::move(s));

@@ -22,11 +22,13 @@ inline constexpr int kStillQuality = 85;  // JPEG quality
 // Whether this build can make stills (it was built with OpenCV).
 bool StillsAvailable();
 
-// A frame of the arena as packed 8-bit RGB (w*h*3 bytes). `format` and the size are the
-// supervisor's own copy of the geometry; yuv420p uses `matrix` and `full_range` as the workers
-// do. Pure; any size >= 1x1.
+// A frame of the arena as packed 8-bit RGB, every `step`-th pixel of every `step`-th row
+// (ceil(w/step) x ceil(h/step) pixels, 3 bytes each). `format` and the size are the supervisor's
+// own copy of the geometry; yuv420p uses `matrix` and `full_range` as the workers do. Pure; any
+// size >= 1x1.
 std::vector<uint8_t> FrameToRgb24(const uint8_t* frame, FrameFormat format, uint32_t width,
-                                  uint32_t height, YuvMatrix matrix, bool full_range);
+                                  uint32_t height, YuvMatrix matrix, bool full_range,
+                                  uint32_t step = 1);
 
 // Packed RGB24 as a data:image/jpeg;base64 URI, scaled to at most kStillWidth wide. "" when this
 // build has no OpenCV or encoding failed.

@@ -182,4 +182,10 @@ TEST_CASE("report stills: arena frames become 8-bit RGB (rgb48 scaled, yuv420p b
   CHECK(c[0] >= 250);
   CHECK(c[1] <= 5);
   CHECK(c[2] <= 5);
+  // Every second pixel of every second row: a 3x3 rgb24 frame becomes 2x2.
+  uint8_t rgb9[27];
+  for (int i = 0; i < 27; ++i) rgb9[i] = static_cast<uint8_t>(i);
+  std::vector<uint8_t> d =
+      FrameToRgb24(rgb9, FrameFormat::kRgb24, 3, 3, YuvMatrix::kBt601, false, 2);
+  CHECK(d == std::vector<uint8_t>{0, 1, 2, 6, 7, 8, 18, 19, 20, 24, 25, 26});
 }

@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libtorch-dev            # LibTorch (CPU) for the worker; a CUDA LibTorch can replace it
   libopencv-dev           # the job report's stills; image checks in the tests
+  libjpeg-dev             # the job report's stills (JPEG)
   chromium                # headless: the report test renders a job report in a real browser
   libboost-dev libboost-filesystem-dev  # Boost.Process, Boost.Interprocess
   nlohmann-json3-dev libspdlog-dev doctest-dev libcli11-dev

@@ -6,8 +6,9 @@
 
 #ifdef FRAMEMILL_HAVE_OPENCV
 #include <opencv2/core.hpp>
-#include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
+
+#include "supervisor/jpeg_encode.h"
 #endif
 
 namespace framemill {
@@ -94,23 +95,22 @@ std::vector<uint8_t> FrameToRgb24(const uint8_t* frame, FrameFormat format, uint
 std::string RgbToDataUri(const std::vector<uint8_t>& rgb, int width, int height) {
 #ifdef FRAMEMILL_HAVE_OPENCV
   if (width <= 0 || height <= 0 || rgb.size() != size_t(width) * size_t(height) * 3) return "";
+  cv::Mat picture(height, width, CV_8UC3, const_cast<uint8_t*>(rgb.data()));
   try {
-    cv::Mat src(height, width, CV_8UC3, const_cast<uint8_t*>(rgb.data()));
-    cv::Mat bgr;
-    cv::cvtColor(src, bgr, cv::COLOR_RGB2BGR);
     if (width > kStillWidth) {
       const int h =
           std::max(1, static_cast<int>(std::lround(double(height) * kStillWidth / width)));
       cv::Mat small;
-      cv::resize(bgr, small, cv::Size(kStillWidth, h), 0, 0, cv::INTER_AREA);
-      bgr = small;
+      cv::resize(picture, small, cv::Size(kStillWidth, h), 0, 0, cv::INTER_AREA);
+      picture = small;
     }
-    std::vector<uint8_t> jpeg;
-    if (!cv::imencode(".jpg", bgr, jpeg, {cv::IMWRITE_JPEG_QUALITY, kStillQuality})) return "";
-    return "data:image/jpeg;base64," + Base64(jpeg);
   } catch (const cv::Exception&) {
     return "";
   }
+  Result<std::vector<uint8_t>> jpeg =
+      EncodeJpeg(picture.ptr<uint8_t>(0), picture.cols, picture.rows, kStillQuality);
+  if (!jpeg.ok()) return "";
+  return "data:image/jpeg;base64," + Base64(*jpeg);
 #else
   (void)rgb, (void)width, (void)height;
   return "";

@@ -1,8 +1,9 @@
 // Before/after stills for the job report: a few frames spread over the job, copied out of the
 // arena when their chunk's output is ready (no second decode of anything), then turned into
-// 8-bit RGB, scaled down to at most kStillWidth pixels wide and encoded as JPEG data: URIs with
-// OpenCV. OpenCV is optional at build time (FRAMEMILL_HAVE_OPENCV): without it nothing is
-// captured and Encode says so in a sentence for the report.
+// 8-bit RGB, scaled down to at most kStillWidth pixels wide with OpenCV and encoded as JPEG
+// data: URIs with libjpeg (jpeg_encode.h). Both are optional at build time
+// (FRAMEMILL_HAVE_OPENCV is set where both were found): without them nothing is captured and
+// Encode says so in a sentence for the report.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +20,7 @@ inline constexpr int kStillCount = 4;     // frames shown, spread over the job
 inline constexpr int kStillWidth = 480;   // px, at most
 inline constexpr int kStillQuality = 85;  // JPEG quality
 
-// Whether this build can make stills (it was built with OpenCV).
+// Whether this build can make stills (it was built with OpenCV and libjpeg).
 bool StillsAvailable();
 
 // A frame of the arena as packed 8-bit RGB, every `step`-th pixel of every `step`-th row
@@ -31,7 +32,7 @@ std::vector<uint8_t> FrameToRgb24(const uint8_t* frame, FrameFormat format, uint
                                   uint32_t step = 1);
 
 // Packed RGB24 as a data:image/jpeg;base64 URI, scaled to at most kStillWidth wide. "" when this
-// build has no OpenCV or encoding failed.
+// build cannot make stills or encoding failed.
 std::string RgbToDataUri(const std::vector<uint8_t>& rgb, int width, int height);
 
 // Collects the stills of one job. Thread-safe: encoder threads call Capture concurrently.

@@ -825,14 +825,16 @@ void JobRun::WriteReport(Result<JobReport>* result) {
       MakeReportData(job_, r, outcome, timeline_.records(), std::move(stills), note));
   Status written = WriteReportFile(output_dir_fd_.get(), ReportName(output_name_), html,
                                    options_.output_reader_uid);
-  if (!written.ok()) {
-    std::string w = "job report not written: " + written.message();
-    spdlog::warn("{}: {}", job_.output, w);
-    if (result->ok()) (*result)->warnings.push_back(w);
-    return;
+  JobReportFile file;
+  if (written.ok()) {
+    file.path = path;
+    if (result->ok()) (*result)->report = path;
+  } else {
+    file.warning = "job report not written: " + written.message();
+    spdlog::warn("{}: {}", job_.output, file.warning);
+    if (result->ok()) (*result)->warnings.push_back(file.warning);
   }
-  if (result->ok()) (*result)->report = path;
-  if (options_.report_path != nullptr) *options_.report_path = path;
+  if (options_.report_file != nullptr) *options_.report_file = file;
 }
 
 Result<JobReport> JobRun::RunPipeline() {

@@ -73,6 +73,12 @@ struct JobReport {
   std::vector<std::string> warnings;
 };
 
+// The job report's file (<output>.report.html): where it was written, or why it was not.
+struct JobReportFile {
+  std::string path;     // "" = not written
+  std::string warning;  // "job report not written: ..." when writing it failed
+};
+
 struct JobProgress {
   std::vector<WorkerSnapshot> workers;  // the live workers and their current memory
   int64_t frames_total = 0;
@@ -106,10 +112,10 @@ struct JobOptions {
   std::string worker_log_dir;
   uint32_t output_reader_uid = UINT32_MAX;  // the service: the submitter, granted read access to
                                             // the output and the report (ACL); UINT32_MAX = none
-  // Set to the job report's path whenever one was written, also for a job that failed or was
-  // cancelled after its workers started (JobReport::report has it for a finished job). Null =
-  // not wanted.
-  std::string* report_path = nullptr;
+  // Filled whatever the outcome, also for a job that failed or was cancelled after its workers
+  // started (JobReport::report and ::warnings have the same for a finished job). Null = not
+  // wanted.
+  JobReportFile* report_file = nullptr;
   // false: no report (the service, where the submitter could not replace the file there).
   bool write_report = true;
 };

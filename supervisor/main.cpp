@@ -138,13 +138,18 @@ int RunCommand(const std::string& job_path, const framemill::Config& config) {
                    fps > 0 ? static_cast<double>(p.frames_total - p.frames_done) / fps : 0.0);
     };
   }
-  std::string report_path;
-  options.report_path = &report_path;
+  framemill::JobReportFile report_file;
+  options.report_file = &report_file;
   framemill::Result<framemill::JobReport> report = framemill::RunJob(*job, config, g_stop, options);
   if (::isatty(2)) std::fprintf(stderr, "\n");
   if (!report.ok()) {
     std::fprintf(stderr, "framemill: job failed: %s\n", report.status().ToString().c_str());
-    if (!report_path.empty()) std::fprintf(stderr, "framemill: report: %s\n", report_path.c_str());
+    if (!report_file.path.empty()) {
+      std::fprintf(stderr, "framemill: report: %s\n", report_file.path.c_str());
+    }
+    if (!report_file.warning.empty()) {
+      std::fprintf(stderr, "framemill: warning: %s\n", report_file.warning.c_str());
+    }
     return report.status().code() == framemill::StatusCode::kCancelled ? kExitStopped : kExitFailed;
   }
   PrintSummary(*report);

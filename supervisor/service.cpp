@@ -358,8 +358,8 @@ bool Service::RunClaimed(const std::string& id) {
   options.warm = &warm_;
   options.worker_log_dir = spool_.Dir("workers");
   options.output_reader_uid = submitter->uid;
-  std::string report_path;
-  options.report_path = &report_path;
+  JobReportFile report_file;
+  options.report_file = &report_file;
   // The report beside the output replaces a file there only where the submitter could.
   const Status report_allowed =
       CheckMayWriteOutput(*submitter, job->output + ".report.html", /*overwrite=*/true);
@@ -452,9 +452,11 @@ bool Service::RunClaimed(const std::string& id) {
     result["work_kept"] = keep;
     spdlog::warn("job {} failed: {}", id, s.ToString());
   }
-  if (!report_path.empty()) result["report"] = report_path;
+  if (!report_file.path.empty()) result["report"] = report_file.path;
   if (!report_allowed.ok()) {
     result["warnings"].push_back("job report not written: " + report_allowed.message());
+  } else if (!report.ok() && !report_file.warning.empty()) {  // a finished job's has it already
+    result["warnings"].push_back(report_file.warning);
   }
   result["submitter"] = submitter->ToJson();
   result["starts"] = *starts;

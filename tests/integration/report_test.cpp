@@ -182,3 +182,19 @@ TEST_CASE("report: a job whose worker always crashes still gets a report that sa
   CHECK(Count(html, "class=\"ev-crash\"") >= 2 * 2);        // both crashes, on both plots
   CHECK(html.find("<svg class=\"plot rss\"") != std::string::npos);
 }
+
+TEST_CASE("report: a report that cannot be written is a warning, never a failed job") {
+  const std::string dir = ScratchDir("report_unwritable");
+  // A non-empty directory where the report goes: no rename can replace it.
+  fs::create_directories(dir + "/out.mp4.report.html/keep");
+  RunResult r = RunJob(dir, Job(dir, "identity"));
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(CountFrames(dir + "/out.mp4") == 78);
+  CHECK(r.out.find("framemill: warning: job report not written") != std::string::npos);
+  CHECK(r.out.find("framemill: report:") == std::string::npos);
+  CHECK(fs::is_directory(dir + "/out.mp4.report.html/keep"));
+  for (const auto& e : fs::directory_iterator(dir)) {  // no temporary file left behind
+    CHECK(e.path().filename().string().find(".tmp") == std::string::npos);
+  }
+}

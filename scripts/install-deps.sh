@@ -6,7 +6,9 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libtorch-dev            # LibTorch (CPU) for the worker; a CUDA LibTorch can replace it
-  libopencv-dev           # framemill preview's contact sheet; image checks in the tests
+  libopencv-dev           # job report stills, preview contact sheets; image checks in tests
+  libjpeg-dev libpng-dev  # encoding the report's stills (JPEG) and the contact sheet (PNG)
+  chromium                # headless: the report test renders a job report in a real browser
   libboost-dev libboost-filesystem-dev  # Boost.Process, Boost.Interprocess
   nlohmann-json3-dev libspdlog-dev doctest-dev libcli11-dev
   libsystemd-dev

@@ -5,8 +5,9 @@
 
 #ifdef FRAMEMILL_HAVE_OPENCV
 #include <opencv2/core.hpp>
-#include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
+
+#include "supervisor/png_encode.h"
 #endif
 
 #include "supervisor/source_geometry.h"
@@ -46,9 +47,7 @@ Result<std::string> EncodeContactSheet(const SheetLayout& layout,
       const std::string& rgb = side == 0 ? before[r] : after[r];
       // OpenCV only reads the frame here (copied into the sheet), so the const_cast is safe.
       cv::Mat cell(layout.cell_height, layout.cell_width, CV_8UC3, const_cast<char*>(rgb.data()));
-      cv::Mat bgr;
-      cv::cvtColor(cell, bgr, cv::COLOR_RGB2BGR);
-      bgr.copyTo(
+      cell.copyTo(
           sheet(cv::Rect(side * layout.cell_width, y, layout.cell_width, layout.cell_height)));
     }
     const double scale = std::max(0.35, layout.cell_width / 960.0);
@@ -58,15 +57,10 @@ Result<std::string> EncodeContactSheet(const SheetLayout& layout,
     cv::putText(sheet, labels[r], at, cv::FONT_HERSHEY_SIMPLEX, scale, cv::Scalar(255, 255, 255), 1,
                 cv::LINE_AA);
   }
-  std::vector<uchar> png;
-  try {
-    if (!cv::imencode(".png", sheet, png)) {
-      return Status(StatusCode::kIo, "contact sheet: OpenCV could not encode the PNG");
-    }
-  } catch (const cv::Exception& e) {
-    return Status(StatusCode::kIo, std::string("contact sheet: OpenCV: ") + e.what());
-  }
-  return std::string(png.begin(), png.end());
+  // The sheet holds R G B in OpenCV's three channels (it draws no colour but black and white).
+  Result<std::vector<uint8_t>> png = EncodePng(sheet.data, sheet.cols, sheet.rows);
+  if (!png.ok()) return Status(StatusCode::kIo, "contact sheet: " + png.status().message());
+  return std::string(png->begin(), png->end());
 }
 
 #else  // no OpenCV in this build

@@ -34,6 +34,8 @@
 #include "supervisor/output_geometry.h"
 #include "supervisor/output_muxer.h"
 #include "supervisor/pixel_format.h"
+#include "supervisor/report_file.h"
+#include "supervisor/report_stills.h"
 #include "supervisor/subprocess.h"
 #include "supervisor/source_geometry.h"
 #include "supervisor/timeline.h"
@@ -113,11 +115,14 @@ class JobRun {
         model_fd_(files->model),
         output_dir_fd_(files->output_dir) {}
 
+  // The pipeline, then the report (for a job that started workers, whatever the outcome).
   Result<JobReport> Run();
   // The worker counts of this run (empty when it started no workers).
   DispatchStats Dispatch() const { return dispatcher_ ? dispatcher_->stats() : DispatchStats(); }
 
  private:
+  Result<JobReport> RunPipeline();
+  void WriteReport(Result<JobReport>* result);
   Status OpenPaths();
   Status OpenScratch();
   Status Prepare();
@@ -182,6 +187,7 @@ class JobRun {
   uint8_t* arena_base_ = nullptr;
   ArenaGeometry arena_;  // our own copy: the header in shared memory is never read back
   std::unique_ptr<ChunkBoard> board_;
+  std::unique_ptr<StillCapture> stills_;  // the report's stills, taken by the encoder threads
   JobReport report_;
   StageTimes& stages_ = report_.stages;  // decode_* written by the decoder thread only,
                                          // encode_* under stages_mu_
@@ -752,6 +758,10 @@ Status JobRun::EncodeSegment(const SegmentPlan& seg, const SegmentFormat& fmt, i
       remove_partial();
       return written;
     }
+    if (stills_->Wants(c)) {
+      const uint32_t slot = board_->SlotOf(c);
+      stills_->Capture(c, arena_.SlotIn(arena_base_, slot), arena_.SlotOut(arena_base_, slot));
+    }
     board_->ReleaseSlot(c);
     if (seg.index == kill_segment && !g_encoder_fault_fired.exchange(true)) {
       spdlog::warn("fault hook: killing the encoder of segment {}", seg.index);
@@ -790,6 +800,46 @@ Status JobRun::SegmentFinished(int64_t index, int64_t bytes) {
 }
 
 Result<JobReport> JobRun::Run() {
+  Result<JobReport> result = RunPipeline();
+  // Every job that started workers, but one refused for want of disk space: adding a file to a
+  // full disk helps nobody.
+  const bool no_space = !result.ok() && result.status().code() == StatusCode::kNoSpace;
+  if (dispatcher_ != nullptr && !no_space && options_.write_report) WriteReport(&result);
+  return result;
+}
+
+void JobRun::WriteReport(Result<JobReport>* result) {
+  const Status outcome = result->ok() ? Status::Ok() : result->status();
+  if (!result->ok()) {  // what the failed job had measured
+    report_.dispatch = dispatcher_->stats();
+    report_.timeline = timeline_.path();
+  }
+  JobReport& r = result->ok() ? **result : report_;
+  std::string note = "the job ended before its frames reached the arena";
+  std::vector<ReportStill> stills;
+  if (stills_ != nullptr) {
+    stills = stills_->Encode(&note);
+  } else if (!StillsAvailable()) {
+    note = "this build has no OpenCV";
+  }
+  const std::string path = job_.output + ".report.html";
+  const std::string html = RenderReportHtml(
+      MakeReportData(job_, r, outcome, timeline_.records(), std::move(stills), note));
+  Status written = WriteReportFile(output_dir_fd_.get(), ReportName(output_name_), html,
+                                   options_.output_reader_uid);
+  JobReportFile file;
+  if (written.ok()) {
+    file.path = path;
+    if (result->ok()) (*result)->report = path;
+  } else {
+    file.warning = "job report not written: " + written.message();
+    spdlog::warn("{}: {}", job_.output, file.warning);
+    if (result->ok()) (*result)->warnings.push_back(file.warning);
+  }
+  if (options_.report_file != nullptr) *options_.report_file = file;
+}
+
+Result<JobReport> JobRun::RunPipeline() {
   uint64_t t0 = MonotonicMs();
   uint64_t t_stage = MonotonicUs();
   auto lap = [&t_stage](double* into) {
@@ -824,6 +874,11 @@ Result<JobReport> JobRun::Run() {
     return s;
   }
   lap(&stages_.start_s);
+  {
+    std::vector<int64_t> first_frames;
+    for (const ChunkPlan& c : plan_.chunks) first_frames.push_back(c.first_frame);
+    stills_ = std::make_unique<StillCapture>(std::move(first_frames), arena_);
+  }
   std::thread decoder([this] {
     try {
       DecodeLoop();

@@ -53,6 +53,8 @@ struct JobReport {
   std::string worker_input_format;
   double seconds = 0.0;
   std::string timeline;          // the job's memory timeline (JSON lines)
+  std::string report;            // the job report (<output>.report.html); "" = not written (a
+                                 // warning says why)
   DispatchStats dispatch;        // workers started, recycles, crashes, kills, retries, peaks
   int64_t segments_resumed = 0;  // segments found finished in the workspace and kept
   StageTimes stages;
@@ -69,6 +71,12 @@ struct JobReport {
   // matrix of an untagged source), one sentence each.
   std::string output_pix_fmt;
   std::vector<std::string> warnings;
+};
+
+// The job report's file (<output>.report.html): where it was written, or why it was not.
+struct JobReportFile {
+  std::string path;     // "" = not written
+  std::string warning;  // "job report not written: ..." when writing it failed
 };
 
 struct JobProgress {
@@ -109,7 +117,13 @@ struct JobOptions {
   // it ends, whatever its outcome (the report's own `dispatch` is the last run's).
   std::vector<DispatchStats>* attempt_dispatch = nullptr;
   uint32_t output_reader_uid = UINT32_MAX;  // the service: the submitter, granted read access to
-                                            // the output (ACL); UINT32_MAX = none
+                                            // the output and the report (ACL); UINT32_MAX = none
+  // Filled whatever the outcome, also for a job that failed or was cancelled after its workers
+  // started (JobReport::report and ::warnings have the same for a finished job). Null = not
+  // wanted.
+  JobReportFile* report_file = nullptr;
+  // false: no report (the service, where the submitter could not replace the file there).
+  bool write_report = true;
 };
 
 // Paths are named once: the input and the model are opened and checked against the config's
@@ -123,6 +137,10 @@ struct JobOptions {
 // FRAMEMILL_FAULT_KILL_DECODER_AT_FRAME=N kills the decoder once per process before frame N,
 // FRAMEMILL_FAULT_TERM_DECODER_AT_FRAME=N makes it exit with an error there (SIGTERM),
 // FRAMEMILL_FAULT_KILL_ENCODER_AT_SEGMENT=N kills the encoder of segment N once per process.
+//
+// Every job that started workers writes a report beside the output, <output>.report.html
+// (supervisor/report_file.h), whatever its outcome but kNoSpace (a full disk gets no more
+// files); one that cannot be written is a warning, never a failed job.
 //
 // `stop` is polled: once true the job ends with kCancelled (its workspace, if kept, holds what
 // was finished).

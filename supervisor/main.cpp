@@ -108,6 +108,7 @@ void PrintSummary(const framemill::JobReport& r) {
   std::printf("framemill: worker start: %s\n", d.StartupSummary().c_str());
   std::printf("framemill: stages: %s\n", r.stages.Summary().c_str());
   std::printf("framemill: memory timeline: %s\n", r.timeline.c_str());
+  if (!r.report.empty()) std::printf("framemill: report: %s\n", r.report.c_str());
   std::printf("framemill: faults survived: decoder restarts %lld, job attempts %lld%s\n",
               static_cast<long long>(r.decoder_restarts), static_cast<long long>(r.attempts),
               r.faults_retried.empty() ? "" : " (ffmpeg crashed and was retried)");
@@ -149,10 +150,18 @@ int RunCommand(const std::string& job_path, const framemill::Config& config) {
                    fps > 0 ? static_cast<double>(p.frames_total - p.frames_done) / fps : 0.0);
     };
   }
+  framemill::JobReportFile report_file;
+  options.report_file = &report_file;
   framemill::Result<framemill::JobReport> report = framemill::RunJob(*job, config, g_stop, options);
   if (::isatty(2)) std::fprintf(stderr, "\n");
   if (!report.ok()) {
     std::fprintf(stderr, "framemill: job failed: %s\n", report.status().ToString().c_str());
+    if (!report_file.path.empty()) {
+      std::fprintf(stderr, "framemill: report: %s\n", report_file.path.c_str());
+    }
+    if (!report_file.warning.empty()) {
+      std::fprintf(stderr, "framemill: warning: %s\n", report_file.warning.c_str());
+    }
     return report.status().code() == framemill::StatusCode::kCancelled ? kExitStopped : kExitFailed;
   }
   PrintSummary(*report);

@@ -513,6 +513,12 @@ bool Service::RunClaimed(const std::string& id) {
   options.output_reader_uid = submitter->uid;
   std::vector<DispatchStats> attempts;  // worker counts of each ended attempt, for the metrics
   options.attempt_dispatch = &attempts;
+  JobReportFile report_file;
+  options.report_file = &report_file;
+  // The report beside the output replaces a file there only where the submitter could.
+  const Status report_allowed =
+      CheckMayWriteOutput(*submitter, job->output + ".report.html", /*overwrite=*/true);
+  options.write_report = report_allowed.ok();
   options.on_progress = [&](const JobProgress& p) {
     watchdog_.Alive();
     NoteProgress(p, start_ms, attempts);
@@ -603,6 +609,12 @@ bool Service::RunClaimed(const std::string& id) {
     if (!keep) (void)RemoveTree(options.workspace);
     result["work_kept"] = keep;
     spdlog::warn("job {} failed: {}", id, s.ToString());
+  }
+  if (!report_file.path.empty()) result["report"] = report_file.path;
+  if (!report_allowed.ok()) {
+    result["warnings"].push_back("job report not written: " + report_allowed.message());
+  } else if (!report.ok() && !report_file.warning.empty()) {  // a finished job's has it already
+    result["warnings"].push_back(report_file.warning);
   }
   result["submitter"] = submitter->ToJson();
   result["starts"] = *starts;

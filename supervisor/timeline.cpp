@@ -41,7 +41,9 @@ Status Timeline::Adopt(int fd, const std::string& path, uint64_t start_ms) {
 
 void Timeline::Record(const TimelineEvent& e, uint64_t now_ms) {
   if (file_ == nullptr) return;
-  nlohmann::json j = {{"t", static_cast<double>(now_ms - start_ms_) / 1000.0},
+  const double t_s = static_cast<double>(now_ms - start_ms_) / 1000.0;
+  records_.push_back({t_s, e});
+  nlohmann::json j = {{"t", t_s},
                       {"worker", e.worker},
                       {"gen", e.generation},
                       {"pid", e.pid},

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 
@@ -30,6 +31,12 @@ struct TimelineEvent {
   std::string reason;
 };
 
+// An event as recorded: `t_s` seconds since the job started.
+struct TimelineRecord {
+  double t_s = 0;
+  TimelineEvent event;
+};
+
 class Timeline {
  public:
   Timeline() = default;
@@ -43,11 +50,15 @@ class Timeline {
   Status Adopt(int fd, const std::string& path, uint64_t start_ms);
   void Record(const TimelineEvent& e, uint64_t now_ms);
   const std::string& path() const { return path_; }
+  // Every event recorded while open, in order (for the job report). Read it only when the
+  // writer thread is done.
+  const std::vector<TimelineRecord>& records() const { return records_; }
 
  private:
   std::FILE* file_ = nullptr;
   std::string path_;
   uint64_t start_ms_ = 0;
+  std::vector<TimelineRecord> records_;
 };
 
 }  // namespace framemill

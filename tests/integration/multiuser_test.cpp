@@ -144,6 +144,7 @@ TEST_CASE(
   const std::string shared = OwnedDir(s.dir + "/shared", 0, 01777);
   OwnedFile(out_a + "/victim.mp4", kUserA, 0644, "A's file");
   OwnedFile(shared + "/a.mp4", kUserA, 0644, "A's shared file");
+  OwnedFile(shared + "/b.mp4.report.html", kUserA, 0644, "A's file named like B's report");
   fs::copy_file(video, out_a + "/private.mp4");  // (copy_file sets the source's mode)
   REQUIRE(::chown((out_a + "/private.mp4").c_str(), kUserA, kUserA) == 0);
   REQUIRE(::chmod((out_a + "/private.mp4").c_str(), 0600) == 0);
@@ -186,8 +187,15 @@ TEST_CASE(
   INFO(rb.dump());
   CHECK(rb["submitter"]["uid"] == kUserB);
   CHECK(CountFrames(shared + "/b.mp4") == 32);
+  // B's job report would replace A's file in a sticky directory: not written, and said so.
+  CHECK(ReadText(shared + "/b.mp4.report.html") == "A's file named like B's report");
+  CHECK_FALSE(rb.contains("report"));
+  CHECK(rb["warnings"].dump().find("job report not written") != std::string::npos);
   CHECK(StateOf(s, a_ok) == "done");
   CHECK(CountFrames(out_a + "/victim.mp4") == 32);
+  nlohmann::json ra = ReadJson(s.spool + "/done/" + a_ok + "/result.json");
+  CHECK(ra["report"] == out_a + "/victim.mp4.report.html");
+  CHECK(fs::is_regular_file(out_a + "/victim.mp4.report.html"));
   MESSAGE(attacks.size() << " output and input attacks by another user refused");
   ::kill(serve.pid, SIGTERM);
   CHECK(WaitJob(serve, 30).exit_code == 0);

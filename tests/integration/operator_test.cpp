@@ -121,6 +121,8 @@ TEST_CASE("service: --json, the on_job_end hook once per job, and journal priori
   CHECK(found);
   nlohmann::json status = nlohmann::json::parse(Cli(s, "status " + id + " --json").out);
   CHECK(status.at("result").at("status") == "done");
+  CHECK(status.at("result").at("report") == s.dir + "/out/a.mp4.report.html");
+  CHECK(fs::is_regular_file(s.dir + "/out/a.mp4.report.html"));
   nlohmann::json counts = nlohmann::json::parse(Cli(s, "status --json").out);
   CHECK(counts.at("counts").at("done") == 1);
 

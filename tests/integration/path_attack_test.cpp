@@ -347,6 +347,7 @@ TEST_CASE("path attack: links at the output and at the old predictable temp name
   std::string output = t.out + "/result.mp4";
   ::symlink(t.victim.c_str(), output.c_str());
   ::symlink(t.victim.c_str(), (output + ".timeline.jsonl").c_str());
+  ::symlink(t.victim.c_str(), (output + ".report.html").c_str());
   // The names framemill used to predict from its pid: plant them for the next few hundred pids.
   std::ifstream last("/proc/sys/kernel/ns_last_pid");
   int next = 0;
@@ -357,7 +358,7 @@ TEST_CASE("path attack: links at the output and at the old predictable temp name
     ::symlink(t.outside.c_str(), (t.out + "/.framemill-work." + p + ".result.mp4").c_str());
     g_attacks += 2;
   }
-  g_attacks += 2;
+  g_attacks += 3;
   // Without overwrite, a link at the output is an existing output: refused, not followed.
   nlohmann::json job = Job(t, t.good, output);
   job["overwrite"] = false;
@@ -372,6 +373,7 @@ TEST_CASE("path attack: links at the output and at the old predictable temp name
   CHECK(Print(t.victim) == victim);
   CHECK(fs::is_regular_file(fs::symlink_status(output)));
   CHECK(fs::is_regular_file(fs::symlink_status(output + ".timeline.jsonl")));
+  CHECK(fs::is_regular_file(fs::symlink_status(output + ".report.html")));
   CheckOutputExact(output);
   std::vector<std::string> outside = ListDir(t.outside);
   CHECK(outside.size() == 3);

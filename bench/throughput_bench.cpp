@@ -13,7 +13,7 @@
 // usage: framemill-bench INPUT MODEL DEVICE [WORKERS...]     (default workers: 1 2 4)
 // $FRAMEMILL_BENCH_PRECISION (fp32 | fp16 | bf16, default fp32) and $FRAMEMILL_BENCH_COLOR
 // (accurate | fast, default accurate) apply to every run; $FRAMEMILL_BENCH_ENCODERS (default 1)
-// to framemill's. $FRAMEMILL_BENCH_GPUS ("0,1") adds framemill rows with WORKERS per GPU on each
+// and $FRAMEMILL_BENCH_OPTIMIZE (model_optimization, default auto) to framemill's. $FRAMEMILL_BENCH_GPUS ("0,1") adds framemill rows with WORKERS per GPU on each
 // listed GPU, beside the one-device rows. $FRAMEMILL_BENCH_BASELINES=0 runs framemill's rows
 // alone (to compare framemill settings with each other when the baselines are already known).
 // Run from the build directory (it starts ./framemill). Scratch files go to $TMPDIR.
@@ -102,6 +102,12 @@ std::string ColorConversion() {
   return v == "fast" || v == "device" ? v : "accurate";
 }
 bool AccurateColor() { return ColorConversion() == "accurate"; }
+
+// $FRAMEMILL_BENCH_OPTIMIZE: auto (default) | on | off: framemill's model_optimization.
+std::string Optimization() {
+  const char* o = std::getenv("FRAMEMILL_BENCH_OPTIMIZE");
+  return o != nullptr ? o : "auto";
+}
 
 fm::SegmentFormat Format(const fm::VideoStreamInfo& v, int w, int h) {
   fm::SegmentFormat f;
@@ -194,7 +200,7 @@ void Synchronize(const torch::Device& d) {
 // contiguous (NCHW) input, two warm-up calls per shape (cuDNN autotuning). The row is the fastest
 // of them, named with its settings. Up to 128 frames on CUDA, 16 on the CPU.
 Row ModelOnly(const std::string& input, const fm::VideoStreamInfo& v, fm::FrameModel& model,
-              const std::string& tmp) {
+              const std::string& tmp, const std::string& tag = "") {
   torch::InferenceMode guard;
   fm::Result<fm::UniqueFd> in = fm::OpenCheckedFile(fm::CheckedKind::kInput, input, {});
   auto reader = fm::FrameReader::Start(
@@ -228,7 +234,7 @@ Row ModelOnly(const std::string& input, const fm::VideoStreamInfo& v, fm::FrameM
       for (const torch::Tensor& x : inputs) (void)model.Run(x);
       Synchronize(model.device());
       Row r{"model (batch " + std::to_string(batch) +
-            (channels_last ? ", channels-last)" : ", NCHW)")};
+            (channels_last ? ", channels-last" : ", NCHW") + tag + ")"};
       r.seconds = std::max<uint64_t>(1, fm::MonotonicUs() - t0) / 1e6;
       r.cpu_seconds = CpuSeconds(RUSAGE_SELF) - cpu0;
       r.frames = batch * static_cast<int64_t>(inputs.size());
@@ -255,6 +261,7 @@ Row Framemill(const std::string& input, const std::string& model, const std::str
                       {"model", model},
                       {"device", device},
                       {"precision", precision != nullptr ? precision : "fp32"},
+                      {"model_optimization", Optimization()},
                       {"color_conversion", ColorConversion()},
                       {"encoders", encoders != nullptr ? std::atoi(encoders) : 1},
                       {"overwrite", true},
@@ -400,7 +407,15 @@ int main(int argc, char** argv) {
     // workers use (the naive loops above run as today's loops do, without it).
     if (device->is_cuda()) at::globalContext().setBenchmarkCuDNN(true);
 #endif
+    // As loaded (TorchScript as the file has it), then frozen and optimized for inference
+    // (model_optimization on): the faster of the two is the model at its best.
     model_only = ModelOnly(input, v, **model, tmp);
+    auto frozen =
+        fm::LoadTorchScriptModel(model_path, *device, *dtype, fm::ModelOptimization::kOn);
+    if (frozen.ok()) {
+      Row r = ModelOnly(input, v, **frozen, tmp, ", frozen");
+      if (r.fps() > model_only.fps()) model_only = r;
+    }
     for (const Row& r : {naive, naive_ec, transcode, model_only}) Print(r);
   }
   Row best = fm_rows.front();

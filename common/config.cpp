@@ -63,6 +63,18 @@ void ReadDeinterlace(FieldReader& r, Deinterlace* mode) {
   }
 }
 
+void ReadModelOptimization(FieldReader& r, ModelOptimization* mode) {
+  std::string name = Name(*mode);
+  r.String("model_optimization", &name);
+  if (!r.status().ok()) return;
+  std::optional<ModelOptimization> parsed = ParseModelOptimization(name);
+  if (parsed) {
+    *mode = *parsed;
+  } else {
+    r.Fail("model_optimization", "must be auto, on or off, got \"" + name + "\"");
+  }
+}
+
 }  // namespace
 
 Status ReadJobSettings(const nlohmann::json& object, const std::string& path, StatusCode code,
@@ -102,6 +114,7 @@ Status ReadJobSettings(const nlohmann::json& object, const std::string& path, St
       s->precision != "bf16") {
     r.Fail("precision", "must be fp32, fp16 or bf16, got \"" + s->precision + "\"");
   }
+  ReadModelOptimization(r, &s->model_optimization);
   r.String("color_conversion", &s->color_conversion);
   if (r.status().ok() && s->color_conversion != "auto" && s->color_conversion != "accurate" &&
       s->color_conversion != "fast" && s->color_conversion != "device") {
@@ -156,6 +169,26 @@ const char* Name(Deinterlace mode) {
       return "kerndeint";
   }
   return "?";
+}
+
+const char* Name(ModelOptimization mode) {
+  switch (mode) {
+    case ModelOptimization::kAuto:
+      return "auto";
+    case ModelOptimization::kOn:
+      return "on";
+    case ModelOptimization::kOff:
+      return "off";
+  }
+  return "?";
+}
+
+std::optional<ModelOptimization> ParseModelOptimization(const std::string& name) {
+  for (ModelOptimization m : {ModelOptimization::kAuto, ModelOptimization::kOn,
+                              ModelOptimization::kOff}) {
+    if (name == Name(m)) return m;
+  }
+  return std::nullopt;
 }
 
 std::optional<Deinterlace> ParseDeinterlace(const std::string& name) {

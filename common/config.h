@@ -44,6 +44,19 @@ struct KillSettings {
   double grace_s = 10.0;
 };
 
+// What a worker does to the TorchScript model it loads, before the first frame
+// (worker/frame_model.h): torch.jit.freeze (parameters become constants, the graph is simplified)
+// and optimize_for_inference (convolutions fused with their bias, add and ReLU into cuDNN's fused
+// kernels on CUDA). Same frames to within the precision's rounding; a model that cannot be frozen
+// (one that changes its own attributes) runs as it is, with a warning.
+enum class ModelOptimization {
+  kAuto,  // on with CUDA, off on the CPU (see docs/gpu.md for the figures behind it)
+  kOn,    // on every device
+  kOff,   // the model as it is in the file
+};
+const char* Name(ModelOptimization mode);  // "auto", "on", "off"
+std::optional<ModelOptimization> ParseModelOptimization(const std::string& name);
+
 // Settings a job may override; the config file gives their defaults.
 // What the decoder does with interlaced video before the model sees it (supervisor/
 // source_geometry.h). Every filter here makes one frame of each source frame, so the frame-exact
@@ -77,6 +90,7 @@ struct JobSettings {
   int encoders = 1;
   std::string device = "auto";     // auto | cpu | cuda | cuda:N
   std::string precision = "fp32";  // fp32 | fp16 | bf16: the model's weights and activations
+  ModelOptimization model_optimization = ModelOptimization::kAuto;  // see ModelOptimization
   // YUV <-> RGB conversion around the model: "accurate" (swscale with accurate rounding),
   // "fast" (without it: about 4x faster decoding at 1080p, slightly coarser rounding),
   // "device" (the decoder passes 8-bit 4:2:0 YUV as it is and each worker converts it on its

@@ -344,7 +344,8 @@ std::string JobRun::WarmKey() const {
   return FdRealPath(model_fd_.get()) + "|" + std::to_string(st.st_dev) + ":" +
          std::to_string(st.st_ino) + "|" + std::to_string(st.st_size) + "|" +
          std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) + "|" +
-         settings_.device + "|" + settings_.precision + "|" + std::to_string(settings_.workers) +
+         settings_.device + "|" + settings_.precision + "|" +
+         Name(settings_.model_optimization) + "|" + std::to_string(settings_.workers) +
          "|" + DumpJson(nlohmann::json(settings_.gpus)) + "|" + LogDirKey();
 }
 
@@ -377,6 +378,7 @@ Status JobRun::StartWorkers() {
     opts.model_fd = model_fd_.get();
     opts.device = settings_.device;
     opts.precision = settings_.precision;
+    opts.model_optimization = settings_.model_optimization;
     opts.log_level = config_.log_level;
     opts.log_dir = options_.worker_log_dir.empty() ? scratch_ : options_.worker_log_dir;
     opts.pytorch_alloc_conf = config_.pytorch_alloc_conf;

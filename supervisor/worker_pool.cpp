@@ -146,6 +146,7 @@ std::vector<std::string> WorkerPool::WorkerArguments(int k, int gpu, const std::
           "--model-label", options_.model,  // for messages; the worker never opens it
           "--device",      gpu >= 0 ? std::string("cuda") : options_.device,
           "--precision",   options_.precision,
+          "--optimize",    Name(options_.model_optimization),
           "--log-level",   options_.log_level,
           "--sandbox",     Name(options_.sandbox)};
 }

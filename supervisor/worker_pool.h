@@ -36,6 +36,7 @@ struct WorkerOptions {
   std::string model;          // TorchScript file (for messages when model_fd is set)
   std::string device;         // auto | cpu | cuda | cuda:N
   std::string precision = "fp32";
+  ModelOptimization model_optimization = ModelOptimization::kAuto;
   std::string log_level;
   std::string log_dir;             // each worker's stderr goes to log_dir/worker-<k>-<gen>.log
   std::string pytorch_alloc_conf;  // "" = inherit the environment as it is

@@ -17,6 +17,8 @@
 #endif
 #include <torch/script.h>
 
+#include "common/log_lines.h"
+
 namespace framemill {
 
 std::string FirstLine(const std::string& what) {
@@ -167,9 +169,22 @@ Result<std::string> ReadWholeFile(int fd, const std::string& label) {
   return bytes;
 }
 
+bool FreezesModel(ModelOptimization optimization, const torch::Device& device) {
+  switch (optimization) {
+    case ModelOptimization::kOn:
+      return true;
+    case ModelOptimization::kOff:
+      return false;
+    case ModelOptimization::kAuto:
+      return device.is_cuda();
+  }
+  return false;
+}
+
 Result<std::unique_ptr<FrameModel>> LoadTorchScriptModel(int fd, const std::string& label,
                                                          const torch::Device& device,
-                                                         torch::ScalarType dtype) {
+                                                         torch::ScalarType dtype,
+                                                         ModelOptimization optimization) {
   Result<std::string> bytes = ReadWholeFile(fd, label);
   if (!bytes.ok()) return bytes.status();
   try {
@@ -178,6 +193,18 @@ Result<std::unique_ptr<FrameModel>> LoadTorchScriptModel(int fd, const std::stri
     torch::jit::Module m = torch::jit::load(in, device);
     m.eval();
     if (dtype != torch::kFloat32) m.to(dtype);
+    if (FreezesModel(optimization, device)) {
+      // Parameters become constants of the graph, which optimize_for_inference then folds
+      // (convolution + bias + add + ReLU into one cuDNN call on CUDA): `restore` fp16 at 1080p
+      // on an H200 ran 97.7 fps frozen against 63.6 as loaded (docs/gpu.md).
+      try {
+        torch::jit::Module frozen = torch::jit::freeze(m);
+        m = torch::jit::optimize_for_inference(frozen);
+      } catch (const std::exception& e) {
+        LogWarn(label + ": cannot be frozen for inference (" + FirstLine(e.what()) +
+                "); running it as it is (model_optimization off hides this warning)");
+      }
+    }
     return std::unique_ptr<FrameModel>(new TorchScriptModel(std::move(m), device, dtype));
   } catch (const std::exception& e) {
     return Status(StatusCode::kModelInvalid,
@@ -187,10 +214,12 @@ Result<std::unique_ptr<FrameModel>> LoadTorchScriptModel(int fd, const std::stri
 
 Result<std::unique_ptr<FrameModel>> LoadTorchScriptModel(const std::string& path,
                                                          const torch::Device& device,
-                                                         torch::ScalarType dtype) {
+                                                         torch::ScalarType dtype,
+                                                         ModelOptimization optimization) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status(StatusCode::kModelInvalid, path + ": " + std::strerror(errno));
-  Result<std::unique_ptr<FrameModel>> model = LoadTorchScriptModel(fd, path, device, dtype);
+  Result<std::unique_ptr<FrameModel>> model =
+      LoadTorchScriptModel(fd, path, device, dtype, optimization);
   ::close(fd);
   return model;
 }

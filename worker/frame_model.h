@@ -13,6 +13,7 @@
 
 #include <torch/types.h>
 
+#include "common/config.h"
 #include "common/status.h"
 
 namespace framemill {
@@ -41,14 +42,20 @@ Result<torch::ScalarType> ResolvePrecision(const std::string& precision,
 // from offset 0: the descriptor's file offset is shared with every worker holding a duplicate,
 // and is left alone), so the file is read once, as it was, and never opened by name. `label`
 // names the model in messages only. The descriptor stays open (the caller owns it).
-Result<std::unique_ptr<FrameModel>> LoadTorchScriptModel(int fd, const std::string& label,
-                                                         const torch::Device& device,
-                                                         torch::ScalarType dtype = torch::kFloat32);
+// `optimization` (common/config.h): with it on, the module is frozen and optimized for inference
+// after the dtype change; a module that cannot be frozen runs as loaded, with a warning.
+Result<std::unique_ptr<FrameModel>> LoadTorchScriptModel(
+    int fd, const std::string& label, const torch::Device& device,
+    torch::ScalarType dtype = torch::kFloat32,
+    ModelOptimization optimization = ModelOptimization::kOff);
 
 // The same from a file name (tools: the benchmark; workers get a descriptor).
-Result<std::unique_ptr<FrameModel>> LoadTorchScriptModel(const std::string& path,
-                                                         const torch::Device& device,
-                                                         torch::ScalarType dtype = torch::kFloat32);
+Result<std::unique_ptr<FrameModel>> LoadTorchScriptModel(
+    const std::string& path, const torch::Device& device, torch::ScalarType dtype = torch::kFloat32,
+    ModelOptimization optimization = ModelOptimization::kOff);
+
+// Whether `optimization` freezes a model on `device` (kAuto: on CUDA only).
+bool FreezesModel(ModelOptimization optimization, const torch::Device& device);
 
 // The bytes of the regular file open at `fd`, read with pread from offset 0.
 Result<std::string> ReadWholeFile(int fd, const std::string& label);

@@ -1,7 +1,8 @@
 // framemill-worker: one GPU (or CPU) worker process, started by the supervisor.
 //
 //   framemill-worker --control PATH --channel K --wake-fd N --model-fd FD [--model-label TEXT]
-//                    --device DEV [--precision P] [--log-level L] [--sandbox required|auto|off]
+//                    --device DEV [--precision P] [--optimize auto|on|off] [--log-level L]
+//                    [--sandbox required|auto|off]
 //   framemill-worker ... --model PATH ...      (tools: the worker opens the file itself)
 //   framemill-worker --export-model NAME PATH [--target FILE]
 //   framemill-worker --list-models
@@ -31,8 +32,8 @@ namespace {
 int Usage() {
   std::fprintf(stderr,
                "usage: framemill-worker --control PATH --channel K --wake-fd N --model-fd FD "
-               "[--model-label TEXT] --device DEV [--precision P] [--log-level L] "
-               "[--sandbox required|auto|off]\n"
+               "[--model-label TEXT] --device DEV [--precision P] [--optimize auto|on|off] "
+               "[--log-level L] [--sandbox required|auto|off]\n"
                "       (or --model PATH instead of --model-fd)\n"
                "       framemill-worker --export-model NAME PATH [--target FILE]\n"
                "       framemill-worker --list-models\n");
@@ -110,6 +111,10 @@ int main(int argc, char** argv) {
       args.device = value;
     } else if (key == "--precision") {
       args.precision = value;
+    } else if (key == "--optimize") {
+      std::optional<ModelOptimization> mode = ParseModelOptimization(value);
+      if (!mode) return Usage();
+      args.optimization = *mode;
     } else if (key == "--log-level") {
       level = value;
     } else if (key == "--sandbox") {

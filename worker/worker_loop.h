@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include "common/config.h"
+
 namespace framemill {
 
 struct WorkerArgs {
@@ -17,6 +19,7 @@ struct WorkerArgs {
   std::string model_label;  // the model's name, for messages only (never opened)
   std::string device;
   std::string precision = "fp32";  // fp32 | fp16 | bf16
+  ModelOptimization optimization = ModelOptimization::kAuto;  // common/config.h
   std::string sandbox;             // the sandbox in place (worker/sandbox.h), for the supervisor
   std::string sandbox_error;       // a required sandbox that failed: reported, then exit
 };

@@ -101,6 +101,7 @@ TEST_CASE("config/framemill.json parses and equals the built-in defaults") {
   CHECK(file->defaults.device == builtin.defaults.device);
   CHECK(file->defaults.precision == builtin.defaults.precision);
   CHECK(file->defaults.color_conversion == builtin.defaults.color_conversion);
+  CHECK(file->defaults.model_optimization == builtin.defaults.model_optimization);
   CHECK(file->defaults.encoders == builtin.defaults.encoders);
   CHECK(file->defaults.gpus == builtin.defaults.gpus);
   CHECK(file->defaults.workers_per_gpu == builtin.defaults.workers_per_gpu);
@@ -192,6 +193,10 @@ TEST_CASE("bad gpus settings are refused with the key named") {
   CHECK(fails({{"color_conversion", "fast"}}).empty());
   CHECK(fails({{"color_conversion", "device"}}).empty());
   CHECK(fails({{"color_conversion", "auto"}}).empty());
+  CHECK(fails({{"model_optimization", "fast"}}).find("job.model_optimization") !=
+        std::string::npos);
+  CHECK(fails({{"model_optimization", "off"}}).empty());
+  CHECK(fails({{"model_optimization", "on"}}).empty());
 }
 
 TEST_CASE("metrics_textfile: a .prom file, relative to the spool by default, \"\" for none") {

@@ -50,28 +50,18 @@ bool ValidDevice(const std::string& d) {
   return std::regex_match(d, kDevice);
 }
 
-void ReadDeinterlace(FieldReader& r, Deinterlace* mode) {
+// Reads the enumerated value under `key` into `mode` (left as it is when absent); a name that
+// `parse` does not know fails the key with the accepted names.
+template <typename Mode, typename Parse>
+void ReadEnum(FieldReader& r, const char* key, Mode* mode, Parse parse, const char* accepted) {
   std::string name = Name(*mode);
-  r.String("deinterlace", &name);
+  r.String(key, &name);
   if (!r.status().ok()) return;
-  std::optional<Deinterlace> parsed = ParseDeinterlace(name);
+  std::optional<Mode> parsed = parse(name);
   if (parsed) {
     *mode = *parsed;
   } else {
-    r.Fail("deinterlace",
-           "must be auto, off, bwdif, yadif, w3fdif, estdif or kerndeint, got \"" + name + "\"");
-  }
-}
-
-void ReadModelOptimization(FieldReader& r, ModelOptimization* mode) {
-  std::string name = Name(*mode);
-  r.String("model_optimization", &name);
-  if (!r.status().ok()) return;
-  std::optional<ModelOptimization> parsed = ParseModelOptimization(name);
-  if (parsed) {
-    *mode = *parsed;
-  } else {
-    r.Fail("model_optimization", "must be auto, on or off, got \"" + name + "\"");
+    r.Fail(key, std::string("must be ") + accepted + ", got \"" + name + "\"");
   }
 }
 
@@ -114,7 +104,8 @@ Status ReadJobSettings(const nlohmann::json& object, const std::string& path, St
       s->precision != "bf16") {
     r.Fail("precision", "must be fp32, fp16 or bf16, got \"" + s->precision + "\"");
   }
-  ReadModelOptimization(r, &s->model_optimization);
+  ReadEnum(r, "model_optimization", &s->model_optimization, ParseModelOptimization,
+           "auto, on or off");
   r.String("color_conversion", &s->color_conversion);
   if (r.status().ok() && s->color_conversion != "auto" && s->color_conversion != "accurate" &&
       s->color_conversion != "fast" && s->color_conversion != "device") {
@@ -125,7 +116,8 @@ Status ReadJobSettings(const nlohmann::json& object, const std::string& path, St
   ReadEncoder(r, code, &s->encoder);
   ReadRecycle(r, code, &s->recycle);
   ReadKill(r, code, &s->kill);
-  ReadDeinterlace(r, &s->deinterlace);
+  ReadEnum(r, "deinterlace", &s->deinterlace, ParseDeinterlace,
+           "auto, off, bwdif, yadif, w3fdif, estdif or kerndeint");
   if (r.status().ok()) {
     // A hard limit under its soft limit would kill workers that should have been recycled.
     if (s->kill.rss_mb > 0 && s->recycle.rss_mb > 0 && s->kill.rss_mb <= s->recycle.rss_mb) {

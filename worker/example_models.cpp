@@ -77,14 +77,18 @@ def forward(self, x):
   return m;
 }
 
+// Registers NAME_w (a 3x3 convolution from `in` to `out` channels, He-initialised from torch's
+// seeded generator) and NAME_b (zeros) on `m`.
+void AddConv(torch::jit::Module& m, const std::string& name, int in, int out) {
+  double scale = std::sqrt(2.0 / (in * 9));
+  m.register_parameter(name + "_w", torch::randn({out, in, 3, 3}) * scale, false);
+  m.register_parameter(name + "_b", torch::zeros({out}), false);
+}
+
 torch::jit::Module Heavy() {
   torch::jit::Module m("framemill.Heavy");
   torch::manual_seed(0);
-  auto conv = [&](const std::string& name, int in, int out) {
-    double scale = std::sqrt(2.0 / (in * 9));
-    m.register_parameter(name + "_w", torch::randn({out, in, 3, 3}) * scale, false);
-    m.register_parameter(name + "_b", torch::zeros({out}), false);
-  };
+  auto conv = [&](const std::string& name, int in, int out) { AddConv(m, name, in, out); };
   conv("head", 3, kHeavyWidth);
   for (int i = 0; i < kHeavyLayers; ++i) conv("body" + std::to_string(i), kHeavyWidth, kHeavyWidth);
   conv("tail", kHeavyWidth, 3);
@@ -108,11 +112,7 @@ torch::jit::Module Heavy() {
 torch::jit::Module Restore() {
   torch::jit::Module m("framemill.Restore");
   torch::manual_seed(1);
-  auto conv = [&](const std::string& name, int in, int out) {
-    double scale = std::sqrt(2.0 / (in * 9));
-    m.register_parameter(name + "_w", torch::randn({out, in, 3, 3}) * scale, false);
-    m.register_parameter(name + "_b", torch::zeros({out}), false);
-  };
+  auto conv = [&](const std::string& name, int in, int out) { AddConv(m, name, in, out); };
   conv("head", 3, kRestoreWidth);
   for (int i = 0; i < kRestoreBlocks; ++i) {
     conv("block" + std::to_string(i) + "_a", kRestoreWidth, kRestoreWidth);

@@ -18,37 +18,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/unit/in_child.h"
 #include "worker/mount_namespace.h"
 
 namespace fs = std::filesystem;
 using namespace framemill;
+using framemill::test::InChild;
 
 namespace {
-
-std::string InChild(const std::function<std::string()>& body) {
-  int p[2];
-  REQUIRE(::pipe(p) == 0);
-  std::fflush(nullptr);
-  pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    ::close(p[0]);
-    std::string msg = body();
-    (void)::write(p[1], msg.data(), msg.size());
-    std::_Exit(0);
-  }
-  ::close(p[1]);
-  std::string out;
-  char buf[512];
-  ssize_t n;
-  while ((n = ::read(p[0], buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
-  ::close(p[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  if (!WIFEXITED(status))
-    out += " (child killed by signal " + std::to_string(WTERMSIG(status)) + ")";
-  return out;
-}
 
 bool WriteFile(const std::string& path, const std::string& text) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);

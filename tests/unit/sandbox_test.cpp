@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "common/config.h"
+#include "tests/unit/in_child.h"
 #include "worker/elf_runpath.h"
 #include "worker/landlock.h"
 #include "worker/sandbox.h"
@@ -34,34 +35,9 @@
 
 namespace fs = std::filesystem;
 using namespace framemill;
+using framemill::test::InChild;
 
 namespace {
-
-// Runs `body` in a forked child; returns what it reported ("" = every check passed).
-std::string InChild(const std::function<std::string(int report_fd)>& body) {
-  int p[2];
-  REQUIRE(::pipe(p) == 0);
-  std::fflush(nullptr);  // the child must not write the parent's buffered output again
-  pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    ::close(p[0]);
-    std::string msg = body(p[1]);
-    (void)::write(p[1], msg.data(), msg.size());
-    std::_Exit(0);
-  }
-  ::close(p[1]);
-  std::string out;
-  char buf[512];
-  ssize_t n;
-  while ((n = ::read(p[0], buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
-  ::close(p[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  if (!WIFEXITED(status))
-    out += " (child killed by signal " + std::to_string(WTERMSIG(status)) + ")";
-  return out;
-}
 
 // "" when `r` failed with `want`, else a description.
 std::string Expect(const char* what, long r, int want) {

@@ -23,6 +23,15 @@
 #   sandbox     the same CUDA job (heavy fp16, 1080p) with worker_sandbox off and required: the
 #               sandbox each worker got, the rules (FRAMEMILL_SANDBOX_DEBUG), fps, and whether
 #               both outputs are the same frames
+#   longinput   the long run's input, once, kept in build-gpu/long (it outlives a call while the
+#               machine stays warm): real footage (tests/data/friday.mp4, speech audio) scaled to
+#               1080p (no B-frames, so that the loop stays constant-rate) and looped by stream copy to $LONG_FRAMES frames (default 30,000, rounded
+#               up to whole loops of 185); then framemill-bench on its first 1,500 frames (the
+#               per-frame loop's rate beside framemill's on the same content)
+#   long        one `framemill run` over the long input: `restore` fp16, device colour,
+#               2 encoders, 1 worker, recycled every $LONG_RECYCLE chunks (default 150) with warm
+#               standby, audio kept; then per worker generation the host RSS and GPU memory at
+#               its first and last chunk (scripts/gpu/timeline-summary.py)
 #
 # Expects the static ffmpeg from scripts/build-static-ffmpeg.sh in .deps/ffmpeg-static, and the
 # CLI11 headers in .deps/include/CLI (the GPU image has no libcli11-dev): before the call, here,
@@ -219,6 +228,41 @@ for step in "${steps[@]}"; do
       else
         echo "sandbox: the frames differ with and without the sandbox (fp16 with cuDNN autotuning need not be bit-exact from run to run; the sandbox integration test compares sharpen frame by frame)"
       fi
+      ;;
+    longinput)
+      mkdir -p build-gpu/long
+      if [ ! -f build-gpu/long/long-cfr.mp4 ]; then
+        loops=$(( (${LONG_FRAMES:-30000} + 184) / 185 ))
+        ffmpeg -nostdin -v error -y -i tests/data/friday.mp4 -vf scale=1920:1080 -c:v libx264 \
+          -bf 0 -preset veryfast -crf 20 -pix_fmt yuv420p -c:a copy build-gpu/long/base.mp4 &&
+          ffmpeg -nostdin -v error -y -stream_loop $((loops - 1)) -i build-gpu/long/base.mp4 \
+            -map 0 -c copy build-gpu/long/long-cfr.mp4 &&
+          ffmpeg -nostdin -v error -y -i build-gpu/long/long-cfr.mp4 -map 0 -c copy -frames:v 1500 \
+            build-gpu/long/short-cfr.mp4 || { echo "long input: ffmpeg failed"; exit 1; }
+      fi
+      ffprobe -v error -count_packets -show_entries stream=codec_type,nb_read_packets,duration \
+        -of compact build-gpu/long/long-cfr.mp4
+      ./build-gpu/framemill model export restore build-gpu/long/restore.pt >/dev/null
+      log "long: framemill-bench on the long input's first 1500 frames (restore fp16, device colour, 2 encoders)"
+      (cd build-gpu && FRAMEMILL_BENCH_PRECISION=fp16 FRAMEMILL_BENCH_COLOR=device \
+        FRAMEMILL_BENCH_ENCODERS=2 ./framemill-bench long/short-cfr.mp4 long/restore.pt cuda 1)
+      ;;
+    long)
+      [ -f build-gpu/long/long-cfr.mp4 ] || { echo "long: run the longinput step first"; exit 1; }
+      log "long: framemill run, restore fp16, 1 worker, recycled every ${LONG_RECYCLE:-150} chunks"
+      printf '{"input": "%s", "output": "%s", "model": "%s", "device": "cuda", "workers": 1,
+        "precision": "fp16", "color_conversion": "device", "encoders": 2, "overwrite": true,
+        "encoder": {"preset": "veryfast"}, "recycle": {"max_chunks": %d, "warm_standby": true}}\n' \
+        "$PWD/build-gpu/long/long-cfr.mp4" "$PWD/build-gpu/long/long-out.mkv" \
+        "$PWD/build-gpu/long/restore.pt" "${LONG_RECYCLE:-150}" >"$OUT/long.job.json"
+      /usr/bin/time -v ./build-gpu/framemill run "$OUT/long.job.json" >"$OUT/long.log" 2>"$OUT/long.time"
+      echo "exit $?"
+      grep -E "Maximum resident|Elapsed" "$OUT/long.time"
+      grep -vE "^\s*$" "$OUT/long.log" | tail -12
+      cp build-gpu/long/long-out.mkv.timeline.jsonl "$OUT/long.timeline.jsonl" 2>/dev/null
+      python3 scripts/gpu/timeline-summary.py "$OUT/long.timeline.jsonl"
+      ffprobe -v error -count_packets -show_entries stream=codec_type,nb_read_packets,duration \
+        -of compact build-gpu/long/long-out.mkv
       ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac

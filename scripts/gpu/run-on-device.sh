@@ -25,8 +25,8 @@
 #               both outputs are the same frames
 #   longinput   the long run's input, once, kept in build-gpu/long (it outlives a call while the
 #               machine stays warm): real footage (tests/data/friday.mp4, speech audio) scaled to
-#               1080p (no B-frames, so that the loop stays constant-rate) and looped by stream copy to $LONG_FRAMES frames (default 30,000, rounded
-#               up to whole loops of 185); then framemill-bench on its first 1,500 frames (the
+#               1080p without B-frames (so that the loop stays constant-rate), looped by stream
+#               copy to $LONG_FRAMES frames (default 30,000, rounded up to whole loops of 185); then framemill-bench on its first 1,500 frames (the
 #               per-frame loop's rate beside framemill's on the same content)
 #   long        one `framemill run` over the long input: `restore` fp16, device colour,
 #               2 encoders, 1 worker, recycled every $LONG_RECYCLE chunks (default 150) with warm

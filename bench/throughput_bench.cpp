@@ -39,8 +39,8 @@
 #include "common/checked_file.h"
 #include "common/clock.h"
 #include "common/proc_status.h"
-#include "supervisor/ffmpeg_pipes.h"
-#include "supervisor/media_probe.h"
+#include "supervisor/media/ffmpeg_pipes.h"
+#include "supervisor/media/media_probe.h"
 #include "worker/frame_model.h"
 
 #ifdef FRAMEMILL_WITH_CUDA

@@ -6,7 +6,7 @@
 // renamed into place there.
 //
 // Every descriptor returned here is O_CLOEXEC; a child sees only those passed to it explicitly
-// (see supervisor/subprocess.h). Thread-safe (no shared state besides the random source).
+// (see supervisor/process/subprocess.h). Thread-safe (no shared state besides the random source).
 #pragma once
 
 #include <cstdint>

@@ -21,7 +21,7 @@ struct EncoderSettings {
   int crf = 18;                   // constant rate factor; -1 = leave to the encoder
   std::string preset = "medium";  // encoder preset; "" = none (for encoders without presets)
   // Output pixel format (an ffmpeg name), or "auto": the source's bit depth and chroma layout where
-  // the encoder has them, else the nearest (supervisor/pixel_format.h), with a warning.
+  // the encoder has them, else the nearest (supervisor/media/pixel_format.h), with a warning.
   std::string pix_fmt = "auto";
 };
 
@@ -159,12 +159,12 @@ struct Config {
   // A job that still fails with a crashed decoder or encoder is run again this many times,
   // keeping its finished segments.
   int crash_retries = 2;
-  // Run when a job ends (supervisor/job_end_hook.h): the program (an absolute path, run without
+  // Run when a job ends (supervisor/front/job_end_hook.h): the program (an absolute path, run without
   // a shell) and its first arguments; the job's result.json path is appended. Empty = none.
   std::vector<std::string> on_job_end;
   double on_job_end_timeout_s = 30.0;  // the hook is killed after this long
   // The service's metrics, in the Prometheus text format for the node exporter's textfile
-  // collector (supervisor/metrics.h), rewritten atomically at each job state change and every
+  // collector (supervisor/report/metrics.h), rewritten atomically at each job state change and every
   // few seconds while a job runs. A relative path is under spool_dir (its directory is created
   // 0755); "" = no metrics.
   std::string metrics_textfile = "metrics/framemill.prom";

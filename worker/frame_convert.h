@@ -8,7 +8,7 @@
 //            within the 8-bit one's rounding
 //   yuv420p: each chroma sample repeated over its 2x2 luma block, then the colour space's matrix,
 //            limited or full range, as ffmpeg converts it on the decoder's colour path
-//            (supervisor/color_path.h) within a fraction of a level
+//            (supervisor/media/color_path.h) within a fraction of a level
 //            (tests/integration/frame_exact_test.cpp measures it)
 // Out: the model's [b, 3, oh, ow] clamped to [0, 1], scaled to 255 or 65535 and rounded.
 #pragma once

@@ -86,7 +86,7 @@ struct SandboxOptions {
 //   "none; missing ..."                                                        kAuto, nothing
 //   "off"                                                                      kOff
 // (The supervisor tells a degraded sandbox by the words "partial" and "none" at the start:
-// supervisor/worker_pool.h WorkerSandboxDegraded.)
+// supervisor/workers/worker_pool.h WorkerSandboxDegraded.)
 // An empty network namespace is extra: without it the sandbox is still complete, and the
 // summary says "no netns (reason)" instead of "netns". So is the private root for a worker with
 // Landlock's file rules ("no mntns (reason)"); for a CUDA worker it is a required layer.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Summarises a job's memory timeline (<output>.timeline.jsonl, supervisor/timeline.h).
+"""Summarises a job's memory timeline (<output>.timeline.jsonl, supervisor/workers/timeline.h).
 
 For each worker generation: its chunks, frames, and host RSS and GPU memory (allocated,
 reserved, the driver's per-process figure) at its first and its last chunk and at its peak;

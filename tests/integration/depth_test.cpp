@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "harness.h"
-#include "supervisor/media_probe.h"
+#include "supervisor/media/media_probe.h"
 
 using namespace framemill::test;
 

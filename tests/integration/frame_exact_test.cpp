@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "harness.h"
-#include "supervisor/media_probe.h"
+#include "supervisor/media/media_probe.h"
 
 using namespace framemill::test;
 

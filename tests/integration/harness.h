@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "supervisor/subprocess.h"
+#include "supervisor/process/subprocess.h"
 
 namespace framemill::test {
 

@@ -1,4 +1,4 @@
-// framemill serve's metrics file (supervisor/metrics.h) on a real job: accepted by Prometheus's
+// framemill serve's metrics file (supervisor/report/metrics.h) on a real job: accepted by Prometheus's
 // own checker (promtool), its figures read back, and never seen half-written by a reader.
 #include <doctest/doctest.h>
 

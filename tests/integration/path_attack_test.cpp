@@ -23,7 +23,7 @@
 #include "common/config.h"
 #include "common/job_spec.h"
 #include "harness.h"
-#include "supervisor/job_runner.h"
+#include "supervisor/job/job_runner.h"
 
 using namespace framemill::test;
 namespace fs = std::filesystem;

@@ -12,8 +12,8 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include "harness.h"
-#include "supervisor/report_html.h"
-#include "supervisor/subprocess.h"
+#include "supervisor/report/report_html.h"
+#include "supervisor/process/subprocess.h"
 
 using namespace framemill::test;
 namespace fs = std::filesystem;

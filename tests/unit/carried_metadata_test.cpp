@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "supervisor/carried_metadata.h"
+#include "supervisor/media/carried_metadata.h"
 
 using namespace framemill;
 

@@ -3,7 +3,7 @@
 #include <atomic>
 #include <thread>
 
-#include "supervisor/chunk_board.h"
+#include "supervisor/plan/chunk_board.h"
 
 using framemill::ChunkBoard;
 using framemill::Status;

@@ -5,11 +5,11 @@
 
 #include <algorithm>
 
-#include "supervisor/color_path.h"
-#include "supervisor/depth_check.h"
-#include "supervisor/ffmpeg_pipes.h"
-#include "supervisor/hdr_metadata.h"
-#include "supervisor/pixel_format.h"
+#include "supervisor/media/color_path.h"
+#include "supervisor/media/depth_check.h"
+#include "supervisor/media/ffmpeg_pipes.h"
+#include "supervisor/media/hdr_metadata.h"
+#include "supervisor/media/pixel_format.h"
 
 using namespace framemill;
 

@@ -1,8 +1,8 @@
-// The contact sheet's layout (supervisor/contact_sheet.h): cells at the source's display aspect
+// The contact sheet's layout (supervisor/media/contact_sheet.h): cells at the source's display aspect
 // ratio, at most kSheetCellWidth wide, even heights, two cells a row.
 #include <doctest/doctest.h>
 
-#include "supervisor/contact_sheet.h"
+#include "supervisor/media/contact_sheet.h"
 
 using framemill::LayoutFor;
 using framemill::Rational;

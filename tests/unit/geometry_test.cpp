@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/config.h"
-#include "supervisor/output_geometry.h"
-#include "supervisor/source_geometry.h"
+#include "supervisor/media/output_geometry.h"
+#include "supervisor/media/source_geometry.h"
 
 namespace fm = framemill;
 

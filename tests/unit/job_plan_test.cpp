@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "supervisor/job_plan.h"
+#include "supervisor/plan/job_plan.h"
 
 using framemill::ChunksPerSegment;
 using framemill::MakePlan;

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "supervisor/job_state.h"
+#include "supervisor/job/job_state.h"
 
 namespace fs = std::filesystem;
 using framemill::JobState;

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "supervisor/media_probe.h"
+#include "supervisor/media/media_probe.h"
 
 using framemill::ParseRational;
 

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "common/file_util.h"
-#include "supervisor/metrics.h"
-#include "supervisor/spool.h"
+#include "supervisor/report/metrics.h"
+#include "supervisor/front/spool.h"
 
 using framemill::MetricsFigures;
 using framemill::WorkerEvent;

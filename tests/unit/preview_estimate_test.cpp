@@ -1,8 +1,8 @@
-// The preview's estimate (supervisor/preview_estimate.h): the slowest stage limits, the workers'
+// The preview's estimate (supervisor/job/preview_estimate.h): the slowest stage limits, the workers'
 // warm-up chunk is left out when a later chunk was measured, sizes scale with the frames.
 #include <doctest/doctest.h>
 
-#include "supervisor/preview_estimate.h"
+#include "supervisor/job/preview_estimate.h"
 
 using framemill::EstimateInputs;
 using framemill::PreviewEstimate;

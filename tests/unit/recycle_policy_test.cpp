@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "supervisor/recycle_policy.h"
+#include "supervisor/workers/recycle_policy.h"
 
 using namespace framemill;
 

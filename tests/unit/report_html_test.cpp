@@ -4,8 +4,8 @@
 #include <regex>
 #include <string>
 
-#include "supervisor/report_html.h"
-#include "supervisor/report_stills.h"
+#include "supervisor/report/report_html.h"
+#include "supervisor/report/report_stills.h"
 
 using namespace framemill;
 

@@ -1,0 +1,363 @@
+// framemill: the supervisor's command line (CLI11). `framemill --help` and `framemill COMMAND
+// --help` list the commands and options:
+//
+//   framemill run JOB.json                     run one job in the foreground
+//   framemill preview JOB.json [--frames K] [--json]  a contact sheet and an estimate of the job
+//   framemill serve                            drain the spool (config spool_dir), for systemd
+//   framemill submit INPUT --model M --output O [--priority P] [--json] [key=value ...]
+//   framemill list [--json] | status [JOB] [--follow] [--json] | cancel JOB | retry JOB
+//   framemill model export NAME PATH [--target FILE] | model list
+//   framemill completion bash                  a bash completion script, made from this parser
+//   framemill version | --version
+// Every command takes --config FILE (before or after the command's name).
+//
+// Exit codes: 0 success (also --help), 1 the job or command failed (the message names the
+// reason), 2 usage error (the message names the option or argument), 3 no such job, 130 stopped
+// by SIGINT/SIGTERM.
+#include <cstdint>
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "common/config.h"
+#include "common/file_util.h"
+#include "common/job_spec.h"
+#include "common/json_fields.h"
+#include "common/log.h"
+#include "common/shared_memory.h"
+#include "supervisor/front/completion.h"
+#include "supervisor/job/job_runner.h"
+#include "supervisor/job/preview.h"
+#include "supervisor/front/service.h"
+#include "supervisor/front/spool_commands.h"
+#include "supervisor/process/subprocess.h"
+
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailed = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitStopped = 130;
+
+std::atomic<bool> g_stop{false};
+
+void OnStopSignal(int) { g_stop.store(true); }
+
+void InstallSignalHandlers() {
+  struct sigaction sa {};
+  sa.sa_handler = OnStopSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);  // a dead ffmpeg shows up as EPIPE on write, handled there
+}
+
+// Model export needs LibTorch, which the supervisor does not link: the worker binary does it.
+// `args`: the worker's own arguments (--export-model NAME PATH [--target FILE] | --list-models).
+int ModelCommand(const std::vector<std::string>& args, const framemill::Config& config) {
+  std::vector<std::string> argv = {framemill::WorkerBinaryPath(config.worker_binary)};
+  argv.insert(argv.end(), args.begin(), args.end());
+  framemill::Result<framemill::CommandOutput> r = framemill::RunAndCapture(argv);
+  if (!r.ok()) {
+    std::fprintf(stderr, "framemill: %s\n", r.status().ToString().c_str());
+    return kExitFailed;
+  }
+  std::fputs(r->out.c_str(), stdout);
+  std::fputs(r->err.c_str(), stderr);
+  return r->exit_code == 0 ? kExitOk : kExitFailed;
+}
+
+void PrintSummary(const framemill::JobReport& r) {
+  const framemill::DispatchStats& d = r.dispatch;
+  std::printf(
+      "framemill: wrote %s: %lld frames %dx%d (%s to the workers) -> %dx%d in %.1f s (%.1f fps), "
+      "%lld chunks, %lld segments\n",
+      r.output.c_str(), static_cast<long long>(r.frames), r.in_width, r.in_height,
+      r.worker_input_format.c_str(), r.out_width, r.out_height, r.seconds,
+      r.seconds > 0 ? r.frames / r.seconds : 0.0, static_cast<long long>(r.chunks),
+      static_cast<long long>(r.segments));
+  std::printf("framemill: output pixel format %s\n", r.output_pix_fmt.c_str());
+  for (const std::string& w : r.warnings) std::printf("framemill: warning: %s\n", w.c_str());
+  int recycles = 0;
+  std::string by_reason;
+  for (const auto& [reason, n] : d.recycles) {
+    recycles += n;
+    by_reason += (by_reason.empty() ? "" : ", ") + reason + " " + std::to_string(n);
+  }
+  std::printf(
+      "framemill: workers started %d, recycled %d%s%s%s, crashed %d, killed %d; "
+      "chunks retried %d\n",
+      d.workers_started, recycles, by_reason.empty() ? "" : " (", by_reason.c_str(),
+      by_reason.empty() ? "" : ")", d.crashes, d.kills, d.chunk_retries);
+  for (const auto& p : d.peaks) {
+    std::printf(
+        "framemill:   worker %d gen %llu: %llu frames, peak rss %.0f MiB, peak gpu "
+        "reserved %.0f MiB\n",
+        p.worker, static_cast<unsigned long long>(p.generation),
+        static_cast<unsigned long long>(p.frames), p.rss_bytes / 1048576.0,
+        p.gpu_reserved_bytes / 1048576.0);
+  }
+  std::printf("framemill: worker sandbox: %s\n", r.worker_sandbox.c_str());
+  std::printf("framemill: worker start: %s\n", d.StartupSummary().c_str());
+  std::printf("framemill: stages: %s\n", r.stages.Summary().c_str());
+  std::printf("framemill: memory timeline: %s\n", r.timeline.c_str());
+  if (!r.report.empty()) std::printf("framemill: report: %s\n", r.report.c_str());
+  std::printf("framemill: faults survived: decoder restarts %lld, job attempts %lld%s\n",
+              static_cast<long long>(r.decoder_restarts), static_cast<long long>(r.attempts),
+              r.faults_retried.empty() ? "" : " (ffmpeg crashed and was retried)");
+}
+
+// The job file of `run` and `preview` (a rejection is printed), and shared memory left by dead
+// supervisors removed before this one makes its own.
+framemill::Result<framemill::JobSpec> LoadJobForCommand(const std::string& job_path,
+                                                        const framemill::Config& config) {
+  framemill::Result<framemill::JobSpec> job = framemill::LoadJobFile(job_path, config.defaults);
+  if (!job.ok()) {
+    std::fprintf(stderr, "framemill: job rejected: %s\n", job.status().ToString().c_str());
+    return job;
+  }
+  int stale = framemill::RemoveStaleObjects();
+  if (stale > 0) spdlog::info("removed {} shared-memory objects left by dead supervisors", stale);
+  return job;
+}
+
+int RunCommand(const std::string& job_path, const framemill::Config& config) {
+  framemill::Result<framemill::JobSpec> job = LoadJobForCommand(job_path, config);
+  if (!job.ok()) return kExitFailed;
+  // On a terminal, a live progress line on stderr (logs go there too, each on its own line).
+  framemill::JobOptions options;
+  uint64_t start_ms = framemill::MonotonicMs(), last_ms = 0;
+  if (::isatty(2)) {
+    options.on_progress = [&](const framemill::JobProgress& p) {
+      uint64_t now = framemill::MonotonicMs();
+      if (now - last_ms < 250 || p.frames_total <= 0) return;
+      last_ms = now;
+      double frac = static_cast<double>(p.frames_done) / static_cast<double>(p.frames_total);
+      double secs = static_cast<double>(now - start_ms) / 1000.0;
+      double fps = secs > 0 ? static_cast<double>(p.frames_done) / secs : 0.0;
+      std::string bar(static_cast<size_t>(frac * 30), '#');
+      bar.resize(30, '.');
+      std::fprintf(stderr, "\r[%s] %5.1f%% %lld/%lld frames %6.1f fps ETA %4.0f s ", bar.c_str(),
+                   100.0 * frac, static_cast<long long>(p.frames_done),
+                   static_cast<long long>(p.frames_total), fps,
+                   fps > 0 ? static_cast<double>(p.frames_total - p.frames_done) / fps : 0.0);
+    };
+  }
+  framemill::JobReportFile report_file;
+  options.report_file = &report_file;
+  framemill::Result<framemill::JobReport> report = framemill::RunJob(*job, config, g_stop, options);
+  if (::isatty(2)) std::fprintf(stderr, "\n");
+  if (!report.ok()) {
+    std::fprintf(stderr, "framemill: job failed: %s\n", report.status().ToString().c_str());
+    if (!report_file.path.empty()) {
+      std::fprintf(stderr, "framemill: report: %s\n", report_file.path.c_str());
+    }
+    if (!report_file.warning.empty()) {
+      std::fprintf(stderr, "framemill: warning: %s\n", report_file.warning.c_str());
+    }
+    return report.status().code() == framemill::StatusCode::kCancelled ? kExitStopped : kExitFailed;
+  }
+  PrintSummary(*report);
+  return kExitOk;
+}
+
+// `framemill preview`: the contact sheet and the estimate, as text or as one JSON document.
+int PreviewCommand(const std::string& job_path, int frames, bool json,
+                   const framemill::Config& config) {
+  framemill::Result<framemill::JobSpec> job = LoadJobForCommand(job_path, config);
+  if (!job.ok()) return kExitFailed;
+  framemill::PreviewOptions options;
+  options.frames = frames;
+  framemill::Result<framemill::PreviewReport> report =
+      framemill::RunPreview(*job, config, g_stop, options);
+  if (!report.ok()) {
+    std::fprintf(stderr, "framemill: preview failed: %s\n", report.status().ToString().c_str());
+    return report.status().code() == framemill::StatusCode::kCancelled ? kExitStopped : kExitFailed;
+  }
+  if (json) {
+    std::printf("%s\n", framemill::DumpJson(report->ToJson(), 2).c_str());
+  } else {
+    std::fputs(report->ToText().c_str(), stdout);
+  }
+  return kExitOk;
+}
+
+// What the command line asked for, filled by CLI11.
+struct Request {
+  std::string config_path;
+  std::string job_path;          // run, preview
+  int frames = framemill::kDefaultPreviewFrames;  // preview
+  framemill::SubmitArgs submit;  // submit
+  std::string job_id;            // status, cancel, retry
+  bool follow = false;
+  bool json = false;
+  std::string model_name, model_path, model_target;  // model export
+  std::string shell = "bash";                        // completion
+};
+
+// The parser: every command, option and argument, with its help. `rq` receives the values.
+void DefineCommands(CLI::App& app, Request& rq) {
+  app.set_help_all_flag("--help-all", "Show the help of every command");
+  app.set_version_flag("--version", std::string("framemill ") + FRAMEMILL_VERSION);
+  app.require_subcommand(1);
+  app.fallthrough();
+  app.add_option("--config", rq.config_path,
+                 "Config file (default: $FRAMEMILL_CONFIG, else /etc/framemill/framemill.json "
+                 "if it exists, else built-in defaults)")
+      ->type_name("FILE");
+  app.footer(
+      "Exit codes: 0 ok, 1 failed, 2 usage error, 3 no such job, 130 stopped.\n"
+      "Run `framemill COMMAND --help` for a command's options.");
+
+  CLI::App* run = app.add_subcommand("run", "Run one job in the foreground and print a summary");
+  run->add_option("job", rq.job_path, "The job file (JSON: input, model, output, ...)")
+      ->required()
+      ->type_name("JOB.json");
+
+  CLI::App* preview = app.add_subcommand(
+      "preview",
+      "Run the job's model on a few frames sampled across the video; write a contact sheet to "
+      "<output>.preview.png and print an estimate of the whole job");
+  preview->add_option("job", rq.job_path, "The job file (JSON: input, model, output, ...)")
+      ->required()
+      ->type_name("JOB.json");
+  preview
+      ->add_option("--frames", rq.frames,
+                   "Frames to sample (1.." + std::to_string(framemill::kMaxPreviewFrames) +
+                       ", default " + std::to_string(framemill::kDefaultPreviewFrames) + ")")
+      ->check(CLI::Range(1, framemill::kMaxPreviewFrames))
+      ->type_name("K");
+  preview->add_flag("--json", rq.json, "Print the result and the estimate as one JSON document");
+
+  app.add_subcommand("serve",
+                     "Drain the spool directory (config spool_dir) until stopped; for systemd");
+
+  CLI::App* submit = app.add_subcommand("submit", "Put a job into the spool for the service");
+  submit->add_option("input", rq.submit.input, "The video to process")->required();
+  submit->add_option("--model", rq.submit.model, "The model file")->required()->type_name("FILE");
+  submit->add_option("--output", rq.submit.output, "Where to write the result")
+      ->required()
+      ->type_name("FILE");
+  submit->add_option("--priority", rq.submit.priority, "Higher runs first (default 0)")
+      ->type_name("N");
+  submit->add_flag("--json", rq.json, "Print {\"id\", \"state\", \"job\"} as JSON");
+  submit
+      ->add_option("settings", rq.submit.settings,
+                   "Other job keys as key=value (value read as JSON when it parses: "
+                   "batch=4 device=\"cuda:0\")")
+      ->type_name("KEY=VALUE");
+
+  CLI::App* list = app.add_subcommand("list", "List every job of the spool: id, state, detail");
+  list->add_flag("--json", rq.json, "Print a JSON array of jobs");
+
+  CLI::App* status =
+      app.add_subcommand("status", "The spool's counts and active jobs, or one job's progress");
+  status->add_option("job", rq.job_id, "A job id (as `submit` printed it)");
+  status->add_flag("--follow,-f", rq.follow, "Repeat every second until the job ends");
+  status->add_flag("--json", rq.json, "Print JSON")->excludes("--follow");
+
+  CLI::App* cancel = app.add_subcommand("cancel", "Ask the service to cancel a job");
+  cancel->add_option("job", rq.job_id, "A job id")->required();
+  CLI::App* retry = app.add_subcommand("retry", "Ask the service to run a failed job again");
+  retry->add_option("job", rq.job_id, "A job id")->required();
+
+  CLI::App* model = app.add_subcommand("model", "Example models: export or list them");
+  model->require_subcommand(1);
+  CLI::App* exp = model->add_subcommand("export", "Write an example TorchScript model");
+  exp->add_option("name", rq.model_name, "The example's name (`framemill model list`)")->required();
+  exp->add_option("path", rq.model_path, "Where to write it")->required();
+  exp->add_option("--target", rq.model_target,
+                  "A file the test models `read_file`/`write_file`"
+                  " try to reach (sandbox tests)")
+      ->type_name("FILE");
+  model->add_subcommand("list", "Names of the example models");
+
+  CLI::App* completion = app.add_subcommand("completion", "Print a shell completion script (bash)");
+  completion->add_option("shell", rq.shell, "The shell")->check(CLI::IsMember({"bash"}));
+
+  app.add_subcommand("version", "Print the version");
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app("framemill: runs a model over every frame of long videos, unattended", "framemill");
+  Request rq;
+  DefineCommands(app, rq);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);  // the help, on stdout, exit 0
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "framemill: %s\nRun `framemill --help` (or `framemill COMMAND --help`).\n",
+                 e.what());
+    return kExitUsage;
+  }
+  const CLI::App* cmd = app.get_subcommands().at(0);
+  const std::string name = cmd->get_name();
+  if (name == "version") {
+    std::printf("framemill %s\n", FRAMEMILL_VERSION);
+    return kExitOk;
+  }
+  if (name == "completion") {
+    std::fputs(framemill::BashCompletion(app).c_str(), stdout);
+    return kExitOk;
+  }
+  framemill::Result<framemill::Config> config = framemill::LoadConfig(rq.config_path);
+  if (!config.ok()) {
+    std::fprintf(stderr, "framemill: %s\n", config.status().ToString().c_str());
+    return kExitFailed;
+  }
+  framemill::InitLogging("framemill", config->log_level);
+  // Unset in the config: the service confines its workers or fails the job; a job run by hand
+  // gets what the machine allows, with a warning.
+  if (!config->worker_sandbox) {
+    config->worker_sandbox =
+        name == "serve" ? framemill::WorkerSandbox::kRequired : framemill::WorkerSandbox::kAuto;
+  }
+  InstallSignalHandlers();
+  if (name == "run") return RunCommand(rq.job_path, *config);
+  if (name == "preview") return PreviewCommand(rq.job_path, rq.frames, rq.json, *config);
+  if (name == "serve") {
+    framemill::Status s = framemill::RunService(*config, g_stop);
+    if (!s.ok()) {
+      std::fprintf(stderr, "framemill: %s\n", s.ToString().c_str());
+      return kExitFailed;
+    }
+    return kExitOk;
+  }
+  if (name == "submit") return framemill::SubmitCommand(rq.submit, *config, rq.json);
+  if (name == "list") return framemill::ListCommand(*config, rq.json);
+  if (name == "status") return framemill::StatusCommand(rq.job_id, rq.follow, rq.json, *config);
+  if (name == "cancel") return framemill::CancelCommand(rq.job_id, *config);
+  if (name == "retry") return framemill::RetryCommand(rq.job_id, *config);
+  if (name == "model") {
+    if (cmd->got_subcommand("list")) return ModelCommand({"--list-models"}, *config);
+    std::vector<std::string> args = {"--export-model", rq.model_name, rq.model_path};
+    if (!rq.model_target.empty()) args.insert(args.end(), {"--target", rq.model_target});
+    return ModelCommand(args, *config);
+  }
+  std::fprintf(stderr, "framemill: unknown command %s\n", name.c_str());
+  return kExitUsage;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // No exception ends a command with a core dump: nlohmann, std and Boost errors are reported.
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "framemill: internal error: %s\n", e.what());
+    return kExitFailed;
+  }
+}

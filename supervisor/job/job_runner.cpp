@@ -1,0 +1,1013 @@
+#include "supervisor/job/job_runner.h"
+
+#include <cstdint>
+#include <algorithm>
+#include <cmath>
+#include <csignal>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <fcntl.h>
+#include <cstdlib>
+#include <sys/stat.h>
+#include <thread>
+#include <unistd.h>
+
+#include "common/checked_file.h"
+#include "common/file_util.h"
+#include "common/frame_format.h"
+#include "common/json_fields.h"
+#include "common/log.h"
+#include "common/shared_memory.h"
+#include "common/shm_protocol.h"
+#include "common/shm_validate.h"
+#include "supervisor/plan/chunk_board.h"
+#include "supervisor/media/color_path.h"
+#include "supervisor/workers/dispatcher.h"
+#include "supervisor/media/ffmpeg_pipes.h"
+#include "supervisor/plan/job_plan.h"
+#include "supervisor/job/job_state.h"
+#include "supervisor/media/media_probe.h"
+#include "supervisor/media/output_geometry.h"
+#include "supervisor/media/output_muxer.h"
+#include "supervisor/media/pixel_format.h"
+#include "supervisor/report/report_file.h"
+#include "supervisor/report/report_stills.h"
+#include "supervisor/process/subprocess.h"
+#include "supervisor/media/source_geometry.h"
+#include "supervisor/workers/timeline.h"
+#include "supervisor/workers/worker_pool.h"
+
+namespace framemill {
+namespace {
+
+constexpr int64_t kParallelSegmentChunks = 4;  // longest segment, in chunks, with encoders > 1
+
+// The job's color_conversion for this source and these workers: "auto" is device for workers on
+// a GPU and an 8-bit 4:2:0 source, accurate otherwise; "device" for any other source is fast.
+std::string ResolveColorConversion(const std::string& setting, const std::string& worker_device,
+                                   const VideoStreamInfo& v, const std::string& input) {
+  const bool planar420 = IsPlanarYuv420(v.pix_fmt);
+  if (setting == "auto") {
+    return worker_device.rfind("cuda", 0) == 0 && planar420 ? "device" : "accurate";
+  }
+  if (setting == "device" && !planar420) {
+    spdlog::warn(
+        "{}: color_conversion device takes 8-bit 4:2:0 video and this is {}; ffmpeg converts "
+        "it to RGB (fast) instead",
+        input, v.pix_fmt.empty() ? "of an unknown pixel format" : v.pix_fmt);
+    return "fast";
+  }
+  return setting;
+}
+
+// A fault hook from the environment: the number N in `name`, or -1 when unset.
+int64_t FaultHook(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return -1;
+  char* end = nullptr;
+  long long n = std::strtoll(v, &end, 10);
+  return end != v && *end == '\0' && n >= 0 ? n : -1;
+}
+
+// Each hook fires once per process, so that a retry succeeds.
+std::atomic<bool> g_decoder_fault_fired{false};
+std::atomic<bool> g_encoder_fault_fired{false};
+
+bool IsCrash(const Status& s) {
+  return s.code() == StatusCode::kDecoderCrashed || s.code() == StatusCode::kEncoderCrashed;
+}
+
+// What a job opened, kept across the attempts of one RunJob: a retry after a crash reads the
+// same files and keeps the finished segments of its scratch directory.
+struct JobFiles {
+  // Named once: the checked, open input, model and output directory.
+  UniqueFd input, model, output_dir;
+  UniqueFd dir;              // the scratch directory, open
+  std::string private_name;  // "" = the caller's workspace (kept); else removed at the end
+  std::string path() const { return FdPath(dir.get()); }
+};
+
+// The file `name` in the directory `dir_fd`, created exclusively under a random name, then
+// renamed to `name` (a link planted there is replaced, not followed). For the timeline.
+Result<UniqueFd> CreateInPlace(int dir_fd, const std::string& name) {
+  Result<CreatedFile> f = CreateExclusiveAt(dir_fd, "." + name + ".", ".tmp", 0644);
+  if (!f.ok()) return f.status();
+  FM_RETURN_IF_ERROR(RenameCheckedAt(dir_fd, f->name, f->fd.get(), name, RenameMode::kReplace));
+  return std::move(f->fd);
+}
+
+// One job's run. Owns the workers, the arena and the scratch directory for its lifetime.
+class JobRun {
+ public:
+  JobRun(const JobSpec& job, const Config& config, const std::atomic<bool>& stop,
+         const JobOptions& options, JobFiles* files)
+      : job_(job),
+        config_(config),
+        settings_(job.settings),
+        stop_(stop),
+        options_(options),
+        scratch_dir_(*files),
+        input_fd_(files->input),
+        model_fd_(files->model),
+        output_dir_fd_(files->output_dir) {}
+
+  // The pipeline, then the report (for a job that started workers, whatever the outcome).
+  Result<JobReport> Run();
+  // The worker counts of this run (empty when it started no workers).
+  DispatchStats Dispatch() const { return dispatcher_ ? dispatcher_->stats() : DispatchStats(); }
+
+ private:
+  Result<JobReport> RunPipeline();
+  void WriteReport(Result<JobReport>* result);
+  Status OpenPaths();
+  Status OpenScratch();
+  Status Prepare();
+  Status ResolveDepth();
+  Status StartDecoder(int64_t skip);
+  Result<bool> ReadFrame(uint8_t* dst);
+  Status StartWorkers();
+  std::string WarmKey() const;
+  std::string LogDirKey() const;
+  Status CreateArena();
+  Status PlanGeometry();
+  // The decoder's -vf: geometry's filters (deinterlace, turn upright), then the colour path's
+  // conversion to the model's format.
+  std::vector<std::string> DecoderFilters() const;
+  Status CheckFreeSpace() const;
+  void DecodeLoop();
+  void EncodeLoop(int encoder);
+  Status EncodeSegment(const SegmentPlan& seg, const SegmentFormat& fmt, int encoder,
+                       double* busy_s, double* wait_s);
+  Status SegmentFinished(int64_t index, int64_t bytes);
+
+  const JobSpec& job_;
+  const Config& config_;
+  const JobSettings& settings_;
+  const std::atomic<bool>& stop_;
+  const JobOptions& options_;
+
+  JobFiles& scratch_dir_;
+  UniqueFd& input_fd_;  // these three live in the JobFiles
+  UniqueFd& model_fd_;
+  UniqueFd& output_dir_fd_;
+  std::string output_name_;
+  SourceFile source_;                    // the input as ffprobe and ffmpeg get it
+  std::unique_ptr<FrameReader> reader_;  // decoder thread only
+  int64_t next_frame_ = 0;               // the frame the decoder delivers next
+  int64_t error_retried_at_ = -1;        // where a decoder's error exit was retried
+  MediaInfo media_;
+  int64_t chunks_per_segment_ = 1;
+  std::unique_ptr<JobState> state_;  // the done-log (state.json)
+  int64_t first_chunk_ = 0;
+  std::mutex stages_mu_;  // guards stages_.encode_* between encoder threads
+  JobPlan plan_;
+  std::string scratch_;
+  Timeline timeline_;
+  std::unique_ptr<Dispatcher> dispatcher_;
+  uint32_t probe_w_ = 0, probe_h_ = 0;
+  std::string worker_device_;  // where the first worker runs ("cpu", "cuda:0")
+  // settings_.color_conversion as it applies to this job: accurate | fast | device.
+  std::string color_conversion_;
+  // What the decoder's filters make of the source (upright, progressive unless deinterlace off)
+  // and what the encoder writes: set by PlanGeometry.
+  std::vector<std::string> decoder_filters_;
+  OutputGeometry out_geometry_;
+  // depth: the matrix, range and tags both ways; how frames lie in the arena (in: as the decoder
+  // writes them, out: as the encoder takes them).
+  ColorPath color_path_;
+  EncoderSettings encoder_;  // settings_.encoder with pix_fmt resolved
+  FrameFormat in_format_ = FrameFormat::kRgb24;
+  FrameFormat out_format_ = FrameFormat::kRgb24;
+  int out_w_ = 0, out_h_ = 0;
+  SharedMemory arena_shm_;
+  uint8_t* arena_base_ = nullptr;
+  ArenaGeometry arena_;  // our own copy: the header in shared memory is never read back
+  std::unique_ptr<ChunkBoard> board_;
+  std::unique_ptr<StillCapture> stills_;  // the report's stills, taken by the encoder threads
+  JobReport report_;
+  StageTimes& stages_ = report_.stages;  // decode_* written by the decoder thread only,
+                                         // encode_* under stages_mu_
+};
+
+// Opens and checks the input, the model and the output directory (once per RunJob: a retry uses
+// the files the first attempt opened).
+Status JobRun::OpenPaths() {
+  if (!input_fd_.valid()) {
+    Result<UniqueFd> input =
+        OpenCheckedFile(CheckedKind::kInput, job_.input, config_.allowed_input_roots);
+    if (!input.ok()) return input.status();
+    input_fd_ = std::move(*input);
+  }
+  if (!model_fd_.valid()) {
+    Result<UniqueFd> model =
+        OpenCheckedFile(CheckedKind::kModel, job_.model, config_.allowed_model_roots);
+    if (!model.ok()) return model.status();
+    model_fd_ = std::move(*model);
+  }
+  output_name_ = BaseName(job_.output);
+  if (output_name_.empty() || output_name_ == "." || output_name_ == "..") {
+    return Status(StatusCode::kOutputInvalid, job_.output + ": not a file name");
+  }
+  Result<std::string> muxer = MuxerForOutput(job_.output);
+  if (!muxer.ok()) return muxer.status();
+  const std::string out_dir = DirName(job_.output);
+  if (!output_dir_fd_.valid()) {
+    Result<UniqueFd> dir = OpenCheckedDirectory(out_dir, config_.allowed_output_roots);
+    if (!dir.ok()) return dir.status();
+    output_dir_fd_ = std::move(*dir);
+  }
+  if (::access(FdPath(output_dir_fd_.get()).c_str(), W_OK) != 0) {
+    return Status(StatusCode::kOutputInvalid, out_dir + ": output directory is not writable");
+  }
+  struct stat st {};
+  if (::fstatat(output_dir_fd_.get(), output_name_.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (S_ISDIR(st.st_mode)) {
+      return Status(StatusCode::kOutputInvalid, job_.output + ": output is a directory");
+    }
+    if (!job_.overwrite) {
+      return Status(StatusCode::kOutputInvalid,
+                    job_.output + ": output exists (set \"overwrite\": true to replace it)");
+    }
+  }
+  Result<std::vector<std::string>> restrictions =
+      InputRestrictions(config_.ffprobe, config_.allow_playlist_inputs ? PlaylistInputs::kAllow
+                                                                       : PlaylistInputs::kRefuse);
+  if (!restrictions.ok()) return restrictions.status();
+  source_ = SourceFile{input_fd_.get(), job_.input, std::move(*restrictions)};
+  return Status::Ok();
+}
+
+// Without a workspace: a private directory (mode 0700, random name) in the output directory,
+// created once per RunJob. With one: the caller's directory, opened.
+Status JobRun::OpenScratch() {
+  if (scratch_dir_.dir.valid()) return Status::Ok();
+  if (options_.workspace.empty()) {
+    Result<CreatedFile> dir = MakePrivateDirectoryAt(output_dir_fd_.get(), ".framemill-work.");
+    if (!dir.ok()) return dir.status();
+    scratch_dir_.private_name = dir->name;
+    scratch_dir_.dir = std::move(dir->fd);
+    return Status::Ok();
+  }
+  FM_RETURN_IF_ERROR(MakeDirectories(options_.workspace));
+  scratch_dir_.dir.Reset(::open(options_.workspace.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!scratch_dir_.dir.valid()) {
+    return Status(StatusCode::kIo,
+                  "open workspace " + options_.workspace + ": " + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+// depth: the colour path, the output pixel format (pix_fmt "auto": the source's depth and chroma
+// layout where the encoder has them) and the arena's output format.
+Status JobRun::ResolveDepth() {
+  const VideoStreamInfo& v = media_.video;
+  color_path_ = ResolveColorPath(v);
+  encoder_ = settings_.encoder;
+  if (color_path_.assumed) {
+    spdlog::info("{}: no colour-space tag; converting and tagging as {} ({} at {}x{})", job_.input,
+                 color_path_.color_space, color_path_.color_space == "bt709" ? "HD" : "SD", v.width,
+                 v.height);
+  }
+  if (encoder_.pix_fmt == "auto") {
+    Result<std::vector<std::string>> supported =
+        EncoderPixelFormats(config_.ffmpeg, encoder_.codec);
+    if (!supported.ok()) return supported.status();
+    PixelFormatChoice choice = ChoosePixelFormat(ParsePixelFormat(v.pix_fmt), *supported);
+    encoder_.pix_fmt = choice.pix_fmt;
+    if (!choice.warning.empty()) {
+      std::string w = encoder_.codec + ": " + choice.warning;
+      spdlog::warn("{}: {}", job_.input, w);
+      report_.warnings.push_back(w);
+    }
+  }
+  out_format_ =
+      ParsePixelFormat(encoder_.pix_fmt).bits > 8 ? FrameFormat::kRgb48 : FrameFormat::kRgb24;
+  spdlog::info("{}: {} ({}-bit {}) -> {}", job_.input, v.pix_fmt, v.bits_per_component,
+               v.chroma_layout, encoder_.pix_fmt);
+  return Status::Ok();
+}
+
+Status JobRun::Prepare() {
+  FM_RETURN_IF_ERROR(OpenPaths());
+  Result<MediaInfo> media = ProbeMedia(config_.ffprobe, source_, /*frame_times=*/true);
+  if (!media.ok()) return media.status();
+  media_ = std::move(*media);
+  const VideoStreamInfo& v = media_.video;
+  FM_RETURN_IF_ERROR(ResolveDepth());
+  if (!v.constant_rate) {
+    spdlog::info("{}: variable frame rate; every frame keeps its source timestamp", job_.input);
+  }
+  chunks_per_segment_ =
+      ChunksPerSegment(settings_.segment_seconds, v.frame_rate.value(), settings_.chunk_frames);
+  // Several encoders work on several segments at once, and every chunk of those segments waits
+  // in the arena until its encoder takes it: short segments let them all fit.
+  if (settings_.encoders > 1) {
+    chunks_per_segment_ = std::min<int64_t>(chunks_per_segment_, kParallelSegmentChunks);
+  }
+  Result<JobPlan> plan = MakePlan(v.frame_count, settings_.chunk_frames, chunks_per_segment_);
+  if (!plan.ok()) return plan.status();
+  plan_ = std::move(*plan);
+  spdlog::info(
+      "{}: video stream #{} {} {}x{} @ {} fps, {} frames, {} audio, {} subtitle; "
+      "plan: {} chunks of {}, {} segments",
+      job_.input, v.index, v.codec, v.width, v.height, v.frame_rate.ToString(), v.frame_count,
+      media_.audio.size(), media_.subtitles.size(), plan_.chunks.size(), plan_.chunk_frames,
+      plan_.segments.size());
+  FM_RETURN_IF_ERROR(OpenScratch());
+  // A name of the open directory: valid here and in every child that inherits it.
+  scratch_ = scratch_dir_.path();
+  state_ = std::make_unique<JobState>(scratch_, job_, plan_, chunks_per_segment_);
+  FM_RETURN_IF_ERROR(state_->Load());
+  const int64_t first_segment = state_->resumed();
+  first_chunk_ = first_segment < static_cast<int64_t>(plan_.segments.size())
+                     ? plan_.segments[first_segment].first_chunk
+                     : static_cast<int64_t>(plan_.chunks.size());
+  report_.segments_resumed = first_segment;
+  if (first_segment > 0) {
+    spdlog::info("resuming: {} of {} segments already finished; starting at frame {}",
+                 first_segment, plan_.segments.size(),
+                 first_chunk_ < static_cast<int64_t>(plan_.chunks.size())
+                     ? plan_.chunks[first_chunk_].first_frame
+                     : plan_.frame_count);
+  }
+  return Status::Ok();
+}
+
+// What makes idle workers fit a job: the model file as it is now, the device, the worker count.
+std::string JobRun::WarmKey() const {
+  struct stat st {};
+  ::fstat(model_fd_.get(), &st);
+  return FdRealPath(model_fd_.get()) + "|" + std::to_string(st.st_dev) + ":" +
+         std::to_string(st.st_ino) + "|" + std::to_string(st.st_size) + "|" +
+         std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) + "|" +
+         settings_.device + "|" + settings_.precision + "|" +
+         Name(settings_.model_optimization) + "|" + std::to_string(settings_.workers) +
+         "|" + DumpJson(nlohmann::json(settings_.gpus)) + "|" + LogDirKey();
+}
+
+// Workers that write their logs into the job's scratch directory (no worker_log_dir) name it as
+// /proc/self/fd/N of this job: they fit no other job.
+std::string JobRun::LogDirKey() const {
+  if (!options_.worker_log_dir.empty()) return options_.worker_log_dir;
+  struct stat st {};
+  ::fstat(scratch_dir_.dir.get(), &st);
+  return "scratch " + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
+}
+
+Status JobRun::StartWorkers() {
+  std::unique_ptr<WorkerPool> pool;
+  if (options_.warm != nullptr && options_.warm->pool != nullptr) {
+    if (options_.warm->key == WarmKey()) {
+      pool = std::move(options_.warm->pool);
+      spdlog::info("reusing the loaded workers of the previous job");
+    } else {
+      options_.warm->pool->StopAll(5000);
+      options_.warm->pool.reset();
+    }
+  }
+  if (pool == nullptr) {
+    WorkerOptions opts;
+    opts.worker_binary = WorkerBinaryPath(config_.worker_binary);
+    // The file as opened and checked: the pool hands the descriptor to the workers; where it
+    // reads a name, it gets the real path resolved at the check, not the job's symlink.
+    opts.model = FdRealPath(model_fd_.get());
+    opts.model_fd = model_fd_.get();
+    opts.device = settings_.device;
+    opts.precision = settings_.precision;
+    opts.model_optimization = settings_.model_optimization;
+    opts.log_level = config_.log_level;
+    opts.log_dir = options_.worker_log_dir.empty() ? scratch_ : options_.worker_log_dir;
+    opts.pytorch_alloc_conf = config_.pytorch_alloc_conf;
+    opts.sandbox = config_.worker_sandbox.value_or(WorkerSandbox::kAuto);
+    // Twice the channels of the workers wanted: room for a warm standby beside each one.
+    int channels = std::min<int>(2 * settings_.workers, static_cast<int>(kMaxWorkerChannels));
+    Result<std::unique_ptr<WorkerPool>> created = WorkerPool::Create(opts, channels);
+    if (!created.ok()) return created.status();
+    pool = std::move(*created);
+  }
+  dispatcher_ =
+      std::make_unique<Dispatcher>(plan_, settings_, std::move(pool), &timeline_,
+                                   static_cast<uint64_t>(config_.worker_start_timeout_s * 1000));
+  Result<FirstWorker> first = dispatcher_->Start(stop_);
+  if (!first.ok()) return first.status();
+  probe_w_ = first->probe_w;
+  probe_h_ = first->probe_h;
+  worker_device_ = first->device;
+  report_.worker_sandbox = first->sandbox;
+  if (WorkerSandboxDegraded(first->sandbox)) {
+    // Once per job, and loud: the job runs, but its model can reach what the service can.
+    spdlog::warn(
+        "WORKERS ARE NOT SANDBOXED as they should be: {} (worker_sandbox \"auto\"; "
+        "\"required\" refuses to run so)",
+        first->sandbox);
+  } else {
+    spdlog::info("worker sandbox: {}", first->sandbox);
+  }
+  spdlog::info("model maps {}x{} to {}x{} on {}", kProbeSize, kProbeSize, probe_w_, probe_h_,
+               worker_device_);
+  return Status::Ok();
+}
+
+Status JobRun::CreateArena() {
+  const VideoStreamInfo& v = media_.video;
+  // The model's scale, from its output for a kProbeSize square; the frame must scale exactly.
+  // The model sees upright frames: display_width x display_height (source_geometry.h).
+  uint64_t ow = static_cast<uint64_t>(v.display_width) * probe_w_;
+  uint64_t oh = static_cast<uint64_t>(v.display_height) * probe_h_;
+  if (probe_w_ == 0 || probe_h_ == 0 || ow % kProbeSize != 0 || oh % kProbeSize != 0) {
+    return Status(StatusCode::kModelInvalid,
+                  "model output size " + std::to_string(probe_w_) + "x" + std::to_string(probe_h_) +
+                      " for a " + std::to_string(kProbeSize) + "x" + std::to_string(kProbeSize) +
+                      " input is not a whole scale of " + std::to_string(v.display_width) + "x" +
+                      std::to_string(v.display_height));
+  }
+  out_w_ = static_cast<int>(ow / kProbeSize);
+  out_h_ = static_cast<int>(oh / kProbeSize);
+  FM_RETURN_IF_ERROR(PlanGeometry());
+  // color_conversion device: the source's 4:2:0 planes go to the workers as they are.
+  color_conversion_ =
+      ResolveColorConversion(settings_.color_conversion, worker_device_, v, job_.input);
+  // More than 8 bits reach the model as 16 (rgb48); the output side is 16-bit for an output
+  // format of more than 8 bits.
+  in_format_ = color_conversion_ == "device" ? FrameFormat::kYuv420p
+               : v.bits_per_component > 8    ? FrameFormat::kRgb48
+                                             : FrameFormat::kRgb24;
+  const FrameFormat in_format = in_format_;
+  uint64_t in_frame = FrameBytes(in_format, static_cast<uint32_t>(v.display_width),
+                                 static_cast<uint32_t>(v.display_height));
+  uint64_t out_frame =
+      FrameBytes(out_format_, static_cast<uint32_t>(out_w_), static_cast<uint32_t>(out_h_));
+  uint64_t slot_bytes = AlignUp((in_frame + out_frame) * plan_.chunk_frames, kSlotAlignment);
+  uint64_t budget = static_cast<uint64_t>(config_.arena_mb) << 20;
+  uint64_t wanted = static_cast<uint64_t>(settings_.workers) * kInflightPerWorker + 4;
+  if (settings_.encoders > 1)
+    wanted += static_cast<uint64_t>(settings_.encoders * chunks_per_segment_);
+  uint64_t slots = std::min<uint64_t>({budget / slot_bytes, wanted, plan_.chunks.size() + 1});
+  if (slots < 2) {
+    return Status(StatusCode::kInvalidJob,
+                  "arena_mb=" + std::to_string(config_.arena_mb) +
+                      " holds fewer than 2 chunks of " + std::to_string(plan_.chunk_frames) +
+                      " frames at " + std::to_string(v.display_width) + "x" +
+                      std::to_string(v.display_height) + " -> " + std::to_string(out_w_) + "x" +
+                      std::to_string(out_h_) + " (" + std::to_string(slot_bytes >> 20) +
+                      " MiB each): lower chunk_frames or raise arena_mb");
+  }
+  uint64_t data_offset = AlignUp(sizeof(ArenaHeader), kSlotAlignment);
+  ArenaGeometry g;
+  g.slot_count = static_cast<uint32_t>(slots);
+  g.chunk_frames = static_cast<uint32_t>(plan_.chunk_frames);
+  g.in_width = static_cast<uint32_t>(v.display_width);
+  g.in_height = static_cast<uint32_t>(v.display_height);
+  g.in_format = in_format;
+  g.in_matrix = MatrixForColorSpace(color_path_.color_space);
+  g.in_full_range = color_path_.full_range ? 1 : 0;
+  g.out_format = out_format_;
+  g.out_width = static_cast<uint32_t>(out_w_);
+  g.out_height = static_cast<uint32_t>(out_h_);
+  g.slot_bytes = slot_bytes;
+  g.data_offset = data_offset;
+  g.total_bytes = data_offset + slots * slot_bytes;
+  if (Status valid = ValidateArenaGeometry(g, g.total_bytes); !valid.ok()) {
+    return Status(StatusCode::kInternal, valid.message());
+  }
+  Result<SharedMemory> shm = SharedMemory::Create("arena", g.total_bytes);
+  if (!shm.ok()) return shm.status();
+  arena_shm_ = std::move(*shm);
+  arena_ = g;
+  arena_base_ = static_cast<uint8_t*>(arena_shm_.data());
+  auto* header = new (arena_shm_.data()) ArenaHeader();
+  header->magic = kArenaMagic;
+  header->version = kProtocolVersion;
+  header->header_bytes = sizeof(ArenaHeader);
+  header->geometry = g;
+  board_ = std::make_unique<ChunkBoard>(static_cast<int64_t>(plan_.chunks.size()),
+                                        static_cast<uint32_t>(slots));
+  FM_RETURN_IF_ERROR(CheckFreeSpace());
+  spdlog::info("arena {}: {} slots of {} MiB ({} -> {}x{})", arena_shm_.name(), slots,
+               slot_bytes >> 20, plan_.chunk_frames, out_w_, out_h_);
+  return Status::Ok();
+}
+
+// The geometry of this job's frames (source_geometry.h, output_geometry.h): the decoder's filters
+// (deinterlacing, then turning upright), the output's sample aspect ratio (the source's display
+// aspect kept), field order and a pixel format that can hold its size.
+std::vector<std::string> JobRun::DecoderFilters() const {
+  std::vector<std::string> filters = decoder_filters_;
+  for (const std::string& f : ColorFilters(color_path_, in_format_, color_conversion_ == "accurate"))
+    filters.push_back(f);
+  return filters;
+}
+
+Status JobRun::PlanGeometry() {
+  const VideoStreamInfo& v = media_.video;
+  Result<std::vector<std::string>> filters = GeometryFilters(v, settings_.deinterlace);
+  if (!filters.ok()) return filters.status().WithContext(job_.input);
+  decoder_filters_ = std::move(*filters);
+  out_geometry_.display_width = out_w_;
+  out_geometry_.display_height = out_h_;
+  out_geometry_.sample_aspect =
+      OutputSampleAspect(UprightSampleAspect(v), v.display_width, v.display_height, out_w_, out_h_);
+  out_geometry_.field_order = !KeepsFields(v, settings_.deinterlace) ? "progressive"
+                              : TopFieldFirst(v.field_order)         ? "tt"
+                                                                     : "bb";
+  std::string chain;
+  for (const std::string& f : decoder_filters_) chain += (chain.empty() ? "" : ",") + f;
+  std::string warning;
+  // After ResolveDepth: pix_fmt "auto" is already the source's depth and chroma layout.
+  Result<std::string> pix_fmt =
+      PixelFormatForSize(encoder_.codec, encoder_.pix_fmt, out_w_, out_h_, &warning);
+  if (!pix_fmt.ok()) return pix_fmt.status();
+  if (!warning.empty()) {
+    spdlog::warn("{}", warning);
+    report_.warnings.push_back(warning);
+  }
+  encoder_.pix_fmt = *pix_fmt;
+  spdlog::info(
+      "geometry: stored {}x{}, shown {}x{} (turned {} degrees{}), sample aspect {}, field order "
+      "{}; decoder filters: {}; output {}x{}, sample aspect {}, {}",
+      v.width, v.height, v.display_width, v.display_height, v.rotation, v.hflip ? ", mirrored" : "",
+      v.sample_aspect.ToString(), v.field_order.empty() ? "unknown" : v.field_order,
+      chain.empty() ? "none" : chain, out_w_, out_h_, out_geometry_.sample_aspect.ToString(),
+      out_geometry_.field_order);
+  return Status::Ok();
+}
+
+// The encoded segments and the final file coexist until the end, on the scratch and output file
+// systems. Estimate them from the input's size, scaled by the output's pixel count, with a 50%
+// margin; a wrong guess fails later, cleanly, with no_space.
+Status JobRun::CheckFreeSpace() const {
+  struct stat st {};
+  if (::fstat(input_fd_.get(), &st) != 0) return Status::Ok();
+  double scale = static_cast<double>(out_w_) * out_h_ /
+                 (static_cast<double>(media_.video.width) * media_.video.height);
+  double remaining = 1.0 - static_cast<double>(state_->resumed()) /
+                               static_cast<double>(std::max<size_t>(1, plan_.segments.size()));
+  int64_t segments = static_cast<int64_t>(st.st_size * scale * 1.5 * remaining);
+  int64_t output = static_cast<int64_t>(st.st_size * scale * 1.5);
+  std::string out_dir = FdPath(output_dir_fd_.get());
+  int64_t free_scratch = FreeBytes(scratch_), free_out = FreeBytes(out_dir);
+  bool same_fs = free_scratch == free_out;
+  auto fail = [&](const std::string& dir, int64_t need, int64_t have) {
+    return Status(StatusCode::kNoSpace, dir + ": about " + std::to_string(need >> 20) +
+                                            " MiB needed, " + std::to_string(have >> 20) +
+                                            " MiB free");
+  };
+  if (same_fs && free_out >= 0 && free_out < segments + output) {
+    return fail(out_dir, segments + output, free_out);
+  }
+  if (!same_fs && free_scratch >= 0 && free_scratch < segments) {
+    return fail(scratch_, segments, free_scratch);
+  }
+  if (!same_fs && free_out >= 0 && free_out < output) return fail(out_dir, output, free_out);
+  return Status::Ok();
+}
+
+// Starts ffmpeg on the source and drops its first `skip` frames: exact, whatever the
+// container's seeking can do, at the price of decoding them once more.
+Status JobRun::StartDecoder(int64_t skip) {
+  reader_.reset();  // a crashed one is reaped here
+  Result<std::unique_ptr<FrameReader>> reader = FrameReader::Start(
+      config_.ffmpeg, source_, media_.video, scratch_ + "/decoder.log", in_format_,
+      DecoderFilters(), color_conversion_ == "accurate");
+  if (!reader.ok()) return reader.status();
+  reader_ = std::move(*reader);
+  next_frame_ = 0;
+  std::vector<uint8_t> discard(arena_.InFrameBytes());
+  while (next_frame_ < skip) {
+    if (board_->failed()) return Status(StatusCode::kCancelled, "the job failed elsewhere");
+    Result<bool> got = reader_->Read(discard.data());
+    if (!got.ok()) return got.status();
+    if (!*got) {
+      Status finished = reader_->Finish();
+      if (IsCrash(finished)) return finished;
+      return Status(StatusCode::kInputInvalid,
+                    "decoding ended after " + std::to_string(next_frame_) + " frames of the " +
+                        std::to_string(skip) + " to skip" +
+                        (finished.ok() ? "" : "; " + finished.message()));
+    }
+    ++next_frame_;
+  }
+  return Status::Ok();
+}
+
+// The next frame into `dst`: true, or false at the end of the stream. A decoder that crashed
+// (killed by a signal) is started again, up to decoder_restarts times, and resumes at the frame
+// it stopped at. One that exits with an error before the last frame is tried once more at that
+// frame: stopping there again makes it bad input (false, for Finish to report), getting past it
+// makes it a crash survived. An error exit at the end is left for Finish to report.
+Result<bool> JobRun::ReadFrame(uint8_t* dst) {
+  static const int64_t kill_at = FaultHook("FRAMEMILL_FAULT_KILL_DECODER_AT_FRAME");
+  static const int64_t term_at = FaultHook("FRAMEMILL_FAULT_TERM_DECODER_AT_FRAME");
+  for (;;) {
+    if ((next_frame_ == kill_at || next_frame_ == term_at) &&
+        !g_decoder_fault_fired.exchange(true)) {
+      const int sig = next_frame_ == kill_at ? SIGKILL : SIGTERM;
+      spdlog::warn("fault hook: sending the decoder signal {} before frame {}", sig, next_frame_);
+      reader_->KillForTest(sig);
+    }
+    Result<bool> got = reader_->Read(dst);
+    Status failure;
+    if (got.ok() && *got) {
+      ++next_frame_;
+      return true;
+    }
+    const bool budget = report_.decoder_restarts < config_.decoder_restarts;
+    if (got.ok()) {
+      failure = reader_->Finish();
+      // An error exit before the frames the packets promise: bad input if a second decoder
+      // stops at this very frame too, a crash if it gets past it. Tried once per frame.
+      const bool suspect = !failure.ok() && !IsCrash(failure) && budget &&
+                           next_frame_ < plan_.frame_count && next_frame_ != error_retried_at_;
+      if (!IsCrash(failure) && !suspect) return false;
+      if (suspect) {
+        error_retried_at_ = next_frame_;
+        failure = Status(StatusCode::kDecoderCrashed,
+                         "ffmpeg decoder failed before frame " + std::to_string(next_frame_) +
+                             " of " + std::to_string(plan_.frame_count) + " (" + failure.message() +
+                             "); trying once more to tell a crash from bad "
+                             "input");
+      }
+    } else {
+      failure = got.status();
+    }
+    if (!IsCrash(failure) || !budget) return failure;
+    ++report_.decoder_restarts;
+    report_.faults_retried.push_back(failure.message());
+    spdlog::warn("{}: {}; restarting the decoder at frame {} (restart {} of {})", job_.input,
+                 failure.ToString(), next_frame_, report_.decoder_restarts,
+                 config_.decoder_restarts);
+    const int64_t resume_at = next_frame_;
+    Status restarted = StartDecoder(resume_at);
+    if (!restarted.ok()) return restarted;
+  }
+}
+
+void JobRun::DecodeLoop() {
+  const VideoStreamInfo& v = media_.video;
+  const int64_t skip = first_chunk_ < static_cast<int64_t>(plan_.chunks.size())
+                           ? plan_.chunks[first_chunk_].first_frame
+                           : plan_.frame_count;
+  Status started = StartDecoder(first_chunk_ > 0 ? skip : 0);
+  if (!started.ok()) {
+    reader_.reset();
+    return board_->Fail(started.WithContext(job_.input + " (skipping finished segments)"));
+  }
+  size_t frame_bytes = arena_.InFrameBytes();
+  auto fail = [&](const Status& s) {
+    reader_.reset();  // kills and reaps the decoder now, not when the job object goes
+    board_->Fail(s);
+  };
+  for (int64_t c = first_chunk_; c < static_cast<int64_t>(plan_.chunks.size()); ++c) {
+    const ChunkPlan& chunk = plan_.chunks[c];
+    uint64_t t_wait = MonotonicUs();
+    std::optional<uint32_t> slot = board_->AcquireSlot();
+    uint64_t t_read = MonotonicUs();
+    stages_.decode_wait_s += static_cast<double>(t_read - t_wait) / 1e6;
+    if (!slot) return reader_.reset();
+    uint8_t* dst = arena_.SlotIn(arena_base_, *slot);
+    for (int32_t f = 0; f < chunk.frames; ++f) {
+      Result<bool> got = ReadFrame(dst + f * frame_bytes);
+      if (!got.ok()) return fail(got.status().WithContext(job_.input));
+      if (!*got) {
+        Status finished = reader_->Finish();
+        return fail(Status(StatusCode::kInputInvalid,
+                           job_.input + ": decoding ended after " + std::to_string(next_frame_) +
+                               " of " + std::to_string(v.frame_count) +
+                               " frames (truncated or corrupt input)" +
+                               (finished.ok() ? "" : "; " + finished.message())));
+      }
+    }
+    stages_.decode_s += static_cast<double>(MonotonicUs() - t_read) / 1e6;
+    board_->MarkDecoded(chunk.index, *slot);
+    dispatcher_->Wake();
+  }
+  std::vector<uint8_t> extra(frame_bytes);
+  Result<bool> more = ReadFrame(extra.data());
+  if (more.ok() && *more) {
+    return fail(Status(StatusCode::kInputInvalid,
+                       job_.input + ": decoder gives more frames than the " +
+                           std::to_string(v.frame_count) + " its packets promise"));
+  }
+  Status finished = more.ok() ? reader_->Finish() : more.status();
+  if (!finished.ok()) return fail(finished.WithContext(job_.input));
+  reader_.reset();
+}
+
+// Encoder `encoder` of settings_.encoders takes every encoders-th segment.
+void JobRun::EncodeLoop(int encoder) {
+  SegmentFormat fmt;
+  fmt.width = out_w_;
+  fmt.height = out_h_;
+  fmt.frame_rate = media_.video.frame_rate;
+  fmt.encoder = encoder_;
+  fmt.accurate_color = color_conversion_ == "accurate";
+  fmt.color = color_path_;
+  fmt.in_format = out_format_;
+  fmt.hdr = media_.video.hdr;
+  fmt.sample_aspect = out_geometry_.sample_aspect;
+  fmt.field_order = out_geometry_.field_order;
+  double busy_s = 0, wait_s = 0;
+  for (int64_t si = state_->resumed() + encoder; si < static_cast<int64_t>(plan_.segments.size());
+       si += settings_.encoders) {
+    Status s = EncodeSegment(plan_.segments[si], fmt, encoder, &busy_s, &wait_s);
+    if (!s.ok()) {
+      board_->Fail(s.WithContext("segment " + std::to_string(si)));
+      break;
+    }
+    if (board_->failed()) break;
+  }
+  std::lock_guard<std::mutex> lock(stages_mu_);
+  stages_.encode_s += busy_s;
+  stages_.encode_wait_s += wait_s;
+}
+
+Status JobRun::EncodeSegment(const SegmentPlan& seg, const SegmentFormat& fmt, int encoder,
+                             double* busy_s, double* wait_s) {
+  static const int64_t kill_segment = FaultHook("FRAMEMILL_FAULT_KILL_ENCODER_AT_SEGMENT");
+  const size_t frame_bytes = arena_.OutFrameBytes();
+  const std::string name = BaseName(state_->SegmentPath(seg.index));
+  uint64_t t_start = MonotonicUs();
+  // Written under a random name created exclusively, through its descriptor; renamed once done.
+  Result<CreatedFile> partial =
+      CreateExclusiveAt(scratch_dir_.dir.get(), name + ".partial.", "", 0600);
+  if (!partial.ok()) return partial.status();
+  auto remove_partial = [&] { ::unlinkat(scratch_dir_.dir.get(), partial->name.c_str(), 0); };
+  Result<std::unique_ptr<SegmentEncoder>> enc =
+      SegmentEncoder::Start(config_.ffmpeg, partial->fd.get(), fmt,
+                            scratch_ + "/encoder-" + std::to_string(encoder) + ".log");
+  if (!enc.ok()) {
+    remove_partial();
+    return enc.status();
+  }
+  *busy_s += static_cast<double>(MonotonicUs() - t_start) / 1e6;
+  for (int64_t c = seg.first_chunk; c < seg.first_chunk + seg.chunk_count; ++c) {
+    uint64_t t_wait = MonotonicUs();
+    if (!board_->WaitProcessed(c)) {  // the job failed elsewhere
+      enc->reset();                   // kills and reaps the encoder
+      remove_partial();
+      return Status::Ok();
+    }
+    uint64_t t_write = MonotonicUs();
+    *wait_s += static_cast<double>(t_write - t_wait) / 1e6;
+    const ChunkPlan& chunk = plan_.chunks[c];
+    Status written =
+        (*enc)->Write(arena_.SlotOut(arena_base_, board_->SlotOf(c)), frame_bytes * chunk.frames);
+    if (!written.ok()) {
+      remove_partial();
+      return written;
+    }
+    if (stills_->Wants(c)) {
+      const uint32_t slot = board_->SlotOf(c);
+      stills_->Capture(c, arena_.SlotIn(arena_base_, slot), arena_.SlotOut(arena_base_, slot));
+    }
+    board_->ReleaseSlot(c);
+    if (seg.index == kill_segment && !g_encoder_fault_fired.exchange(true)) {
+      spdlog::warn("fault hook: killing the encoder of segment {}", seg.index);
+      (*enc)->KillForTest();
+    }
+    *busy_s += static_cast<double>(MonotonicUs() - t_write) / 1e6;
+  }
+  uint64_t t_finish = MonotonicUs();
+  Status done = (*enc)->Finish();
+  if (done.ok() && ::fsync(partial->fd.get()) != 0) {
+    done = Status(StatusCode::kIo, "fsync segment " + name + ": " + std::strerror(errno));
+  }
+  if (done.ok()) {
+    done = RenameCheckedAt(scratch_dir_.dir.get(), partial->name, partial->fd.get(), name,
+                           RenameMode::kReplace);
+  }
+  if (!done.ok()) {
+    remove_partial();
+    return done;
+  }
+  struct stat sb {};
+  if (::fstat(partial->fd.get(), &sb) != 0) return Status(StatusCode::kIo, "stat " + name);
+  FM_RETURN_IF_ERROR(SegmentFinished(seg.index, sb.st_size));
+  *busy_s += static_cast<double>(MonotonicUs() - t_finish) / 1e6;
+  spdlog::debug("segment {} done: {} frames", seg.index, seg.frames);
+  return Status::Ok();
+}
+
+Status JobRun::SegmentFinished(int64_t index, int64_t bytes) {
+  FM_RETURN_IF_ERROR(state_->Finished(index, bytes));
+  if (state_->all_done()) {
+    board_->MarkAllEncoded();
+    dispatcher_->Wake();
+  }
+  return Status::Ok();
+}
+
+Result<JobReport> JobRun::Run() {
+  Result<JobReport> result = RunPipeline();
+  // Every job that started workers, but one refused for want of disk space: adding a file to a
+  // full disk helps nobody.
+  const bool no_space = !result.ok() && result.status().code() == StatusCode::kNoSpace;
+  if (dispatcher_ != nullptr && !no_space && options_.write_report) WriteReport(&result);
+  return result;
+}
+
+void JobRun::WriteReport(Result<JobReport>* result) {
+  const Status outcome = result->ok() ? Status::Ok() : result->status();
+  if (!result->ok()) {  // what the failed job had measured
+    report_.dispatch = dispatcher_->stats();
+    report_.timeline = timeline_.path();
+  }
+  JobReport& r = result->ok() ? **result : report_;
+  std::string note = "the job ended before its frames reached the arena";
+  std::vector<ReportStill> stills;
+  if (stills_ != nullptr) {
+    stills = stills_->Encode(&note);
+  } else if (!StillsAvailable()) {
+    note = "this build has no OpenCV";
+  }
+  const std::string path = job_.output + ".report.html";
+  const std::string html = RenderReportHtml(
+      MakeReportData(job_, r, outcome, timeline_.records(), std::move(stills), note));
+  Status written = WriteReportFile(output_dir_fd_.get(), ReportName(output_name_), html,
+                                   options_.output_reader_uid);
+  JobReportFile file;
+  if (written.ok()) {
+    file.path = path;
+    if (result->ok()) (*result)->report = path;
+  } else {
+    file.warning = "job report not written: " + written.message();
+    spdlog::warn("{}: {}", job_.output, file.warning);
+    if (result->ok()) (*result)->warnings.push_back(file.warning);
+  }
+  if (options_.report_file != nullptr) *options_.report_file = file;
+}
+
+Result<JobReport> JobRun::RunPipeline() {
+  uint64_t t0 = MonotonicMs();
+  uint64_t t_stage = MonotonicUs();
+  auto lap = [&t_stage](double* into) {
+    uint64_t now = MonotonicUs();
+    *into = static_cast<double>(now - t_stage) / 1e6;
+    t_stage = now;
+  };
+  FM_RETURN_IF_ERROR(Prepare());
+  lap(&stages_.prepare_s);
+  {
+    // Beside the output: in the checked output directory. Elsewhere (the service's spool): in
+    // the caller's directory.
+    const std::string timeline =
+        options_.timeline.empty() ? job_.output + ".timeline.jsonl" : options_.timeline;
+    UniqueFd other_dir;
+    if (!options_.timeline.empty()) {
+      other_dir.Reset(::open(DirName(timeline).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      if (!other_dir.valid()) {
+        return Status(StatusCode::kIo,
+                      "open directory of " + timeline + ": " + std::strerror(errno));
+      }
+    }
+    Result<UniqueFd> fd = CreateInPlace(other_dir.valid() ? other_dir.get() : output_dir_fd_.get(),
+                                        BaseName(timeline));
+    if (!fd.ok()) return fd.status();
+    FM_RETURN_IF_ERROR(timeline_.Adopt(::fcntl(fd->get(), F_DUPFD_CLOEXEC, 0), timeline, t0));
+  }
+  Status s = StartWorkers();
+  if (s.ok()) s = CreateArena();
+  if (!s.ok()) {
+    if (dispatcher_) dispatcher_->Shutdown();
+    return s;
+  }
+  lap(&stages_.start_s);
+  {
+    std::vector<int64_t> first_frames;
+    for (const ChunkPlan& c : plan_.chunks) first_frames.push_back(c.first_frame);
+    stills_ = std::make_unique<StillCapture>(std::move(first_frames), arena_);
+  }
+  std::thread decoder([this] {
+    try {
+      DecodeLoop();
+    } catch (const std::exception& e) {
+      board_->Fail(Status(StatusCode::kInternal, std::string("decoder thread: ") + e.what()));
+    }
+  });
+  if (state_->all_done()) {
+    board_->MarkAllEncoded();  // a resumed job whose every segment was already finished
+  }
+  std::vector<std::thread> encoders;
+  for (int e = 0; e < settings_.encoders; ++e) {
+    encoders.emplace_back([this, e] {
+      try {
+        EncodeLoop(e);
+      } catch (const std::exception& ex) {
+        board_->Fail(Status(StatusCode::kInternal, std::string("encoder thread: ") + ex.what()));
+      }
+    });
+  }
+  auto tick = [this](int64_t processed) {
+    if (!options_.on_progress) return;
+    JobProgress p;
+    p.frames_total = plan_.frame_count;
+    p.frames_done = processed < static_cast<int64_t>(plan_.chunks.size())
+                        ? plan_.chunks[processed].first_frame
+                        : plan_.frame_count;
+    p.segments_total = static_cast<int64_t>(plan_.segments.size());
+    p.segments_done = state_->done();
+    p.frames_resumed = first_chunk_ < static_cast<int64_t>(plan_.chunks.size())
+                           ? plan_.chunks[first_chunk_].first_frame
+                           : plan_.frame_count;
+    p.workers = dispatcher_->LiveWorkers();
+    p.dispatch = &dispatcher_->stats();
+    options_.on_progress(p);
+  };
+  dispatcher_->Run(board_.get(), arena_shm_.name(), arena_, first_chunk_, stop_, tick);
+  decoder.join();
+  for (std::thread& t : encoders) t.join();
+  lap(&stages_.pipeline_s);
+  report_.dispatch = dispatcher_->stats();
+  stages_.workers_busy_s = report_.dispatch.WorkerBusySeconds();
+  stages_.workers = settings_.workers;
+  stages_.encoders = settings_.encoders;
+  if (board_->failed()) {
+    dispatcher_->Shutdown();
+    return board_->failure();
+  }
+  // After a clean finish no request is in flight: idle workers can serve the next job.
+  if (options_.warm != nullptr) {
+    options_.warm->pool = dispatcher_->Release();
+    options_.warm->key = WarmKey();
+  } else {
+    dispatcher_->Shutdown();
+  }
+
+  MuxRequest mux;
+  mux.ffmpeg = config_.ffmpeg;
+  mux.ffprobe = config_.ffprobe;
+  mux.source = source_;
+  mux.source_info = &media_;
+  for (const SegmentPlan& seg : plan_.segments) {
+    mux.segments.push_back(state_->SegmentPath(seg.index));
+    mux.segment_frames.push_back(seg.frames);
+  }
+  mux.frame_rate = media_.video.frame_rate;
+  mux.scratch_dir = scratch_;
+  mux.scratch_fd = scratch_dir_.dir.get();
+  mux.output_dir_fd = output_dir_fd_.get();
+  mux.output_name = output_name_;
+  mux.output = job_.output;
+  mux.overwrite = job_.overwrite;
+  mux.output_reader_uid = options_.output_reader_uid;
+  mux.geometry = out_geometry_;
+  mux.expected_pix_fmt = encoder_.pix_fmt;
+  mux.expected_color = color_path_;
+  mux.codec = encoder_.codec;
+  FM_RETURN_IF_ERROR(MuxAndVerify(mux));
+  lap(&stages_.mux_s);
+  spdlog::info("stages: {}", stages_.Summary());
+
+  report_.output = job_.output;
+  report_.frames = plan_.frame_count;
+  report_.chunks = static_cast<int64_t>(plan_.chunks.size());
+  report_.segments = static_cast<int64_t>(plan_.segments.size());
+  report_.in_width = media_.video.display_width;
+  report_.in_height = media_.video.display_height;
+  report_.out_width = out_w_;
+  report_.out_height = out_h_;
+  report_.worker_input_format =
+      color_conversion_ == "device" ? media_.video.pix_fmt : FrameFormatName(in_format_);
+  report_.output_pix_fmt = encoder_.pix_fmt;
+  report_.seconds = static_cast<double>(MonotonicMs() - t0) / 1000.0;
+  report_.timeline = timeline_.path();
+  return report_;
+}
+
+}  // namespace
+
+Result<JobReport> RunJob(const JobSpec& job, const Config& config, const std::atomic<bool>& stop,
+                         const JobOptions& options) {
+  JobFiles files;
+  std::vector<std::string> faults;
+  std::optional<Result<JobReport>> result;
+  for (int attempt = 0;; ++attempt) {
+    {
+      JobRun run(job, config, stop, options, &files);
+      result.emplace(run.Run());
+      if (options.attempt_dispatch != nullptr) options.attempt_dispatch->push_back(run.Dispatch());
+    }
+    if (result->ok()) {
+      JobReport& r = **result;
+      r.attempts = attempt + 1;
+      r.faults_retried.insert(r.faults_retried.begin(), faults.begin(), faults.end());
+      break;
+    }
+    const Status& s = result->status();
+    if (!IsCrash(s) || attempt >= config.crash_retries || stop.load()) break;
+    spdlog::warn("{}; running the job again, keeping its finished segments (retry {} of {})",
+                 s.ToString(), attempt + 1, config.crash_retries);
+    faults.push_back(s.message());
+  }
+  if (!files.private_name.empty() && files.output_dir.valid()) {
+    files.dir.Reset();
+    (void)RemoveTreeAt(files.output_dir.get(), files.private_name);
+  }
+  return std::move(*result);
+}
+
+}  // namespace framemill

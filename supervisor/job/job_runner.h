@@ -1,0 +1,83 @@
+// Runs one job from start to verified output: probe, plan, start workers, decode into the arena,
+// dispatch chunks, encode segments, mux, verify. Used by `framemill run` (and later by the
+// spool service). Returns only after every child process is gone and every shared-memory object
+// it created is removed, whatever the outcome.
+#pragma once
+
+#include <atomic>
+#include <climits>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/config.h"
+#include "common/job_spec.h"
+#include "common/status.h"
+#include "supervisor/report/job_result.h"
+#include "supervisor/workers/dispatcher.h"
+#include "supervisor/workers/worker_pool.h"
+
+namespace framemill {
+
+// Workers kept loaded between jobs by a long-running caller (the service). RunJob takes the
+// pool when it fits the job (same model file, unchanged; same device and worker count) and,
+// after a successful job, gives it back with its idle workers still loaded; otherwise it stops
+// it and starts fresh workers. Not thread-safe: one job at a time uses it.
+struct WarmWorkers {
+  std::unique_ptr<WorkerPool> pool;
+  std::string key;
+};
+
+struct JobOptions {
+  // Where the job keeps its plan, state and finished segments. "" = a hidden directory beside
+  // the output, removed when the job ends. Otherwise the directory is kept, state.json in it
+  // records every finished segment (written atomically), and a later run with the same
+  // workspace and job resumes: finished segments are kept as they are, the rest is redone.
+  std::string workspace;
+  // The memory timeline; "" = <output>.timeline.jsonl.
+  std::string timeline;
+  // Called from the supervisor's dispatch thread about every 50 ms while the job runs.
+  std::function<void(const JobProgress&)> on_progress;
+  // Workers to reuse and to hand back (null: the job starts and stops its own).
+  WarmWorkers* warm = nullptr;
+  // Where workers write their stderr logs; "" = the job's workspace.
+  std::string worker_log_dir;
+  // When set, each run of the job (a crash retry is another) appends its worker counts here as
+  // it ends, whatever its outcome (the report's own `dispatch` is the last run's).
+  std::vector<DispatchStats>* attempt_dispatch = nullptr;
+  uint32_t output_reader_uid = UINT32_MAX;  // the service: the submitter, granted read access to
+                                            // the output and the report (ACL); UINT32_MAX = none
+  // Filled whatever the outcome, also for a job that failed or was cancelled after its workers
+  // started (JobReport::report and ::warnings have the same for a finished job). Null = not
+  // wanted.
+  JobReportFile* report_file = nullptr;
+  // false: no report (the service, where the submitter could not replace the file there).
+  bool write_report = true;
+};
+
+// Paths are named once: the input and the model are opened and checked against the config's
+// allowed roots on the open descriptor, the output directory likewise; ffprobe, ffmpeg, mkvmerge
+// and the workers get those descriptors (/proc/self/fd/N), never the names again. Every file the
+// job creates is created exclusively under a random name and renamed into place; the scratch
+// directory (without a workspace) is a private, randomly named directory beside the output.
+// A decoder or encoder that crashes (killed by a signal) is retried: the decoder within the job
+// (Config::decoder_restarts), then the whole job (Config::crash_retries) keeping its finished
+// segments; the report lists what was survived. Test-only fault hooks (environment):
+// FRAMEMILL_FAULT_KILL_DECODER_AT_FRAME=N kills the decoder once per process before frame N,
+// FRAMEMILL_FAULT_TERM_DECODER_AT_FRAME=N makes it exit with an error there (SIGTERM),
+// FRAMEMILL_FAULT_KILL_ENCODER_AT_SEGMENT=N kills the encoder of segment N once per process.
+//
+// Every job that started workers writes a report beside the output, <output>.report.html
+// (supervisor/report/report_file.h), whatever its outcome but kNoSpace (a full disk gets no more
+// files); one that cannot be written is a warning, never a failed job.
+//
+// `stop` is polled: once true the job ends with kCancelled (its workspace, if kept, holds what
+// was finished).
+Result<JobReport> RunJob(const JobSpec& job, const Config& config, const std::atomic<bool>& stop,
+                         const JobOptions& options = JobOptions());
+
+}  // namespace framemill

@@ -1,0 +1,102 @@
+#include "supervisor/job/job_state.h"
+
+#include <cstdint>
+#include <sys/stat.h>
+
+#include <nlohmann/json.hpp>
+
+#include "common/file_util.h"
+#include "common/json_fields.h"
+#include "common/log.h"
+
+namespace framemill {
+namespace {
+
+constexpr int kStateVersion = 1;  // of state.json
+
+}  // namespace
+
+JobState::JobState(std::string workspace, const JobSpec& job, const JobPlan& plan,
+                   int64_t chunks_per_segment)
+    : workspace_(std::move(workspace)),
+      job_(job),
+      plan_(plan),
+      chunks_per_segment_(chunks_per_segment),
+      bytes_(plan.segments.size(), -1) {}
+
+std::string JobState::SegmentPath(int64_t index) const {
+  char name[64];
+  std::snprintf(name, sizeof(name), "/segment_%06lld.nut", static_cast<long long>(index));
+  return workspace_ + name;
+}
+
+Status JobState::Load() {
+  std::string path = workspace_ + "/state.json";
+  if (PathExists(path)) {
+    Result<nlohmann::json> j = ReadJsonFile(path, 64 << 20, StatusCode::kIo);
+    if (!j.ok()) {
+      spdlog::warn("{}: unreadable ({}); starting the job over", path, j.status().message());
+    } else {
+      const nlohmann::json& st = *j;
+      // Names are saved with bytes that are not UTF-8 replaced: compare them the same way.
+      auto saved = [](const std::string& name) {
+        return nlohmann::json::parse(DumpJson(nlohmann::json(name))).get<std::string>();
+      };
+      bool same = st.value("version", 0) == kStateVersion &&
+                  st.value("input", "") == saved(job_.input) &&
+                  st.value("model", "") == saved(job_.model) &&
+                  st.value("frame_count", int64_t{-1}) == plan_.frame_count &&
+                  st.value("chunk_frames", -1) == plan_.chunk_frames &&
+                  st.value("chunks_per_segment", int64_t{-1}) == chunks_per_segment_;
+      if (!same) {
+        spdlog::warn("{}: made for another plan; starting the job over", path);
+      } else {
+        for (const nlohmann::json& seg : st.value("segments_done", nlohmann::json::array())) {
+          int64_t index = seg.value("index", int64_t{-1});
+          int64_t bytes = seg.value("bytes", int64_t{-1});
+          struct stat sb {};
+          if (index != resumed_ || index >= static_cast<int64_t>(plan_.segments.size()) ||
+              ::stat(SegmentPath(index).c_str(), &sb) != 0 || sb.st_size != bytes ||
+              seg.value("frames", int64_t{-1}) != plan_.segments[index].frames) {
+            break;
+          }
+          bytes_[index] = bytes;
+          ++resumed_;
+        }
+      }
+    }
+  }
+  done_.store(resumed_);
+  // The plan, once, for people and tools reading the workspace; state.json, rewritten after
+  // every segment, names the plan by its sizes only.
+  FM_RETURN_IF_ERROR(
+      AtomicWriteFile(workspace_ + "/plan.json", DumpJson(plan_.ToJson(), 1) + "\n"));
+  return Save();
+}
+
+Status JobState::Finished(int64_t index, int64_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  bytes_[index] = bytes;
+  done_.fetch_add(1);
+  return Save();
+}
+
+Status JobState::Save() {
+  nlohmann::json done = nlohmann::json::array();
+  for (size_t i = 0; i < bytes_.size() && bytes_[i] >= 0; ++i) {
+    int64_t index = static_cast<int64_t>(i);
+    done.push_back(
+        {{"index", index}, {"frames", plan_.segments[index].frames}, {"bytes", bytes_[i]}});
+  }
+  nlohmann::json st = {{"version", kStateVersion},
+                       {"input", job_.input},
+                       {"model", job_.model},
+                       {"output", job_.output},
+                       {"frame_count", plan_.frame_count},
+                       {"chunk_frames", plan_.chunk_frames},
+                       {"chunks_per_segment", chunks_per_segment_},
+                       {"segments_done", done}};
+  return AtomicWriteFile(workspace_ + "/state.json", DumpJson(st, 1) + "\n");
+}
+
+}  // namespace framemill

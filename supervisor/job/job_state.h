@@ -1,0 +1,61 @@
+// A job's done-log: state.json in its workspace, beside the finished segment files and
+// plan.json (the chunk and segment plan, written once when the job starts). state.json names
+// the plan it belongs to (input, model, frame count, chunk and segment sizes) and lists the
+// finished segments with their sizes, always a run of segments from the first: a later run of
+// the same job with the same workspace keeps those segments as they are and redoes the rest.
+// Written atomically (temp file, fsync, rename, fsync of the directory) after every segment.
+//
+// Thread-safe: encoder threads report finished segments concurrently.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/job_spec.h"
+#include "common/status.h"
+#include "supervisor/plan/job_plan.h"
+
+namespace framemill {
+
+class JobState {
+ public:
+  // `job` and `plan` must outlive this object.
+  JobState(std::string workspace, const JobSpec& job, const JobPlan& plan,
+           int64_t chunks_per_segment);
+
+  // Reads state.json, if any, and keeps the finished segments it lists when they belong to this
+  // very plan and are on disk as recorded; then writes the state back. An unreadable state or
+  // one for another plan starts the job over (with a warning), not an error.
+  Status Load();
+
+  // Segment `index` is on disk (renamed into place, synced) with `bytes` bytes. Rewrites
+  // state.json with the finished segments from the first on (with several encoders a later
+  // one can finish first; it is recorded once those before it are).
+  Status Finished(int64_t index, int64_t bytes);
+
+  // The segments Load() kept: 0 .. resumed() - 1.
+  int64_t resumed() const { return resumed_; }
+  // Segments finished so far, resumed ones included. Any thread.
+  int64_t done() const { return done_.load(); }
+  bool all_done() const { return done() == static_cast<int64_t>(plan_.segments.size()); }
+
+  // The file of segment `index` in the workspace.
+  std::string SegmentPath(int64_t index) const;
+
+ private:
+  Status Save();  // with mu_ held (or before any other thread runs)
+
+  const std::string workspace_;
+  const JobSpec& job_;
+  const JobPlan& plan_;
+  const int64_t chunks_per_segment_;
+  std::mutex mu_;
+  std::vector<int64_t> bytes_;  // by segment: its file's size once finished, else -1
+  int64_t resumed_ = 0;
+  std::atomic<int64_t> done_{0};
+};
+
+}  // namespace framemill

@@ -1,0 +1,106 @@
+// ffmpeg as a child process with raw frames over a pipe (rgb24, rgb48le or the source's YUV 4:2:0:
+// common/frame_format.h): FrameReader decodes the source's video stream sequentially,
+// SegmentEncoder encodes one segment file. ffmpeg's stderr goes to a
+// log file whose last lines are quoted in errors. Not thread-safe: one thread per object.
+// Destroying an object whose child still runs kills the child.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/config.h"
+#include "common/frame_format.h"
+#include "common/status.h"
+#include "supervisor/media/color_path.h"
+#include "supervisor/media/hdr_metadata.h"
+#include "supervisor/media/media_probe.h"
+#include "supervisor/process/subprocess.h"
+
+namespace framemill {
+
+class PipedChild;
+
+class FrameReader {
+ public:
+  // Starts decoding `video` of `input`. `-fps_mode passthrough` keeps ffmpeg from inventing or
+  // dropping frames to make the rate constant: every decoded frame comes out exactly once.
+  // Frames come in `format`: rgb24 or rgb48le as `filters` make them (joined into one -vf; the
+  // colour path's ColorFilters go last: supervisor/media/color_path.h), or kYuv420p: the source's own
+  // 8-bit 4:2:0 planes (the source must be yuv420p or yuvj420p: see IsPlanarYuv420). `-sws_flags`
+  // is the colour path's decoder flags (`accurate_color`), for any conversion ffmpeg inserts.
+  // ffmpeg reads the open file `input.fd` (as /proc/self/fd/N) under `input.restrictions`.
+  // `filters` (joined into one -vf, in order) shape the frames; ffmpeg's own rotation is off
+  // (-autorotate 0): the filters turn frames upright (source_geometry.h), so frames come out
+  // video.display_width x video.display_height, in `format`.
+  static Result<std::unique_ptr<FrameReader>> Start(
+      const std::string& ffmpeg, const SourceFile& input, const VideoStreamInfo& video,
+      const std::string& stderr_path, FrameFormat format, const std::vector<std::string>& filters,
+      bool accurate_color = true);
+  ~FrameReader();
+
+  // Reads one frame (FrameBytes of its format) into `dst`. true: a frame; false: end of stream.
+  // A partial frame is an error.
+  Result<bool> Read(uint8_t* dst);
+
+  // Waits for ffmpeg to exit; a non-zero exit is kInputInvalid with ffmpeg's last lines, a
+  // death by a signal kDecoderCrashed (Read reports that too for a frame cut short by it).
+  Status Finish();
+
+  // Fault injection for tests: sends the ffmpeg child `sig` now (SIGKILL: a crash; SIGTERM:
+  // ffmpeg stops and exits with an error code, as on an error of its own).
+  void KillForTest(int sig);
+
+ private:
+  Status Crashed(const CommandOutput& exit) const;
+  explicit FrameReader(std::unique_ptr<PipedChild> child, size_t frame_bytes);
+  std::unique_ptr<PipedChild> child_;
+  size_t frame_bytes_;
+};
+
+struct SegmentFormat {
+  int width = 0;
+  int height = 0;
+  Rational frame_rate;
+  EncoderSettings encoder;     // pix_fmt already resolved (never "auto")
+  ColorPath color;             // matrix, range and tags, both ways (supervisor/media/color_path.h)
+  bool accurate_color = true;  // see SwsFlags
+  // Geometry (output_geometry.h): the sample aspect ratio the output carries and its field order
+  // ("progressive", "tt" or "bb"). Odd sizes are handled by the pixel format (PixelFormatForSize).
+  Rational sample_aspect{1, 1};
+  std::string field_order = "progressive";
+  FrameFormat in_format = FrameFormat::kRgb24;  // the frames written to it: rgb24 or rgb48le
+  HdrMetadata hdr;                              // written into the bitstream where the encoder can
+};
+
+class SegmentEncoder {
+ public:
+  // Encodes frames written to it into the open file `output_fd` (NUT container: exact
+  // timestamps, any codec); ffmpeg is given the descriptor, never a name.
+  static Result<std::unique_ptr<SegmentEncoder>> Start(const std::string& ffmpeg, int output_fd,
+                                                       const SegmentFormat& format,
+                                                       const std::string& stderr_path);
+  ~SegmentEncoder();
+
+  Status Write(const uint8_t* frames, size_t bytes);
+
+  // Closes ffmpeg's input and waits; a non-zero exit is kEncodeFailed (kNoSpace for a full
+  // disk) with ffmpeg's last lines, a death by a signal kEncoderCrashed (Write too).
+  Status Finish();
+
+  // Fault injection for tests: kills the ffmpeg child (SIGKILL) now.
+  void KillForTest();
+
+ private:
+  explicit SegmentEncoder(std::unique_ptr<PipedChild> child);
+  std::unique_ptr<PipedChild> child_;
+};
+
+// The ffmpeg arguments that encode rgb24/rgb48le frames into `format` (exposed for tests and
+// benchmarks). Accurate rounding (color_path.h) costs the decoder about 8 ms of one core per 1080p
+// frame (ffmpeg 5.1), which caps decoding near 110 fps; without it the conversion takes about
+// 2 ms and rounds slightly coarser.
+std::vector<std::string> EncoderArguments(const SegmentFormat& format);
+
+}  // namespace framemill

@@ -1,0 +1,432 @@
+#include "supervisor/media/media_probe.h"
+
+#include <cstdint>
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fcntl.h>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <queue>
+#include <set>
+#include <sstream>
+#include <sys/stat.h>
+
+#include <nlohmann/json.hpp>
+
+#include "common/checked_file.h"
+#include "supervisor/media/source_geometry.h"
+#include "supervisor/media/pixel_format.h"
+#include "supervisor/process/subprocess.h"
+
+namespace framemill {
+namespace {
+
+double NumberField(const nlohmann::json& obj, const char* key) {
+  auto it = obj.find(key);
+  if (it == obj.end()) return 0.0;
+  if (it->is_number()) return it->get<double>();
+  if (it->is_string()) {
+    try {
+      return std::stod(it->get<std::string>());
+    } catch (...) {
+      return 0.0;
+    }
+  }
+  return 0.0;
+}
+
+std::string StringField(const nlohmann::json& obj, const char* key) {
+  auto it = obj.find(key);
+  if (it == obj.end() || !it->is_string()) return "";
+  std::string s = it->get<std::string>();
+  return s == "unknown" ? "" : s;
+}
+
+bool IsAttachedPicture(const nlohmann::json& stream) {
+  auto d = stream.find("disposition");
+  if (d == stream.end() || !d->is_object()) return false;
+  auto a = d->find("attached_pic");
+  return a != d->end() && a->is_number_integer() && a->get<int>() != 0;
+}
+
+// depth: bit depth and chroma layout from the pixel format, HDR metadata from stream side data.
+void ReadColor(const nlohmann::json& s, VideoStreamInfo* v) {
+  PixelFormatTraits t = ParsePixelFormat(v->pix_fmt);
+  v->bits_per_component = t.bits;
+  v->chroma_layout = ChromaLayoutName(t.chroma);
+  auto side = s.find("side_data_list");
+  if (side != s.end()) ParseHdrSideData(*side, &v->hdr);
+}
+
+// HDR metadata that travels in the bitstream (HEVC SEI) shows only as frame side data: read the
+// first frame's, for HDR transfers without stream side data.
+Status ReadFrameHdr(const std::string& ffprobe, const SourceFile& source, VideoStreamInfo* v) {
+  if (!IsHdrTransfer(v->color_transfer) || v->hdr.any()) return Status::Ok();
+  std::vector<std::string> argv = {ffprobe, "-v", "error"};
+  argv.insert(argv.end(), source.restrictions.begin(), source.restrictions.end());
+  argv.insert(argv.end(), {"-select_streams", std::to_string(v->index), "-read_intervals", "%+#1",
+                           "-show_frames", "-print_format", "json", FdPath(source.fd)});
+  Result<CommandOutput> r = RunAndCapture(argv, {source.fd});
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0) return Status::Ok();  // the full probe read it: no metadata, then
+  try {
+    nlohmann::json j = nlohmann::json::parse(r->out);
+    for (const nlohmann::json& f : j.value("frames", nlohmann::json::array())) {
+      if (f.is_object() && f.contains("side_data_list"))
+        ParseHdrSideData(f["side_data_list"], &v->hdr);
+      break;
+    }
+  } catch (const std::exception&) {
+    return Status::Ok();
+  }
+  return Status::Ok();
+}
+
+// One line of `ffprobe -show_entries packet=pts_time,flags -of csv=p=0`.
+struct PacketLine {
+  bool frame = true;     // false: flagged D (discarded, outside an edit list): not a decoded frame
+  bool has_pts = false;  // "N/A": the container has no timestamps
+  double t = 0.0;
+};
+
+PacketLine ParsePacketLine(const std::string& line) {
+  PacketLine p;
+  size_t comma = line.find(',');
+  p.frame = comma == std::string::npos || line.find('D', comma) == std::string::npos;
+  char* end = nullptr;
+  p.t = std::strtod(line.c_str(), &end);
+  p.has_pts = end != line.c_str() && (*end == ',' || *end == '\0');
+  return p;
+}
+
+// Checks, in one pass and a fixed amount of memory, that presentation times arriving in decode
+// order are start + i / fps within a quarter frame. Decode order differs from presentation
+// order by a few frames (B-frames); a small window puts them back in order. A disorder deeper
+// than the window makes the answer "not known to be constant".
+class ConstantRateCheck {
+ public:
+  explicit ConstantRateCheck(double fps) : fps_(fps), constant_(fps > 0) {}
+  void Add(double t) {
+    window_.push(t);
+    if (window_.size() > kWindow) Emit();
+  }
+  void Finish() {
+    while (!window_.empty()) Emit();
+  }
+  bool constant() const { return constant_; }
+  int64_t count() const { return count_; }
+  double first() const { return first_; }
+  double last() const { return last_; }
+
+ private:
+  static constexpr size_t kWindow = 64;
+  void Emit() {
+    double t = window_.top();
+    window_.pop();
+    if (count_ == 0) first_ = t;
+    if ((count_ > 0 && t < last_) ||
+        std::fabs(t - (first_ + static_cast<double>(count_) / fps_)) > 0.25 / fps_) {
+      constant_ = false;
+    }
+    last_ = t;
+    ++count_;
+  }
+  double fps_;
+  bool constant_;
+  int64_t count_ = 0;
+  double first_ = 0, last_ = 0;
+  std::priority_queue<double, std::vector<double>, std::greater<double>> window_;
+};
+
+// Demuxers that open files or URLs named inside the input (refused unless allowed).
+const std::set<std::string>& ListDemuxers() {
+  static const std::set<std::string> names = {
+      "hls", "dash", "concat", "image2", "imf", "vobsub", "webm_dash_manifest"};
+  return names;
+}
+
+// Demuxers never allowed for a job's input: network sessions and scripts.
+const std::set<std::string>& NeverDemuxers() {
+  static const std::set<std::string> names = {"rtp",      "rtsp",        "sap",  "sdp",
+                                              "avisynth", "vapoursynth", "lavfi"};
+  return names;
+}
+
+// The names in the table `ffprobe -demuxers` or `-devices` prints: " D  name  description"
+// (a name may be "a,b,c"). `flag_d`: only rows whose flags include D.
+Result<std::vector<std::string>> FormatTable(const std::string& ffprobe, const std::string& which) {
+  Result<CommandOutput> r = RunAndCapture({ffprobe, "-hide_banner", which});
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0) {
+    return Status(StatusCode::kIo, ffprobe + " " + which + " failed: " + LastLines(r->err, 3));
+  }
+  std::vector<std::string> names;
+  std::istringstream in(r->out);
+  bool table = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(" --", 0) == 0) {
+      table = true;
+      continue;
+    }
+    if (!table || line.size() < 5) continue;
+    std::istringstream fields(line.substr(4));
+    std::string name;
+    fields >> name;
+    if (line[1] != 'D' || name.empty()) continue;
+    for (size_t start = 0; start <= name.size();) {
+      size_t comma = name.find(',', start);
+      if (comma == std::string::npos) comma = name.size();
+      if (comma > start) names.push_back(name.substr(start, comma - start));
+      start = comma + 1;
+    }
+  }
+  return names;
+}
+
+// "Format hls probed with size=2048 and score=100" in ffprobe's debug output.
+std::string DetectedFormat(const std::string& ffprobe, const SourceFile& source) {
+  std::vector<std::string> argv = {ffprobe, "-v", "debug"};
+  argv.insert(argv.end(), source.restrictions.begin(), source.restrictions.end());
+  argv.push_back(FdPath(source.fd));
+  Result<CommandOutput> r = RunAndCapture(argv, {source.fd});
+  if (!r.ok()) return "";
+  const std::string key = "] Format ";
+  size_t at = r->err.find(key);
+  if (at == std::string::npos) return "";
+  size_t start = at + key.size();
+  size_t end = r->err.find(' ', start);
+  return end == std::string::npos ? "" : r->err.substr(start, end - start);
+}
+
+Status PacketReadError(const std::string& path, const Result<CommandOutput>& r) {
+  if (!r.ok()) return r.status();
+  return Status(StatusCode::kInputInvalid,
+                path + ": ffprobe cannot read its packets: " + LastLines(r->err, 3));
+}
+
+std::vector<std::string> PacketCommand(const std::string& ffprobe, const SourceFile& source,
+                                       int stream) {
+  std::vector<std::string> argv = {ffprobe, "-v", "error"};
+  argv.insert(argv.end(), source.restrictions.begin(), source.restrictions.end());
+  argv.insert(argv.end(), {"-select_streams", std::to_string(stream), "-show_entries",
+                           "packet=pts_time,flags", "-of", "csv=p=0", FdPath(source.fd)});
+  return argv;
+}
+
+// Reads the presentation time of every packet of the video stream as ffprobe prints them,
+// counting frames and checking the rate in fixed memory. Only a variable-rate video (whose frames
+// keep their own times) has its times read again and kept: its memory is 8 bytes a frame.
+Status ReadFrameTimes(const std::string& ffprobe, const SourceFile& source, MediaInfo* info) {
+  const std::string& path = source.name;
+  VideoStreamInfo& v = info->video;
+  const double fps = v.frame_rate.value();
+  bool missing_pts = false;
+  int64_t packets = 0, frames = 0;
+  ConstantRateCheck check(fps);
+  Result<CommandOutput> r = RunForEachLine(PacketCommand(ffprobe, source, v.index),
+                                           [&](const std::string& line) {
+                                             if (line.empty()) return;
+                                             ++packets;
+                                             PacketLine p = ParsePacketLine(line);
+                                             if (!p.frame) return;
+                                             ++frames;
+                                             if (p.has_pts)
+                                               check.Add(p.t);
+                                             else
+                                               missing_pts = true;
+                                           },
+                                           {source.fd});
+  if (!r.ok() || r->exit_code != 0) return PacketReadError(path, r);
+  // A file cut short keeps its header: the index promises frames whose data is gone.
+  if (v.header_frames > 0 && packets < v.header_frames) {
+    return Status(StatusCode::kInputInvalid,
+                  path + ": truncated: its header announces " + std::to_string(v.header_frames) +
+                      " video frames, only " + std::to_string(packets) + " are present");
+  }
+  check.Finish();
+  v.frame_count = frames;
+  if (missing_pts && fps > 0) {
+    // No timestamps in the container (raw streams): frames are evenly spaced by definition.
+    v.constant_rate = true;
+    v.last_time = v.start_time + static_cast<double>(std::max<int64_t>(frames - 1, 0)) / fps;
+    return Status::Ok();
+  }
+  if (check.constant() && !missing_pts) {
+    v.constant_rate = true;
+    if (frames > 0) {
+      v.start_time = check.first();
+      v.last_time = check.last();
+    }
+    return Status::Ok();
+  }
+  // Variable rate (or a disorder the check could not follow): every time, sorted, kept.
+  std::vector<double> times;
+  times.reserve(static_cast<size_t>(frames));
+  r = RunForEachLine(PacketCommand(ffprobe, source, v.index),
+                     [&](const std::string& line) {
+                       if (line.empty()) return;
+                       PacketLine p = ParsePacketLine(line);
+                       if (p.frame) times.push_back(p.has_pts ? p.t : 0.0);
+                     },
+                     {source.fd});
+  if (!r.ok() || r->exit_code != 0) return PacketReadError(path, r);
+  std::sort(times.begin(), times.end());
+  v.frame_count = static_cast<int64_t>(times.size());
+  if (!times.empty()) {
+    v.start_time = times.front();
+    v.last_time = times.back();
+  }
+  v.constant_rate = fps > 0;
+  for (size_t i = 0; v.constant_rate && i < times.size(); ++i) {
+    double ideal = times.front() + static_cast<double>(i) / fps;
+    if (std::fabs(times[i] - ideal) > 0.25 / fps) v.constant_rate = false;
+  }
+  if (!v.constant_rate) v.frame_times = std::move(times);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Rational ParseRational(const std::string& text) {
+  Rational r;
+  size_t slash = text.find('/');
+  try {
+    if (slash == std::string::npos) {
+      r.num = std::stoll(text);
+      r.den = 1;
+    } else {
+      r.num = std::stoll(text.substr(0, slash));
+      r.den = std::stoll(text.substr(slash + 1));
+    }
+  } catch (...) {
+    return Rational{};
+  }
+  if (r.den <= 0 || r.num < 0) return Rational{};
+  return r;
+}
+
+Result<std::vector<std::string>> InputRestrictions(const std::string& ffprobe,
+                                                   PlaylistInputs playlists) {
+  static std::mutex mu;
+  static std::map<std::string, std::string> cache;  // ffprobe|policy -> format whitelist
+  const std::string key = ffprobe + (playlists == PlaylistInputs::kAllow ? "|allow" : "|refuse");
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    Result<std::vector<std::string>> demuxers = FormatTable(ffprobe, "-demuxers");
+    if (!demuxers.ok()) return demuxers.status();
+    Result<std::vector<std::string>> devices = FormatTable(ffprobe, "-devices");
+    if (!devices.ok()) return devices.status();
+    std::set<std::string> refused(devices->begin(), devices->end());
+    refused.insert(NeverDemuxers().begin(), NeverDemuxers().end());
+    if (playlists == PlaylistInputs::kRefuse) {
+      refused.insert(ListDemuxers().begin(), ListDemuxers().end());
+    }
+    std::string list;
+    for (const std::string& name : *demuxers) {
+      if (refused.count(name) == 0) list += (list.empty() ? "" : ",") + name;
+    }
+    if (list.empty()) return Status(StatusCode::kIo, ffprobe + " -demuxers lists no demuxer");
+    it = cache.emplace(key, list).first;
+  }
+  return std::vector<std::string>{"-protocol_whitelist", "file,pipe", "-format_whitelist",
+                                  it->second};
+}
+
+Result<MediaInfo> ProbeMedia(const std::string& ffprobe, const std::string& path,
+                             bool frame_times) {
+  Result<UniqueFd> fd = OpenCheckedFile(CheckedKind::kInput, path, {});
+  if (!fd.ok()) return fd.status();
+  Result<std::vector<std::string>> restrictions =
+      InputRestrictions(ffprobe, PlaylistInputs::kRefuse);
+  if (!restrictions.ok()) return restrictions.status();
+  return ProbeMedia(ffprobe, SourceFile{fd->get(), path, *restrictions}, frame_times);
+}
+
+Result<MediaInfo> ProbeMedia(const std::string& ffprobe, const SourceFile& source,
+                             bool frame_times) {
+  const std::string& path = source.name;
+  std::vector<std::string> argv = {ffprobe, "-v", "error"};
+  argv.insert(argv.end(), source.restrictions.begin(), source.restrictions.end());
+  argv.insert(argv.end(),
+              {"-print_format", "json", "-show_format", "-show_streams", FdPath(source.fd)});
+  Result<CommandOutput> r = RunAndCapture(argv, {source.fd});
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0) {
+    if (r->err.find("not on whitelist") != std::string::npos) {
+      std::string format = DetectedFormat(ffprobe, source);
+      if (format.empty()) format = "one framemill does not read";
+      return Status(StatusCode::kInputInvalid,
+                    path + ": its format is " + format +
+                        ", a playlist, list or device format that makes ffmpeg open other files "
+                        "or devices; refused (the config key allow_playlist_inputs allows "
+                        "playlist and list formats)");
+    }
+    return Status(StatusCode::kInputInvalid,
+                  path + ": not a readable video: " + LastLines(r->err, 3));
+  }
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(r->out);
+  } catch (const std::exception& e) {
+    return Status(StatusCode::kInputInvalid, path + ": ffprobe gave unreadable output");
+  }
+  MediaInfo info;
+  const nlohmann::json& format = j.value("format", nlohmann::json::object());
+  info.format_name = StringField(format, "format_name");
+  info.start_time = NumberField(format, "start_time");
+  info.duration = NumberField(format, "duration");
+  for (const nlohmann::json& s : j.value("streams", nlohmann::json::array())) {
+    std::string type = StringField(s, "codec_type");
+    int index = s.value("index", -1);
+    if (type == "video" && info.video.index < 0 && !IsAttachedPicture(s)) {
+      VideoStreamInfo& v = info.video;
+      v.index = index;
+      v.codec = StringField(s, "codec_name");
+      v.width = s.value("width", 0);
+      v.height = s.value("height", 0);
+      v.frame_rate = ParseRational(StringField(s, "r_frame_rate"));
+      Rational avg = ParseRational(StringField(s, "avg_frame_rate"));
+      if (v.frame_rate.num == 0) v.frame_rate = avg;
+      v.start_time = NumberField(s, "start_time");
+      v.header_frames = static_cast<int64_t>(NumberField(s, "nb_frames"));
+      v.pix_fmt = StringField(s, "pix_fmt");
+      v.color_space = StringField(s, "color_space");
+      v.color_range = StringField(s, "color_range");
+      v.color_primaries = StringField(s, "color_primaries");
+      v.color_transfer = StringField(s, "color_transfer");
+      Status geometry = ReadGeometry(s, &v);
+      if (!geometry.ok()) return Status(geometry.code(), path + ": " + geometry.message());
+      ReadColor(s, &v);
+    } else if (type == "audio" || type == "subtitle") {
+      OtherStreamInfo o;
+      o.index = index;
+      o.type = type;
+      o.codec = StringField(s, "codec_name");
+      o.duration = NumberField(s, "duration");
+      (type == "audio" ? info.audio : info.subtitles).push_back(o);
+    }
+  }
+  if (info.video.index < 0) {
+    return Status(StatusCode::kInputInvalid, path + ": has no video stream");
+  }
+  if (info.video.width <= 0 || info.video.height <= 0) {
+    return Status(StatusCode::kInputInvalid, path + ": video stream has no frame size");
+  }
+  if (info.video.frame_rate.num == 0) {
+    return Status(StatusCode::kInputInvalid, path + ": video stream has no frame rate");
+  }
+  FM_RETURN_IF_ERROR(ReadFrameHdr(ffprobe, source, &info.video));
+  if (frame_times) {
+    FM_RETURN_IF_ERROR(ReadFrameTimes(ffprobe, source, &info));
+    FM_RETURN_IF_ERROR(ReadFrameFieldOrder(ffprobe, source, &info.video));
+    if (info.video.frame_count == 0) {
+      return Status(StatusCode::kInputInvalid, path + ": video stream has no frames");
+    }
+  }
+  return info;
+}
+
+}  // namespace framemill

@@ -1,0 +1,106 @@
+// What the supervisor needs to know about an input before planning: which stream is the video
+// (found by type, never by index: in some files audio is stream 0), its size and rate, the
+// presentation time of every frame, and which other streams to carry over. Uses ffprobe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "supervisor/media/hdr_metadata.h"
+
+namespace framemill {
+
+struct Rational {
+  int64_t num = 0;
+  int64_t den = 1;
+  double value() const { return den == 0 ? 0.0 : static_cast<double>(num) / den; }
+  std::string ToString() const { return std::to_string(num) + "/" + std::to_string(den); }
+};
+
+struct VideoStreamInfo {
+  int index = -1;  // absolute stream index in the file
+  std::string codec;
+  int width = 0;
+  int height = 0;
+  Rational frame_rate;        // nominal rate (r_frame_rate, else avg_frame_rate)
+  double start_time = 0.0;    // seconds; first presentation time of the stream
+  int64_t frame_count = 0;    // frames a sequential decode yields
+  int64_t header_frames = 0;  // frames the container's header announces (0 = not given)
+  double last_time = 0.0;     // seconds; presentation time of the last frame
+  // Presentation time of each frame, seconds, ascending: kept for variable-rate video only (its
+  // frames keep these times); empty at a constant rate, so that memory does not grow with the
+  // video's length.
+  std::vector<double> frame_times;
+  bool constant_rate = true;  // every frame within a quarter frame of start + i / frame_rate
+  std::string pix_fmt;        // ffprobe name ("yuv420p"), "" when unknown
+  std::string color_space;    // ffprobe names ("bt709", "smpte170m"), "" when unknown
+  std::string color_range;    // "tv" | "pc" | ""
+  std::string color_primaries;
+  std::string color_transfer;
+  // Geometry (supervisor/media/source_geometry.h, ReadGeometry). As displayed: mirrored left-right when
+  // `hflip`, then turned `rotation` degrees clockwise (0/90/180/270), from the display matrix.
+  int rotation = 0;
+  bool hflip = false;
+  Rational sample_aspect{1, 1};  // as stored; {1, 1} when square or unknown
+  std::string field_order;       // "progressive" | "tt" | "bb" | "tb" | "bt" | "" (unknown)
+  int display_width = 0;         // the upright size the model gets: width x height, turned
+  int display_height = 0;
+  // depth: from pix_fmt (supervisor/media/pixel_format.h) and side data (supervisor/media/hdr_metadata.h).
+  int bits_per_component = 8;
+  std::string chroma_layout;  // "420" | "422" | "444" | "440" | "411" | "410" | "gray" | ""
+  HdrMetadata hdr;            // stream side data, else the first frame's (HDR transfers only)
+};
+
+struct OtherStreamInfo {
+  int index = -1;
+  std::string type;  // "audio" | "subtitle"
+  std::string codec;
+  double duration = 0.0;  // seconds, 0 when unknown
+};
+
+struct MediaInfo {
+  std::string format_name;
+  double start_time = 0.0;  // of the container: earliest start of any stream
+  double duration = 0.0;    // of the container, seconds
+  VideoStreamInfo video;
+  std::vector<OtherStreamInfo> audio;
+  std::vector<OtherStreamInfo> subtitles;
+};
+
+// An open file that ffprobe and ffmpeg read as /proc/self/fd/<fd> (the descriptor is passed to
+// them, the name never), under `restrictions` (see InputRestrictions).
+struct SourceFile {
+  int fd = -1;                            // not owned
+  std::string name;                       // for messages only
+  std::vector<std::string> restrictions;  // ffmpeg input options placed before its "-i"
+};
+
+// Which demuxers a job's input may use. Playlist- and list-style demuxers make ffmpeg open other
+// files or URLs named inside the input (hls, dash, concat, image2 patterns, imf, vobsub,
+// webm_dash_manifest): refused unless the config allows them (allow_playlist_inputs). Devices,
+// network demuxers (rtp, rtsp, sap, sdp) and script demuxers (avisynth, vapoursynth) are always
+// refused.
+enum class PlaylistInputs { kRefuse, kAllow };
+
+// The ffmpeg input options that restrict reading a job's input: `-protocol_whitelist file,pipe`
+// and `-format_whitelist` with every demuxer of this ffprobe except the refused ones (the list
+// is asked of ffprobe once per process and kept). Errors: kIo when ffprobe cannot list them.
+Result<std::vector<std::string>> InputRestrictions(const std::string& ffprobe,
+                                                   PlaylistInputs playlists);
+
+// Probes the open file `source`. With `frame_times`, reads every video packet's timestamp (no
+// decoding; fast). Errors: kInputInvalid (not a media file, a refused format named by its
+// demuxer, no video stream, no frames) with ffprobe's own message.
+Result<MediaInfo> ProbeMedia(const std::string& ffprobe, const SourceFile& source,
+                             bool frame_times);
+
+// Opens `path` (no roots: tools, tests, benchmarks) and probes it with the default restrictions.
+// Errors as above, and kInputMissing (no such file).
+Result<MediaInfo> ProbeMedia(const std::string& ffprobe, const std::string& path, bool frame_times);
+
+// Parses "30000/1001" (also "25"); den 0 or garbage gives {0, 1}.
+Rational ParseRational(const std::string& text);
+
+}  // namespace framemill

@@ -1,0 +1,294 @@
+#include "supervisor/media/output_muxer.h"
+
+#include <cstdint>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <cstdio>
+#include <fcntl.h>
+#include <fstream>
+#include <sys/stat.h>
+#include <map>
+#include <unistd.h>
+
+#include "common/checked_file.h"
+#include "common/file_util.h"
+#include "common/log.h"
+#include "supervisor/media/carried_metadata.h"
+#include "supervisor/media/depth_check.h"
+#include "supervisor/process/subprocess.h"
+
+namespace framemill {
+namespace {
+
+std::string Extension(const std::string& path) {
+  std::string base = BaseName(path);
+  size_t dot = base.rfind('.');
+  return dot == std::string::npos ? "" : base.substr(dot + 1);
+}
+
+// Each segment's duration is given exactly (frames / rate). Without it the concat demuxer takes
+// it from the file, and a segment whose first frame is presented after its first decode (B-frames
+// shift the first timestamp by the reorder delay) would open a gap of that delay at every join.
+std::string ConcatList(const std::vector<std::string>& segments, const std::vector<int64_t>& frames,
+                       const Rational& rate) {
+  std::string list = "ffconcat version 1.0\n";
+  for (size_t i = 0; i < segments.size(); ++i) {
+    std::string escaped;
+    for (char c : segments[i]) {
+      if (c == '\'')
+        escaped += "'\\''";
+      else
+        escaped += c;
+    }
+    char duration[64];
+    std::snprintf(duration, sizeof(duration), "%.9f",
+                  static_cast<double>(frames[i]) * rate.den / rate.num);
+    list += "file '" + escaped + "'\nduration " + duration + "\n";
+  }
+  return list;
+}
+
+Status Verify(const MuxRequest& rq, int fd, const CarriedMetadata& carried,
+              const CarriedPlan& plan) {
+  const SourceFile output{fd, "output " + rq.output, rq.source.restrictions};
+  Result<MediaInfo> out = ProbeMedia(rq.ffprobe, output, true);
+  if (!out.ok())
+    return Status(StatusCode::kVerifyFailed,
+                  "output cannot be read back: " + out.status().message());
+  const VideoStreamInfo& src = rq.source_info->video;
+  const VideoStreamInfo& got = out->video;
+  if (got.frame_count != src.frame_count) {
+    return Status(StatusCode::kVerifyFailed, "output has " + std::to_string(got.frame_count) +
+                                                 " frames, input has " +
+                                                 std::to_string(src.frame_count));
+  }
+  FM_RETURN_IF_ERROR(CheckDisplayedGeometry(src, got, rq.geometry));
+  // Duration of the video: from the first frame to the end of the last, within one frame.
+  double frame = 1.0 / src.frame_rate.value();
+  double src_span = src.last_time - src.start_time + frame;
+  double out_span = got.last_time - got.start_time + frame;
+  if (std::fabs(src_span - out_span) > frame + 1e-3) {
+    return Status(StatusCode::kVerifyFailed, "output video lasts " + std::to_string(out_span) +
+                                                 " s, input " + std::to_string(src_span) + " s");
+  }
+  if (out->audio.size() != rq.source_info->audio.size()) {
+    return Status(StatusCode::kVerifyFailed, "output has " + std::to_string(out->audio.size()) +
+                                                 " audio streams, input " +
+                                                 std::to_string(rq.source_info->audio.size()));
+  }
+  VideoStreamInfo depth = got;
+  if (rq.codec == "libx264" && src.hdr.any()) {  // ffprobe cannot show H.264's HDR SEI
+    Status read = ReadBitstreamHdr(rq.ffmpeg, fd, rq.source.restrictions, &depth.hdr);
+    if (!read.ok()) return Status(StatusCode::kVerifyFailed, read.message());
+  }
+  FM_RETURN_IF_ERROR(CheckDepthAndColor(
+      DepthExpectation{rq.expected_pix_fmt, rq.codec, rq.expected_color, src.hdr}, depth));
+  Result<CarriedMetadata> out_carried = ProbeCarried(rq.ffprobe, output);
+  if (!out_carried.ok()) return Status(StatusCode::kVerifyFailed, out_carried.status().message());
+  return CheckCarriedMetadata(carried, plan, *out_carried);
+}
+
+// Cover art for Matroska output: each picture extracted (stream copy) into the scratch directory,
+// to be attached from there.
+Status ExtractCovers(const MuxRequest& rq, CarriedPlan* plan) {
+  int n = 0;
+  for (CarriedEntry& e : plan->streams) {
+    if (e.mode != CarryMode::kCoverAsFile) continue;
+    e.cover_file = rq.scratch_dir + "/cover" + std::to_string(n++) +
+                   (e.source.codec == "png" ? ".png" : ".jpg");
+    std::vector<std::string> argv = {rq.ffmpeg, "-nostdin", "-hide_banner", "-v", "error", "-y"};
+    argv.insert(argv.end(), rq.source.restrictions.begin(), rq.source.restrictions.end());
+    argv.insert(argv.end(),
+                {"-i", FdPath(rq.source.fd), "-map", "0:" + std::to_string(e.source.index), "-c",
+                 "copy", "-frames:v", "1", "-update", "1", "-f", "image2", e.cover_file});
+    Result<CommandOutput> r = RunAndCapture(argv, {rq.scratch_fd, rq.source.fd});
+    if (!r.ok() || r->exit_code != 0) {
+      return Status(StatusCode::kEncodeFailed,
+                    "extracting the cover art of stream " + std::to_string(e.source.index) +
+                        " failed: " + (r.ok() ? LastLines(r->err, 4) : r.status().message()));
+    }
+  }
+  return Status::Ok();
+}
+
+// A variable-frame-rate source: the segments were encoded at the nominal rate (raw frames carry
+// no timestamps). Join them into one Matroska file and give every frame back its source
+// timestamp with mkvmerge's timestamp file (format v2: one presentation time in ms per frame).
+// Matroska keeps milliseconds, which is what such sources mostly have anyway.
+Result<UniqueFd> Retime(const MuxRequest& rq, const std::string& list_path) {
+  const VideoStreamInfo& v = rq.source_info->video;
+  Result<CreatedFile> joined = CreateExclusiveAt(rq.scratch_fd, "joined.", ".mkv", 0600);
+  if (!joined.ok()) return joined.status();
+  Result<CreatedFile> retimed = CreateExclusiveAt(rq.scratch_fd, "retimed.", ".mkv", 0600);
+  if (!retimed.ok()) return retimed.status();
+  std::string stamps = rq.scratch_dir + "/timestamps.txt";
+  Result<CommandOutput> r = RunAndCapture({rq.ffmpeg,
+                                           "-nostdin",
+                                           "-hide_banner",
+                                           "-v",
+                                           "error",
+                                           "-y",
+                                           "-protocol_whitelist",
+                                           "file,pipe",
+                                           "-f",
+                                           "concat",
+                                           "-safe",
+                                           "0",
+                                           "-i",
+                                           list_path,
+                                           "-map",
+                                           "0:v:0",
+                                           "-c",
+                                           "copy",
+                                           "-f",
+                                           "matroska",
+                                           FdPath(joined->fd.get())},
+                                          {rq.scratch_fd, joined->fd.get()});
+  if (!r.ok() || r->exit_code != 0) {
+    return Status(
+        StatusCode::kEncodeFailed,
+        "joining segments failed: " + (r.ok() ? LastLines(r->err, 4) : r.status().message()));
+  }
+  std::string text = "# timestamp format v2\n";
+  char line[64];
+  for (double t : v.frame_times) {
+    std::snprintf(line, sizeof(line), "%.6f\n", (t - v.frame_times.front()) * 1000.0);
+    text += line;
+  }
+  FM_RETURN_IF_ERROR(AtomicWriteFile(stamps, text));
+  // Every name given to mkvmerge is an open descriptor or a name inside the private scratch
+  // directory reached through its descriptor: all begin with "/proc/self/fd/", none with '-'
+  // (mkvmerge has no "--" to end its options).
+  r = RunAndCapture({rq.mkvmerge, "-q", "-o", FdPath(retimed->fd.get()), "--timestamps",
+                     "0:" + stamps, FdPath(joined->fd.get())},
+                    {rq.scratch_fd, joined->fd.get(), retimed->fd.get()});
+  // mkvmerge exits 1 for warnings only.
+  if (!r.ok() || r->exit_code > 1 || r->exit_code < 0) {
+    return Status(StatusCode::kEncodeFailed,
+                  "mkvmerge could not give the frames their source timestamps (is mkvtoolnix "
+                  "installed?): " +
+                      (r.ok() ? LastLines(r->out + r->err, 4) : r.status().message()));
+  }
+  spdlog::info("variable frame rate: {} frames given their source timestamps",
+               v.frame_times.size());
+  return std::move(retimed->fd);
+}
+
+// Removes the partial output if the name still is the file framemill created.
+void RemovePartial(const MuxRequest& rq, const CreatedFile& partial) {
+  struct stat named {
+  }, opened{};
+  if (::fstatat(rq.output_dir_fd, partial.name.c_str(), &named, AT_SYMLINK_NOFOLLOW) == 0 &&
+      ::fstat(partial.fd.get(), &opened) == 0 && named.st_ino == opened.st_ino &&
+      named.st_dev == opened.st_dev) {
+    ::unlinkat(rq.output_dir_fd, partial.name.c_str(), 0);
+  }
+}
+
+}  // namespace
+
+Result<std::string> MuxerForOutput(const std::string& output) {
+  static const std::map<std::string, std::string> muxers = {
+      {"mp4", "mp4"},   {"m4v", "mp4"}, {"mov", "mov"}, {"mkv", "matroska"}, {"mka", "matroska"},
+      {"webm", "webm"}, {"avi", "avi"}, {"nut", "nut"}, {"ts", "mpegts"},    {"m2ts", "mpegts"},
+      {"mxf", "mxf"},   {"flv", "flv"}, {"3gp", "3gp"}, {"ogv", "ogg"}};
+  std::string ext = Extension(output);
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  auto it = muxers.find(ext);
+  if (it == muxers.end()) {
+    std::string known;
+    for (const auto& m : muxers) known += (known.empty() ? "." : ", .") + m.first;
+    return Status(StatusCode::kOutputInvalid,
+                  output + ": unknown output extension; use one of " + known);
+  }
+  return it->second;
+}
+
+Status MuxAndVerify(const MuxRequest& rq) {
+  const MediaInfo& src = *rq.source_info;
+  Result<std::string> muxer = MuxerForOutput(rq.output);
+  if (!muxer.ok()) return muxer.status();
+  Result<CarriedMetadata> carried = ProbeCarried(rq.ffprobe, rq.source);
+  if (!carried.ok()) return carried.status();
+  CarriedPlan plan = PlanCarried(*carried, src.video.index, FamilyOfMuxer(*muxer));
+  for (const std::string& why : plan.left_out)
+    spdlog::warn("{}: {}; it is left out", rq.output, why);
+  FM_RETURN_IF_ERROR(ExtractCovers(rq, &plan));
+  std::string list_path = rq.scratch_dir + "/segments.ffconcat";
+  FM_RETURN_IF_ERROR(
+      AtomicWriteFile(list_path, ConcatList(rq.segments, rq.segment_frames, rq.frame_rate)));
+
+  std::vector<int> inherit = {rq.scratch_fd, rq.source.fd};
+  // framemill's own list of its own segments: the concat demuxer reads only nut files.
+  std::vector<std::string> video_input = {"-protocol_whitelist",
+                                          "file,pipe",
+                                          "-format_whitelist",
+                                          "concat,nut",
+                                          "-f",
+                                          "concat",
+                                          "-safe",
+                                          "0",
+                                          "-i",
+                                          list_path};
+  UniqueFd retimed;
+  if (!src.video.constant_rate) {
+    Result<UniqueFd> r = Retime(rq, list_path);
+    if (!r.ok()) return r.status();
+    retimed = std::move(*r);
+    inherit.push_back(retimed.get());
+    video_input = {"-protocol_whitelist", "file,pipe", "-f", "matroska", "-i",
+                   FdPath(retimed.get())};
+  }
+  std::string ext = Extension(rq.output);
+  Result<CreatedFile> partial =
+      CreateExclusiveAt(rq.output_dir_fd, ".framemill-partial.", "." + ext, 0666);
+  if (!partial.ok()) return partial.status();
+  inherit.push_back(partial->fd.get());
+  std::vector<std::string> argv = {rq.ffmpeg, "-nostdin", "-hide_banner", "-v", "error", "-y"};
+  // Keep the video where it was relative to the other streams (a source whose video starts
+  // after its audio keeps that offset).
+  double offset = src.video.start_time - src.start_time;
+  if (offset > 1e-6) argv.insert(argv.end(), {"-itsoffset", std::to_string(offset)});
+  argv.insert(argv.end(), video_input.begin(), video_input.end());
+  argv.insert(argv.end(), rq.source.restrictions.begin(), rq.source.restrictions.end());
+  argv.insert(argv.end(), {"-i", FdPath(rq.source.fd), "-map", "0:v:0"});
+  argv.insert(argv.end(), {"-c", "copy"});
+  std::vector<std::string> carry = CarriedArguments(plan);
+  argv.insert(argv.end(), carry.begin(), carry.end());
+  const std::vector<std::string> geometry = GeometryMuxOptions(rq.geometry);
+  argv.insert(argv.end(), geometry.begin(), geometry.end());
+  if (ext == "mp4" || ext == "mov" || ext == "m4v")
+    argv.insert(argv.end(), {"-movflags", "+faststart"});
+  // The exclusively created file, through its descriptor: seekable (mp4 needs it), and never
+  // whatever its name or the output's name may point to by now.
+  argv.insert(argv.end(), {"-f", *muxer, FdPath(partial->fd.get())});
+
+  Result<CommandOutput> r = RunAndCapture(argv, inherit);
+  if (!r.ok() || r->exit_code != 0) {
+    RemovePartial(rq, *partial);
+    std::string why = r.ok() ? LastLines(r->err, 4) : r.status().message();
+    StatusCode code = why.find("No space left") != std::string::npos ? StatusCode::kNoSpace
+                      : r.ok() && r->signal != 0                     ? StatusCode::kEncoderCrashed
+                                                                     : StatusCode::kEncodeFailed;
+    return Status(code, "joining segments into " + rq.output + " failed (" +
+                            (r.ok() ? DescribeExit(*r) : std::string("not started")) + "): " + why);
+  }
+  Status done = Verify(rq, partial->fd.get(), *carried, plan);
+  if (done.ok() && rq.output_reader_uid != UINT32_MAX) {
+    Status acl = GrantReadAcl(partial->fd.get(), rq.output_reader_uid);
+    if (!acl.ok()) spdlog::warn("{}: {}", rq.output, acl.message());
+  }
+  if (done.ok() && ::fsync(partial->fd.get()) != 0) {
+    done = Status(StatusCode::kIo, "fsync " + rq.output + ": " + std::strerror(errno));
+  }
+  if (done.ok()) {
+    done = RenameCheckedAt(rq.output_dir_fd, partial->name, partial->fd.get(), rq.output_name,
+                           rq.overwrite ? RenameMode::kReplace : RenameMode::kNoReplace);
+  }
+  if (!done.ok()) RemovePartial(rq, *partial);
+  return done;
+}
+
+}  // namespace framemill

@@ -1,0 +1,57 @@
+// The last stage of a job: join the encoded segments by stream copy, add the source's audio and
+// subtitle streams by stream copy, check the result, and only then move it to the output path.
+#pragma once
+
+#include <cstdint>
+#include <climits>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "supervisor/media/color_path.h"
+#include "supervisor/media/media_probe.h"
+#include "supervisor/media/output_geometry.h"
+
+namespace framemill {
+
+struct MuxRequest {
+  std::string ffmpeg;
+  std::string ffprobe;
+  std::string mkvmerge = "mkvmerge";  // for variable-frame-rate sources only
+  SourceFile source;                  // the job's input (audio and subtitles come from it)
+  const MediaInfo* source_info = nullptr;
+  std::vector<std::string> segments;    // encoded segment files, in order, under scratch_dir
+  std::vector<int64_t> segment_frames;  // frames in each segment
+  Rational frame_rate;                  // the rate the segments were encoded at
+  // The job's private scratch directory, open: scratch_dir is FdPath(scratch_fd), a name that
+  // children inheriting scratch_fd resolve to the same directory. It holds the segments, the
+  // concat list and ffmpeg's log.
+  std::string scratch_dir;
+  int scratch_fd = -1;
+  // The output: the checked, open directory and the name in it. Written only when verified.
+  int output_dir_fd = -1;
+  std::string output_name;
+  std::string output;      // the output path as the job gave it (messages only)
+  bool overwrite = false;  // an existing entry at output_name may be replaced (never followed)
+  uint32_t output_reader_uid = UINT32_MAX;  // granted read access through an ACL; none: UINT32_MAX
+  // The output's displayed geometry (output_geometry.h): its size (the model's output, upright),
+  // sample aspect ratio and field order. Verification compares the displayed size and aspect.
+  OutputGeometry geometry;
+  // depth (supervisor/media/depth_check.h): the output's pixel format ("" = unchecked), its encoder
+  // and its colour path.
+  std::string expected_pix_fmt;
+  std::string codec;
+  ColorPath expected_color;
+};
+
+// The output is written into a file created exclusively under a random hidden name in the output
+// directory (mode 0666 less the umask), through its descriptor, and renamed into place once
+// verified; a link at the output name is replaced, never followed. On success the output exists,
+// fsynced. On failure nothing is left at the output path or beside it.
+Status MuxAndVerify(const MuxRequest& request);
+
+// The ffmpeg muxer for an output file name, by its extension (the output is written through a
+// descriptor, so ffmpeg cannot guess it). Error: kOutputInvalid for an extension not known here.
+Result<std::string> MuxerForOutput(const std::string& output);
+
+}  // namespace framemill

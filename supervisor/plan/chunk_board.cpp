@@ -1,0 +1,100 @@
+#include "supervisor/plan/chunk_board.h"
+
+namespace framemill {
+
+namespace {
+constexpr uint32_t kNoSlot = UINT32_MAX;
+}
+
+ChunkBoard::ChunkBoard(int64_t chunk_count, uint32_t slot_count)
+    : slot_of_(static_cast<size_t>(chunk_count), kNoSlot),
+      processed_flags_(static_cast<size_t>(chunk_count), false) {
+  for (uint32_t s = slot_count; s > 0; --s) free_slots_.push_back(s - 1);
+}
+
+std::optional<uint32_t> ChunkBoard::AcquireSlot() {
+  std::unique_lock<std::mutex> lock(mu_);
+  slot_freed_.wait(lock, [&] { return !free_slots_.empty() || !failure_.ok(); });
+  if (!failure_.ok()) return std::nullopt;
+  uint32_t s = free_slots_.back();
+  free_slots_.pop_back();
+  return s;
+}
+
+void ChunkBoard::MarkDecoded(int64_t chunk, uint32_t slot) {
+  std::lock_guard<std::mutex> lock(mu_);
+  slot_of_[chunk] = slot;
+  ready_.push_back(chunk);
+}
+
+std::optional<int64_t> ChunkBoard::TakeReady() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (ready_.empty() || !failure_.ok()) return std::nullopt;
+  int64_t c = ready_.front();
+  ready_.pop_front();
+  return c;
+}
+
+void ChunkBoard::Requeue(int64_t chunk) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ready_.push_front(chunk);
+}
+
+void ChunkBoard::MarkProcessed(int64_t chunk) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    processed_flags_[chunk] = true;
+  }
+  processed_.notify_all();
+}
+
+uint32_t ChunkBoard::SlotOf(int64_t chunk) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return slot_of_[chunk];
+}
+
+bool ChunkBoard::WaitProcessed(int64_t chunk) {
+  std::unique_lock<std::mutex> lock(mu_);
+  processed_.wait(lock, [&] { return processed_flags_[chunk] || !failure_.ok(); });
+  return failure_.ok();
+}
+
+void ChunkBoard::ReleaseSlot(int64_t chunk) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    free_slots_.push_back(slot_of_[chunk]);
+    slot_of_[chunk] = kNoSlot;
+  }
+  slot_freed_.notify_one();
+}
+
+void ChunkBoard::MarkAllEncoded() {
+  std::lock_guard<std::mutex> lock(mu_);
+  all_encoded_ = true;
+}
+
+bool ChunkBoard::AllEncoded() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return all_encoded_;
+}
+
+void ChunkBoard::Fail(const Status& status) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (failure_.ok()) failure_ = status;
+  }
+  slot_freed_.notify_all();
+  processed_.notify_all();
+}
+
+Status ChunkBoard::failure() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return failure_;
+}
+
+bool ChunkBoard::failed() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return !failure_.ok();
+}
+
+}  // namespace framemill

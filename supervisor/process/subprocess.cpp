@@ -1,0 +1,154 @@
+#include "supervisor/process/subprocess.h"
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <fstream>
+#include <future>
+#include <sstream>
+#include <thread>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/process.hpp>
+
+#include "supervisor/process/child_fds.h"
+
+namespace framemill {
+namespace bp = boost::process;
+
+namespace {
+constexpr unsigned kCloseRangeCloexec = 1u << 2;  // CLOSE_RANGE_CLOEXEC (linux/close_range.h)
+}  // namespace
+
+void KeepOnlyDescriptors(const int* keep, size_t count) {
+  if (::syscall(SYS_close_range, 3u, ~0u, kCloseRangeCloexec) != 0) {
+    // Kernels before 5.11: mark them one by one (fcntl is async-signal-safe).
+    long max = ::sysconf(_SC_OPEN_MAX);
+    if (max < 0 || max > (1 << 20)) max = 1 << 20;
+    for (int fd = 3; fd < max; ++fd) (void)::fcntl(fd, F_SETFD, FD_CLOEXEC);
+  }
+  for (size_t i = 0; i < count; ++i) (void)::fcntl(keep[i], F_SETFD, 0);
+}
+
+void SetExitStatus(int wait_status, CommandOutput* out) {
+  if (WIFSIGNALED(wait_status)) {
+    out->exit_code = -1;
+    out->signal = WTERMSIG(wait_status);
+  } else {
+    out->exit_code = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1;
+    out->signal = 0;
+  }
+}
+
+std::string DescribeExit(const CommandOutput& out) {
+  if (out.signal != 0) {
+    return "killed by signal " + std::to_string(out.signal) + " (" + strsignal(out.signal) + ")";
+  }
+  return "exit code " + std::to_string(out.exit_code);
+}
+
+std::string FindExecutable(const std::string& program) {
+  if (program.find('/') != std::string::npos) return program;
+  return bp::search_path(program).string();
+}
+
+std::string WorkerBinaryPath(const std::string& configured) {
+  if (!configured.empty()) return configured;
+  char self[4096];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) return "framemill-worker";
+  self[n] = '\0';
+  std::string dir(self);
+  return dir.substr(0, dir.rfind('/')) + "/framemill-worker";
+}
+
+Result<CommandOutput> RunAndCapture(const std::vector<std::string>& argv,
+                                    const std::vector<int>& inherit) {
+  std::string exe = FindExecutable(argv.at(0));
+  if (exe.empty()) return Status(StatusCode::kIo, argv[0] + ": program not found on PATH");
+  CommandOutput result;
+  try {
+    boost::asio::io_context io;
+    std::future<std::string> out, err;
+    std::vector<std::string> args(argv.begin() + 1, argv.end());
+    bp::child child(exe, bp::args(args), bp::std_in.close(), bp::std_out > out, bp::std_err > err,
+                    io, ChildFds(inherit));
+    ReapOnExit reap(child);
+    io.run();  // returns once both pipes reach end of file
+    child.wait();
+    SetExitStatus(child.native_exit_code(), &result);
+    result.out = out.get();
+    result.err = err.get();
+  } catch (const std::exception& e) {
+    return Status(StatusCode::kIo, "cannot run " + exe + ": " + e.what());
+  }
+  return result;
+}
+
+Result<CommandOutput> RunForEachLine(const std::vector<std::string>& argv,
+                                     const std::function<void(const std::string&)>& on_line,
+                                     const std::vector<int>& inherit) {
+  std::string exe = FindExecutable(argv.at(0));
+  if (exe.empty()) return Status(StatusCode::kIo, argv[0] + ": program not found on PATH");
+  CommandOutput result;
+  try {
+    // stderr is drained on its own thread, so that a chatty child cannot block on a full
+    // stderr pipe while we read its stdout.
+    boost::asio::io_context io;
+    std::future<std::string> err;
+    bp::ipstream out;
+    std::vector<std::string> args(argv.begin() + 1, argv.end());
+    bp::child child(exe, bp::args(args), bp::std_in.close(), bp::std_out > out, bp::std_err > err,
+                    io, ChildFds(inherit));
+    ReapOnExit reap(child);
+    std::thread drain([&io] {
+      try {
+        io.run();
+      } catch (const std::exception&) {
+        // The stderr text is lost; the exit status still says what happened.
+      }
+    });
+    std::string failure;
+    try {
+      for (std::string line; std::getline(out, line);) on_line(line);
+    } catch (const std::exception& e) {
+      failure = e.what();  // stop the child: its pipes close and the drain thread ends
+      KillAndReap(child);
+    }
+    child.wait();
+    drain.join();
+    if (!failure.empty()) return Status(StatusCode::kInternal, exe + " output: " + failure);
+    SetExitStatus(child.native_exit_code(), &result);
+    result.err = err.get();
+  } catch (const std::exception& e) {
+    return Status(StatusCode::kIo, "cannot run " + exe + ": " + e.what());
+  }
+  return result;
+}
+
+std::string LastLines(const std::string& text, int max_lines) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!line.empty()) lines.push_back(std::move(line));
+  }
+  size_t first = lines.size() > static_cast<size_t>(max_lines) ? lines.size() - max_lines : 0;
+  std::string tail;
+  for (size_t i = first; i < lines.size(); ++i) tail += (i > first ? "\n" : "") + lines[i];
+  return tail;
+}
+
+std::string LastLinesOfFile(const std::string& path, int max_lines) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  return LastLines(buf.str(), max_lines);
+}
+
+}  // namespace framemill

@@ -1,0 +1,650 @@
+#include "supervisor/workers/dispatcher.h"
+
+#include <cstdint>
+#include <algorithm>
+#include <csignal>
+#include <cstring>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/shm_protocol.h"
+#include "common/shm_validate.h"
+
+namespace framemill {
+namespace {
+
+constexpr int kSpawnTries = 5;  // consecutive failures to start a replacement before giving up
+
+constexpr int kWakeIntervalMs = 50;  // longest the loop sleeps without a wake-up
+constexpr int kStopGraceMs = 5000;
+constexpr double kStandbyAt = 0.8;  // fraction of a soft limit at which a standby starts
+
+std::string FrameRange(const ChunkPlan& c) {
+  return "frames " + std::to_string(c.first_frame) + "-" +
+         std::to_string(c.first_frame + c.frames - 1);
+}
+
+// The kind of a recycle or kill reason (recycle_policy.h's texts, and the start timeout), one
+// of a small closed set: counts by kind become metrics labels.
+std::string ReasonKind(const std::string& reason) {
+  if (reason.rfind("gpu", 0) == 0) return "gpu";
+  if (reason.rfind("rss", 0) == 0) return "rss";
+  if (reason.rfind("no heartbeat", 0) == 0) return "hang";
+  if (reason.rfind("model not loaded", 0) == 0) return "start_timeout";
+  return "max_chunks";
+}
+
+const char* CrashKind(const WorkerExit& e) { return e.signaled ? "signal" : "exit"; }
+
+// A device name a worker reported, kept only in the form a label may take ("cpu", "cuda:N").
+bool PlainDevice(const std::string& d) {
+  if (d == "cpu") return true;
+  if (d.rfind("cuda:", 0) != 0 || d.size() == 5 || d.size() > 8) return false;
+  return std::all_of(d.begin() + 5, d.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+std::string OneLine(std::string s) {
+  std::replace(s.begin(), s.end(), '\n', '|');
+  return s;
+}
+
+}  // namespace
+
+Dispatcher::Dispatcher(const JobPlan& plan, const JobSettings& settings,
+                       std::unique_ptr<WorkerPool> pool, Timeline* timeline,
+                       uint64_t start_timeout_ms)
+    : plan_(plan),
+      settings_(settings),
+      pool_(std::move(pool)),
+      timeline_(timeline),
+      start_timeout_ms_(start_timeout_ms),
+      channels_(static_cast<size_t>(pool_->channel_count())),
+      attempts_(plan.chunks.size(), 0),
+      rng_(std::random_device{}()) {}
+
+Dispatcher::~Dispatcher() = default;
+
+WorkerFigures Dispatcher::Figures(int k) const {
+  const TelemetrySnapshot t = pool_->LastTelemetry(k);  // checked when it was read
+  WorkerFigures f;
+  f.rss_bytes = t.rss_bytes;
+  f.gpu_reserved_bytes = t.gpu_reserved_bytes;
+  f.chunks_done = t.chunks_done;
+  f.heartbeat_ms = t.heartbeat_ms;
+  f.busy = !channels_[k].inflight.empty();
+  return f;
+}
+
+void Dispatcher::Record(int k, const std::string& event, const std::string& reason) {
+  const TelemetrySnapshot t = pool_->LastTelemetry(k);
+  TimelineEvent e;
+  e.worker = k;
+  e.generation = channels_[k].generation;
+  e.pid = pool_->Pid(k);
+  e.event = event;
+  e.frames = t.frames_done;
+  e.rss_bytes = t.rss_bytes;
+  e.gpu_allocated_bytes = t.gpu_allocated_bytes;
+  e.gpu_reserved_bytes = t.gpu_reserved_bytes;
+  e.gpu_process_bytes = t.gpu_process_bytes;
+  e.reason = reason;
+  if (timeline_ != nullptr) timeline_->Record(e, MonotonicMs());
+  if (channels_[k].peak_index >= stats_.peaks.size()) return;  // not started by this job
+  WorkerSnapshot& p = stats_.peaks[channels_[k].peak_index];
+  if (e.pid != 0) p.pid = e.pid;
+  p.frames = std::max(p.frames, e.frames);
+  p.rss_bytes = std::max(p.rss_bytes, e.rss_bytes);
+  p.gpu_reserved_bytes = std::max(p.gpu_reserved_bytes, e.gpu_reserved_bytes);
+}
+
+Status Dispatcher::Spawn(int k, int replaces) {
+  // A standby takes over its worker's GPU; a new worker goes where workers are fewest.
+  const int gpu = replaces >= 0 ? channels_[replaces].gpu : LeastLoadedGpu();
+  FM_RETURN_IF_ERROR(pool_->Spawn(k, gpu));
+  Channel& ch = channels_[k];
+  ch = Channel{};
+  ch.gpu = gpu;
+  ch.role = Role::kLoading;
+  ch.generation = pool_->Generation(k);
+  ch.spawn_ms = MonotonicMs();
+  ch.replaces = replaces;
+  ch.limits = JitteredLimits(settings_.recycle, rng_);
+  ch.peak_index = stats_.peaks.size();
+  stats_.peaks.push_back({k, ch.generation, pool_->Pid(k), 0, 0, 0});
+  ++stats_.workers_started;
+  std::string reason = replaces >= 0 ? "standby for worker " + std::to_string(replaces) : "";
+  if (gpu >= 0) reason += (reason.empty() ? "" : ", ") + std::string("GPU ") + std::to_string(gpu);
+  Record(k, "start", reason);
+  return Status::Ok();
+}
+
+std::map<std::string, double> DispatchStats::StartupFigures() const {
+  auto median = [](std::vector<double> v) {
+    if (v.empty()) return 0.0;
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    return v[v.size() / 2];
+  };
+  double ready_max = ready_s.empty() ? 0.0 : *std::max_element(ready_s.begin(), ready_s.end());
+  return {
+      {"ready_median_ms", 1000 * median(ready_s)},
+      {"ready_max_ms", 1000 * ready_max},
+      {"first_chunk_median_ms", 1000 * median(first_chunk_s)},
+      {"later_chunk_mean_ms", later_chunks > 0 ? 1000 * later_chunk_s_sum / later_chunks : 0.0}};
+}
+
+double DispatchStats::WorkerBusySeconds() const {
+  double s = later_chunk_s_sum;
+  for (double first : first_chunk_s) s += first;
+  return s;
+}
+
+std::string DispatchStats::StartupSummary() const {
+  std::map<std::string, double> f = StartupFigures();
+  return fmt::format(
+      "spawn to ready median {:.0f} ms (max {:.0f}); first chunk median {:.0f} ms, "
+      "later chunks {:.0f} ms",
+      f["ready_median_ms"], f["ready_max_ms"], f["first_chunk_median_ms"],
+      f["later_chunk_mean_ms"]);
+}
+
+int Dispatcher::LeastLoadedGpu() const {
+  int best = -1, best_count = 0;
+  for (int gpu : settings_.gpus) {
+    int count = 0;
+    for (const Channel& ch : channels_) {
+      if (ch.gpu == gpu && ch.role != Role::kNone && ch.role != Role::kRetiring) ++count;
+    }
+    if (best < 0 || count < best_count) {
+      best = gpu;
+      best_count = count;
+    }
+  }
+  return best;
+}
+
+int Dispatcher::FreeChannel() const {
+  for (int k = 0; k < static_cast<int>(channels_.size()); ++k) {
+    if (channels_[k].role == Role::kNone && !pool_->Alive(k)) return k;
+  }
+  return -1;
+}
+
+int Dispatcher::Serving() const {
+  int n = 0;
+  for (const Channel& ch : channels_) {
+    // A standby is not counted while the worker it will replace still works.
+    if (ch.role == Role::kActive || (ch.role == Role::kLoading && ch.replaces < 0)) ++n;
+  }
+  return n;
+}
+
+Result<FirstWorker> Dispatcher::Start(const std::atomic<bool>& stop) {
+  FirstWorker first;
+  // A ready worker's report, checked; false (and the worker killed) when it is invalid.
+  auto found = [&](int k) {
+    Result<ProbeReport> probe = pool_->Probe(k);
+    if (!probe.ok()) {
+      Violation(k, probe.status().message());
+      return false;
+    }
+    probe_w_ = first.probe_w = probe->width;
+    probe_h_ = first.probe_h = probe->height;
+    first.device = probe->device;
+    device_ = PlainDevice(probe->device) ? probe->device : settings_.device;
+    first.sandbox = pool_->Sandbox(k);
+    return true;
+  };
+  int wanted = std::min<int>(settings_.workers, static_cast<int>(plan_.chunks.size()));
+  // Workers left loaded by the previous job (see Release) are taken over as they are.
+  int adopted = 0;
+  bool killed = false;  // a worker left by the previous job broke the protocol
+  for (int k = 0; k < static_cast<int>(channels_.size()); ++k) {
+    WorkerState state = WorkerState::kEmpty;
+    if (!pool_->Alive(k)) continue;
+    if (!CheckWorker(k, &state)) {
+      killed = true;  // reaped below
+      continue;
+    }
+    if (state != WorkerState::kReady) continue;
+    if (adopted == wanted) {  // more than this job wants
+      pool_->Signal(k, SIGKILL);
+      continue;
+    }
+    Channel& ch = channels_[k];
+    ch = Channel{};
+    ch.role = Role::kActive;
+    ch.generation = pool_->Generation(k);
+    ch.spawn_ms = ch.ready_ms = MonotonicMs();
+    ch.limits = JitteredLimits(settings_.recycle, rng_);
+    ch.peak_index = stats_.peaks.size();
+    stats_.peaks.push_back({k, ch.generation, pool_->Pid(k), 0, 0, 0});
+    if (!found(k)) {  // killed for it; reaped below
+      ch.role = Role::kNone;
+      killed = true;
+      continue;
+    }
+    Record(k, "ready", "kept loaded from the previous job");
+    ++adopted;
+  }
+  if (adopted > 0) {
+    for (const WorkerExit& e : pool_->ReapExited()) channels_[e.channel] = Channel{};
+    return first;  // Run() starts any missing workers
+  }
+  // Channels of workers killed above are reused below: wait for their exits.
+  for (uint64_t until = MonotonicMs() + kStopGraceMs; killed && MonotonicMs() < until;) {
+    for (const WorkerExit& e : pool_->ReapExited()) channels_[e.channel] = Channel{};
+    killed = false;
+    for (int k = 0; k < static_cast<int>(channels_.size()); ++k) {
+      killed = killed || (pool_->Alive(k) && channels_[k].violated);
+    }
+    if (killed) ::usleep(10 * 1000);
+  }
+  for (int k = 0; k < wanted; ++k) FM_RETURN_IF_ERROR(Spawn(k, -1));
+  uint64_t deadline = MonotonicMs() + start_timeout_ms_;
+  while (true) {
+    if (stop.load()) return Status(StatusCode::kCancelled, "stopped while workers were starting");
+    for (const WorkerExit& e : pool_->ReapExited()) {
+      std::string why = e.Describe();
+      if (!e.stderr_tail.empty() && e.error.empty()) why += "; stderr: " + OneLine(e.stderr_tail);
+      // A worker that says why it failed (model not loadable, no such device) speaks for all of
+      // them. One that died without a word (a signal, a crash in a library) gets a few tries.
+      // (The last words of a worker killed for a protocol violation are not believed.)
+      const bool says_failed =
+          e.last_state == WorkerState::kFailed && !channels_[e.channel].violated;
+      if (says_failed || ++load_failures_ >= settings_.max_attempts) {
+        return Status(StatusCode::kModelInvalid,
+                      "worker " + std::to_string(e.channel) + " could not start: " + why);
+      }
+      spdlog::warn("worker {} died while loading the model ({}); starting it again", e.channel,
+                   why);
+      Record(e.channel, "crash", why);
+      ++stats_.crashes;
+      ++stats_.crashes_by_reason[CrashKind(e)];
+      channels_[e.channel] = Channel{};
+      FM_RETURN_IF_ERROR(Spawn(e.channel, -1));
+    }
+    for (int k = 0; k < wanted; ++k) {
+      WorkerState state = WorkerState::kEmpty;
+      if (!pool_->Alive(k) || channels_[k].violated || !CheckWorker(k, &state)) continue;
+      if (state == WorkerState::kReady && found(k)) {
+        NoteReady(k);
+        return first;
+      }
+    }
+    if (MonotonicMs() > deadline) {
+      return Status(StatusCode::kWorkerFailed,
+                    "no worker loaded the model within worker_start_timeout_s=" +
+                        std::to_string(start_timeout_ms_ / 1000));
+    }
+    pool_->WaitForWake(kWakeIntervalMs);
+  }
+}
+
+void Dispatcher::NoteReady(int k) {
+  Channel& ch = channels_[k];
+  Result<ProbeReport> probe = pool_->Probe(k);
+  if (!probe.ok()) return Violation(k, probe.status().message());
+  if (probe->width != probe_w_ || probe->height != probe_h_) {
+    if (board_ != nullptr) {
+      board_->Fail(
+          Status(StatusCode::kModelInvalid, "workers disagree on the model's output size"));
+    }
+    return;
+  }
+  spdlog::info("worker {} (gen {}, pid {}) ready on {} after {} ms{}", k, ch.generation,
+               pool_->Pid(k), probe->device, MonotonicMs() - ch.spawn_ms,
+               ch.replaces >= 0 ? " (standby)" : "");
+  Record(k, "ready");
+  ch.ready_ms = MonotonicMs();
+  stats_.ready_s.push_back(static_cast<double>(ch.ready_ms - ch.spawn_ms) / 1000.0);
+  load_ms_ = ch.ready_ms - ch.spawn_ms;
+  ch.role = ch.replaces >= 0 ? Role::kStandby : Role::kActive;
+  if (ch.role == Role::kStandby && !arena_name_.empty()) {
+    // Idle until its turn: spend the wait on a warm-up batch at the job's frame size.
+    ChunkRequest warm{};
+    warm.kind = ChunkRequest::kWarmup;
+    warm.batch = static_cast<uint32_t>(settings_.batch);
+    warm.arena = arena_;
+    CopyString(warm.arena_name, arena_name_);
+    pool_->Send(k, warm);
+  }
+}
+
+// The standby of `k`, if any, takes over now (or as soon as it is ready).
+void Dispatcher::Promote(int k) {
+  int s = channels_[k].standby;
+  channels_[k].standby = -1;
+  if (s < 0) return;
+  channels_[s].replaces = -1;
+  if (channels_[s].role == Role::kStandby) channels_[s].role = Role::kActive;
+}
+
+void Dispatcher::Retire(int k) {
+  channels_[k].role = Role::kRetiring;
+  spdlog::info("worker {} (gen {}) retiring: {}", k, channels_[k].generation,
+               channels_[k].retire_reason);
+  Promote(k);
+}
+
+void Dispatcher::ChunkFailed(int64_t chunk, const std::string& why, StatusCode code) {
+  const ChunkPlan& c = plan_.chunks[chunk];
+  int tries = ++attempts_[chunk];
+  if (tries >= settings_.max_attempts) {
+    board_->Fail(Status(code, "chunk " + std::to_string(chunk) + " (" + FrameRange(c) +
+                                  ") failed " + std::to_string(tries) + " times; last: " + why));
+    return;
+  }
+  spdlog::warn("chunk {} ({}) failed (attempt {} of {}): {}; sending it again", chunk,
+               FrameRange(c), tries, settings_.max_attempts, why);
+  ++stats_.chunk_retries;
+  board_->Requeue(chunk);
+}
+
+void Dispatcher::HandleExit(const WorkerExit& e) {
+  int k = e.channel;
+  Channel& ch = channels_[k];
+  std::string what = e.Describe();
+  if (!e.stderr_tail.empty()) what += "; stderr: " + OneLine(e.stderr_tail);
+  bool clean = ch.stop_sent && !e.signaled && e.exit_code == 0;
+  if (clean) {
+    Record(k, "stop", ch.retire_reason);
+    spdlog::info("worker {} (gen {}) recycled and exited cleanly", k, ch.generation);
+  } else if (ch.kill_deadline_ms != 0) {
+    Record(k, "exit", "killed: " + ch.kill_reason);
+  } else {
+    ++stats_.crashes;
+    ++stats_.crashes_by_reason[CrashKind(e)];
+    Record(k, "crash", what);
+    spdlog::warn("worker {} (gen {}, pid {}) died: {}", k, ch.generation, e.pid, what);
+  }
+  std::deque<int64_t> lost;
+  lost.swap(ch.inflight);
+  std::string why = ch.kill_deadline_ms != 0
+                        ? "worker killed (" + ch.kill_reason + "; " + what + ")"
+                        : "worker died (" + what + ")";
+  // From the back, so that the oldest chunk ends up first in the queue.
+  for (auto it = lost.rbegin(); it != lost.rend(); ++it) {
+    ChunkFailed(*it, why, StatusCode::kWorkerFailed);
+  }
+  Promote(k);                                                 // its standby takes over
+  if (ch.replaces >= 0) channels_[ch.replaces].standby = -1;  // a standby died: start another
+  if (ch.role == Role::kLoading && !clean) {
+    // Workers that keep dying while loading would be restarted forever.
+    if (++load_failures_ >= settings_.max_attempts) {
+      board_->Fail(Status(StatusCode::kWorkerFailed, "workers failed to start " +
+                                                         std::to_string(load_failures_) +
+                                                         " times in a row; last: " + what));
+    }
+  }
+  ch = Channel{};
+}
+
+bool Dispatcher::CheckWorker(int k, WorkerState* state) {
+  if (channels_[k].violated) return false;
+  Result<TelemetrySnapshot> t = pool_->ReadTelemetry(k);
+  if (!t.ok()) {
+    Violation(k, t.status().message());
+    return false;
+  }
+  Result<WorkerState> s = pool_->State(k);
+  if (!s.ok()) {
+    Violation(k, s.status().message());
+    return false;
+  }
+  *state = *s;
+  return true;
+}
+
+void Dispatcher::Violation(int k, const std::string& what) {
+  Channel& ch = channels_[k];
+  if (ch.violated) return;
+  ch.violated = true;
+  ++stats_.protocol_violations;
+  ++stats_.kills;
+  ++stats_.kills_by_reason["protocol"];
+  ch.kill_reason = "protocol violation: " + what;
+  ch.kill_deadline_ms = UINT64_MAX;  // signalled for good; wait for the exit
+  spdlog::error("worker {} (gen {}, pid {}): {}; killing it and sending its chunks elsewhere", k,
+                ch.generation, pool_->Pid(k), ch.kill_reason);
+  Record(k, "kill", ch.kill_reason);
+  pool_->Signal(k, SIGKILL);
+  Promote(k);  // its standby, if any, takes over now
+}
+
+void Dispatcher::CollectResults(int k) {
+  Channel& ch = channels_[k];
+  ChunkResult r{};
+  while (!ch.violated) {
+    PopResult p = pool_->Receive(k, &r);
+    if (p == PopResult::kEmpty) return;
+    if (p == PopResult::kCorrupt) return Violation(k, "impossible tail index in the result ring");
+    // What we sent, from our own records: chunk, slot (the board's), frames (the plan's).
+    std::vector<HeldChunk> held;
+    for (int64_t c : ch.inflight) {
+      held.push_back({static_cast<uint64_t>(c), board_->SlotOf(c),
+                      static_cast<uint32_t>(plan_.chunks[c].frames)});
+    }
+    size_t index = 0;
+    Status valid = ValidateChunkResult(r, held, &index);
+    if (!valid.ok()) return Violation(k, valid.message());
+    const ChunkPlan& chunk = plan_.chunks[ch.inflight[index]];
+    ch.inflight.erase(ch.inflight.begin() + static_cast<std::ptrdiff_t>(index));
+    if (r.error != 0) {
+      ChunkFailed(chunk.index, "model failed: " + PrintableText(r.message, sizeof(r.message)),
+                  StatusCode::kModelInvalid);
+    } else {
+      load_failures_ = 0;
+      ++processed_;
+      const double busy_s = static_cast<double>(r.busy_us) / 1e6;
+      if (!ch.first_chunk_done) {
+        stats_.first_chunk_s.push_back(busy_s);
+        ch.first_chunk_done = true;
+      } else {
+        stats_.later_chunk_s_sum += busy_s;
+        ++stats_.later_chunks;
+      }
+      board_->MarkProcessed(chunk.index);
+      Record(k, "chunk");
+    }
+  }
+}
+
+void Dispatcher::CheckLimits(int k, uint64_t now) {
+  Channel& ch = channels_[k];
+  if (ch.kill_deadline_ms != 0) {
+    if (now >= ch.kill_deadline_ms) {
+      spdlog::warn("worker {} (gen {}) still alive {} s after SIGTERM; SIGKILL", k, ch.generation,
+                   settings_.kill.grace_s);
+      pool_->Signal(k, SIGKILL);
+      ch.kill_deadline_ms = UINT64_MAX;  // signalled for good; wait for the exit
+    }
+    return;
+  }
+  WorkerFigures f = Figures(k);
+  std::optional<std::string> hard;
+  if (ch.role == Role::kLoading) {
+    if (now > ch.spawn_ms + start_timeout_ms_)
+      hard = "model not loaded within worker_start_timeout_s";
+  } else {
+    hard = HardLimitReason(settings_, f, now);
+  }
+  if (hard) {
+    ++stats_.kills;
+    ++stats_.kills_by_reason[ReasonKind(*hard)];
+    ch.kill_reason = *hard;
+    Record(k, "kill", *hard);
+    spdlog::warn("worker {} (gen {}, pid {}): {}; SIGTERM, SIGKILL in {} s", k, ch.generation,
+                 pool_->Pid(k), *hard, settings_.kill.grace_s);
+    pool_->Signal(k, SIGTERM);
+    ch.kill_deadline_ms = now + static_cast<uint64_t>(settings_.kill.grace_s * 1000);
+    if (ch.kill_deadline_ms == now) ch.kill_deadline_ms = now + 1;
+    return;
+  }
+  if (ch.role != Role::kActive) return;
+  if (std::optional<std::string> soft = SoftLimitReason(ch.limits, f)) {
+    ch.retire_reason = *soft;
+    stats_.recycles[ReasonKind(*soft)]++;
+    Record(k, "recycle", *soft);
+    Retire(k);
+    return;
+  }
+  if (!settings_.recycle.warm_standby || ch.standby >= 0) return;
+  SoftLimits near = ch.limits;
+  near.rss_bytes = static_cast<uint64_t>(near.rss_bytes * kStandbyAt);
+  near.gpu_reserved_bytes = static_cast<uint64_t>(near.gpu_reserved_bytes * kStandbyAt);
+  if (near.max_chunks > 0) {
+    // Chunks come in steps: start early enough for a model load (as last measured) to finish
+    // before the last chunk does, and at least two chunks and 20% before the end.
+    uint64_t ahead = 2;
+    if (f.chunks_done > 0 && load_ms_ > 0) {
+      uint64_t chunk_ms = std::max<uint64_t>(1, (now - ch.ready_ms) / f.chunks_done);
+      ahead = std::max<uint64_t>(ahead, (load_ms_ + chunk_ms - 1) / chunk_ms + 1);
+    }
+    uint64_t by_fraction = static_cast<uint64_t>(near.max_chunks * kStandbyAt);
+    uint64_t by_time = near.max_chunks > ahead ? near.max_chunks - ahead : 1;
+    near.max_chunks = std::max<uint64_t>(1, std::min(by_fraction, by_time));
+  }
+  if (std::optional<std::string> close = SoftLimitReason(near, f)) {
+    int spare = FreeChannel();
+    if (spare < 0) return;  // no spare channel: the replacement starts cold at retirement
+    spdlog::info("worker {} (gen {}) nears its limit ({}); standby starts on channel {}", k,
+                 ch.generation, *close, spare);
+    Status s = Spawn(spare, k);
+    if (s.ok()) {
+      ch.standby = spare;
+    } else {
+      // No standby: the replacement starts cold when this worker retires.
+      spdlog::warn("cannot start a standby for worker {}: {}", k, s.message());
+    }
+  }
+}
+
+void Dispatcher::Assign(int k) {
+  Channel& ch = channels_[k];
+  if (ch.role != Role::kActive || ch.kill_deadline_ms != 0) return;
+  while (static_cast<int>(ch.inflight.size()) < kInflightPerWorker) {
+    std::optional<int64_t> c = board_->TakeReady();
+    if (!c) return;
+    const ChunkPlan& chunk = plan_.chunks[*c];
+    ChunkRequest rq{};
+    rq.kind = ChunkRequest::kChunk;
+    rq.slot = board_->SlotOf(*c);
+    rq.chunk_id = static_cast<uint64_t>(chunk.index);
+    rq.first_frame = static_cast<uint64_t>(chunk.first_frame);
+    rq.frames = static_cast<uint32_t>(chunk.frames);
+    rq.batch = static_cast<uint32_t>(settings_.batch);
+    rq.arena = arena_;
+    CopyString(rq.arena_name, arena_name_);
+    PushResult sent = pool_->Send(k, rq);
+    if (sent != PushResult::kPushed) {
+      board_->Requeue(*c);
+      if (sent == PushResult::kCorrupt) Violation(k, "impossible head index in the request ring");
+      return;
+    }
+    ch.inflight.push_back(*c);
+  }
+}
+
+// The one place that waits (poll on the workers' sockets and the pool's eventfd, written by the
+// decoder and encoder threads) and then looks at everything.
+void Dispatcher::Run(ChunkBoard* board, const std::string& arena_name, const ArenaGeometry& arena,
+                     int64_t first_chunk, const std::atomic<bool>& stop,
+                     const std::function<void(int64_t)>& tick) {
+  board_ = board;
+  arena_name_ = arena_name;
+  arena_ = arena;
+  processed_ = first_chunk;
+  const int wanted = std::min<int>(settings_.workers, static_cast<int>(plan_.chunks.size()));
+  const int64_t total = static_cast<int64_t>(plan_.chunks.size());
+  while (!board_->AllEncoded() && !board_->failed()) {
+    if (stop.load()) {
+      board_->Fail(Status(StatusCode::kCancelled, "stopped by signal"));
+      break;
+    }
+    for (const WorkerExit& e : pool_->ReapExited()) HandleExit(e);
+    uint64_t now = MonotonicMs();
+    for (int k = 0; k < static_cast<int>(channels_.size()) && !board_->failed(); ++k) {
+      if (!pool_->Alive(k)) continue;
+      Channel& ch = channels_[k];
+      WorkerState state = WorkerState::kEmpty;
+      if (!CheckWorker(k, &state)) continue;  // killed now or before: wait for its exit
+      if (ch.role == Role::kLoading && state == WorkerState::kReady) NoteReady(k);
+      if (ch.violated) continue;
+      CollectResults(k);
+      if (ch.violated) continue;
+      if (!pool_->RequestsIntact(k)) {
+        Violation(k, "impossible head index in the request ring");
+        continue;
+      }
+      CheckLimits(k, now);
+      Assign(k);
+      if (ch.role == Role::kRetiring && ch.inflight.empty() && !ch.stop_sent) {
+        ChunkRequest stop_rq{};
+        stop_rq.kind = ChunkRequest::kStop;
+        PushResult sent = pool_->Send(k, stop_rq);
+        ch.stop_sent = sent == PushResult::kPushed;
+        if (sent == PushResult::kCorrupt) Violation(k, "impossible head index in the request ring");
+      }
+    }
+    // Keep `wanted` workers serving while chunks remain: replaces crashed, killed and
+    // (without warm standby) recycled workers.
+    while (!board_->failed() && processed_ < total && Serving() < wanted &&
+           MonotonicMs() >= spawn_retry_ms_) {
+      int k = FreeChannel();
+      if (k < 0) break;
+      Status s = Spawn(k, -1);
+      if (!s.ok()) {
+        // A worker binary that cannot be started for a moment (replaced by an upgrade while the
+        // job runs) must not end a night's job at once: try again 1, 2, 4, 8 s later.
+        if (++spawn_failures_ >= kSpawnTries) {
+          board_->Fail(s.WithContext(std::to_string(spawn_failures_) + " tries"));
+        } else {
+          uint64_t wait_ms = 1000ull << (spawn_failures_ - 1);
+          spdlog::warn("{}; trying again in {} s", s.message(), wait_ms / 1000);
+          spawn_retry_ms_ = MonotonicMs() + wait_ms;
+        }
+        break;
+      }
+      spawn_failures_ = 0;
+    }
+    if (tick) tick(processed_);
+    pool_->WaitForWake(kWakeIntervalMs);
+  }
+}
+
+std::vector<WorkerSnapshot> Dispatcher::LiveWorkers() const {
+  std::vector<WorkerSnapshot> live;
+  for (int k = 0; k < static_cast<int>(channels_.size()); ++k) {
+    if (!pool_->Alive(k)) continue;
+    const TelemetrySnapshot t = pool_->LastTelemetry(k);
+    const int gpu = channels_[k].gpu;
+    std::string device = device_.empty() ? settings_.device : device_;
+    if (gpu >= 0) device = "cuda:" + std::to_string(gpu);
+    live.push_back({k, channels_[k].generation, pool_->Pid(k), t.frames_done, t.rss_bytes,
+                    t.gpu_reserved_bytes, device});
+  }
+  return live;
+}
+
+void Dispatcher::Shutdown() { pool_->StopAll(kStopGraceMs); }
+
+std::unique_ptr<WorkerPool> Dispatcher::Release() {
+  for (int k = 0; k < static_cast<int>(channels_.size()); ++k) {
+    if (pool_->Alive(k) && (channels_[k].role != Role::kActive || !channels_[k].inflight.empty())) {
+      pool_->Signal(k, SIGKILL);
+    }
+  }
+  uint64_t deadline = MonotonicMs() + kStopGraceMs;
+  while (MonotonicMs() < deadline) {
+    for (const WorkerExit& e : pool_->ReapExited()) channels_[e.channel] = Channel{};
+    bool pending = false;
+    for (int k = 0; k < static_cast<int>(channels_.size()); ++k) {
+      pending = pending || (pool_->Alive(k) && channels_[k].role != Role::kActive);
+    }
+    if (!pending) break;
+    ::usleep(10 * 1000);
+  }
+  return std::move(pool_);
+}
+
+}  // namespace framemill

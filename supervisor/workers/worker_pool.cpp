@@ -1,0 +1,388 @@
+#include "supervisor/workers/worker_pool.h"
+
+#include <cstdint>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <new>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/process.hpp>
+#include <boost/process/extend.hpp>
+#include <boost/process/posix.hpp>
+
+#include "common/log.h"
+#include "supervisor/process/subprocess.h"
+
+namespace framemill {
+namespace bp = boost::process;
+
+struct WorkerPool::Process {
+  bp::child child;
+  int pid = 0;
+  uint64_t generation = 0;
+  std::string log_path;
+  SharedMemory control;  // this worker's own control block
+  WorkerChannel* channel = nullptr;
+  CheckedProducer<ChunkRequest, kRingCapacity> requests;
+  CheckedConsumer<ChunkResult, kRingCapacity> results;
+  int sock = -1;                // our end of the socket pair; -1 once the worker closed its end
+  TelemetrySnapshot telemetry;  // the last valid reading
+
+  ~Process() {
+    if (sock >= 0) ::close(sock);
+  }
+};
+
+std::string WorkerExit::Describe() const {
+  std::string what =
+      signaled ? "killed by signal " + std::to_string(signal) + " (" + strsignal(signal) + ")"
+               : "exit code " + std::to_string(exit_code);
+  if (!error.empty()) what += ": " + error;
+  return what;
+}
+
+namespace {
+
+// Where a worker finds its model: the pool's descriptor, duplicated to this number in the child.
+constexpr int kWorkerModelFd = 3;
+
+// The pool's own descriptor of the model: a duplicate of the caller's, or the file opened here.
+// Close-on-exec (nothing but a worker, where it is bound to kWorkerModelFd, gets it) and above
+// kWorkerModelFd, so that binding it in the child is a real dup2 that clears close-on-exec.
+Result<int> PoolModelFd(const WorkerOptions& options) {
+  int fd = -1;
+  if (options.model_fd >= 0) {
+    fd = ::fcntl(options.model_fd, F_DUPFD_CLOEXEC, kWorkerModelFd + 1);
+    if (fd < 0) {
+      return Status(StatusCode::kIo, std::string("cannot duplicate the model's descriptor: ") +
+                                         std::strerror(errno));
+    }
+  } else {
+    int opened = ::open(options.model.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (opened < 0) {
+      return Status(StatusCode::kModelInvalid, options.model + ": " + std::strerror(errno));
+    }
+    fd = ::fcntl(opened, F_DUPFD_CLOEXEC, kWorkerModelFd + 1);
+    ::close(opened);
+    if (fd < 0) {
+      return Status(StatusCode::kIo, std::string("cannot duplicate the model's descriptor: ") +
+                                         std::strerror(errno));
+    }
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status(StatusCode::kModelInvalid, options.model + ": not a regular file");
+  }
+  return fd;
+}
+
+}  // namespace
+
+bool WorkerSandboxDegraded(const std::string& summary) {
+  // A worker without Landlock's file rules (CUDA) is confined by its private root alone.
+  const bool files_open = summary.find("no file rules") != std::string::npos &&
+                          summary.find(", mntns") == std::string::npos;
+  return summary.rfind("partial", 0) == 0 || summary.rfind("none", 0) == 0 || files_open;
+}
+
+Result<std::unique_ptr<WorkerPool>> WorkerPool::Create(const WorkerOptions& options, int channels) {
+  if (channels < 1 || channels > static_cast<int>(kMaxWorkerChannels)) {
+    return Status(StatusCode::kInternal, "worker channel count out of range");
+  }
+  if (FindExecutable(options.worker_binary).empty() ||
+      ::access(FindExecutable(options.worker_binary).c_str(), X_OK) != 0) {
+    return Status(StatusCode::kIo,
+                  "worker binary not found or not executable: " + options.worker_binary);
+  }
+  Result<int> model_fd = PoolModelFd(options);
+  if (!model_fd.ok()) return model_fd.status();
+  int wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake_fd < 0) {
+    ::close(*model_fd);
+    return Status(StatusCode::kIo, std::string("eventfd: ") + std::strerror(errno));
+  }
+  return std::unique_ptr<WorkerPool>(new WorkerPool(options, wake_fd, channels, *model_fd));
+}
+
+WorkerPool::WorkerPool(const WorkerOptions& options, int wake_fd, int channels, int model_fd)
+    : options_(options),
+      wake_fd_(wake_fd),
+      channel_count_(channels),
+      processes_(static_cast<size_t>(channels)),
+      model_fd_(model_fd) {
+  options_.model_fd = -1;  // the caller's; this pool uses its own
+}
+
+WorkerPool::~WorkerPool() {
+  for (auto& p : processes_) {
+    if (p == nullptr) continue;
+    ::kill(p->pid, SIGKILL);
+    std::error_code ec;
+    p->child.wait(ec);
+  }
+  processes_.clear();  // removes the control blocks
+  ::close(wake_fd_);
+  ::close(model_fd_);
+}
+
+std::string WorkerPool::ControlPath(int k) const {
+  return processes_[k] ? processes_[k]->control.name() : std::string();
+}
+
+std::vector<std::string> WorkerPool::WorkerArguments(int k, int gpu, const std::string& control,
+                                                     int wake_fd) const {
+  return {"--control",     control,
+          "--channel",     std::to_string(k),
+          "--wake-fd",     std::to_string(wake_fd),
+          "--model-fd",    std::to_string(kWorkerModelFd),
+          "--model-label", options_.model,  // for messages; the worker never opens it
+          "--device",      gpu >= 0 ? std::string("cuda") : options_.device,
+          "--precision",   options_.precision,
+          "--optimize",    Name(options_.model_optimization),
+          "--log-level",   options_.log_level,
+          "--sandbox",     Name(options_.sandbox)};
+}
+
+std::string WorkerPool::Sandbox(int k) const {
+  if (processes_[k] == nullptr) return "";
+  // Worker-written: bounded, and printable ASCII only.
+  const char* text = processes_[k]->channel->sandbox;
+  std::string s(text, strnlen(text, sizeof(processes_[k]->channel->sandbox)));
+  for (char& c : s) {
+    if (c < 0x20 || c > 0x7e) c = '?';
+  }
+  return s;
+}
+
+Status WorkerPool::Spawn(int k, int gpu) {
+  if (processes_[k] != nullptr) {
+    return Status(StatusCode::kInternal, "channel " + std::to_string(k) + " still has a worker");
+  }
+  auto p = std::make_unique<Process>();
+  Result<SharedMemory> shm = SharedMemory::Create("ctl", sizeof(ControlHeader));
+  if (!shm.ok()) return shm.status();
+  p->control = std::move(*shm);
+  auto* control = new (p->control.data()) ControlHeader();
+  control->magic = kControlMagic;
+  control->version = kProtocolVersion;
+  control->header_bytes = sizeof(ControlHeader);
+  control->supervisor_pid = ::getpid();
+  control->channel_index = static_cast<uint32_t>(k);
+  control->channel.state.store(static_cast<uint32_t>(WorkerState::kStarting),
+                               std::memory_order_release);
+  p->channel = &control->channel;
+  p->requests = CheckedProducer<ChunkRequest, kRingCapacity>(&p->channel->requests);
+  p->results = CheckedConsumer<ChunkResult, kRingCapacity>(&p->channel->results);
+  // Our end stays close-on-exec; the worker's end is inherited by this one child only (the
+  // flag is cleared between fork and exec), so other children (ffmpeg) never hold it.
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, pair) != 0) {
+    return Status(StatusCode::kIo, std::string("socketpair: ") + std::strerror(errno));
+  }
+  p->sock = pair[0];
+  const int worker_end = pair[1];
+  p->generation = ++generations_;
+  p->log_path = options_.log_dir + "/worker-" + std::to_string(k) + "-" +
+                std::to_string(p->generation) + ".log";
+  try {
+    bp::environment env = boost::this_process::environment();
+    if (!options_.pytorch_alloc_conf.empty()) {
+      env["PYTORCH_CUDA_ALLOC_CONF"] = options_.pytorch_alloc_conf;
+      env["PYTORCH_ALLOC_CONF"] = options_.pytorch_alloc_conf;
+    }
+    if (gpu >= 0) env["CUDA_VISIBLE_DEVICES"] = std::to_string(gpu);
+    // stdout too goes to the log: a model's print() must not reach the supervisor's output.
+    p->child = bp::child(
+        options_.worker_binary, bp::args(WorkerArguments(k, gpu, p->control.name(), worker_end)),
+        env, bp::posix::fd.bind(kWorkerModelFd, model_fd_), bp::std_in.close(),
+        (bp::std_out & bp::std_err) > p->log_path,
+        bp::extend::on_exec_setup = [worker_end](auto&) { ::fcntl(worker_end, F_SETFD, 0); });
+  } catch (const std::exception& e) {
+    ::close(worker_end);
+    return Status(StatusCode::kIo,
+                  "cannot start worker " + options_.worker_binary + ": " + e.what());
+  }
+  ::close(worker_end);
+  p->pid = p->child.id();
+  spdlog::debug("worker {} generation {} started, pid {}{}, log {}", k, p->generation, p->pid,
+                gpu >= 0 ? ", GPU " + std::to_string(gpu) : std::string(), p->log_path);
+  processes_[k] = std::move(p);
+  return Status::Ok();
+}
+
+bool WorkerPool::Alive(int k) const { return processes_[k] != nullptr; }
+
+uint64_t WorkerPool::Generation(int k) const {
+  return processes_[k] ? processes_[k]->generation : 0;
+}
+
+void WorkerPool::Signal(int k, int signal) {
+  if (processes_[k] != nullptr) ::kill(processes_[k]->pid, signal);
+}
+
+int WorkerPool::Pid(int k) const { return processes_[k] ? processes_[k]->pid : 0; }
+
+std::vector<WorkerExit> WorkerPool::ReapExited() {
+  std::vector<WorkerExit> exits;
+  for (int k = 0; k < channel_count_; ++k) {
+    if (processes_[k] == nullptr) continue;
+    int status = 0;
+    pid_t r = ::waitpid(processes_[k]->pid, &status, WNOHANG);
+    if (r != processes_[k]->pid) continue;
+    // Reaped here, so boost must not wait for it again.
+    processes_[k]->child.detach();
+    WorkerChannel& ch = *processes_[k]->channel;
+    WorkerExit e;
+    e.channel = k;
+    e.pid = processes_[k]->pid;
+    e.signaled = WIFSIGNALED(status);
+    e.signal = e.signaled ? WTERMSIG(status) : 0;
+    e.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    e.generation = processes_[k]->generation;
+    e.stderr_tail = LastLinesOfFile(processes_[k]->log_path, 5);
+    // The dead worker's last words, checked like everything else it wrote.
+    Result<WorkerState> state = ValidateWorkerState(ch.state.load(std::memory_order_acquire));
+    e.last_state = state.ok() ? *state : WorkerState::kEmpty;
+    if (e.last_state == WorkerState::kFailed) e.error = PrintableText(ch.error, sizeof(ch.error));
+    processes_[k].reset();
+    exits.push_back(std::move(e));
+  }
+  return exits;
+}
+
+PushResult WorkerPool::Send(int k, const ChunkRequest& request) {
+  Process* p = processes_[k].get();
+  if (p == nullptr) return PushResult::kFull;
+  PushResult r = p->requests.TryPush(request);
+  if (r == PushResult::kPushed && p->sock >= 0) {
+    // A full socket buffer means a wake-up is already pending: EAGAIN is fine. No SIGPIPE.
+    const char byte = 1;
+    (void)!::send(p->sock, &byte, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+  }
+  return r;
+}
+
+bool WorkerPool::RequestsIntact(int k) {
+  Process* p = processes_[k].get();
+  return p == nullptr || p->requests.Verify();
+}
+
+PopResult WorkerPool::Receive(int k, ChunkResult* out) {
+  Process* p = processes_[k].get();
+  if (p == nullptr) return PopResult::kEmpty;
+  return p->results.TryPop(out);
+}
+
+Result<WorkerState> WorkerPool::State(int k) {
+  Process* p = processes_[k].get();
+  if (p == nullptr) return WorkerState::kEmpty;
+  return ValidateWorkerState(p->channel->state.load(std::memory_order_acquire));
+}
+
+Result<ProbeReport> WorkerPool::Probe(int k) {
+  Process* p = processes_[k].get();
+  if (p == nullptr) return Status(StatusCode::kInternal, "no worker on this channel");
+  // Copied out first: the worker may change it while we look.
+  char device[kDeviceBytes];
+  std::memcpy(device, p->channel->device, sizeof(device));
+  return ValidateProbe(p->channel->probe_out_width.load(std::memory_order_acquire),
+                       p->channel->probe_out_height.load(std::memory_order_acquire), device,
+                       sizeof(device));
+}
+
+Result<TelemetrySnapshot> WorkerPool::ReadTelemetry(int k) {
+  Process* p = processes_[k].get();
+  if (p == nullptr) return TelemetrySnapshot{};
+  const uint64_t now = MonotonicMs();
+  TelemetrySnapshot t = framemill::ReadTelemetry(p->channel->telemetry);
+  Status s = ValidateTelemetry(t, p->telemetry, now);
+  if (!s.ok()) return s;
+  p->telemetry = t;
+  return t;
+}
+
+TelemetrySnapshot WorkerPool::LastTelemetry(int k) const {
+  return processes_[k] ? processes_[k]->telemetry : TelemetrySnapshot{};
+}
+
+void WorkerPool::WaitForWake(int timeout_ms) {
+  std::vector<pollfd> fds;
+  std::vector<int> owners;  // channel of each entry; -1 for our own eventfd
+  fds.push_back({wake_fd_, POLLIN, 0});
+  owners.push_back(-1);
+  for (int k = 0; k < channel_count_; ++k) {
+    if (processes_[k] != nullptr && processes_[k]->sock >= 0) {
+      fds.push_back({processes_[k]->sock, POLLIN, 0});
+      owners.push_back(k);
+    }
+  }
+  // Relative timeout: a step of the wall clock plays no part. EINTR (a signal) is an early
+  // wake-up; the caller looks at its stop flag next.
+  if (::poll(fds.data(), fds.size(), timeout_ms) <= 0) return;
+  for (size_t i = 0; i < fds.size(); ++i) {
+    if (fds[i].revents == 0) continue;
+    // Coalesce: many wake-ups may have piled up; one look at everything serves them all.
+    char buf[256];
+    if (owners[i] < 0) {
+      uint64_t count;
+      (void)!::read(wake_fd_, &count, sizeof(count));
+      continue;
+    }
+    Process* p = processes_[owners[i]].get();
+    ssize_t n = 0;
+    for (int reads = 0; reads < 16; ++reads) {  // bounded: a worker may write without end
+      n = ::recv(p->sock, buf, sizeof(buf), MSG_DONTWAIT);
+      if (n <= 0) break;
+    }
+    if (n == 0 || (fds[i].revents & (POLLHUP | POLLERR | POLLNVAL)) != 0) {
+      // The worker closed its end (it exited, or chose to): stop polling it, or poll would
+      // return at once for ever. Its exit is seen by ReapExited; its results by the next pass.
+      ::close(p->sock);
+      p->sock = -1;
+    }
+  }
+}
+
+void WorkerPool::Wake() {
+  const uint64_t one = 1;
+  (void)!::write(wake_fd_, &one, sizeof(one));
+}
+
+void WorkerPool::StopAll(int grace_ms) {
+  ChunkRequest stop{};
+  stop.kind = ChunkRequest::kStop;
+  for (int k = 0; k < channel_count_; ++k) {
+    if (processes_[k] != nullptr) Send(k, stop);
+  }
+  uint64_t deadline = MonotonicMs() + static_cast<uint64_t>(grace_ms);
+  while (MonotonicMs() < deadline) {
+    ReapExited();
+    bool any = false;
+    for (auto& p : processes_) any = any || p != nullptr;
+    if (!any) return;
+    ::usleep(10 * 1000);
+  }
+  for (int k = 0; k < channel_count_; ++k) {
+    if (processes_[k] == nullptr) continue;
+    spdlog::warn("worker {} (pid {}) did not stop within {} ms; killing it", k, processes_[k]->pid,
+                 grace_ms);
+    ::kill(processes_[k]->pid, SIGKILL);
+  }
+  for (int k = 0; k < channel_count_; ++k) {
+    if (processes_[k] == nullptr) continue;
+    int status = 0;
+    ::waitpid(processes_[k]->pid, &status, 0);
+    processes_[k]->child.detach();
+    processes_[k].reset();
+  }
+}
+
+}  // namespace framemill

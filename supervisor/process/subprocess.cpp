@@ -22,6 +22,13 @@ namespace bp = boost::process;
 
 namespace {
 constexpr unsigned kCloseRangeCloexec = 1u << 2;  // CLOSE_RANGE_CLOEXEC (linux/close_range.h)
+
+// argv[0]'s path, or kIo naming the program when it is not on PATH.
+Result<std::string> ProgramPath(const std::vector<std::string>& argv) {
+  std::string exe = FindExecutable(argv.at(0));
+  if (exe.empty()) return Status(StatusCode::kIo, argv[0] + ": program not found on PATH");
+  return exe;
+}
 }  // namespace
 
 void KeepOnlyDescriptors(const int* keep, size_t count) {
@@ -68,8 +75,9 @@ std::string WorkerBinaryPath(const std::string& configured) {
 
 Result<CommandOutput> RunAndCapture(const std::vector<std::string>& argv,
                                     const std::vector<int>& inherit) {
-  std::string exe = FindExecutable(argv.at(0));
-  if (exe.empty()) return Status(StatusCode::kIo, argv[0] + ": program not found on PATH");
+  Result<std::string> found = ProgramPath(argv);
+  if (!found.ok()) return found.status();
+  const std::string& exe = *found;
   CommandOutput result;
   try {
     boost::asio::io_context io;
@@ -92,8 +100,9 @@ Result<CommandOutput> RunAndCapture(const std::vector<std::string>& argv,
 Result<CommandOutput> RunForEachLine(const std::vector<std::string>& argv,
                                      const std::function<void(const std::string&)>& on_line,
                                      const std::vector<int>& inherit) {
-  std::string exe = FindExecutable(argv.at(0));
-  if (exe.empty()) return Status(StatusCode::kIo, argv[0] + ": program not found on PATH");
+  Result<std::string> found = ProgramPath(argv);
+  if (!found.ok()) return found.status();
+  const std::string& exe = *found;
   CommandOutput result;
   try {
     // stderr is drained on its own thread, so that a chatty child cannot block on a full

@@ -88,8 +88,8 @@ Status Dispatcher::Spawn(int k, int replaces) {
   // A standby takes over its worker's GPU; a new worker goes where workers are fewest.
   const int gpu = GpuFor(replaces, settings_.gpus, channels_);
   FM_RETURN_IF_ERROR(pool_->Spawn(k, gpu));
-  WorkerChannel& ch = channels_[k];
-  ch = WorkerChannel{};
+  DispatchChannel& ch = channels_[k];
+  ch = DispatchChannel{};
   ch.gpu = gpu;
   ch.role = WorkerRole::kLoading;
   ch.generation = pool_->Generation(k);
@@ -137,8 +137,8 @@ Result<FirstWorker> Dispatcher::Start(const std::atomic<bool>& stop) {
       pool_->Signal(k, SIGKILL);
       continue;
     }
-    WorkerChannel& ch = channels_[k];
-    ch = WorkerChannel{};
+    DispatchChannel& ch = channels_[k];
+    ch = DispatchChannel{};
     ch.role = WorkerRole::kActive;
     ch.generation = pool_->Generation(k);
     ch.spawn_ms = ch.ready_ms = MonotonicMs();
@@ -154,12 +154,12 @@ Result<FirstWorker> Dispatcher::Start(const std::atomic<bool>& stop) {
     ++adopted;
   }
   if (adopted > 0) {
-    for (const WorkerExit& e : pool_->ReapExited()) channels_[e.channel] = WorkerChannel{};
+    for (const WorkerExit& e : pool_->ReapExited()) channels_[e.channel] = DispatchChannel{};
     return first;  // Run() starts any missing workers
   }
   // Channels of workers killed above are reused below: wait for their exits.
   for (uint64_t until = MonotonicMs() + kStopGraceMs; killed && MonotonicMs() < until;) {
-    for (const WorkerExit& e : pool_->ReapExited()) channels_[e.channel] = WorkerChannel{};
+    for (const WorkerExit& e : pool_->ReapExited()) channels_[e.channel] = DispatchChannel{};
     killed = false;
     for (int k = 0; k < static_cast<int>(channels_.size()); ++k) {
       killed = killed || (pool_->Alive(k) && channels_[k].violated);
@@ -186,7 +186,7 @@ Result<FirstWorker> Dispatcher::Start(const std::atomic<bool>& stop) {
                    why);
       Record(e.channel, TimelineEventKind::kCrash, why);
       stats_.CountCrash(e.signaled);
-      channels_[e.channel] = WorkerChannel{};
+      channels_[e.channel] = DispatchChannel{};
       FM_RETURN_IF_ERROR(Spawn(e.channel, -1));
     }
     for (int k = 0; k < wanted; ++k) {
@@ -207,7 +207,7 @@ Result<FirstWorker> Dispatcher::Start(const std::atomic<bool>& stop) {
 }
 
 void Dispatcher::NoteReady(int k) {
-  WorkerChannel& ch = channels_[k];
+  DispatchChannel& ch = channels_[k];
   Result<ProbeReport> probe = pool_->Probe(k);
   if (!probe.ok()) return Violation(k, probe.status().message());
   if (probe->width != probe_w_ || probe->height != probe_h_) {
@@ -259,7 +259,7 @@ void Dispatcher::ChunkFailed(int64_t chunk, const std::string& why, StatusCode c
 
 void Dispatcher::HandleExit(const WorkerExit& e) {
   int k = e.channel;
-  WorkerChannel& ch = channels_[k];
+  DispatchChannel& ch = channels_[k];
   std::string what = e.Describe();
   if (!e.stderr_tail.empty()) what += "; stderr: " + OneLine(e.stderr_tail);
   bool clean = ch.stop_sent && !e.signaled && e.exit_code == 0;
@@ -292,7 +292,7 @@ void Dispatcher::HandleExit(const WorkerExit& e) {
                                                          " times in a row; last: " + what));
     }
   }
-  ch = WorkerChannel{};
+  ch = DispatchChannel{};
 }
 
 bool Dispatcher::CheckWorker(int k, WorkerState* state) {
@@ -312,7 +312,7 @@ bool Dispatcher::CheckWorker(int k, WorkerState* state) {
 }
 
 void Dispatcher::Violation(int k, const std::string& what) {
-  WorkerChannel& ch = channels_[k];
+  DispatchChannel& ch = channels_[k];
   if (ch.violated) return;
   ch.violated = true;
   ch.kill_reason = "protocol violation: " + what;
@@ -326,7 +326,7 @@ void Dispatcher::Violation(int k, const std::string& what) {
 }
 
 void Dispatcher::CollectResults(int k) {
-  WorkerChannel& ch = channels_[k];
+  DispatchChannel& ch = channels_[k];
   ChunkResult r{};
   while (!ch.violated) {
     PopResult p = pool_->Receive(k, &r);
@@ -364,7 +364,7 @@ void Dispatcher::CollectResults(int k) {
 }
 
 void Dispatcher::CheckLimits(int k, uint64_t now) {
-  WorkerChannel& ch = channels_[k];
+  DispatchChannel& ch = channels_[k];
   if (ch.kill_deadline_ms != 0) {
     if (now >= ch.kill_deadline_ms) {
       spdlog::warn("worker {} (gen {}) still alive {} s after SIGTERM; SIGKILL", k, ch.generation,
@@ -419,7 +419,7 @@ void Dispatcher::CheckLimits(int k, uint64_t now) {
 }
 
 void Dispatcher::Assign(int k) {
-  WorkerChannel& ch = channels_[k];
+  DispatchChannel& ch = channels_[k];
   for (int wanted = ChunksWanted(ch); wanted > 0; --wanted) {
     std::optional<int64_t> c = board_->TakeReady();
     if (!c) return;
@@ -463,7 +463,7 @@ void Dispatcher::Run(ChunkBoard* board, const std::string& arena_name, const Are
     uint64_t now = MonotonicMs();
     for (int k = 0; k < static_cast<int>(channels_.size()) && !board_->failed(); ++k) {
       if (!pool_->Alive(k)) continue;
-      WorkerChannel& ch = channels_[k];
+      DispatchChannel& ch = channels_[k];
       WorkerState state = WorkerState::kEmpty;
       if (!CheckWorker(k, &state)) continue;  // killed now or before: wait for its exit
       if (ch.role == WorkerRole::kLoading && state == WorkerState::kReady) NoteReady(k);
@@ -534,7 +534,7 @@ std::unique_ptr<WorkerPool> Dispatcher::Release() {
   }
   uint64_t deadline = MonotonicMs() + kStopGraceMs;
   while (MonotonicMs() < deadline) {
-    for (const WorkerExit& e : pool_->ReapExited()) channels_[e.channel] = WorkerChannel{};
+    for (const WorkerExit& e : pool_->ReapExited()) channels_[e.channel] = DispatchChannel{};
     bool pending = false;
     for (int k = 0; k < static_cast<int>(channels_.size()); ++k) {
       pending = pending || (pool_->Alive(k) && channels_[k].role != WorkerRole::kActive);

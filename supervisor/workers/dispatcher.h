@@ -13,7 +13,7 @@
 // A worker that dies while active or retiring is a crash: its chunks go back to the front of
 // the queue (each counts an attempt) and a replacement starts. Policy is here; the worker only
 // reports: the rules are recycle_policy's Judge (one verdict per worker per pass) and
-// worker_channel's rules over the channels. A worker that writes anything invalid into its shared memory (see shm_validate.h) is
+// dispatch_channel's rules over the channels. A worker that writes anything invalid into its shared memory (see shm_validate.h) is
 // a protocol violation: it is SIGKILLed at once, logged and put on the timeline ("protocol
 // violation: ..."), and its chunks go back like a crash's. Nothing read from a worker is used
 // unchecked. Single-threaded: everything runs on the thread that calls Run().
@@ -35,7 +35,7 @@
 #include "supervisor/workers/dispatch_stats.h"
 #include "supervisor/workers/recycle_policy.h"
 #include "supervisor/workers/timeline.h"
-#include "supervisor/workers/worker_channel.h"
+#include "supervisor/workers/dispatch_channel.h"
 #include "supervisor/workers/worker_pool.h"
 
 namespace framemill {
@@ -100,7 +100,7 @@ class Dispatcher {
   std::unique_ptr<WorkerPool> pool_;
   Timeline* timeline_;
   uint64_t start_timeout_ms_;
-  std::vector<WorkerChannel> channels_;
+  std::vector<DispatchChannel> channels_;
   std::vector<int> attempts_;  // by chunk
   std::mt19937_64 rng_;
   ChunkBoard* board_ = nullptr;

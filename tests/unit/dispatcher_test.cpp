@@ -1,19 +1,19 @@
 // The dispatcher's rules that need no process: where a new worker goes, how many chunks a worker
-// is sent, who takes over when a worker leaves (worker_channel.h), and how verdicts and crashes
+// is sent, who takes over when a worker leaves (dispatch_channel.h), and how verdicts and crashes
 // are counted (dispatch_stats.h).
 #include <doctest/doctest.h>
 
 #include <vector>
 
 #include "supervisor/workers/dispatch_stats.h"
-#include "supervisor/workers/worker_channel.h"
+#include "supervisor/workers/dispatch_channel.h"
 
 using namespace framemill;
 
 namespace {
 
-WorkerChannel On(WorkerRole role, int gpu = -1) {
-  WorkerChannel ch;
+DispatchChannel On(WorkerRole role, int gpu = -1) {
+  DispatchChannel ch;
   ch.role = role;
   ch.gpu = gpu;
   return ch;
@@ -25,7 +25,7 @@ bool NoneAlive(int) { return false; }
 
 TEST_CASE("a new worker goes to the GPU with the fewest workers, a standby to its worker's") {
   const std::vector<int> gpus = {0, 1, 2};
-  std::vector<WorkerChannel> ch(6);
+  std::vector<DispatchChannel> ch(6);
   CHECK(LeastLoadedGpu(gpus, ch) == 0);  // all empty: the first
   ch[0] = On(WorkerRole::kActive, 0);
   ch[1] = On(WorkerRole::kLoading, 1);
@@ -45,7 +45,7 @@ TEST_CASE("a new worker goes to the GPU with the fewest workers, a standby to it
 }
 
 TEST_CASE("a free channel has no role and no live process") {
-  std::vector<WorkerChannel> ch(4);
+  std::vector<DispatchChannel> ch(4);
   ch[0] = On(WorkerRole::kActive);
   CHECK(FreeChannel(ch, NoneAlive) == 1);
   CHECK(FreeChannel(ch, [](int k) { return k == 1; }) == 2);  // exited, not reaped yet
@@ -55,7 +55,7 @@ TEST_CASE("a free channel has no role and no live process") {
 }
 
 TEST_CASE("serving workers are active ones and loading ones that replace nobody") {
-  std::vector<WorkerChannel> ch(6);
+  std::vector<DispatchChannel> ch(6);
   CHECK(Serving(ch) == 0);
   ch[0] = On(WorkerRole::kActive);
   ch[1] = On(WorkerRole::kLoading);
@@ -68,7 +68,7 @@ TEST_CASE("serving workers are active ones and loading ones that replace nobody"
 }
 
 TEST_CASE("an active worker that is not being killed holds two chunks") {
-  WorkerChannel ch = On(WorkerRole::kActive);
+  DispatchChannel ch = On(WorkerRole::kActive);
   CHECK(ChunksWanted(ch) == kInflightPerWorker);
   ch.inflight.push_back(7);
   CHECK(ChunksWanted(ch) == 1);
@@ -87,7 +87,7 @@ TEST_CASE("an active worker that is not being killed holds two chunks") {
 }
 
 TEST_CASE("a retiring worker is sent kStop once, when its chunks are done") {
-  WorkerChannel ch = On(WorkerRole::kRetiring);
+  DispatchChannel ch = On(WorkerRole::kRetiring);
   ch.inflight.push_back(3);
   CHECK_FALSE(WantsStop(ch));
   ch.inflight.clear();
@@ -98,14 +98,14 @@ TEST_CASE("a retiring worker is sent kStop once, when its chunks are done") {
 }
 
 TEST_CASE("a ready worker is a standby when it replaces one, else active") {
-  WorkerChannel ch = On(WorkerRole::kLoading);
+  DispatchChannel ch = On(WorkerRole::kLoading);
   CHECK(RoleWhenReady(ch) == WorkerRole::kActive);
   ch.replaces = 2;
   CHECK(RoleWhenReady(ch) == WorkerRole::kStandby);
 }
 
 TEST_CASE("when a worker leaves, its standby takes over, at once or when ready") {
-  std::vector<WorkerChannel> ch(4);
+  std::vector<DispatchChannel> ch(4);
   ch[0] = On(WorkerRole::kRetiring);
   ch[0].standby = 1;
   ch[1] = On(WorkerRole::kStandby);
@@ -125,7 +125,7 @@ TEST_CASE("when a worker leaves, its standby takes over, at once or when ready")
   CHECK(RoleWhenReady(ch[3]) == WorkerRole::kActive);
   CHECK(Serving(ch) == 3);  // now counted as serving
 
-  const std::vector<WorkerChannel> before = ch;
+  const std::vector<DispatchChannel> before = ch;
   Promote(&ch, 1);  // no standby: nothing changes
   for (size_t k = 0; k < ch.size(); ++k) {
     CHECK(ch[k].role == before[k].role);
@@ -134,7 +134,7 @@ TEST_CASE("when a worker leaves, its standby takes over, at once or when ready")
 }
 
 TEST_CASE("only active idle workers are kept loaded for the next job") {
-  WorkerChannel ch = On(WorkerRole::kActive);
+  DispatchChannel ch = On(WorkerRole::kActive);
   CHECK(KeptAtRelease(ch));
   ch.inflight.push_back(1);
   CHECK_FALSE(KeptAtRelease(ch));

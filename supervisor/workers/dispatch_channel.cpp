@@ -1,4 +1,4 @@
-#include "supervisor/workers/worker_channel.h"
+#include "supervisor/workers/dispatch_channel.h"
 
 namespace framemill {
 
@@ -32,11 +32,11 @@ WorkerPhase PhaseOf(WorkerRole role) {
   return WorkerPhase::kOther;
 }
 
-int LeastLoadedGpu(const std::vector<int>& gpus, const std::vector<WorkerChannel>& channels) {
+int LeastLoadedGpu(const std::vector<int>& gpus, const std::vector<DispatchChannel>& channels) {
   int best = -1, best_count = 0;
   for (int gpu : gpus) {
     int count = 0;
-    for (const WorkerChannel& ch : channels) {
+    for (const DispatchChannel& ch : channels) {
       if (ch.gpu == gpu && ch.role != WorkerRole::kNone && ch.role != WorkerRole::kRetiring) {
         ++count;
       }
@@ -49,12 +49,12 @@ int LeastLoadedGpu(const std::vector<int>& gpus, const std::vector<WorkerChannel
   return best;
 }
 
-int GpuFor(int replaces, const std::vector<int>& gpus, const std::vector<WorkerChannel>& channels) {
+int GpuFor(int replaces, const std::vector<int>& gpus, const std::vector<DispatchChannel>& channels) {
   return replaces >= 0 ? channels[static_cast<size_t>(replaces)].gpu
                        : LeastLoadedGpu(gpus, channels);
 }
 
-int FreeChannel(const std::vector<WorkerChannel>& channels,
+int FreeChannel(const std::vector<DispatchChannel>& channels,
                 const std::function<bool(int)>& alive) {
   for (int k = 0; k < static_cast<int>(channels.size()); ++k) {
     if (channels[static_cast<size_t>(k)].role == WorkerRole::kNone && !alive(k)) return k;
@@ -62,9 +62,9 @@ int FreeChannel(const std::vector<WorkerChannel>& channels,
   return -1;
 }
 
-int Serving(const std::vector<WorkerChannel>& channels) {
+int Serving(const std::vector<DispatchChannel>& channels) {
   int n = 0;
-  for (const WorkerChannel& ch : channels) {
+  for (const DispatchChannel& ch : channels) {
     if (ch.role == WorkerRole::kActive || (ch.role == WorkerRole::kLoading && ch.replaces < 0)) {
       ++n;
     }
@@ -72,31 +72,31 @@ int Serving(const std::vector<WorkerChannel>& channels) {
   return n;
 }
 
-int ChunksWanted(const WorkerChannel& ch) {
+int ChunksWanted(const DispatchChannel& ch) {
   if (ch.role != WorkerRole::kActive || ch.kill_deadline_ms != 0) return 0;
   const int inflight = static_cast<int>(ch.inflight.size());
   return inflight < kInflightPerWorker ? kInflightPerWorker - inflight : 0;
 }
 
-bool WantsStop(const WorkerChannel& ch) {
+bool WantsStop(const DispatchChannel& ch) {
   return ch.role == WorkerRole::kRetiring && ch.inflight.empty() && !ch.stop_sent;
 }
 
-WorkerRole RoleWhenReady(const WorkerChannel& ch) {
+WorkerRole RoleWhenReady(const DispatchChannel& ch) {
   return ch.replaces >= 0 ? WorkerRole::kStandby : WorkerRole::kActive;
 }
 
-void Promote(std::vector<WorkerChannel>* channels, int k) {
-  WorkerChannel& ch = (*channels)[static_cast<size_t>(k)];
+void Promote(std::vector<DispatchChannel>* channels, int k) {
+  DispatchChannel& ch = (*channels)[static_cast<size_t>(k)];
   const int s = ch.standby;
   ch.standby = -1;
   if (s < 0) return;
-  WorkerChannel& standby = (*channels)[static_cast<size_t>(s)];
+  DispatchChannel& standby = (*channels)[static_cast<size_t>(s)];
   standby.replaces = -1;
   if (standby.role == WorkerRole::kStandby) standby.role = WorkerRole::kActive;
 }
 
-bool KeptAtRelease(const WorkerChannel& ch) {
+bool KeptAtRelease(const DispatchChannel& ch) {
   return ch.role == WorkerRole::kActive && ch.inflight.empty();
 }
 

@@ -1,4 +1,5 @@
-// The dispatcher's record of one channel of the worker pool, and the rules over a set of them
+// The dispatcher's record of one channel of the worker pool (its shared memory is the
+// WorkerChannel of common/shm_protocol.h), and the rules over a set of them
 // that need no process: where a new worker goes, how many chunks a worker is sent, who takes over
 // when a worker leaves. Pure functions of the records (unit-tested); the Dispatcher owns the
 // records and acts on the answers. Not thread-safe: the dispatcher's thread only.
@@ -32,7 +33,7 @@ enum class WorkerRole {
 
 const char* Name(WorkerRole role);
 
-struct WorkerChannel {
+struct DispatchChannel {
   WorkerRole role = WorkerRole::kNone;
   uint64_t generation = 0;
   uint64_t spawn_ms = 0;  // CLOCK_MONOTONIC
@@ -56,34 +57,34 @@ WorkerPhase PhaseOf(WorkerRole role);
 
 // Of `gpus`, the one with the fewest workers loading, waiting or active (retiring ones are on
 // their way out); the first such on a tie; -1 if `gpus` is empty.
-int LeastLoadedGpu(const std::vector<int>& gpus, const std::vector<WorkerChannel>& channels);
+int LeastLoadedGpu(const std::vector<int>& gpus, const std::vector<DispatchChannel>& channels);
 
 // The GPU a new worker is pinned to: a standby (`replaces` >= 0) takes over the GPU of the worker
 // it replaces; any other goes where workers are fewest.
-int GpuFor(int replaces, const std::vector<int>& gpus, const std::vector<WorkerChannel>& channels);
+int GpuFor(int replaces, const std::vector<int>& gpus, const std::vector<DispatchChannel>& channels);
 
 // The first channel with no role and no live process (`alive(k)`), or -1.
-int FreeChannel(const std::vector<WorkerChannel>& channels, const std::function<bool(int)>& alive);
+int FreeChannel(const std::vector<DispatchChannel>& channels, const std::function<bool(int)>& alive);
 
 // Workers that serve or will: active ones and loading ones that replace nobody. A standby is not
 // counted while the worker it will replace still works.
-int Serving(const std::vector<WorkerChannel>& channels);
+int Serving(const std::vector<DispatchChannel>& channels);
 
 // How many more chunks to send this worker now: up to kInflightPerWorker in flight, and only to
 // an active worker that is not being killed.
-int ChunksWanted(const WorkerChannel& ch);
+int ChunksWanted(const DispatchChannel& ch);
 
 // True when the worker should be sent kStop: retiring, its chunks done, not sent yet.
-bool WantsStop(const WorkerChannel& ch);
+bool WantsStop(const DispatchChannel& ch);
 
 // The role of a worker that has just loaded its model: a standby waits, any other is active.
-WorkerRole RoleWhenReady(const WorkerChannel& ch);
+WorkerRole RoleWhenReady(const DispatchChannel& ch);
 
 // Worker `k` leaves (retires, dies, is killed): its standby, if any, takes over now (at once if
 // ready, as soon as it is ready if still loading).
-void Promote(std::vector<WorkerChannel>* channels, int k);
+void Promote(std::vector<DispatchChannel>* channels, int k);
 
 // True when a worker is kept loaded for the next job at Dispatcher::Release: active and idle.
-bool KeptAtRelease(const WorkerChannel& ch);
+bool KeptAtRelease(const DispatchChannel& ch);
 
 }  // namespace framemill

@@ -49,7 +49,8 @@ int LeastLoadedGpu(const std::vector<int>& gpus, const std::vector<DispatchChann
   return best;
 }
 
-int GpuFor(int replaces, const std::vector<int>& gpus, const std::vector<DispatchChannel>& channels) {
+int GpuFor(int replaces, const std::vector<int>& gpus,
+           const std::vector<DispatchChannel>& channels) {
   return replaces >= 0 ? channels[static_cast<size_t>(replaces)].gpu
                        : LeastLoadedGpu(gpus, channels);
 }

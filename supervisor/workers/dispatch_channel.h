@@ -38,7 +38,7 @@ struct DispatchChannel {
   uint64_t generation = 0;
   uint64_t spawn_ms = 0;  // CLOCK_MONOTONIC
   uint64_t ready_ms = 0;  // CLOCK_MONOTONIC
-  int gpu = -1;  // the GPU it is pinned to (settings.gpus), -1 = not pinned
+  int gpu = -1;           // the GPU it is pinned to (settings.gpus), -1 = not pinned
   bool first_chunk_done = false;
   int replaces = -1;  // a standby (loading or ready): the channel it will take over
   int standby = -1;   // an active worker near its limit: its standby's channel
@@ -61,10 +61,12 @@ int LeastLoadedGpu(const std::vector<int>& gpus, const std::vector<DispatchChann
 
 // The GPU a new worker is pinned to: a standby (`replaces` >= 0) takes over the GPU of the worker
 // it replaces; any other goes where workers are fewest.
-int GpuFor(int replaces, const std::vector<int>& gpus, const std::vector<DispatchChannel>& channels);
+int GpuFor(int replaces, const std::vector<int>& gpus,
+           const std::vector<DispatchChannel>& channels);
 
 // The first channel with no role and no live process (`alive(k)`), or -1.
-int FreeChannel(const std::vector<DispatchChannel>& channels, const std::function<bool(int)>& alive);
+int FreeChannel(const std::vector<DispatchChannel>& channels,
+                const std::function<bool(int)>& alive);
 
 // Workers that serve or will: active ones and loading ones that replace nobody. A standby is not
 // counted while the worker it will replace still works.

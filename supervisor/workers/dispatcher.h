@@ -6,17 +6,18 @@
 //
 //   start ──► loading ──► active ──(soft limit)──► retiring ──(drained)──► kStop ──► exit 0
 //                            │  └─(hard limit / hang)──► SIGTERM ──grace──► SIGKILL
-//                            └─(kStandbyAt, 80%, of a soft limit)──► a standby starts loading on a spare
+//                            └─(80% of a soft limit)──► a standby starts loading on a spare
 //                               channel, waits ready, and becomes active the moment the old
 //                               worker retires: the retirement costs no model-load time.
+//                               (80%: kStandbyAt in recycle_policy.h)
 //
 // A worker that dies while active or retiring is a crash: its chunks go back to the front of
 // the queue (each counts an attempt) and a replacement starts. Policy is here; the worker only
 // reports: the rules are recycle_policy's Judge (one verdict per worker per pass) and
-// dispatch_channel's rules over the channels. A worker that writes anything invalid into its shared memory (see shm_validate.h) is
-// a protocol violation: it is SIGKILLed at once, logged and put on the timeline ("protocol
-// violation: ..."), and its chunks go back like a crash's. Nothing read from a worker is used
-// unchecked. Single-threaded: everything runs on the thread that calls Run().
+// dispatch_channel's rules over the channels. A worker that writes anything invalid into its shared
+// memory (see shm_validate.h) is a protocol violation: it is SIGKILLed at once, logged and put on
+// the timeline ("protocol violation: ..."), and its chunks go back like a crash's. Nothing read
+// from a worker is used unchecked. Single-threaded: everything runs on the thread that calls Run().
 #pragma once
 
 #include <atomic>

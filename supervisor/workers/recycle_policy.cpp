@@ -130,8 +130,8 @@ SoftLimits JitteredLimits(const RecycleSettings& s, std::mt19937_64& rng) {
   return l;
 }
 
-RecycleVerdict Judge(const SoftLimits& limits, const JobSettings& settings,
-                     const WorkerFigures& f, const WorkerStanding& w, uint64_t now_ms) {
+RecycleVerdict Judge(const SoftLimits& limits, const JobSettings& settings, const WorkerFigures& f,
+                     const WorkerStanding& w, uint64_t now_ms) {
   if (w.phase == WorkerPhase::kLoading) {
     if (now_ms > w.spawn_ms + w.start_timeout_ms) {
       return {RecycleAction::kKill, RecycleLimit::kStartTimeout, now_ms - w.spawn_ms,

@@ -42,7 +42,7 @@ struct WorkerStanding {
   uint64_t spawn_ms = 0;          // when it was started
   uint64_t ready_ms = 0;          // when it loaded the model (its chunk pace is measured from it)
   uint64_t start_timeout_ms = 0;  // a loading worker older than this is killed
-  uint64_t load_ms = 0;  // spawn to ready of the last worker that became ready; 0 = none yet
+  uint64_t load_ms = 0;      // spawn to ready of the last worker that became ready; 0 = none yet
   bool has_standby = false;  // a standby for it is loading or waiting already
 };
 

@@ -79,8 +79,8 @@ TEST_CASE("an active worker that is not being killed holds two chunks") {
   ch.inflight.clear();
   ch.kill_deadline_ms = 1;  // SIGTERM sent
   CHECK(ChunksWanted(ch) == 0);
-  for (WorkerRole r : {WorkerRole::kNone, WorkerRole::kLoading, WorkerRole::kStandby,
-                       WorkerRole::kRetiring}) {
+  for (WorkerRole r :
+       {WorkerRole::kNone, WorkerRole::kLoading, WorkerRole::kStandby, WorkerRole::kRetiring}) {
     INFO(Name(r));
     CHECK(ChunksWanted(On(r)) == 0);
   }
@@ -138,8 +138,8 @@ TEST_CASE("only active idle workers are kept loaded for the next job") {
   CHECK(KeptAtRelease(ch));
   ch.inflight.push_back(1);
   CHECK_FALSE(KeptAtRelease(ch));
-  for (WorkerRole r : {WorkerRole::kNone, WorkerRole::kLoading, WorkerRole::kStandby,
-                       WorkerRole::kRetiring}) {
+  for (WorkerRole r :
+       {WorkerRole::kNone, WorkerRole::kLoading, WorkerRole::kStandby, WorkerRole::kRetiring}) {
     INFO(Name(r));
     CHECK_FALSE(KeptAtRelease(On(r)));
   }
@@ -176,11 +176,9 @@ TEST_CASE("recycles and kills are counted by the name of their limit, crashes by
   s.Count({RecycleAction::kKill, RecycleLimit::kProtocol, 0, 0, "protocol violation: ..."});
   CHECK(s.kills == 5);
   CHECK(s.protocol_violations == 1);
-  CHECK(s.kills_by_reason == std::map<std::string, int>{{"hang", 1},
-                                                        {"start_timeout", 1},
-                                                        {"gpu", 1},
-                                                        {"rss", 1},
-                                                        {"protocol", 1}});
+  CHECK(s.kills_by_reason ==
+        std::map<std::string, int>{
+            {"hang", 1}, {"start_timeout", 1}, {"gpu", 1}, {"rss", 1}, {"protocol", 1}});
   CHECK(s.recycles.size() == 3);  // kills do not count as recycles
 
   s.CountCrash(true);

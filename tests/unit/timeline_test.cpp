@@ -16,10 +16,10 @@ using namespace framemill;
 
 TEST_CASE("timeline events are written by name and kept as kinds") {
   const std::vector<std::pair<TimelineEventKind, std::string>> kinds = {
-      {TimelineEventKind::kStart, "start"},     {TimelineEventKind::kReady, "ready"},
-      {TimelineEventKind::kChunk, "chunk"},     {TimelineEventKind::kRecycle, "recycle"},
-      {TimelineEventKind::kStop, "stop"},       {TimelineEventKind::kExit, "exit"},
-      {TimelineEventKind::kCrash, "crash"},     {TimelineEventKind::kKill, "kill"}};
+      {TimelineEventKind::kStart, "start"}, {TimelineEventKind::kReady, "ready"},
+      {TimelineEventKind::kChunk, "chunk"}, {TimelineEventKind::kRecycle, "recycle"},
+      {TimelineEventKind::kStop, "stop"},   {TimelineEventKind::kExit, "exit"},
+      {TimelineEventKind::kCrash, "crash"}, {TimelineEventKind::kKill, "kill"}};
   char dir[] = "/tmp/framemill-unit-timeline-XXXXXX";
   REQUIRE(::mkdtemp(dir) != nullptr);
   const std::string path = std::string(dir) + "/job.timeline.jsonl";

@@ -192,10 +192,10 @@ std::string RenderPlot(const Plot& p) {
 }
 
 // The marker of a timeline event, if it has one.
-std::optional<Marker> MarkerFor(const std::string& event) {
-  if (event == "recycle") return Marker::kRecycle;
-  if (event == "crash") return Marker::kCrash;
-  if (event == "kill") return Marker::kKill;
+std::optional<Marker> MarkerFor(TimelineEventKind event) {
+  if (event == TimelineEventKind::kRecycle) return Marker::kRecycle;
+  if (event == TimelineEventKind::kCrash) return Marker::kCrash;
+  if (event == TimelineEventKind::kKill) return Marker::kKill;
   return std::nullopt;
 }
 
@@ -232,9 +232,10 @@ Plot MemoryPlot(const std::vector<TimelineRecord>& timeline, const std::vector<F
       s.dash = figures[f].dash;
       s.points.emplace_back(r.t_s, static_cast<double>(r.event.*(figures[f].bytes)) / kMib);
     }
-    if (std::optional<Marker> kind = MarkerFor(r.event.event)) {
+    if (std::optional<Marker> kind = MarkerFor(r.event.kind)) {
       p.marks.push_back({r.t_s, static_cast<double>(r.event.*(figures[0].bytes)) / kMib, *kind,
-                         r.event.event + ": worker " + std::to_string(r.event.worker) + " gen " +
+                         std::string(Name(r.event.kind)) + ": worker " +
+                             std::to_string(r.event.worker) + " gen " +
                              std::to_string(r.event.generation) + ": " + r.event.reason});
     }
   }
@@ -297,14 +298,18 @@ std::string EventTable(const std::vector<TimelineRecord>& timeline) {
   std::string rows;
   size_t n = 0, more = 0;
   for (const TimelineRecord& r : timeline) {
-    if (r.event.event == "chunk" || r.event.event == "ready" || r.event.event == "start") continue;
+    const TimelineEventKind kind = r.event.kind;
+    if (kind == TimelineEventKind::kChunk || kind == TimelineEventKind::kReady ||
+        kind == TimelineEventKind::kStart) {
+      continue;
+    }
     if (n++ >= kMaxEventRows) {
       ++more;
       continue;
     }
     rows += "<tr><td>" + Num(r.t_s, 2) + "</td><td>" + std::to_string(r.event.worker) +
             "</td><td>" + std::to_string(r.event.generation) + "</td><td>" +
-            HtmlText(r.event.event) + "</td><td>" + HtmlText(r.event.reason) + "</td></tr>\n";
+            HtmlText(Name(r.event.kind)) + "</td><td>" + HtmlText(r.event.reason) + "</td></tr>\n";
   }
   if (rows.empty()) return "<p>No worker was recycled, stopped, killed or crashed.</p>\n";
   std::string o =
@@ -402,7 +407,7 @@ std::vector<std::pair<double, double>> ThroughputSeries(const std::vector<Timeli
   std::vector<double> frames;
   bool any_chunk = false;
   for (const TimelineRecord& r : timeline) {
-    if (r.event.event != "chunk") continue;
+    if (r.event.kind != TimelineEventKind::kChunk) continue;
     any_chunk = true;
     uint64_t& before = last[{r.event.worker, r.event.generation}];
     const uint64_t done = r.event.frames > before ? r.event.frames - before : 0;

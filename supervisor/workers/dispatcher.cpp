@@ -17,24 +17,11 @@ constexpr int kSpawnTries = 5;  // consecutive failures to start a replacement b
 
 constexpr int kWakeIntervalMs = 50;  // longest the loop sleeps without a wake-up
 constexpr int kStopGraceMs = 5000;
-constexpr double kStandbyAt = 0.8;  // fraction of a soft limit at which a standby starts
 
 std::string FrameRange(const ChunkPlan& c) {
   return "frames " + std::to_string(c.first_frame) + "-" +
          std::to_string(c.first_frame + c.frames - 1);
 }
-
-// The kind of a recycle or kill reason (recycle_policy.h's texts, and the start timeout), one
-// of a small closed set: counts by kind become metrics labels.
-std::string ReasonKind(const std::string& reason) {
-  if (reason.rfind("gpu", 0) == 0) return "gpu";
-  if (reason.rfind("rss", 0) == 0) return "rss";
-  if (reason.rfind("no heartbeat", 0) == 0) return "hang";
-  if (reason.rfind("model not loaded", 0) == 0) return "start_timeout";
-  return "max_chunks";
-}
-
-const char* CrashKind(const WorkerExit& e) { return e.signaled ? "signal" : "exit"; }
 
 // A device name a worker reported, kept only in the form a label may take ("cpu", "cuda:N").
 bool PlainDevice(const std::string& d) {
@@ -75,13 +62,13 @@ WorkerFigures Dispatcher::Figures(int k) const {
   return f;
 }
 
-void Dispatcher::Record(int k, const std::string& event, const std::string& reason) {
+void Dispatcher::Record(int k, TimelineEventKind event, const std::string& reason) {
   const TelemetrySnapshot t = pool_->LastTelemetry(k);
   TimelineEvent e;
   e.worker = k;
   e.generation = channels_[k].generation;
   e.pid = pool_->Pid(k);
-  e.event = event;
+  e.kind = event;
   e.frames = t.frames_done;
   e.rss_bytes = t.rss_bytes;
   e.gpu_allocated_bytes = t.gpu_allocated_bytes;
@@ -99,12 +86,12 @@ void Dispatcher::Record(int k, const std::string& event, const std::string& reas
 
 Status Dispatcher::Spawn(int k, int replaces) {
   // A standby takes over its worker's GPU; a new worker goes where workers are fewest.
-  const int gpu = replaces >= 0 ? channels_[replaces].gpu : LeastLoadedGpu();
+  const int gpu = GpuFor(replaces, settings_.gpus, channels_);
   FM_RETURN_IF_ERROR(pool_->Spawn(k, gpu));
-  Channel& ch = channels_[k];
-  ch = Channel{};
+  DispatchChannel& ch = channels_[k];
+  ch = DispatchChannel{};
   ch.gpu = gpu;
-  ch.role = Role::kLoading;
+  ch.role = WorkerRole::kLoading;
   ch.generation = pool_->Generation(k);
   ch.spawn_ms = MonotonicMs();
   ch.replaces = replaces;
@@ -114,68 +101,8 @@ Status Dispatcher::Spawn(int k, int replaces) {
   ++stats_.workers_started;
   std::string reason = replaces >= 0 ? "standby for worker " + std::to_string(replaces) : "";
   if (gpu >= 0) reason += (reason.empty() ? "" : ", ") + std::string("GPU ") + std::to_string(gpu);
-  Record(k, "start", reason);
+  Record(k, TimelineEventKind::kStart, reason);
   return Status::Ok();
-}
-
-std::map<std::string, double> DispatchStats::StartupFigures() const {
-  auto median = [](std::vector<double> v) {
-    if (v.empty()) return 0.0;
-    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-    return v[v.size() / 2];
-  };
-  double ready_max = ready_s.empty() ? 0.0 : *std::max_element(ready_s.begin(), ready_s.end());
-  return {
-      {"ready_median_ms", 1000 * median(ready_s)},
-      {"ready_max_ms", 1000 * ready_max},
-      {"first_chunk_median_ms", 1000 * median(first_chunk_s)},
-      {"later_chunk_mean_ms", later_chunks > 0 ? 1000 * later_chunk_s_sum / later_chunks : 0.0}};
-}
-
-double DispatchStats::WorkerBusySeconds() const {
-  double s = later_chunk_s_sum;
-  for (double first : first_chunk_s) s += first;
-  return s;
-}
-
-std::string DispatchStats::StartupSummary() const {
-  std::map<std::string, double> f = StartupFigures();
-  return fmt::format(
-      "spawn to ready median {:.0f} ms (max {:.0f}); first chunk median {:.0f} ms, "
-      "later chunks {:.0f} ms",
-      f["ready_median_ms"], f["ready_max_ms"], f["first_chunk_median_ms"],
-      f["later_chunk_mean_ms"]);
-}
-
-int Dispatcher::LeastLoadedGpu() const {
-  int best = -1, best_count = 0;
-  for (int gpu : settings_.gpus) {
-    int count = 0;
-    for (const Channel& ch : channels_) {
-      if (ch.gpu == gpu && ch.role != Role::kNone && ch.role != Role::kRetiring) ++count;
-    }
-    if (best < 0 || count < best_count) {
-      best = gpu;
-      best_count = count;
-    }
-  }
-  return best;
-}
-
-int Dispatcher::FreeChannel() const {
-  for (int k = 0; k < static_cast<int>(channels_.size()); ++k) {
-    if (channels_[k].role == Role::kNone && !pool_->Alive(k)) return k;
-  }
-  return -1;
-}
-
-int Dispatcher::Serving() const {
-  int n = 0;
-  for (const Channel& ch : channels_) {
-    // A standby is not counted while the worker it will replace still works.
-    if (ch.role == Role::kActive || (ch.role == Role::kLoading && ch.replaces < 0)) ++n;
-  }
-  return n;
 }
 
 Result<FirstWorker> Dispatcher::Start(const std::atomic<bool>& stop) {
@@ -210,29 +137,29 @@ Result<FirstWorker> Dispatcher::Start(const std::atomic<bool>& stop) {
       pool_->Signal(k, SIGKILL);
       continue;
     }
-    Channel& ch = channels_[k];
-    ch = Channel{};
-    ch.role = Role::kActive;
+    DispatchChannel& ch = channels_[k];
+    ch = DispatchChannel{};
+    ch.role = WorkerRole::kActive;
     ch.generation = pool_->Generation(k);
     ch.spawn_ms = ch.ready_ms = MonotonicMs();
     ch.limits = JitteredLimits(settings_.recycle, rng_);
     ch.peak_index = stats_.peaks.size();
     stats_.peaks.push_back({k, ch.generation, pool_->Pid(k), 0, 0, 0});
     if (!found(k)) {  // killed for it; reaped below
-      ch.role = Role::kNone;
+      ch.role = WorkerRole::kNone;
       killed = true;
       continue;
     }
-    Record(k, "ready", "kept loaded from the previous job");
+    Record(k, TimelineEventKind::kReady, "kept loaded from the previous job");
     ++adopted;
   }
   if (adopted > 0) {
-    for (const WorkerExit& e : pool_->ReapExited()) channels_[e.channel] = Channel{};
+    for (const WorkerExit& e : pool_->ReapExited()) channels_[e.channel] = DispatchChannel{};
     return first;  // Run() starts any missing workers
   }
   // Channels of workers killed above are reused below: wait for their exits.
   for (uint64_t until = MonotonicMs() + kStopGraceMs; killed && MonotonicMs() < until;) {
-    for (const WorkerExit& e : pool_->ReapExited()) channels_[e.channel] = Channel{};
+    for (const WorkerExit& e : pool_->ReapExited()) channels_[e.channel] = DispatchChannel{};
     killed = false;
     for (int k = 0; k < static_cast<int>(channels_.size()); ++k) {
       killed = killed || (pool_->Alive(k) && channels_[k].violated);
@@ -257,10 +184,9 @@ Result<FirstWorker> Dispatcher::Start(const std::atomic<bool>& stop) {
       }
       spdlog::warn("worker {} died while loading the model ({}); starting it again", e.channel,
                    why);
-      Record(e.channel, "crash", why);
-      ++stats_.crashes;
-      ++stats_.crashes_by_reason[CrashKind(e)];
-      channels_[e.channel] = Channel{};
+      Record(e.channel, TimelineEventKind::kCrash, why);
+      stats_.CountCrash(e.signaled);
+      channels_[e.channel] = DispatchChannel{};
       FM_RETURN_IF_ERROR(Spawn(e.channel, -1));
     }
     for (int k = 0; k < wanted; ++k) {
@@ -281,7 +207,7 @@ Result<FirstWorker> Dispatcher::Start(const std::atomic<bool>& stop) {
 }
 
 void Dispatcher::NoteReady(int k) {
-  Channel& ch = channels_[k];
+  DispatchChannel& ch = channels_[k];
   Result<ProbeReport> probe = pool_->Probe(k);
   if (!probe.ok()) return Violation(k, probe.status().message());
   if (probe->width != probe_w_ || probe->height != probe_h_) {
@@ -294,12 +220,12 @@ void Dispatcher::NoteReady(int k) {
   spdlog::info("worker {} (gen {}, pid {}) ready on {} after {} ms{}", k, ch.generation,
                pool_->Pid(k), probe->device, MonotonicMs() - ch.spawn_ms,
                ch.replaces >= 0 ? " (standby)" : "");
-  Record(k, "ready");
+  Record(k, TimelineEventKind::kReady);
   ch.ready_ms = MonotonicMs();
   stats_.ready_s.push_back(static_cast<double>(ch.ready_ms - ch.spawn_ms) / 1000.0);
   load_ms_ = ch.ready_ms - ch.spawn_ms;
-  ch.role = ch.replaces >= 0 ? Role::kStandby : Role::kActive;
-  if (ch.role == Role::kStandby && !arena_name_.empty()) {
+  ch.role = RoleWhenReady(ch);
+  if (ch.role == WorkerRole::kStandby && !arena_name_.empty()) {
     // Idle until its turn: spend the wait on a warm-up batch at the job's frame size.
     ChunkRequest warm{};
     warm.kind = ChunkRequest::kWarmup;
@@ -310,20 +236,11 @@ void Dispatcher::NoteReady(int k) {
   }
 }
 
-// The standby of `k`, if any, takes over now (or as soon as it is ready).
-void Dispatcher::Promote(int k) {
-  int s = channels_[k].standby;
-  channels_[k].standby = -1;
-  if (s < 0) return;
-  channels_[s].replaces = -1;
-  if (channels_[s].role == Role::kStandby) channels_[s].role = Role::kActive;
-}
-
 void Dispatcher::Retire(int k) {
-  channels_[k].role = Role::kRetiring;
+  channels_[k].role = WorkerRole::kRetiring;
   spdlog::info("worker {} (gen {}) retiring: {}", k, channels_[k].generation,
                channels_[k].retire_reason);
-  Promote(k);
+  Promote(&channels_, k);
 }
 
 void Dispatcher::ChunkFailed(int64_t chunk, const std::string& why, StatusCode code) {
@@ -342,19 +259,18 @@ void Dispatcher::ChunkFailed(int64_t chunk, const std::string& why, StatusCode c
 
 void Dispatcher::HandleExit(const WorkerExit& e) {
   int k = e.channel;
-  Channel& ch = channels_[k];
+  DispatchChannel& ch = channels_[k];
   std::string what = e.Describe();
   if (!e.stderr_tail.empty()) what += "; stderr: " + OneLine(e.stderr_tail);
   bool clean = ch.stop_sent && !e.signaled && e.exit_code == 0;
   if (clean) {
-    Record(k, "stop", ch.retire_reason);
+    Record(k, TimelineEventKind::kStop, ch.retire_reason);
     spdlog::info("worker {} (gen {}) recycled and exited cleanly", k, ch.generation);
   } else if (ch.kill_deadline_ms != 0) {
-    Record(k, "exit", "killed: " + ch.kill_reason);
+    Record(k, TimelineEventKind::kExit, "killed: " + ch.kill_reason);
   } else {
-    ++stats_.crashes;
-    ++stats_.crashes_by_reason[CrashKind(e)];
-    Record(k, "crash", what);
+    stats_.CountCrash(e.signaled);
+    Record(k, TimelineEventKind::kCrash, what);
     spdlog::warn("worker {} (gen {}, pid {}) died: {}", k, ch.generation, e.pid, what);
   }
   std::deque<int64_t> lost;
@@ -366,9 +282,9 @@ void Dispatcher::HandleExit(const WorkerExit& e) {
   for (auto it = lost.rbegin(); it != lost.rend(); ++it) {
     ChunkFailed(*it, why, StatusCode::kWorkerFailed);
   }
-  Promote(k);                                                 // its standby takes over
+  Promote(&channels_, k);                                     // its standby takes over
   if (ch.replaces >= 0) channels_[ch.replaces].standby = -1;  // a standby died: start another
-  if (ch.role == Role::kLoading && !clean) {
+  if (ch.role == WorkerRole::kLoading && !clean) {
     // Workers that keep dying while loading would be restarted forever.
     if (++load_failures_ >= settings_.max_attempts) {
       board_->Fail(Status(StatusCode::kWorkerFailed, "workers failed to start " +
@@ -376,7 +292,7 @@ void Dispatcher::HandleExit(const WorkerExit& e) {
                                                          " times in a row; last: " + what));
     }
   }
-  ch = Channel{};
+  ch = DispatchChannel{};
 }
 
 bool Dispatcher::CheckWorker(int k, WorkerState* state) {
@@ -396,23 +312,21 @@ bool Dispatcher::CheckWorker(int k, WorkerState* state) {
 }
 
 void Dispatcher::Violation(int k, const std::string& what) {
-  Channel& ch = channels_[k];
+  DispatchChannel& ch = channels_[k];
   if (ch.violated) return;
   ch.violated = true;
-  ++stats_.protocol_violations;
-  ++stats_.kills;
-  ++stats_.kills_by_reason["protocol"];
   ch.kill_reason = "protocol violation: " + what;
+  stats_.Count({RecycleAction::kKill, RecycleLimit::kProtocol, 0, 0, ch.kill_reason});
   ch.kill_deadline_ms = UINT64_MAX;  // signalled for good; wait for the exit
   spdlog::error("worker {} (gen {}, pid {}): {}; killing it and sending its chunks elsewhere", k,
                 ch.generation, pool_->Pid(k), ch.kill_reason);
-  Record(k, "kill", ch.kill_reason);
+  Record(k, TimelineEventKind::kKill, ch.kill_reason);
   pool_->Signal(k, SIGKILL);
-  Promote(k);  // its standby, if any, takes over now
+  Promote(&channels_, k);  // its standby, if any, takes over now
 }
 
 void Dispatcher::CollectResults(int k) {
-  Channel& ch = channels_[k];
+  DispatchChannel& ch = channels_[k];
   ChunkResult r{};
   while (!ch.violated) {
     PopResult p = pool_->Receive(k, &r);
@@ -444,13 +358,13 @@ void Dispatcher::CollectResults(int k) {
         ++stats_.later_chunks;
       }
       board_->MarkProcessed(chunk.index);
-      Record(k, "chunk");
+      Record(k, TimelineEventKind::kChunk);
     }
   }
 }
 
 void Dispatcher::CheckLimits(int k, uint64_t now) {
-  Channel& ch = channels_[k];
+  DispatchChannel& ch = channels_[k];
   if (ch.kill_deadline_ms != 0) {
     if (now >= ch.kill_deadline_ms) {
       spdlog::warn("worker {} (gen {}) still alive {} s after SIGTERM; SIGKILL", k, ch.generation,
@@ -460,69 +374,53 @@ void Dispatcher::CheckLimits(int k, uint64_t now) {
     }
     return;
   }
-  WorkerFigures f = Figures(k);
-  std::optional<std::string> hard;
-  if (ch.role == Role::kLoading) {
-    if (now > ch.spawn_ms + start_timeout_ms_)
-      hard = "model not loaded within worker_start_timeout_s";
-  } else {
-    hard = HardLimitReason(settings_, f, now);
-  }
-  if (hard) {
-    ++stats_.kills;
-    ++stats_.kills_by_reason[ReasonKind(*hard)];
-    ch.kill_reason = *hard;
-    Record(k, "kill", *hard);
-    spdlog::warn("worker {} (gen {}, pid {}): {}; SIGTERM, SIGKILL in {} s", k, ch.generation,
-                 pool_->Pid(k), *hard, settings_.kill.grace_s);
-    pool_->Signal(k, SIGTERM);
-    ch.kill_deadline_ms = now + static_cast<uint64_t>(settings_.kill.grace_s * 1000);
-    if (ch.kill_deadline_ms == now) ch.kill_deadline_ms = now + 1;
-    return;
-  }
-  if (ch.role != Role::kActive) return;
-  if (std::optional<std::string> soft = SoftLimitReason(ch.limits, f)) {
-    ch.retire_reason = *soft;
-    stats_.recycles[ReasonKind(*soft)]++;
-    Record(k, "recycle", *soft);
-    Retire(k);
-    return;
-  }
-  if (!settings_.recycle.warm_standby || ch.standby >= 0) return;
-  SoftLimits near = ch.limits;
-  near.rss_bytes = static_cast<uint64_t>(near.rss_bytes * kStandbyAt);
-  near.gpu_reserved_bytes = static_cast<uint64_t>(near.gpu_reserved_bytes * kStandbyAt);
-  if (near.max_chunks > 0) {
-    // Chunks come in steps: start early enough for a model load (as last measured) to finish
-    // before the last chunk does, and at least two chunks and 20% before the end.
-    uint64_t ahead = 2;
-    if (f.chunks_done > 0 && load_ms_ > 0) {
-      uint64_t chunk_ms = std::max<uint64_t>(1, (now - ch.ready_ms) / f.chunks_done);
-      ahead = std::max<uint64_t>(ahead, (load_ms_ + chunk_ms - 1) / chunk_ms + 1);
-    }
-    uint64_t by_fraction = static_cast<uint64_t>(near.max_chunks * kStandbyAt);
-    uint64_t by_time = near.max_chunks > ahead ? near.max_chunks - ahead : 1;
-    near.max_chunks = std::max<uint64_t>(1, std::min(by_fraction, by_time));
-  }
-  if (std::optional<std::string> close = SoftLimitReason(near, f)) {
-    int spare = FreeChannel();
-    if (spare < 0) return;  // no spare channel: the replacement starts cold at retirement
-    spdlog::info("worker {} (gen {}) nears its limit ({}); standby starts on channel {}", k,
-                 ch.generation, *close, spare);
-    Status s = Spawn(spare, k);
-    if (s.ok()) {
-      ch.standby = spare;
-    } else {
-      // No standby: the replacement starts cold when this worker retires.
-      spdlog::warn("cannot start a standby for worker {}: {}", k, s.message());
+  WorkerStanding standing;
+  standing.phase = PhaseOf(ch.role);
+  standing.spawn_ms = ch.spawn_ms;
+  standing.ready_ms = ch.ready_ms;
+  standing.start_timeout_ms = start_timeout_ms_;
+  standing.load_ms = load_ms_;
+  standing.has_standby = ch.standby >= 0;
+  const RecycleVerdict v = Judge(ch.limits, settings_, Figures(k), standing, now);
+  switch (v.action) {
+    case RecycleAction::kKeep:
+      return;
+    case RecycleAction::kKill:
+      stats_.Count(v);
+      ch.kill_reason = v.reason;
+      Record(k, TimelineEventKind::kKill, v.reason);
+      spdlog::warn("worker {} (gen {}, pid {}): {}; SIGTERM, SIGKILL in {} s", k, ch.generation,
+                   pool_->Pid(k), v.reason, settings_.kill.grace_s);
+      pool_->Signal(k, SIGTERM);
+      ch.kill_deadline_ms = now + static_cast<uint64_t>(settings_.kill.grace_s * 1000);
+      if (ch.kill_deadline_ms == now) ch.kill_deadline_ms = now + 1;
+      return;
+    case RecycleAction::kRecycle:
+      ch.retire_reason = v.reason;
+      stats_.Count(v);
+      Record(k, TimelineEventKind::kRecycle, v.reason);
+      Retire(k);
+      return;
+    case RecycleAction::kStartStandby: {
+      const int spare = FreeChannel(channels_, [this](int c) { return pool_->Alive(c); });
+      if (spare < 0) return;  // no spare channel: the replacement starts cold at retirement
+      spdlog::info("worker {} (gen {}) nears its limit ({}); standby starts on channel {}", k,
+                   ch.generation, v.reason, spare);
+      Status s = Spawn(spare, k);
+      if (s.ok()) {
+        ch.standby = spare;
+      } else {
+        // No standby: the replacement starts cold when this worker retires.
+        spdlog::warn("cannot start a standby for worker {}: {}", k, s.message());
+      }
+      return;
     }
   }
 }
 
 void Dispatcher::Assign(int k) {
-  Channel& ch = channels_[k];
-  if (ch.role != Role::kActive || ch.kill_deadline_ms != 0) return;
-  while (static_cast<int>(ch.inflight.size()) < kInflightPerWorker) {
+  DispatchChannel& ch = channels_[k];
+  for (int wanted = ChunksWanted(ch); wanted > 0; --wanted) {
     std::optional<int64_t> c = board_->TakeReady();
     if (!c) return;
     const ChunkPlan& chunk = plan_.chunks[*c];
@@ -565,10 +463,10 @@ void Dispatcher::Run(ChunkBoard* board, const std::string& arena_name, const Are
     uint64_t now = MonotonicMs();
     for (int k = 0; k < static_cast<int>(channels_.size()) && !board_->failed(); ++k) {
       if (!pool_->Alive(k)) continue;
-      Channel& ch = channels_[k];
+      DispatchChannel& ch = channels_[k];
       WorkerState state = WorkerState::kEmpty;
       if (!CheckWorker(k, &state)) continue;  // killed now or before: wait for its exit
-      if (ch.role == Role::kLoading && state == WorkerState::kReady) NoteReady(k);
+      if (ch.role == WorkerRole::kLoading && state == WorkerState::kReady) NoteReady(k);
       if (ch.violated) continue;
       CollectResults(k);
       if (ch.violated) continue;
@@ -578,7 +476,7 @@ void Dispatcher::Run(ChunkBoard* board, const std::string& arena_name, const Are
       }
       CheckLimits(k, now);
       Assign(k);
-      if (ch.role == Role::kRetiring && ch.inflight.empty() && !ch.stop_sent) {
+      if (WantsStop(ch)) {
         ChunkRequest stop_rq{};
         stop_rq.kind = ChunkRequest::kStop;
         PushResult sent = pool_->Send(k, stop_rq);
@@ -588,9 +486,9 @@ void Dispatcher::Run(ChunkBoard* board, const std::string& arena_name, const Are
     }
     // Keep `wanted` workers serving while chunks remain: replaces crashed, killed and
     // (without warm standby) recycled workers.
-    while (!board_->failed() && processed_ < total && Serving() < wanted &&
+    while (!board_->failed() && processed_ < total && Serving(channels_) < wanted &&
            MonotonicMs() >= spawn_retry_ms_) {
-      int k = FreeChannel();
+      int k = FreeChannel(channels_, [this](int c) { return pool_->Alive(c); });
       if (k < 0) break;
       Status s = Spawn(k, -1);
       if (!s.ok()) {
@@ -630,16 +528,16 @@ void Dispatcher::Shutdown() { pool_->StopAll(kStopGraceMs); }
 
 std::unique_ptr<WorkerPool> Dispatcher::Release() {
   for (int k = 0; k < static_cast<int>(channels_.size()); ++k) {
-    if (pool_->Alive(k) && (channels_[k].role != Role::kActive || !channels_[k].inflight.empty())) {
+    if (pool_->Alive(k) && !KeptAtRelease(channels_[k])) {
       pool_->Signal(k, SIGKILL);
     }
   }
   uint64_t deadline = MonotonicMs() + kStopGraceMs;
   while (MonotonicMs() < deadline) {
-    for (const WorkerExit& e : pool_->ReapExited()) channels_[e.channel] = Channel{};
+    for (const WorkerExit& e : pool_->ReapExited()) channels_[e.channel] = DispatchChannel{};
     bool pending = false;
     for (int k = 0; k < static_cast<int>(channels_.size()); ++k) {
-      pending = pending || (pool_->Alive(k) && channels_[k].role != Role::kActive);
+      pending = pending || (pool_->Alive(k) && channels_[k].role != WorkerRole::kActive);
     }
     if (!pending) break;
     ::usleep(10 * 1000);

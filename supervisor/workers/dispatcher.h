@@ -9,18 +9,19 @@
 //                            └─(80% of a soft limit)──► a standby starts loading on a spare
 //                               channel, waits ready, and becomes active the moment the old
 //                               worker retires: the retirement costs no model-load time.
+//                               (80%: kStandbyAt in recycle_policy.h)
 //
 // A worker that dies while active or retiring is a crash: its chunks go back to the front of
 // the queue (each counts an attempt) and a replacement starts. Policy is here; the worker only
-// reports. A worker that writes anything invalid into its shared memory (see shm_validate.h) is
-// a protocol violation: it is SIGKILLed at once, logged and put on the timeline ("protocol
-// violation: ..."), and its chunks go back like a crash's. Nothing read from a worker is used
-// unchecked. Single-threaded: everything runs on the thread that calls Run().
+// reports: the rules are recycle_policy's Judge (one verdict per worker per pass) and
+// dispatch_channel's rules over the channels. A worker that writes anything invalid into its shared
+// memory (see shm_validate.h) is a protocol violation: it is SIGKILLed at once, logged and put on
+// the timeline ("protocol violation: ..."), and its chunks go back like a crash's. Nothing read
+// from a worker is used unchecked. Single-threaded: everything runs on the thread that calls Run().
 #pragma once
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -32,60 +33,13 @@
 #include "common/status.h"
 #include "supervisor/plan/chunk_board.h"
 #include "supervisor/plan/job_plan.h"
+#include "supervisor/workers/dispatch_stats.h"
 #include "supervisor/workers/recycle_policy.h"
 #include "supervisor/workers/timeline.h"
+#include "supervisor/workers/dispatch_channel.h"
 #include "supervisor/workers/worker_pool.h"
 
 namespace framemill {
-
-// Chunks sent to a worker before its answers: one running, one waiting, so a worker never idles
-// between chunks. The arena is sized from it (supervisor/job/job_runner.cpp).
-inline constexpr int kInflightPerWorker = 2;
-
-// One worker's figures (current, or peaks).
-struct WorkerSnapshot {
-  int worker = 0;
-  uint64_t generation = 0;
-  int pid = 0;
-  uint64_t frames = 0;
-  uint64_t rss_bytes = 0;
-  uint64_t gpu_reserved_bytes = 0;
-  // Where it runs: "cuda:N" for a worker pinned to GPU N (settings.gpus), else the device the
-  // first worker reported ("cpu", "cuda:0") when it has that form, else the configured device.
-  // Set by LiveWorkers only.
-  std::string device;
-};
-
-struct DispatchStats {
-  int workers_started = 0;
-  int crashes = 0;              // workers that died unasked
-  int kills = 0;                // workers killed for a hard limit or a hang
-  int chunk_retries = 0;        // chunks sent again
-  int protocol_violations = 0;  // workers killed for writing invalid shared memory
-  // The workers' time on chunks that succeeded: spawn to ready (process, CUDA context, model
-  // load, probe) of each worker, each worker's first chunk, and the sum of all later chunks
-  // (a restart costs the first two, less a later chunk).
-  std::vector<double> ready_s;
-  std::vector<double> first_chunk_s;
-  double later_chunk_s_sum = 0;
-  int64_t later_chunks = 0;
-  // All workers' time on chunks that succeeded, summed.
-  double WorkerBusySeconds() const;
-  // Those figures summed up, in ms: ready_median, ready_max, first_chunk_median,
-  // later_chunk_mean (0 where nothing was measured).
-  std::map<std::string, double> StartupFigures() const;
-  // The same as one line: "spawn to ready median 900 ms (max 1292); first chunk median 410 ms,
-  // later chunks 290 ms".
-  std::string StartupSummary() const;
-  std::map<std::string, int> recycles;  // by kind of reason: "rss", "gpu", "max_chunks"
-  // The same counts by kind, each a small closed set (metrics labels): kills by "rss", "gpu",
-  // "hang", "start_timeout", "protocol"; crashes by "signal" (killed by a signal the supervisor
-  // did not send) or "exit" (exited unasked or with an error).
-  std::map<std::string, int> kills_by_reason;
-  std::map<std::string, int> crashes_by_reason;
-  // Peak figures of each worker generation that ran, in start order.
-  std::vector<WorkerSnapshot> peaks;
-};
 
 // What the first worker to load the model found.
 struct FirstWorker {
@@ -126,29 +80,9 @@ class Dispatcher {
   const DispatchStats& stats() const { return stats_; }
 
  private:
-  enum class Role { kNone, kLoading, kStandby, kActive, kRetiring };
-  struct Channel {
-    Role role = Role::kNone;
-    uint64_t generation = 0;
-    uint64_t spawn_ms = 0;
-    uint64_t ready_ms = 0;
-    int gpu = -1;  // the GPU it is pinned to (settings.gpus), -1 = not pinned
-    bool first_chunk_done = false;
-    int replaces = -1;  // a standby (loading or ready): the channel it will take over
-    int standby = -1;   // an active worker near its limit: its standby's channel
-    bool stop_sent = false;
-    uint64_t kill_deadline_ms = 0;  // SIGTERM sent; SIGKILL when this passes
-    std::string kill_reason;
-    std::string retire_reason;
-    bool violated = false;  // killed for a protocol violation: its memory is not read again
-    SoftLimits limits;
-    std::deque<int64_t> inflight;
-    size_t peak_index = 0;  // into stats_.peaks
-  };
-
   Status Spawn(int k, int replaces);
   WorkerFigures Figures(int k) const;
-  void Record(int k, const std::string& event, const std::string& reason = "");
+  void Record(int k, TimelineEventKind event, const std::string& reason = "");
   void NoteReady(int k);
   void HandleExit(const WorkerExit& e);
   void CollectResults(int k);
@@ -157,20 +91,17 @@ class Dispatcher {
   bool CheckWorker(int k, WorkerState* state);
   void Violation(int k, const std::string& what);
   void ChunkFailed(int64_t chunk, const std::string& why, StatusCode code);
+  // Judges worker `k` (recycle_policy.h) and acts on the verdict.
   void CheckLimits(int k, uint64_t now);
   void Retire(int k);
-  void Promote(int k);
   void Assign(int k);
-  int FreeChannel() const;
-  int LeastLoadedGpu() const;  // of settings.gpus, the one with the fewest workers; -1 if none
-  int Serving() const;         // workers loading or active, not retiring
 
   const JobPlan& plan_;
   const JobSettings& settings_;
   std::unique_ptr<WorkerPool> pool_;
   Timeline* timeline_;
   uint64_t start_timeout_ms_;
-  std::vector<Channel> channels_;
+  std::vector<DispatchChannel> channels_;
   std::vector<int> attempts_;  // by chunk
   std::mt19937_64 rng_;
   ChunkBoard* board_ = nullptr;

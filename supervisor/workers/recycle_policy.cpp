@@ -1,5 +1,6 @@
 #include "supervisor/workers/recycle_policy.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace framemill {
@@ -13,15 +14,109 @@ uint64_t Jitter(int64_t limit_mib, double jitter, std::mt19937_64& rng) {
   return static_cast<uint64_t>(static_cast<double>(limit_mib) * kMiB * (1.0 - u(rng)));
 }
 
-std::string Over(const char* what, uint64_t value, uint64_t limit, const char* kind) {
+RecycleVerdict Over(RecycleAction action, RecycleLimit limit, const char* what, uint64_t value,
+                    uint64_t threshold, const char* kind) {
   char buf[160];
   std::snprintf(buf, sizeof(buf), "%s %llu MiB over the %s limit %llu MiB", what,
                 static_cast<unsigned long long>(value / kMiB), kind,
-                static_cast<unsigned long long>(limit / kMiB));
-  return buf;
+                static_cast<unsigned long long>(threshold / kMiB));
+  return {action, limit, value, threshold, buf};
+}
+
+// The first soft limit in `l` that `f` is over, as a verdict of `action`; kKeep if none.
+RecycleVerdict OverSoft(RecycleAction action, const SoftLimits& l, const WorkerFigures& f) {
+  if (l.gpu_reserved_bytes > 0 && f.gpu_reserved_bytes > l.gpu_reserved_bytes) {
+    return Over(action, RecycleLimit::kGpuReserved, "gpu reserved", f.gpu_reserved_bytes,
+                l.gpu_reserved_bytes, "soft");
+  }
+  if (l.rss_bytes > 0 && f.rss_bytes > l.rss_bytes) {
+    return Over(action, RecycleLimit::kRss, "rss", f.rss_bytes, l.rss_bytes, "soft");
+  }
+  if (l.max_chunks > 0 && f.chunks_done >= l.max_chunks) {
+    return {action, RecycleLimit::kMaxChunks, f.chunks_done, l.max_chunks,
+            "ran " + std::to_string(f.chunks_done) + " chunks (max_chunks " +
+                std::to_string(l.max_chunks) + ")"};
+  }
+  return {};
+}
+
+// A hard limit or a silent busy worker; kKeep if neither.
+RecycleVerdict OverHard(const JobSettings& s, const WorkerFigures& f, uint64_t now_ms) {
+  const uint64_t gpu = static_cast<uint64_t>(s.kill.gpu_reserved_mb) * kMiB;
+  const uint64_t rss = static_cast<uint64_t>(s.kill.rss_mb) * kMiB;
+  if (gpu > 0 && f.gpu_reserved_bytes > gpu) {
+    return Over(RecycleAction::kKill, RecycleLimit::kGpuReserved, "gpu reserved",
+                f.gpu_reserved_bytes, gpu, "hard");
+  }
+  if (rss > 0 && f.rss_bytes > rss) {
+    return Over(RecycleAction::kKill, RecycleLimit::kRss, "rss", f.rss_bytes, rss, "hard");
+  }
+  const uint64_t timeout_ms = static_cast<uint64_t>(s.hang_timeout_s * 1000);
+  if (f.busy && f.heartbeat_ms > 0 && now_ms > f.heartbeat_ms + timeout_ms) {
+    char buf[128];
+    std::snprintf(buf, sizeof(buf), "no heartbeat for %.1f s (hang_timeout_s %.1f)",
+                  static_cast<double>(now_ms - f.heartbeat_ms) / 1000.0, s.hang_timeout_s);
+    return {RecycleAction::kKill, RecycleLimit::kHang, now_ms - f.heartbeat_ms, timeout_ms, buf};
+  }
+  return {};
+}
+
+// The soft limits lowered to where a standby starts.
+SoftLimits StandbyLimits(const SoftLimits& l, const WorkerFigures& f, const WorkerStanding& w,
+                         uint64_t now_ms) {
+  SoftLimits near = l;
+  near.rss_bytes = static_cast<uint64_t>(near.rss_bytes * kStandbyAt);
+  near.gpu_reserved_bytes = static_cast<uint64_t>(near.gpu_reserved_bytes * kStandbyAt);
+  if (near.max_chunks > 0) {
+    // Chunks come in steps: start early enough for a model load (as last measured) to finish
+    // before the last chunk does, and at least two chunks and 20% before the end.
+    uint64_t ahead = 2;
+    if (f.chunks_done > 0 && w.load_ms > 0) {
+      uint64_t chunk_ms = std::max<uint64_t>(1, (now_ms - w.ready_ms) / f.chunks_done);
+      ahead = std::max<uint64_t>(ahead, (w.load_ms + chunk_ms - 1) / chunk_ms + 1);
+    }
+    uint64_t by_fraction = static_cast<uint64_t>(near.max_chunks * kStandbyAt);
+    uint64_t by_time = near.max_chunks > ahead ? near.max_chunks - ahead : 1;
+    near.max_chunks = std::max<uint64_t>(1, std::min(by_fraction, by_time));
+  }
+  return near;
 }
 
 }  // namespace
+
+const char* Name(RecycleAction action) {
+  switch (action) {
+    case RecycleAction::kKeep:
+      return "keep";
+    case RecycleAction::kStartStandby:
+      return "start_standby";
+    case RecycleAction::kRecycle:
+      return "recycle";
+    case RecycleAction::kKill:
+      return "kill";
+  }
+  return "unknown";
+}
+
+const char* Name(RecycleLimit limit) {
+  switch (limit) {
+    case RecycleLimit::kNone:
+      return "none";
+    case RecycleLimit::kGpuReserved:
+      return "gpu";
+    case RecycleLimit::kRss:
+      return "rss";
+    case RecycleLimit::kMaxChunks:
+      return "max_chunks";
+    case RecycleLimit::kHang:
+      return "hang";
+    case RecycleLimit::kStartTimeout:
+      return "start_timeout";
+    case RecycleLimit::kProtocol:
+      return "protocol";
+  }
+  return "unknown";
+}
 
 SoftLimits JitteredLimits(const RecycleSettings& s, std::mt19937_64& rng) {
   SoftLimits l;
@@ -35,36 +130,21 @@ SoftLimits JitteredLimits(const RecycleSettings& s, std::mt19937_64& rng) {
   return l;
 }
 
-std::optional<std::string> SoftLimitReason(const SoftLimits& l, const WorkerFigures& f) {
-  if (l.gpu_reserved_bytes > 0 && f.gpu_reserved_bytes > l.gpu_reserved_bytes) {
-    return Over("gpu reserved", f.gpu_reserved_bytes, l.gpu_reserved_bytes, "soft");
+RecycleVerdict Judge(const SoftLimits& limits, const JobSettings& settings, const WorkerFigures& f,
+                     const WorkerStanding& w, uint64_t now_ms) {
+  if (w.phase == WorkerPhase::kLoading) {
+    if (now_ms > w.spawn_ms + w.start_timeout_ms) {
+      return {RecycleAction::kKill, RecycleLimit::kStartTimeout, now_ms - w.spawn_ms,
+              w.start_timeout_ms, "model not loaded within worker_start_timeout_s"};
+    }
+    return {};
   }
-  if (l.rss_bytes > 0 && f.rss_bytes > l.rss_bytes) {
-    return Over("rss", f.rss_bytes, l.rss_bytes, "soft");
-  }
-  if (l.max_chunks > 0 && f.chunks_done >= l.max_chunks) {
-    return "ran " + std::to_string(f.chunks_done) + " chunks (max_chunks " +
-           std::to_string(l.max_chunks) + ")";
-  }
-  return std::nullopt;
-}
-
-std::optional<std::string> HardLimitReason(const JobSettings& s, const WorkerFigures& f,
-                                           uint64_t now_ms) {
-  uint64_t gpu = static_cast<uint64_t>(s.kill.gpu_reserved_mb) * kMiB;
-  uint64_t rss = static_cast<uint64_t>(s.kill.rss_mb) * kMiB;
-  if (gpu > 0 && f.gpu_reserved_bytes > gpu) {
-    return Over("gpu reserved", f.gpu_reserved_bytes, gpu, "hard");
-  }
-  if (rss > 0 && f.rss_bytes > rss) return Over("rss", f.rss_bytes, rss, "hard");
-  uint64_t timeout_ms = static_cast<uint64_t>(s.hang_timeout_s * 1000);
-  if (f.busy && f.heartbeat_ms > 0 && now_ms > f.heartbeat_ms + timeout_ms) {
-    char buf[128];
-    std::snprintf(buf, sizeof(buf), "no heartbeat for %.1f s (hang_timeout_s %.1f)",
-                  static_cast<double>(now_ms - f.heartbeat_ms) / 1000.0, s.hang_timeout_s);
-    return std::string(buf);
-  }
-  return std::nullopt;
+  RecycleVerdict hard = OverHard(settings, f, now_ms);
+  if (hard.action != RecycleAction::kKeep || w.phase != WorkerPhase::kActive) return hard;
+  RecycleVerdict soft = OverSoft(RecycleAction::kRecycle, limits, f);
+  if (soft.action != RecycleAction::kKeep) return soft;
+  if (!settings.recycle.warm_standby || w.has_standby) return {};
+  return OverSoft(RecycleAction::kStartStandby, StandbyLimits(limits, f, w, now_ms), f);
 }
 
 }  // namespace framemill

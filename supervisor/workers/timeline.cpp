@@ -14,6 +14,28 @@ namespace {
 double Mib(uint64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
 }  // namespace
 
+const char* Name(TimelineEventKind kind) {
+  switch (kind) {
+    case TimelineEventKind::kStart:
+      return "start";
+    case TimelineEventKind::kReady:
+      return "ready";
+    case TimelineEventKind::kChunk:
+      return "chunk";
+    case TimelineEventKind::kRecycle:
+      return "recycle";
+    case TimelineEventKind::kStop:
+      return "stop";
+    case TimelineEventKind::kExit:
+      return "exit";
+    case TimelineEventKind::kCrash:
+      return "crash";
+    case TimelineEventKind::kKill:
+      return "kill";
+  }
+  return "unknown";
+}
+
 Timeline::~Timeline() {
   if (file_ != nullptr) std::fclose(file_);
 }
@@ -47,7 +69,7 @@ void Timeline::Record(const TimelineEvent& e, uint64_t now_ms) {
                       {"worker", e.worker},
                       {"gen", e.generation},
                       {"pid", e.pid},
-                      {"event", e.event},
+                      {"event", Name(e.kind)},
                       {"frames", e.frames},
                       {"rss_mb", Mib(e.rss_bytes)},
                       {"gpu_allocated_mb", Mib(e.gpu_allocated_bytes)},

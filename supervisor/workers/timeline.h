@@ -4,8 +4,7 @@
 //    "rss_mb": 812.4, "gpu_allocated_mb": 0, "gpu_reserved_mb": 0, "gpu_process_mb": 0,
 //    "reason": "..."}   (gpu_process_mb: the driver's figure via NVML, 0 when unknown)
 // t is seconds since the job started; gen counts workers started by the job (never reused);
-// frames are the frames this worker has done. Events: start, ready, chunk, recycle (a soft limit
-// was hit), stop (a recycled worker left cleanly), crash (died unasked), kill (hard limit or hang).
+// frames are the frames this worker has done. The events are TimelineEventKind's, by Name().
 // Thread safety: one writer thread.
 #pragma once
 
@@ -18,11 +17,25 @@
 
 namespace framemill {
 
+// What happened to a worker. Name() is the "event" string of the JSON line.
+enum class TimelineEventKind {
+  kStart,    // "start": spawned (reason: whose standby it is, its GPU)
+  kReady,    // "ready": the model is loaded
+  kChunk,    // "chunk": a chunk is done
+  kRecycle,  // "recycle": a soft limit was hit; it takes no more chunks
+  kStop,     // "stop": a recycled worker left cleanly
+  kExit,     // "exit": a worker the supervisor killed has exited
+  kCrash,    // "crash": died unasked
+  kKill,     // "kill": killed for a hard limit, a hang, a start timeout or a protocol violation
+};
+
+const char* Name(TimelineEventKind kind);
+
 struct TimelineEvent {
   int worker = -1;
   uint64_t generation = 0;
   int pid = 0;
-  std::string event;
+  TimelineEventKind kind = TimelineEventKind::kStart;
   uint64_t frames = 0;
   uint64_t rss_bytes = 0;
   uint64_t gpu_allocated_bytes = 0;

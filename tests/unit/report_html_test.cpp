@@ -12,14 +12,15 @@ using namespace framemill;
 namespace {
 
 constexpr uint64_t kMiB = 1 << 20;
+using K = TimelineEventKind;
 
-TimelineRecord Event(double t, int worker, uint64_t gen, const std::string& event, uint64_t frames,
+TimelineRecord Event(double t, int worker, uint64_t gen, TimelineEventKind event, uint64_t frames,
                      uint64_t rss_mb, uint64_t gpu_mb = 0, const std::string& reason = "") {
   TimelineRecord r;
   r.t_s = t;
   r.event.worker = worker;
   r.event.generation = gen;
-  r.event.event = event;
+  r.event.kind = event;
   r.event.frames = frames;
   r.event.rss_bytes = rss_mb * kMiB;
   r.event.gpu_reserved_bytes = gpu_mb * kMiB;
@@ -35,20 +36,20 @@ ReportData Sample(uint64_t gpu_mb) {
   d.title = "out.mp4";
   d.outcome = "done";
   d.facts = {{"input", "in.mp4"}};
-  d.timeline = {Event(0.1, 0, 1, "start", 0, 0),
-                Event(0.2, 1, 2, "start", 0, 0),
-                Event(1.0, 0, 1, "ready", 0, 300, gpu_mb),
-                Event(1.1, 1, 2, "ready", 0, 300, gpu_mb),
-                Event(2.0, 0, 1, "chunk", 32, 350, gpu_mb),
-                Event(2.1, 1, 2, "chunk", 32, 350, gpu_mb),
-                Event(3.0, 0, 1, "chunk", 64, 420, gpu_mb),
-                Event(3.0, 0, 1, "recycle", 64, 420, gpu_mb, "rss 420 MiB >= 400 MiB"),
-                Event(3.5, 1, 2, "crash", 32, 360, gpu_mb, "signal 9 <script>alert(1)</script>"),
-                Event(3.6, 0, 3, "start", 0, 0),
-                Event(3.7, 1, 4, "start", 0, 0),
-                Event(4.0, 0, 1, "stop", 64, 420, gpu_mb, "rss"),
-                Event(4.5, 0, 3, "chunk", 32, 330, gpu_mb),
-                Event(5.0, 1, 4, "kill", 0, 900, gpu_mb, "rss over \xff\xfe hard limit")};
+  d.timeline = {Event(0.1, 0, 1, K::kStart, 0, 0),
+                Event(0.2, 1, 2, K::kStart, 0, 0),
+                Event(1.0, 0, 1, K::kReady, 0, 300, gpu_mb),
+                Event(1.1, 1, 2, K::kReady, 0, 300, gpu_mb),
+                Event(2.0, 0, 1, K::kChunk, 32, 350, gpu_mb),
+                Event(2.1, 1, 2, K::kChunk, 32, 350, gpu_mb),
+                Event(3.0, 0, 1, K::kChunk, 64, 420, gpu_mb),
+                Event(3.0, 0, 1, K::kRecycle, 64, 420, gpu_mb, "rss 420 MiB >= 400 MiB"),
+                Event(3.5, 1, 2, K::kCrash, 32, 360, gpu_mb, "signal 9 <script>alert(1)</script>"),
+                Event(3.6, 0, 3, K::kStart, 0, 0),
+                Event(3.7, 1, 4, K::kStart, 0, 0),
+                Event(4.0, 0, 1, K::kStop, 64, 420, gpu_mb, "rss"),
+                Event(4.5, 0, 3, K::kChunk, 32, 330, gpu_mb),
+                Event(5.0, 1, 4, K::kKill, 0, 900, gpu_mb, "rss over \xff\xfe hard limit")};
   d.stages.pipeline_s = 4;
   d.stages.decode_s = 1;
   d.stages.decode_wait_s = 2;
@@ -156,16 +157,16 @@ TEST_CASE("report: throughput is frames finished per window, from each worker's 
   // Worker 0 gen 1 finishes 32 frames at 0.5 s and 32 more at 1.5 s; its replacement (gen 3)
   // counts from 0 again: 32 at 1.7 s. Worker 1: 64 at 1.9 s.
   std::vector<TimelineRecord> t = {
-      Event(0.5, 0, 1, "chunk", 32, 1), Event(1.5, 0, 1, "chunk", 64, 1),
-      Event(1.7, 0, 3, "chunk", 32, 1), Event(1.9, 1, 2, "chunk", 64, 1),
-      Event(2.5, 0, 1, "stop", 64, 1)};
+      Event(0.5, 0, 1, K::kChunk, 32, 1), Event(1.5, 0, 1, K::kChunk, 64, 1),
+      Event(1.7, 0, 3, K::kChunk, 32, 1), Event(1.9, 1, 2, K::kChunk, 64, 1),
+      Event(2.5, 0, 1, K::kStop, 64, 1)};
   std::vector<std::pair<double, double>> fps = ThroughputSeries(t, 1.0);
   REQUIRE(fps.size() == 3);
   CHECK(fps[0].first == doctest::Approx(0.5));
   CHECK(fps[0].second == doctest::Approx(32));
   CHECK(fps[1].second == doctest::Approx(32 + 32 + 64));
   CHECK(fps[2].second == doctest::Approx(0));
-  CHECK(ThroughputSeries({Event(1, 0, 1, "start", 0, 0)}, 1.0).empty());
+  CHECK(ThroughputSeries({Event(1, 0, 1, K::kStart, 0, 0)}, 1.0).empty());
 }
 
 TEST_CASE("report stills: arena frames become 8-bit RGB (rgb48 scaled, yuv420p by its matrix)") {

@@ -155,7 +155,7 @@ TEST_CASE("job result: result.json's times are UTC, to the second") {
   CHECK(fm::IsoNow().size() == std::string("2026-01-01T01:01:01Z").size());
 }
 
-TEST_CASE("job result: progress.json has every key; `status` reads it back as one line") {
+TEST_CASE("job result: progress.json has every key, and `status` reads it back as one line") {
   fm::JobProgress p;
   p.frames_total = 300;
   p.frames_done = 120;

@@ -194,16 +194,6 @@ std::vector<int> WorkerPids(const std::string& dir) {
   return pids;
 }
 
-// The lines of a job's memory timeline (<output>.timeline.jsonl).
-std::vector<nlohmann::json> ReadTimeline(const std::string& output) {
-  std::vector<nlohmann::json> rows;
-  std::ifstream in(output + ".timeline.jsonl");
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) rows.push_back(nlohmann::json::parse(line));
-  }
-  return rows;
-}
-
 // Example model `name` exported into `dir`: the job's workers then carry `dir` in their command
 // line, which WorkerPids finds.
 std::string ExportModel(const std::string& name, const std::string& dir) {
@@ -275,7 +265,11 @@ RunFigures RunSoakJob(const Options& o, const std::string& input, const std::str
   f.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   f.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   f.err = ReadText(bg.err_path);
-  for (const nlohmann::json& e : ReadTimeline(output)) {
+  // The job's memory timeline, a JSON object a line.
+  std::ifstream timeline(output + ".timeline.jsonl");
+  for (std::string line; std::getline(timeline, line);) {
+    if (line.empty()) continue;
+    const nlohmann::json e = nlohmann::json::parse(line);
     const std::string ev = e.value("event", "");
     if (ev == "recycle") ++f.recycles;
     if (ev == "crash") ++f.crashes;

@@ -52,7 +52,7 @@ TEST_CASE("spool: Prepare makes incoming/ 1777 and tmp/, requests/ 1733, whateve
 }
 
 TEST_CASE(
-    "spool: a FIFO is refused by Claim without blocking; a job file is claimed with its "
+    "spool: a FIFO is refused by Claim without blocking, and a job file is claimed with its "
     "owner") {
   std::string root = TempSpool();
   Spool spool(root);

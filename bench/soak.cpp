@@ -11,29 +11,199 @@
 //
 // usage: framemill-soak [--frames N] [--size WxH] [--workers W] [--device D]
 //                       [--rss-limit-mb M | --gpu-limit-mb M] [--kill-every S] [--dir DIR]
-// Run from the build directory (it starts ./framemill). Exit status 0 only if the checks pass.
+// Run from the build directory; it starts the framemill binary built beside it (FRAMEMILL_BIN)
+// and needs ffmpeg and ffprobe on PATH. Exit status 0 only if the checks pass. It builds on the
+// supervisor's own library (probing, decoding, running programs), none of the tests' code.
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "common/checked_file.h"
 #include "common/proc_status.h"
-#include "tests/integration/harness.h"
+#include "supervisor/media/ffmpeg_pipes.h"
+#include "supervisor/media/media_probe.h"
+#include "supervisor/process/subprocess.h"
 
-namespace ft = framemill::test;
+extern char** environ;
+
+namespace fm = framemill;
+namespace fs = std::filesystem;
 
 namespace {
+
+// ---- The index video: frame i shows i (mod 65536) as a 4x4 grid of black and white blocks,
+// most significant bit at the top left, so that the index survives lossy compression ----
+
+constexpr int kGrid = 4;
+
+std::string ShellQuote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// Frame `index` of the pattern, rgb24.
+void DrawIndex(int index, int width, int height, std::vector<uint8_t>* rgb) {
+  const int bw = width / kGrid, bh = height / kGrid;
+  for (int y = 0; y < height; ++y) {
+    const int block_row = std::min(y / bh, kGrid - 1);
+    uint8_t* row = rgb->data() + static_cast<size_t>(y) * width * 3;
+    for (int block_col = 0; block_col < kGrid; ++block_col) {
+      const int bit = kGrid * kGrid - 1 - (block_row * kGrid + block_col);
+      const int x0 = block_col * bw, x1 = block_col == kGrid - 1 ? width : x0 + bw;
+      std::memset(row + x0 * 3, ((index >> bit) & 1) ? 255 : 0, static_cast<size_t>(x1 - x0) * 3);
+    }
+  }
+}
+
+// The index a decoded rgb24 frame shows; -1 when a block is neither black nor white. Each block
+// is judged by the green of its centre half, away from the edges that compression blurs.
+int ReadIndex(const uint8_t* rgb, int width, int height) {
+  const int bw = width / kGrid, bh = height / kGrid;
+  int index = 0;
+  for (int block = 0; block < kGrid * kGrid; ++block) {
+    const int x0 = (block % kGrid) * bw, y0 = (block / kGrid) * bh;
+    int64_t sum = 0, n = 0;
+    for (int y = y0 + bh / 4; y < y0 + 3 * bh / 4; ++y) {
+      const uint8_t* px = rgb + (static_cast<size_t>(y) * width + x0 + bw / 4) * 3;
+      for (int x = bw / 4; x < 3 * bw / 4; ++x, px += 3, ++n) sum += px[1];
+    }
+    const int64_t mean = n > 0 ? sum / n : 0;
+    if (mean > 60 && mean < 195) return -1;
+    index = (index << 1) | (mean >= 195 ? 1 : 0);
+  }
+  return index;
+}
+
+// Writes `frames` frames of the pattern at `fps` as H.264 in `path`, with an AAC sine tone of
+// `tone_hz` as long as the video. Throws when ffmpeg fails.
+void MakeIndexVideo(const std::string& path, int frames, int width, int height, int fps,
+                    int tone_hz) {
+  const double seconds = static_cast<double>(frames) / fps;
+  const std::string cmd =
+      "ffmpeg -nostdin -v error -y -f rawvideo -pix_fmt rgb24 -s " + std::to_string(width) + "x" +
+      std::to_string(height) + " -framerate " + std::to_string(fps) +
+      " -i pipe:0 -f lavfi -i sine=frequency=" + std::to_string(tone_hz) +
+      ":sample_rate=48000:duration=" + std::to_string(seconds) +
+      " -c:a aac -b:a 96k -c:v libx264 -preset veryfast -crf 20 -pix_fmt yuv420p -g 50 " +
+      ShellQuote(path);
+  FILE* p = ::popen(cmd.c_str(), "w");
+  if (p == nullptr) throw std::runtime_error("cannot start ffmpeg");
+  std::vector<uint8_t> frame(static_cast<size_t>(width) * height * 3);
+  for (int i = 0; i < frames; ++i) {
+    DrawIndex(i, width, height, &frame);
+    std::fwrite(frame.data(), 1, frame.size(), p);
+  }
+  if (::pclose(p) != 0) throw std::runtime_error("ffmpeg failed to make " + path);
+}
+
+// Decodes every frame of `path` the way the supervisor does (FrameReader, rgb24, no rate
+// conversion) and calls `on_frame` for each. Returns the number of frames; -1 when it cannot
+// be probed or decoded to the end.
+int64_t DecodeFrames(const std::string& path, const std::string& log,
+                     const std::function<void(const uint8_t*, int, int)>& on_frame) {
+  fm::Result<fm::MediaInfo> media = fm::ProbeMedia("ffprobe", path, false);
+  fm::Result<fm::UniqueFd> fd = fm::OpenCheckedFile(fm::CheckedKind::kInput, path, {});
+  fm::Result<std::vector<std::string>> restrictions =
+      fm::InputRestrictions("ffprobe", fm::PlaylistInputs::kRefuse);
+  if (!media.ok() || !fd.ok() || !restrictions.ok()) return -1;
+  const fm::VideoStreamInfo& v = media->video;
+  auto reader = fm::FrameReader::Start("ffmpeg", fm::SourceFile{fd->get(), path, *restrictions}, v,
+                                       log, fm::FrameFormat::kRgb24, {});
+  if (!reader.ok()) return -1;
+  std::vector<uint8_t> frame(static_cast<size_t>(v.display_width) * v.display_height * 3);
+  int64_t count = 0;
+  while (true) {
+    fm::Result<bool> got = (*reader)->Read(frame.data());
+    if (!got.ok()) return -1;
+    if (!*got) break;
+    on_frame(frame.data(), v.display_width, v.display_height);
+    ++count;
+  }
+  return (*reader)->Finish().ok() ? count : -1;
+}
+
+// ---- The job: `framemill run` in the background, its workers, its timeline ----
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+struct RunningJob {
+  pid_t pid = -1;
+  std::string err_path;
+};
+
+// Writes `job` to dir/<name>.json and starts `framemill run` on it, its stdout and stderr in
+// dir/<name>.stdout and .stderr.
+RunningJob StartRun(const std::string& dir, const nlohmann::json& job, const std::string& name) {
+  const std::string job_path = dir + "/" + name + ".json";
+  std::ofstream(job_path) << job.dump(2);
+  const std::string out_path = dir + "/" + name + ".stdout";
+  RunningJob run;
+  run.err_path = dir + "/" + name + ".stderr";
+  posix_spawn_file_actions_t files;
+  posix_spawn_file_actions_init(&files);
+  posix_spawn_file_actions_addopen(&files, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&files, 2, run.err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
+  std::vector<std::string> args = {FRAMEMILL_BIN, "run", job_path};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  if (::posix_spawn(&run.pid, argv[0], &files, nullptr, argv.data(), environ) != 0) run.pid = -1;
+  posix_spawn_file_actions_destroy(&files);
+  if (run.pid < 0) throw std::runtime_error(std::string("cannot start ") + FRAMEMILL_BIN);
+  return run;
+}
+
+// The worker processes of the job whose model lies in `dir` (their command line names it).
+std::vector<int> WorkerPids(const std::string& dir) {
+  std::vector<int> pids;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline = ReadText("/proc/" + name + "/cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find("framemill-worker") != std::string::npos &&
+        cmdline.find(dir) != std::string::npos) {
+      pids.push_back(std::stoi(name));
+    }
+  }
+  return pids;
+}
+
+// Example model `name` exported into `dir`: the job's workers then carry `dir` in their command
+// line, which WorkerPids finds.
+std::string ExportModel(const std::string& name, const std::string& dir) {
+  const std::string path = dir + "/" + name + ".pt";
+  fm::Result<fm::CommandOutput> r =
+      fm::RunAndCapture({FRAMEMILL_BIN, "model", "export", name, path});
+  if (!r.ok()) throw std::runtime_error(r.status().ToString());
+  if (r->exit_code != 0) throw std::runtime_error("model export failed: " + r->err);
+  return path;
+}
 
 struct Options {
   int frames = 108000;
@@ -72,7 +242,7 @@ RunFigures RunSoakJob(const Options& o, const std::string& input, const std::str
                                      : nlohmann::json{{"rss_mb", o.rss_limit_mb}}}};
   RunFigures f;
   auto t0 = std::chrono::steady_clock::now();
-  ft::BackgroundJob bg = ft::StartJob(o.dir, job, {}, nullptr, kill_workers ? "soak" : "baseline");
+  RunningJob bg = StartRun(o.dir, job, kill_workers ? "soak" : "baseline");
   std::mt19937 rng(12345);
   std::uniform_real_distribution<double> jitter(0.5, 1.5);
   auto next_kill = t0 + std::chrono::duration<double>(o.kill_every_s * jitter(rng));
@@ -83,7 +253,7 @@ RunFigures RunSoakJob(const Options& o, const std::string& input, const std::str
         std::max(f.supervisor_peak_mb, framemill::ReadProcMemory(bg.pid).private_bytes / 1048576.0);
     auto now = std::chrono::steady_clock::now();
     if (kill_workers && now >= next_kill) {
-      std::vector<int> pids = ft::WorkerPids(o.dir);
+      std::vector<int> pids = WorkerPids(o.dir);
       if (!pids.empty()) {
         ::kill(pids[std::uniform_int_distribution<size_t>(0, pids.size() - 1)(rng)], SIGKILL);
         ++f.kills_sent;
@@ -94,9 +264,12 @@ RunFigures RunSoakJob(const Options& o, const std::string& input, const std::str
   }
   f.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   f.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  std::ifstream err(bg.err_path);
-  f.err.assign(std::istreambuf_iterator<char>(err), {});
-  for (const nlohmann::json& e : ft::ReadTimeline(output)) {
+  f.err = ReadText(bg.err_path);
+  // The job's memory timeline, a JSON object a line.
+  std::ifstream timeline(output + ".timeline.jsonl");
+  for (std::string line; std::getline(timeline, line);) {
+    if (line.empty()) continue;
+    const nlohmann::json e = nlohmann::json::parse(line);
     const std::string ev = e.value("event", "");
     if (ev == "recycle") ++f.recycles;
     if (ev == "crash") ++f.crashes;
@@ -108,18 +281,19 @@ RunFigures RunSoakJob(const Options& o, const std::string& input, const std::str
 }
 
 // Frames whose index (mod 65536) is not their position; -1 if the count differs.
-int64_t Misplaced(const std::string& path, int width, int height, int64_t frames) {
+int64_t Misplaced(const std::string& path, int64_t frames, const std::string& log) {
   int64_t i = 0, bad = 0;
-  int64_t n = ft::DecodeFrames(path, width, height, [&](const uint8_t* rgb) {
-    if (ft::ReadFrameIndex(rgb, width, height) != static_cast<int>(i % 65536)) ++bad;
+  int64_t n = DecodeFrames(path, log, [&](const uint8_t* rgb, int width, int height) {
+    if (ReadIndex(rgb, width, height) != static_cast<int>(i % 65536)) ++bad;
     ++i;
   });
   return n == frames ? bad : -1;
 }
 
+// The first audio stream's duration in seconds; -1 without one.
 double AudioSeconds(const std::string& path) {
-  nlohmann::json a = ft::FirstStream(ft::Probe(path), "audio");
-  return a.is_null() ? -1 : std::stod(a.value("duration", "-1"));
+  fm::Result<fm::MediaInfo> media = fm::ProbeMedia("ffprobe", path, false);
+  return media.ok() && !media->audio.empty() ? media->audio.front().duration : -1;
 }
 
 void Print(const char* name, int64_t frames, const RunFigures& f) {
@@ -162,7 +336,7 @@ int main(int argc, char** argv) {
   }
   std::filesystem::create_directories(o.dir);
   const int fps = 30;
-  const std::string model = ft::ModelCopy("leak", o.dir);
+  const std::string model = ExportModel("leak", o.dir);
   const int64_t base_frames = o.frames / 10;
   const std::string tag =
       std::to_string(o.frames) + "-" + std::to_string(o.width) + "x" + std::to_string(o.height);
@@ -172,10 +346,9 @@ int main(int argc, char** argv) {
               o.width, o.height, fps, o.dir.c_str());
   std::fflush(stdout);
   // A --dir of an earlier run keeps its videos (named by length and size): made once.
-  if (!std::filesystem::exists(input))
-    ft::MakeIndexVideo(input, o.frames, o.width, o.height, fps, 440);
+  if (!std::filesystem::exists(input)) MakeIndexVideo(input, o.frames, o.width, o.height, fps, 440);
   if (!std::filesystem::exists(base_input)) {
-    ft::MakeIndexVideo(base_input, static_cast<int>(base_frames), o.width, o.height, fps, 440);
+    MakeIndexVideo(base_input, static_cast<int>(base_frames), o.width, o.height, fps, 440);
   }
 
   RunFigures base = RunSoakJob(o, base_input, o.dir + "/tenth-out.mp4", model, false);
@@ -197,7 +370,7 @@ int main(int argc, char** argv) {
   check(base.exit_code == 0, "baseline job succeeded" + (base.exit_code ? ": " + base.err : ""));
   check(soak.exit_code == 0, "soak job succeeded" + (soak.exit_code ? ": " + soak.err : ""));
   if (soak.exit_code == 0) {
-    int64_t bad = Misplaced(o.dir + "/out.mp4", o.width, o.height, o.frames);
+    int64_t bad = Misplaced(o.dir + "/out.mp4", o.frames, o.dir + "/check-decode.log");
     check(bad == 0, "every frame exactly once, in order (misplaced: " +
                         (bad < 0 ? std::string("frame count differs") : std::to_string(bad)) + ")");
     double a_in = AudioSeconds(input), a_out = AudioSeconds(o.dir + "/out.mp4");

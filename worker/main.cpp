@@ -1,11 +1,5 @@
-// framemill-worker: one GPU (or CPU) worker process, started by the supervisor.
-//
-//   framemill-worker --control PATH --channel K --wake-fd N --model-fd FD [--model-label TEXT]
-//                    --device DEV [--precision P] [--optimize auto|on|off] [--log-level L]
-//                    [--sandbox required|auto|off]
-//   framemill-worker ... --model PATH ...      (tools: the worker opens the file itself)
-//   framemill-worker --export-model NAME PATH [--target FILE]
-//   framemill-worker --list-models
+// framemill-worker: one GPU (or CPU) worker process, started by the supervisor. Its command
+// line is kUsage below (printed on a usage error): every flag it accepts is there.
 //
 // The supervisor hands the model over as an open descriptor (--model-fd); the label only names
 // it in messages. The sandbox (worker/sandbox.h) goes on here, before the model is read: every
@@ -29,14 +23,18 @@
 
 namespace {
 
+constexpr const char* kUsage =
+    "usage: framemill-worker --control PATH --channel K --wake-fd N --model-fd FD\n"
+    "                        [--model-label TEXT] --device DEV [--precision fp32|fp16|bf16]\n"
+    "                        [--optimize auto|on|off] [--log-level L]\n"
+    "                        [--sandbox required|auto|off]\n"
+    "       framemill-worker ... --model PATH ...  (tools: the worker opens the file itself,\n"
+    "                                               instead of --model-fd)\n"
+    "       framemill-worker --export-model NAME PATH [--target FILE]\n"
+    "       framemill-worker --list-models\n";
+
 int Usage() {
-  std::fprintf(stderr,
-               "usage: framemill-worker --control PATH --channel K --wake-fd N --model-fd FD "
-               "[--model-label TEXT] --device DEV [--precision P] [--optimize auto|on|off] "
-               "[--log-level L] [--sandbox required|auto|off]\n"
-               "       (or --model PATH instead of --model-fd)\n"
-               "       framemill-worker --export-model NAME PATH [--target FILE]\n"
-               "       framemill-worker --list-models\n");
+  std::fputs(kUsage, stderr);
   return framemill::kWorkerExitUsage;
 }
 

@@ -19,7 +19,7 @@ Status RunJobEndHook(const JobEndHook& hook, const JobEnd& end) {
   args.push_back(end.job_dir + "/result.json");
   bp::environment env = boost::this_process::environment();
   env["FRAMEMILL_JOB_ID"] = end.id;
-  env["FRAMEMILL_JOB_STATE"] = end.state;
+  env["FRAMEMILL_JOB_STATE"] = Name(end.state);
   const std::string log = end.job_dir + "/on_job_end.log";
   bp::child child;
   try {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "supervisor/front/spool.h"
 
 namespace framemill {
 
@@ -23,7 +24,7 @@ struct JobEndHook {
 
 struct JobEnd {
   std::string id;
-  std::string state;    // "done" | "failed"
+  SpoolState state = SpoolState::kDone;  // done or failed (FRAMEMILL_JOB_STATE: its Name())
   std::string job_dir;  // the job's spool folder, holding result.json
 };
 

@@ -1,19 +1,8 @@
-// framemill: the supervisor's command line (CLI11). `framemill --help` and `framemill COMMAND
-// --help` list the commands and options:
-//
-//   framemill run JOB.json                     run one job in the foreground
-//   framemill preview JOB.json [--frames K] [--json]  a contact sheet and an estimate of the job
-//   framemill serve                            drain the spool (config spool_dir), for systemd
-//   framemill submit INPUT --model M --output O [--priority P] [--json] [key=value ...]
-//   framemill list [--json] | status [JOB] [--follow] [--json] | cancel JOB | retry JOB
-//   framemill model export NAME PATH [--target FILE] | model list
-//   framemill completion bash                  a bash completion script, made from this parser
-//   framemill version | --version
-// Every command takes --config FILE (before or after the command's name).
-//
-// Exit codes: 0 success (also --help), 1 the job or command failed (the message names the
-// reason), 2 usage error (the message names the option or argument), 3 no such job, 130 stopped
-// by SIGINT/SIGTERM.
+// framemill: the supervisor's command line (CLI11). The parser below (DefineCommands) is the one
+// statement of the commands, their options and their help: `framemill --help`, `framemill
+// COMMAND --help` and the bash completion (`framemill completion bash`) are made from it, and
+// README.md shows them in use. Every command takes --config FILE (before or after its name).
+// Exit codes: supervisor/report/job_result.h (kExitOk ... kExitStopped, kExitCodesHelp).
 #include <cstdint>
 #include <atomic>
 #include <csignal>
@@ -38,13 +27,13 @@
 #include "supervisor/front/service.h"
 #include "supervisor/front/spool_commands.h"
 #include "supervisor/process/subprocess.h"
+#include "supervisor/report/job_result.h"
 
 namespace {
 
-constexpr int kExitOk = 0;
-constexpr int kExitFailed = 1;
-constexpr int kExitUsage = 2;
-constexpr int kExitStopped = 130;
+using framemill::kExitFailed;
+using framemill::kExitOk;
+using framemill::kExitUsage;
 
 std::atomic<bool> g_stop{false};
 
@@ -74,46 +63,6 @@ int ModelCommand(const std::vector<std::string>& args, const framemill::Config& 
   return r->exit_code == 0 ? kExitOk : kExitFailed;
 }
 
-void PrintSummary(const framemill::JobReport& r) {
-  const framemill::DispatchStats& d = r.dispatch;
-  std::printf(
-      "framemill: wrote %s: %lld frames %dx%d (%s to the workers) -> %dx%d in %.1f s (%.1f fps), "
-      "%lld chunks, %lld segments\n",
-      r.output.c_str(), static_cast<long long>(r.frames), r.in_width, r.in_height,
-      r.worker_input_format.c_str(), r.out_width, r.out_height, r.seconds,
-      r.seconds > 0 ? r.frames / r.seconds : 0.0, static_cast<long long>(r.chunks),
-      static_cast<long long>(r.segments));
-  std::printf("framemill: output pixel format %s\n", r.output_pix_fmt.c_str());
-  for (const std::string& w : r.warnings) std::printf("framemill: warning: %s\n", w.c_str());
-  int recycles = 0;
-  std::string by_reason;
-  for (const auto& [reason, n] : d.recycles) {
-    recycles += n;
-    by_reason += (by_reason.empty() ? "" : ", ") + reason + " " + std::to_string(n);
-  }
-  std::printf(
-      "framemill: workers started %d, recycled %d%s%s%s, crashed %d, killed %d; "
-      "chunks retried %d\n",
-      d.workers_started, recycles, by_reason.empty() ? "" : " (", by_reason.c_str(),
-      by_reason.empty() ? "" : ")", d.crashes, d.kills, d.chunk_retries);
-  for (const auto& p : d.peaks) {
-    std::printf(
-        "framemill:   worker %d gen %llu: %llu frames, peak rss %.0f MiB, peak gpu "
-        "reserved %.0f MiB\n",
-        p.worker, static_cast<unsigned long long>(p.generation),
-        static_cast<unsigned long long>(p.frames), p.rss_bytes / 1048576.0,
-        p.gpu_reserved_bytes / 1048576.0);
-  }
-  std::printf("framemill: worker sandbox: %s\n", r.worker_sandbox.c_str());
-  std::printf("framemill: worker start: %s\n", d.StartupSummary().c_str());
-  std::printf("framemill: stages: %s\n", r.stages.Summary().c_str());
-  std::printf("framemill: memory timeline: %s\n", r.timeline.c_str());
-  if (!r.report.empty()) std::printf("framemill: report: %s\n", r.report.c_str());
-  std::printf("framemill: faults survived: decoder restarts %lld, job attempts %lld%s\n",
-              static_cast<long long>(r.decoder_restarts), static_cast<long long>(r.attempts),
-              r.faults_retried.empty() ? "" : " (ffmpeg crashed and was retried)");
-}
-
 // The job file of `run` and `preview` (a rejection is printed), and shared memory left by dead
 // supervisors removed before this one makes its own.
 framemill::Result<framemill::JobSpec> LoadJobForCommand(const std::string& job_path,
@@ -141,13 +90,13 @@ int RunCommand(const std::string& job_path, const framemill::Config& config) {
       last_ms = now;
       double frac = static_cast<double>(p.frames_done) / static_cast<double>(p.frames_total);
       double secs = static_cast<double>(now - start_ms) / 1000.0;
-      double fps = secs > 0 ? static_cast<double>(p.frames_done) / secs : 0.0;
+      double fps = framemill::FramesPerSecond(p.frames_done, secs);
       std::string bar(static_cast<size_t>(frac * 30), '#');
       bar.resize(30, '.');
       std::fprintf(stderr, "\r[%s] %5.1f%% %lld/%lld frames %6.1f fps ETA %4.0f s ", bar.c_str(),
                    100.0 * frac, static_cast<long long>(p.frames_done),
                    static_cast<long long>(p.frames_total), fps,
-                   fps > 0 ? static_cast<double>(p.frames_total - p.frames_done) / fps : 0.0);
+                   framemill::EtaSeconds(p.frames_done, p.frames_total, fps));
     };
   }
   framemill::JobReportFile report_file;
@@ -162,9 +111,9 @@ int RunCommand(const std::string& job_path, const framemill::Config& config) {
     if (!report_file.warning.empty()) {
       std::fprintf(stderr, "framemill: warning: %s\n", report_file.warning.c_str());
     }
-    return report.status().code() == framemill::StatusCode::kCancelled ? kExitStopped : kExitFailed;
+    return framemill::ExitCodeOf(report.status().code());
   }
-  PrintSummary(*report);
+  std::fputs(framemill::RunSummary(*report).c_str(), stdout);
   return kExitOk;
 }
 
@@ -179,7 +128,7 @@ int PreviewCommand(const std::string& job_path, int frames, bool json,
       framemill::RunPreview(*job, config, g_stop, options);
   if (!report.ok()) {
     std::fprintf(stderr, "framemill: preview failed: %s\n", report.status().ToString().c_str());
-    return report.status().code() == framemill::StatusCode::kCancelled ? kExitStopped : kExitFailed;
+    return framemill::ExitCodeOf(report.status().code());
   }
   if (json) {
     std::printf("%s\n", framemill::DumpJson(report->ToJson(), 2).c_str());
@@ -212,9 +161,8 @@ void DefineCommands(CLI::App& app, Request& rq) {
                  "Config file (default: $FRAMEMILL_CONFIG, else /etc/framemill/framemill.json "
                  "if it exists, else built-in defaults)")
       ->type_name("FILE");
-  app.footer(
-      "Exit codes: 0 ok, 1 failed, 2 usage error, 3 no such job, 130 stopped.\n"
-      "Run `framemill COMMAND --help` for a command's options.");
+  app.footer(std::string(framemill::kExitCodesHelp) +
+             "\nRun `framemill COMMAND --help` for a command's options.");
 
   CLI::App* run = app.add_subcommand("run", "Run one job in the foreground and print a summary");
   run->add_option("job", rq.job_path, "The job file (JSON: input, model, output, ...)")

@@ -30,6 +30,7 @@ static int sd_watchdog_enabled(int, uint64_t*) { return 0; }
 #include "supervisor/front/job_end_hook.h"
 #include "common/shared_memory.h"
 #include "supervisor/job/job_runner.h"
+#include "supervisor/report/job_result.h"
 #include "supervisor/report/metrics.h"
 #include "supervisor/front/spool.h"
 #include "supervisor/front/spool_requests.h"
@@ -38,20 +39,12 @@ static int sd_watchdog_enabled(int, uint64_t*) { return 0; }
 namespace framemill {
 namespace {
 
-std::string IsoNow() {
-  std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
-
+// result.json of a job that failed now (job_result.h).
 nlohmann::json FailureResult(const std::string& id, const std::string& code,
                              const std::string& message) {
-  return {{"version", 1},
-          {"id", id},
-          {"status", "failed"},
-          {"reason", {{"code", code}, {"message", message}}},
-          {"finished_at", IsoNow()}};
+  nlohmann::json result = FailedResultJson(id, code, message);
+  result["finished_at"] = IsoNow();
+  return result;
 }
 
 nlohmann::json FailureResult(const std::string& id, const Status& s) {
@@ -161,7 +154,7 @@ class Service {
   void FileFailed(const std::string& id, const nlohmann::json& result) { File(id, false, result); }
   void SetAside(const SpoolEntry& e, const Status& why);
   // Runs the config's on_job_end hook for a job just filed under `state` (done | failed).
-  void JobEnded(const std::string& id, const std::string& state);
+  void JobEnded(const std::string& id, SpoolState state);
   void WaitForWork(int inotify_fd);
   void Housekeeping();
   // Metrics (supervisor/report/metrics.h): finds the file's path and writes the first file; then
@@ -249,8 +242,7 @@ void Service::NoteProgress(const JobProgress& p, uint64_t run_ms,
   live_.frames = std::max<int64_t>(0, p.frames_done - live_.frames_resumed);
   live_.frames_total = p.frames_total;
   if (p.dispatch != nullptr) {
-    int seen = p.dispatch->crashes + p.dispatch->kills;
-    for (const auto& [reason, n] : p.dispatch->recycles) seen += n;
+    int seen = p.dispatch->crashes + p.dispatch->kills + TotalRecycles(*p.dispatch);
     if (seen != live_.events_seen) {  // maps are rebuilt only when a count changed
       live_.events_seen = seen;
       live_.events = live_.ended_attempts;
@@ -311,8 +303,8 @@ Status Service::Run() {
   }
   int inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   if (inotify_fd >= 0) {
-    for (const char* dir : {"incoming", "requests"}) {
-      inotify_add_watch(inotify_fd, spool_.Dir(dir).c_str(), IN_MOVED_TO | IN_CLOSE_WRITE);
+    for (const std::string& dir : {spool_.Dir(SpoolState::kIncoming), spool_.Dir("requests")}) {
+      inotify_add_watch(inotify_fd, dir.c_str(), IN_MOVED_TO | IN_CLOSE_WRITE);
     }
   } else {
     spdlog::warn("inotify unavailable ({}); rescanning every {} s", std::strerror(errno),
@@ -389,7 +381,7 @@ void Service::SetAside(const SpoolEntry& e, const Status& why) {
   Result<std::string> id = spool_.SetAside(e, FailureResult(e.id, why));
   if (id.ok()) {
     spdlog::warn("{} set aside as failed/{}: {}", e.path, *id, why.message());
-    JobEnded(*id, "failed");
+    JobEnded(*id, SpoolState::kFailed);
   } else {
     spdlog::error("{}: {}; and it cannot be moved aside ({}): skipped until it changes", e.path,
                   why.message(), id.status().message());
@@ -404,10 +396,10 @@ void Service::File(const std::string& id, bool ok, const nlohmann::json& result)
     unfiled_.insert(id);
     return;
   }
-  JobEnded(id, ok ? "done" : "failed");
+  JobEnded(id, ok ? SpoolState::kDone : SpoolState::kFailed);
 }
 
-void Service::JobEnded(const std::string& id, const std::string& state) {
+void Service::JobEnded(const std::string& id, SpoolState state) {
   WriteMetrics();
   if (config_.on_job_end.empty()) return;
   Status hook = RunJobEndHook({config_.on_job_end, config_.on_job_end_timeout_s},
@@ -461,7 +453,7 @@ void Service::WaitForWork(int inotify_fd) {
 }
 
 bool Service::RunClaimed(const std::string& id) {
-  std::string dir = spool_.JobDir("active", id);
+  std::string dir = spool_.JobDir(SpoolState::kActive, id);
   std::string started = IsoNow();
   // Counted before anything of the job is read: a job whose parsing kills the supervisor counts.
   Result<int> starts = spool_.RaiseStarts(id);
@@ -536,25 +528,8 @@ bool Service::RunClaimed(const std::string& id) {
     if (now - last_write < 1000) return;
     last_write = now;
     double secs = static_cast<double>(now - start_ms) / 1000.0;
-    double fps = secs > 0 ? static_cast<double>(p.frames_done) / secs : 0.0;
-    nlohmann::json progress = {{"id", id},
-                               {"frames_done", p.frames_done},
-                               {"frames_total", p.frames_total},
-                               {"segments_done", p.segments_done},
-                               {"segments_total", p.segments_total},
-                               {"elapsed_s", secs},
-                               {"fps", fps},
-                               {"workers", nlohmann::json::array()}};
-    for (const WorkerSnapshot& w : p.workers) {
-      progress["workers"].push_back(
-          {{"worker", w.worker},
-           {"gen", w.generation},
-           {"pid", w.pid},
-           {"frames", w.frames},
-           {"rss_mb", static_cast<double>(w.rss_bytes) / (1 << 20)},
-           {"gpu_reserved_mb", static_cast<double>(w.gpu_reserved_bytes) / (1 << 20)}});
-    }
-    (void)AtomicWriteFile(dir + "/progress.json", DumpJson(progress) + "\n");
+    double fps = FramesPerSecond(p.frames_done, secs);
+    (void)AtomicWriteFile(dir + "/progress.json", DumpJson(ProgressJson(id, p, secs)) + "\n");
     char status[256];
     std::snprintf(status, sizeof(status), "STATUS=job %s: %lld/%lld frames, %.1f fps", id.c_str(),
                   static_cast<long long>(p.frames_done), static_cast<long long>(p.frames_total),
@@ -572,31 +547,7 @@ bool Service::RunClaimed(const std::string& id) {
   nlohmann::json result;
   if (report.ok()) {
     const JobReport& r = *report;
-    int recycles = 0;
-    for (const auto& [reason, n] : r.dispatch.recycles) recycles += n;
-    result = {{"version", 1},
-              {"id", id},
-              {"status", "done"},
-              {"output", r.output},
-              {"frames", r.frames},
-              {"seconds", r.seconds},
-              {"started_at", started},
-              {"finished_at", IsoNow()},
-              {"workers_started", r.dispatch.workers_started},
-              {"recycles", recycles},
-              {"recycles_by_reason", r.dispatch.recycles},
-              {"crashes", r.dispatch.crashes},
-              {"kills", r.dispatch.kills},
-              {"chunk_retries", r.dispatch.chunk_retries},
-              {"segments", r.segments},
-              {"segments_resumed", r.segments_resumed},
-              {"stages", r.stages.ToJson()},
-              {"worker_input_format", r.worker_input_format},
-              {"output_pix_fmt", r.output_pix_fmt},
-              {"warnings", r.warnings},
-              {"worker_sandbox", r.worker_sandbox},
-              {"worker_start", r.dispatch.StartupFigures()},
-              {"faults", r.FaultsJson()}};
+    result = DoneResultJson(id, r, started, IsoNow());
     (void)RemoveTree(options.workspace);  // the output is complete; segments are not needed
     spdlog::info("job {} done: {} frames in {:.1f} s", id, r.frames, r.seconds);
   } else {

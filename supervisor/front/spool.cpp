@@ -18,19 +18,22 @@
 #include "common/file_util.h"
 #include "common/json_fields.h"
 #include "common/log.h"
+#include "supervisor/report/job_result.h"
 
 namespace framemill {
 namespace {
-
-const char* const kStates[] = {"incoming", "active", "done", "failed"};
 
 // The spool's folders and their modes (see spool.h; systemd/framemill.tmpfiles.conf agrees).
 struct Folder {
   const char* name;
   mode_t mode;
 };
-const Folder kFolders[] = {{"incoming", 01777}, {"tmp", 01733}, {"requests", 01733},
-                           {"active", 0755},    {"done", 0755}, {"failed", 0755},
+const Folder kFolders[] = {{Name(SpoolState::kIncoming), 01777},
+                           {"tmp", 01733},
+                           {"requests", 01733},
+                           {Name(SpoolState::kActive), 0755},
+                           {Name(SpoolState::kDone), 0755},
+                           {Name(SpoolState::kFailed), 0755},
                            {"workers", 0750}};
 
 Status Errno(const std::string& what) {
@@ -83,6 +86,20 @@ std::string SafeId(const std::string& name) {
 
 }  // namespace
 
+const char* Name(SpoolState state) {
+  switch (state) {
+    case SpoolState::kIncoming:
+      return "incoming";
+    case SpoolState::kActive:
+      return "active";
+    case SpoolState::kDone:
+      return "done";
+    case SpoolState::kFailed:
+      return "failed";
+  }
+  return "unknown";
+}
+
 Spool::~Spool() {
   if (lock_fd_ >= 0) ::close(lock_fd_);
 }
@@ -127,12 +144,12 @@ Status Spool::Lock() {
 
 std::vector<SpoolEntry> Spool::Incoming() const {
   std::vector<SpoolEntry> jobs;
-  for (const std::string& name : ListNames(Dir("incoming"))) {
+  for (const std::string& name : ListNames(Dir(SpoolState::kIncoming))) {
     if (!EndsWith(name, ".json")) continue;
     SpoolEntry e;
-    e.path = Dir("incoming") + "/" + name;
+    e.path = Dir(SpoolState::kIncoming) + "/" + name;
     e.id = name.substr(0, name.size() - 5);
-    e.state = "incoming";
+    e.state = SpoolState::kIncoming;
     e.submitted_ns = MtimeNs(e.path);
     struct stat st {};
     if (::lstat(e.path.c_str(), &st) == 0) e.inode = st.st_ino;
@@ -152,9 +169,9 @@ std::vector<SpoolEntry> Spool::Incoming() const {
 
 std::vector<SpoolEntry> Spool::Active() const {
   std::vector<SpoolEntry> jobs;
-  for (const std::string& id : ListNames(Dir("active"))) {
-    SpoolEntry e{id, "active", JobDir("active", id), 0,
-                 MtimeNs(JobDir("active", id) + "/job.json")};
+  for (const std::string& id : ListNames(Dir(SpoolState::kActive))) {
+    SpoolEntry e{id, SpoolState::kActive, JobDir(SpoolState::kActive, id), 0,
+                 MtimeNs(JobDir(SpoolState::kActive, id) + "/job.json")};
     jobs.push_back(e);
   }
   std::sort(jobs.begin(), jobs.end(), [](const SpoolEntry& a, const SpoolEntry& b) {
@@ -166,7 +183,7 @@ std::vector<SpoolEntry> Spool::Active() const {
 std::vector<SpoolEntry> Spool::All() const {
   std::vector<SpoolEntry> all = Incoming();
   for (const SpoolEntry& e : Active()) all.push_back(e);
-  for (const char* state : {"done", "failed"}) {
+  for (SpoolState state : {SpoolState::kDone, SpoolState::kFailed}) {
     for (const std::string& id : ListNames(Dir(state))) {
       all.push_back({id, state, JobDir(state, id), 0, MtimeNs(JobDir(state, id) + "/job.json")});
     }
@@ -176,17 +193,17 @@ std::vector<SpoolEntry> Spool::All() const {
 
 SpoolCounts Spool::Count() const {
   SpoolCounts c;
-  for (const std::string& name : ListNames(Dir("incoming"))) {
+  for (const std::string& name : ListNames(Dir(SpoolState::kIncoming))) {
     if (!EndsWith(name, ".json")) continue;  // as Incoming() counts them
     ++c.incoming;
-    int64_t ns = MtimeNs(Dir("incoming") + "/" + name);
+    int64_t ns = MtimeNs(Dir(SpoolState::kIncoming) + "/" + name);
     if (ns > 0 && (c.oldest_incoming_ns == 0 || ns < c.oldest_incoming_ns)) {
       c.oldest_incoming_ns = ns;
     }
   }
-  c.active = static_cast<int64_t>(ListNames(Dir("active")).size());
-  c.done = static_cast<int64_t>(ListNames(Dir("done")).size());
-  c.failed = static_cast<int64_t>(ListNames(Dir("failed")).size());
+  c.active = static_cast<int64_t>(ListNames(Dir(SpoolState::kActive)).size());
+  c.done = static_cast<int64_t>(ListNames(Dir(SpoolState::kDone)).size());
+  c.failed = static_cast<int64_t>(ListNames(Dir(SpoolState::kFailed)).size());
   return c;
 }
 
@@ -200,7 +217,7 @@ Result<SpoolEntry> Spool::Find(const std::string& id) const {
 std::string Spool::UniqueId(const std::string& wanted) const {
   std::string id = SafeId(wanted);
   auto taken = [&](const std::string& c) {
-    for (const char* s : {"active", "done", "failed"}) {
+    for (SpoolState s : {SpoolState::kActive, SpoolState::kDone, SpoolState::kFailed}) {
       if (PathExists(JobDir(s, c))) return true;
     }
     return false;
@@ -232,7 +249,7 @@ Result<ClaimedJob> Spool::Claim(const SpoolEntry& incoming) {
   ::close(fd);
   ClaimedJob job{UniqueId(incoming.id), static_cast<uint32_t>(st.st_uid),
                  static_cast<uint32_t>(st.st_gid)};
-  std::string dir = JobDir("active", job.id);
+  std::string dir = JobDir(SpoolState::kActive, job.id);
   if (::mkdir(dir.c_str(), 0755) != 0) return Errno("create " + dir);
   if (::rename(incoming.path.c_str(), (dir + "/job.json").c_str()) != 0) {
     Status s = errno == ENOENT ? Status::Ok() : Errno("claim " + incoming.path);
@@ -247,13 +264,10 @@ Result<ClaimedJob> Spool::Claim(const SpoolEntry& incoming) {
   if (::lstat((dir + "/job.json").c_str(), &moved) != 0 || moved.st_dev != st.st_dev ||
       moved.st_ino != st.st_ino) {
     spdlog::warn("{}: replaced while it was being claimed; filed as failed", what);
-    FM_RETURN_IF_ERROR(Finish(job.id, false,
-                              {{"version", 1},
-                               {"id", job.id},
-                               {"status", "failed"},
-                               {"reason",
-                                {{"code", StatusCodeName(StatusCode::kInvalidJob)},
-                                 {"message", what + ": replaced while it was being claimed"}}}}));
+    FM_RETURN_IF_ERROR(
+        Finish(job.id, false,
+               FailedResultJson(job.id, Status(StatusCode::kInvalidJob,
+                                               what + ": replaced while it was being claimed"))));
     return ClaimedJob{};
   }
   nlohmann::json owner = {{"version", 1}, {"uid", job.uid}, {"gid", job.gid}};
@@ -263,7 +277,7 @@ Result<ClaimedJob> Spool::Claim(const SpoolEntry& incoming) {
 
 Result<std::string> Spool::SetAside(const SpoolEntry& incoming, const nlohmann::json& result) {
   std::string id = UniqueId(incoming.id);
-  std::string dir = JobDir("active", id);
+  std::string dir = JobDir(SpoolState::kActive, id);
   if (::mkdir(dir.c_str(), 0755) != 0) return Errno("create " + dir);
   if (::rename(incoming.path.c_str(), (dir + "/job.json").c_str()) != 0) {
     Status s = Errno("move " + incoming.path + " aside");
@@ -277,15 +291,15 @@ Result<std::string> Spool::SetAside(const SpoolEntry& incoming, const nlohmann::
 }
 
 Status Spool::Finish(const std::string& id, bool ok, const nlohmann::json& result) {
-  std::string from = JobDir("active", id);
+  std::string from = JobDir(SpoolState::kActive, id);
   FM_RETURN_IF_ERROR(AtomicWriteFile(from + "/result.json", DumpJson(result, 2) + "\n"));
   ::unlink((from + "/progress.json").c_str());
   ::unlink((from + "/cancel").c_str());
-  return DurableRename(from, JobDir(ok ? "done" : "failed", id));
+  return DurableRename(from, JobDir(ok ? SpoolState::kDone : SpoolState::kFailed, id));
 }
 
 Result<int> Spool::RaiseStarts(const std::string& id) {
-  std::string path = JobDir("active", id) + "/starts";
+  std::string path = JobDir(SpoolState::kActive, id) + "/starts";
   int n = 0;
   if (FILE* f = std::fopen(path.c_str(), "re")) {
     if (std::fscanf(f, "%d", &n) != 1 || n < 0) n = 0;
@@ -296,7 +310,7 @@ Result<int> Spool::RaiseStarts(const std::string& id) {
 }
 
 void Spool::LowerStarts(const std::string& id) {
-  std::string path = JobDir("active", id) + "/starts";
+  std::string path = JobDir(SpoolState::kActive, id) + "/starts";
   int n = 0;
   if (FILE* f = std::fopen(path.c_str(), "re")) {
     if (std::fscanf(f, "%d", &n) != 1 || n < 0) n = 0;
@@ -306,23 +320,23 @@ void Spool::LowerStarts(const std::string& id) {
 }
 
 Status Spool::Requeue(const std::string& id) {
-  std::string from = JobDir("failed", id);
+  std::string from = JobDir(SpoolState::kFailed, id);
   if (!IsDirectory(from)) return Status(StatusCode::kInvalidJob, "no failed job " + id);
   ::unlink((from + "/starts").c_str());
-  FM_RETURN_IF_ERROR(DurableRename(from, JobDir("active", id)));
+  FM_RETURN_IF_ERROR(DurableRename(from, JobDir(SpoolState::kActive, id)));
   // Without a result the job is active again; removed last, so a crash before this point leaves
   // an active job with its old result, which the next run replaces.
-  ::unlink((JobDir("active", id) + "/result.json").c_str());
+  ::unlink((JobDir(SpoolState::kActive, id) + "/result.json").c_str());
   return Status::Ok();
 }
 
 int Spool::RemoveOldFailedWork(double max_age_s) {
   int removed = 0;
   int64_t now_ns = static_cast<int64_t>(std::time(nullptr)) * 1000000000;
-  for (const std::string& id : ListNames(Dir("failed"))) {
-    std::string work = JobDir("failed", id) + "/work";
+  for (const std::string& id : ListNames(Dir(SpoolState::kFailed))) {
+    std::string work = JobDir(SpoolState::kFailed, id) + "/work";
     if (!IsDirectory(work)) continue;
-    int64_t filed_ns = MtimeNs(JobDir("failed", id) + "/result.json");
+    int64_t filed_ns = MtimeNs(JobDir(SpoolState::kFailed, id) + "/result.json");
     if (static_cast<double>(now_ns - filed_ns) / 1e9 < max_age_s) continue;
     if (RemoveTree(work).ok()) ++removed;
   }
@@ -374,7 +388,7 @@ Result<std::string> Spool::PutFile(const std::string& dir, const std::string& co
 }
 
 Result<std::string> Spool::Submit(const nlohmann::json& job) {
-  Result<std::string> path = PutFile(Dir("incoming"), DumpJson(job, 2) + "\n");
+  Result<std::string> path = PutFile(Dir(SpoolState::kIncoming), DumpJson(job, 2) + "\n");
   if (!path.ok()) return path.status();
   std::string name = BaseName(*path);
   return name.substr(0, name.size() - 5);

@@ -37,9 +37,21 @@
 
 namespace framemill {
 
+// Where a job stands: the spool folder that holds it. Read from the folder a job was found in
+// (never from text); Name() is the folder's name, and the word `list`, `status` and the
+// on_job_end hook print.
+enum class SpoolState { kIncoming, kActive, kDone, kFailed };
+inline constexpr SpoolState kSpoolStates[] = {SpoolState::kIncoming, SpoolState::kActive,
+                                              SpoolState::kDone, SpoolState::kFailed};
+const char* Name(SpoolState state);  // "incoming", "active", "done", "failed"
+// Done or failed: the job will not run again unless retried.
+inline bool Ended(SpoolState state) {
+  return state == SpoolState::kDone || state == SpoolState::kFailed;
+}
+
 struct SpoolEntry {
   std::string id;
-  std::string state;  // incoming | active | done | failed
+  SpoolState state = SpoolState::kIncoming;
   std::string path;   // the job file (incoming) or the job's directory
   int priority = 0;
   int64_t submitted_ns = 0;  // the job file's mtime
@@ -71,8 +83,11 @@ class Spool {
   Status Lock();
 
   const std::string& root() const { return root_; }
-  std::string Dir(const std::string& state) const { return root_ + "/" + state; }
-  std::string JobDir(const std::string& state, const std::string& id) const {
+  // A folder of the spool by name ("tmp", "requests", "workers"), or a state's.
+  std::string Dir(const std::string& folder) const { return root_ + "/" + folder; }
+  std::string Dir(SpoolState state) const { return Dir(std::string(Name(state))); }
+  // The folder of job `id` in `state` (not incoming: a waiting job is a file there).
+  std::string JobDir(SpoolState state, const std::string& id) const {
     return Dir(state) + "/" + id;
   }
 

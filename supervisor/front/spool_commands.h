@@ -1,8 +1,9 @@
 // The spool's command-line client: submit, list, status, cancel, retry. Each returns the process
-// exit code (0 ok, 1 failed, 2 usage, 3 no such job) and prints what a shell script can parse: one
-// job id on submit; tab-separated lines on list; with `json`, one JSON document on stdout whose
-// field names are stable (README.md, "Scripting"). A spool that does not exist or cannot be read
-// is an error (exit 1) that names the folder and what to do, never an empty listing.
+// exit code (supervisor/report/job_result.h: kExitOk, kExitFailed, kExitUsage, kExitNoSuchJob)
+// and prints what a shell script can parse: one job id on submit; tab-separated lines on list;
+// with `json`, one JSON document on stdout whose field names are stable (README.md,
+// "Scripting"). A spool that does not exist or cannot be read is an error (kExitFailed) that
+// names the folder and what to do, never an empty listing.
 #pragma once
 
 #include <string>
@@ -11,8 +12,6 @@
 #include "common/config.h"
 
 namespace framemill {
-
-inline constexpr int kExitNoSuchJob = 3;
 
 struct SubmitArgs {
   std::string input, model, output;

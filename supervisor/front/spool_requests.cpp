@@ -11,6 +11,7 @@
 #include "common/file_util.h"
 #include "common/json_fields.h"
 #include "common/log.h"
+#include "supervisor/report/job_result.h"
 
 namespace framemill {
 namespace {
@@ -18,10 +19,7 @@ namespace {
 constexpr int64_t kMaxRequestBytes = 4096;
 
 nlohmann::json CancelledResult(const std::string& id, const std::string& message) {
-  return {{"version", 1},
-          {"id", id},
-          {"status", "failed"},
-          {"reason", {{"code", StatusCodeName(StatusCode::kCancelled)}, {"message", message}}}};
+  return FailedResultJson(id, Status(StatusCode::kCancelled, message));
 }
 
 std::string Describe(const Submitter& who) {
@@ -30,7 +28,7 @@ std::string Describe(const Submitter& who) {
 
 }  // namespace
 
-const char* RequestActionName(RequestAction action) {
+const char* Name(RequestAction action) {
   switch (action) {
     case RequestAction::kCancel:
       return "cancel";
@@ -38,6 +36,13 @@ const char* RequestActionName(RequestAction action) {
       return "retry";
   }
   return "unknown";
+}
+
+Result<RequestAction> ParseRequestAction(const std::string& text) {
+  for (RequestAction a : {RequestAction::kCancel, RequestAction::kRetry}) {
+    if (text == Name(a)) return a;
+  }
+  return Status(StatusCode::kInvalidJob, "request.action: must be cancel or retry");
 }
 
 bool RetryableReason(const std::string& code) {
@@ -109,16 +114,12 @@ void RequestHandler::Handle(const std::string& path, const std::string& running_
   r.RequiredString("action", &action);
   r.RequiredString("job", &id);
   Status s = r.Finish();
-  RequestAction kind = RequestAction::kCancel;
-  if (s.ok() && action == RequestActionName(RequestAction::kRetry)) {
-    kind = RequestAction::kRetry;
-  } else if (s.ok() && action != RequestActionName(RequestAction::kCancel)) {
-    s = Status(StatusCode::kInvalidJob, "request.action: must be cancel or retry");
-  }
   if (!s.ok()) return remove(s.message());
+  Result<RequestAction> kind = ParseRequestAction(action);
+  if (!kind.ok()) return remove(kind.status().message());
   Submitter from = LookupSubmitter(st.st_uid, st.st_gid);
-  s = kind == RequestAction::kCancel ? Cancel(id, from, running_id) : Retry(id, from);
-  const char* name = RequestActionName(kind);
+  s = *kind == RequestAction::kCancel ? Cancel(id, from, running_id) : Retry(id, from);
+  const char* name = Name(*kind);
   if (s.ok()) {
     spdlog::info("{} of job {} by {}: done", name, id, Describe(from));
   } else {
@@ -132,14 +133,15 @@ Status RequestHandler::Cancel(const std::string& id, const Submitter& from,
   Result<SpoolEntry> e = spool_.Find(id);
   if (!e.ok()) return e.status();
   Result<Submitter> owner = Status(StatusCode::kInternal, "no owner");
-  if (e->state == "incoming") {
+  if (e->state == SpoolState::kIncoming) {
     struct stat st {};
     if (::lstat(e->path.c_str(), &st) != 0) return Status(StatusCode::kIo, "job file gone");
     owner = LookupSubmitter(st.st_uid, st.st_gid);
-  } else if (e->state == "active") {
+  } else if (e->state == SpoolState::kActive) {
     owner = JobOwner(e->path);
   } else {
-    return Status(StatusCode::kInvalidJob, "job already ended (" + e->state + ")");
+    return Status(StatusCode::kInvalidJob,
+                  std::string("job already ended (") + Name(e->state) + ")");
   }
   if (!owner.ok()) return owner.status();
   if (!MayControl(from, *owner, config_.admin_group)) {
@@ -147,7 +149,7 @@ Status RequestHandler::Cancel(const std::string& id, const Submitter& from,
                   "not the submitter (" + Describe(*owner) + ") nor an admin");
   }
   std::string message = "cancelled by " + Describe(from);
-  if (e->state == "incoming") {
+  if (e->state == SpoolState::kIncoming) {
     return spool_.SetAside(*e, CancelledResult(id, message + " before it started")).status();
   }
   if (id == running_id) return AtomicWriteFile(e->path + "/cancel", message + "\n");
@@ -158,8 +160,9 @@ Status RequestHandler::Cancel(const std::string& id, const Submitter& from,
 Status RequestHandler::Retry(const std::string& id, const Submitter& from) {
   Result<SpoolEntry> e = spool_.Find(id);
   if (!e.ok()) return e.status();
-  if (e->state != "failed") {
-    return Status(StatusCode::kInvalidJob, "job is " + e->state + ", not failed");
+  if (e->state != SpoolState::kFailed) {
+    return Status(StatusCode::kInvalidJob,
+                  std::string("job is ") + Name(e->state) + ", not failed");
   }
   Result<Submitter> owner = JobOwner(e->path);
   if (!owner.ok()) return owner.status();
@@ -169,11 +172,7 @@ Status RequestHandler::Retry(const std::string& id, const Submitter& from) {
   }
   Result<nlohmann::json> result =
       ReadJsonFile(e->path + "/result.json", kMaxJobFileBytes, StatusCode::kInternal);
-  std::string code;
-  if (result.ok() && result->is_object() && (*result)["reason"].is_object() &&
-      (*result)["reason"]["code"].is_string()) {
-    code = (*result)["reason"]["code"].get<std::string>();
-  }
+  const std::string code = result.ok() ? ResultReasonCode(*result) : "";
   if (!RetryableReason(code)) {
     return Status(StatusCode::kInvalidJob, "failed with " + (code.empty() ? "no reason" : code) +
                                                ", which a retry cannot mend: fix it and submit "

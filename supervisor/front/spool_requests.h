@@ -28,7 +28,9 @@
 namespace framemill {
 
 enum class RequestAction { kCancel, kRetry };
-const char* RequestActionName(RequestAction action);
+const char* Name(RequestAction action);  // "cancel", "retry": the request file's "action"
+// The action a request file names; kInvalidJob for any other word.
+Result<RequestAction> ParseRequestAction(const std::string& text);
 
 // Whether a failure with reason `code` may be retried (and so keeps its work/ for
 // failed_work_keep_days): not when the job itself is wrong (invalid_job, input_missing,

@@ -1,7 +1,7 @@
-// ffmpeg as a child process with raw frames over a pipe (rgb24, rgb48le or the source's YUV 4:2:0:
-// common/frame_format.h): FrameReader decodes the source's video stream sequentially,
-// SegmentEncoder encodes one segment file. ffmpeg's stderr goes to a
-// log file whose last lines are quoted in errors. Not thread-safe: one thread per object.
+// ffmpeg as a child process with raw frames over a pipe, in any FrameFormat (common/
+// frame_format.h: rgb24, rgb48le, or the source's own yuv420p): FrameReader decodes the source's
+// video stream sequentially, SegmentEncoder encodes one segment file (from the workers' rgb24 or
+// rgb48le). ffmpeg's stderr goes to a log file whose last lines are quoted in errors. Not thread-safe: one thread per object.
 // Destroying an object whose child still runs kills the child.
 #pragma once
 
@@ -26,14 +26,14 @@ class FrameReader {
  public:
   // Starts decoding `video` of `input`. `-fps_mode passthrough` keeps ffmpeg from inventing or
   // dropping frames to make the rate constant: every decoded frame comes out exactly once.
-  // Frames come in `format`: rgb24 or rgb48le as `filters` make them (joined into one -vf; the
-  // colour path's ColorFilters go last: supervisor/media/color_path.h), or kYuv420p: the source's own
-  // 8-bit 4:2:0 planes (the source must be yuv420p or yuvj420p: see IsPlanarYuv420). `-sws_flags`
-  // is the colour path's decoder flags (`accurate_color`), for any conversion ffmpeg inserts.
   // ffmpeg reads the open file `input.fd` (as /proc/self/fd/N) under `input.restrictions`.
-  // `filters` (joined into one -vf, in order) shape the frames; ffmpeg's own rotation is off
-  // (-autorotate 0): the filters turn frames upright (source_geometry.h), so frames come out
-  // video.display_width x video.display_height, in `format`.
+  // `filters` (joined into one -vf, in order; the colour path's ColorFilters go last:
+  // color_path.h) shape the frames; ffmpeg's own rotation is off (-autorotate 0): the filters
+  // turn frames upright (source_geometry.h), so frames come out video.display_width x
+  // video.display_height, in `format`: kRgb24 or kRgb48 (rgb48le), or kYuv420p, the source's own
+  // 8-bit 4:2:0 planes (the source must be yuv420p or yuvj420p: see IsPlanarYuv420).
+  // `-sws_flags` is the colour path's decoder flags (`accurate_color`), for any conversion
+  // ffmpeg inserts.
   static Result<std::unique_ptr<FrameReader>> Start(
       const std::string& ffmpeg, const SourceFile& input, const VideoStreamInfo& video,
       const std::string& stderr_path, FrameFormat format, const std::vector<std::string>& filters,

@@ -6,7 +6,8 @@
 // ReleaseSlot. Decoding ahead is bounded by the number of slots, so memory is bounded by the
 // arena's size, not by the video's length.
 //
-// Thread-safe. Blocking calls return early (false / nullopt) once Fail() or Cancel() was called.
+// Thread-safe. Blocking calls (AcquireSlot, WaitProcessed) return early (nullopt / false) once
+// Fail() was called: a stop or a cancelled job is a Fail() with kCancelled.
 #pragma once
 
 #include <condition_variable>

@@ -1,10 +1,32 @@
 #include "supervisor/report/job_result.h"
 
 #include <algorithm>
+#include <cstdarg>
+#include <cstdio>
 
 #include <fmt/format.h>
 
 namespace framemill {
+namespace {
+
+// printf into a string (the summary's lines keep their printf formats, figure for figure).
+__attribute__((format(printf, 2, 3))) void Appendf(std::string* out, const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  va_list again;
+  va_copy(again, args);
+  const int n = std::vsnprintf(nullptr, 0, format, args);
+  va_end(args);
+  if (n > 0) {
+    const size_t at = out->size();
+    out->resize(at + static_cast<size_t>(n) + 1);
+    std::vsnprintf(&(*out)[at], static_cast<size_t>(n) + 1, format, again);
+    out->resize(at + static_cast<size_t>(n));
+  }
+  va_end(again);
+}
+
+}  // namespace
 
 std::string StageTimes::Summary() const {
   auto pct = [](double part, double whole) {
@@ -39,6 +61,175 @@ nlohmann::json JobReport::FaultsJson() const {
   return {{"decoder_restarts", decoder_restarts},
           {"attempts", attempts},
           {"faults_retried", faults_retried}};
+}
+
+int ExitCodeOf(StatusCode code) {
+  if (code == StatusCode::kOk) return kExitOk;
+  return code == StatusCode::kCancelled ? kExitStopped : kExitFailed;
+}
+
+std::string IsoUtc(std::time_t t) {
+  std::tm utc{};
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", ::gmtime_r(&t, &utc));
+  return buf;
+}
+
+std::string IsoNow() { return IsoUtc(std::time(nullptr)); }
+
+int TotalRecycles(const DispatchStats& d) {
+  int recycles = 0;
+  for (const auto& [reason, n] : d.recycles) recycles += n;
+  return recycles;
+}
+
+nlohmann::json DoneResultJson(const std::string& id, const JobReport& r,
+                              const std::string& started_at, const std::string& finished_at) {
+  return {{"version", kResultVersion},
+          {"id", id},
+          {"status", "done"},
+          {"output", r.output},
+          {"frames", r.frames},
+          {"seconds", r.seconds},
+          {"started_at", started_at},
+          {"finished_at", finished_at},
+          {"workers_started", r.dispatch.workers_started},
+          {"recycles", TotalRecycles(r.dispatch)},
+          {"recycles_by_reason", r.dispatch.recycles},
+          {"crashes", r.dispatch.crashes},
+          {"kills", r.dispatch.kills},
+          {"chunk_retries", r.dispatch.chunk_retries},
+          {"segments", r.segments},
+          {"segments_resumed", r.segments_resumed},
+          {"stages", r.stages.ToJson()},
+          {"worker_input_format", r.worker_input_format},
+          {"output_pix_fmt", r.output_pix_fmt},
+          {"warnings", r.warnings},
+          {"worker_sandbox", r.worker_sandbox},
+          {"worker_start", r.dispatch.StartupFigures()},
+          {"faults", r.FaultsJson()}};
+}
+
+nlohmann::json FailedResultJson(const std::string& id, const std::string& reason_code,
+                                const std::string& message) {
+  return {{"version", kResultVersion},
+          {"id", id},
+          {"status", "failed"},
+          {"reason", {{"code", reason_code}, {"message", message}}}};
+}
+
+nlohmann::json FailedResultJson(const std::string& id, const Status& s) {
+  return FailedResultJson(id, StatusCodeName(s.code()), s.message());
+}
+
+std::string ResultReasonCode(const nlohmann::json& result) {
+  if (!result.is_object()) return "";
+  auto reason = result.find("reason");
+  if (reason == result.end() || !reason->is_object()) return "";
+  auto code = reason->find("code");
+  return code != reason->end() && code->is_string() ? code->get<std::string>() : "";
+}
+
+std::string ResultOutput(const nlohmann::json& result) {
+  if (!result.is_object()) return "";
+  auto output = result.find("output");
+  return output != result.end() && output->is_string() ? output->get<std::string>() : "";
+}
+
+std::string RunSummary(const JobReport& r) {
+  const DispatchStats& d = r.dispatch;
+  std::string out;
+  Appendf(&out,
+          "framemill: wrote %s: %lld frames %dx%d (%s to the workers) -> %dx%d in %.1f s (%.1f "
+          "fps), %lld chunks, %lld segments\n",
+          r.output.c_str(), static_cast<long long>(r.frames), r.in_width, r.in_height,
+          r.worker_input_format.c_str(), r.out_width, r.out_height, r.seconds,
+          r.seconds > 0 ? r.frames / r.seconds : 0.0, static_cast<long long>(r.chunks),
+          static_cast<long long>(r.segments));
+  Appendf(&out, "framemill: output pixel format %s\n", r.output_pix_fmt.c_str());
+  for (const std::string& w : r.warnings) Appendf(&out, "framemill: warning: %s\n", w.c_str());
+  std::string by_reason;
+  for (const auto& [reason, n] : d.recycles) {
+    by_reason += (by_reason.empty() ? "" : ", ") + reason + " " + std::to_string(n);
+  }
+  Appendf(&out,
+          "framemill: workers started %d, recycled %d%s%s%s, crashed %d, killed %d; "
+          "chunks retried %d\n",
+          d.workers_started, TotalRecycles(d), by_reason.empty() ? "" : " (", by_reason.c_str(),
+          by_reason.empty() ? "" : ")", d.crashes, d.kills, d.chunk_retries);
+  for (const auto& p : d.peaks) {
+    Appendf(&out,
+            "framemill:   worker %d gen %llu: %llu frames, peak rss %.0f MiB, peak gpu "
+            "reserved %.0f MiB\n",
+            p.worker, static_cast<unsigned long long>(p.generation),
+            static_cast<unsigned long long>(p.frames), p.rss_bytes / 1048576.0,
+            p.gpu_reserved_bytes / 1048576.0);
+  }
+  Appendf(&out, "framemill: worker sandbox: %s\n", r.worker_sandbox.c_str());
+  Appendf(&out, "framemill: worker start: %s\n", d.StartupSummary().c_str());
+  Appendf(&out, "framemill: stages: %s\n", r.stages.Summary().c_str());
+  Appendf(&out, "framemill: memory timeline: %s\n", r.timeline.c_str());
+  if (!r.report.empty()) Appendf(&out, "framemill: report: %s\n", r.report.c_str());
+  Appendf(&out, "framemill: faults survived: decoder restarts %lld, job attempts %lld%s\n",
+          static_cast<long long>(r.decoder_restarts), static_cast<long long>(r.attempts),
+          r.faults_retried.empty() ? "" : " (ffmpeg crashed and was retried)");
+  return out;
+}
+
+double FramesPerSecond(int64_t frames, double seconds) {
+  return seconds > 0 ? static_cast<double>(frames) / seconds : 0.0;
+}
+
+double EtaSeconds(int64_t frames_done, int64_t frames_total, double fps) {
+  return fps > 0 ? static_cast<double>(frames_total - frames_done) / fps : 0.0;
+}
+
+nlohmann::json ProgressJson(const std::string& id, const JobProgress& p, double elapsed_s) {
+  nlohmann::json progress = {{"id", id},
+                             {"frames_done", p.frames_done},
+                             {"frames_total", p.frames_total},
+                             {"segments_done", p.segments_done},
+                             {"segments_total", p.segments_total},
+                             {"elapsed_s", elapsed_s},
+                             {"fps", FramesPerSecond(p.frames_done, elapsed_s)},
+                             {"workers", nlohmann::json::array()}};
+  for (const WorkerSnapshot& w : p.workers) {
+    progress["workers"].push_back(
+        {{"worker", w.worker},
+         {"gen", w.generation},
+         {"pid", w.pid},
+         {"frames", w.frames},
+         {"rss_mb", static_cast<double>(w.rss_bytes) / (1 << 20)},
+         {"gpu_reserved_mb", static_cast<double>(w.gpu_reserved_bytes) / (1 << 20)}});
+  }
+  return progress;
+}
+
+std::string ProgressLine(const nlohmann::json& progress) {
+  if (!progress.is_object()) return "starting";
+  const int64_t done = progress.value("frames_done", int64_t{0});
+  const int64_t total = progress.value("frames_total", int64_t{0});
+  const double fps = progress.value("fps", 0.0);
+  char buf[160];
+  std::snprintf(buf, sizeof(buf), "%lld/%lld frames (%.1f%%), %.1f fps, ETA %.0f s",
+                static_cast<long long>(done), static_cast<long long>(total),
+                total > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 0.0,
+                fps, EtaSeconds(done, total, fps));
+  return buf;
+}
+
+std::vector<std::string> ProgressWorkerLines(const nlohmann::json& progress) {
+  std::vector<std::string> lines;
+  if (!progress.is_object()) return lines;
+  for (const nlohmann::json& w : progress.value("workers", nlohmann::json::array())) {
+    std::string line;
+    Appendf(&line, "worker %d gen %d pid %d: %lld frames, rss %.0f MiB, gpu reserved %.0f MiB",
+            w.value("worker", 0), w.value("gen", 0), w.value("pid", 0),
+            static_cast<long long>(w.value("frames", int64_t{0})), w.value("rss_mb", 0.0),
+            w.value("gpu_reserved_mb", 0.0));
+    lines.push_back(line);
+  }
+  return lines;
 }
 
 }  // namespace framemill

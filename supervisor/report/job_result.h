@@ -2,14 +2,22 @@
 // where its HTML report went (JobReportFile) and how far it is (JobProgress). Written by the job
 // (supervisor/job/), read by the front (result.json, `framemill status`), the HTML report and
 // the metrics.
+//
+// This is also the one home of what the front writes from them: the spool's result.json
+// (DoneResultJson, FailedResultJson) and progress.json (ProgressJson) and the lines people read
+// from them (RunSummary, ProgressLine, ProgressWorkerLines), and the exit codes of the
+// `framemill` commands (ExitCodeOf, kExitCodesHelp). Their keys and words are stable: scripts
+// read them (README.md, "Scripting"). Free functions over values; thread-compatible.
 #pragma once
 
 #include <cstdint>
+#include <ctime>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "common/status.h"
 #include "supervisor/workers/dispatcher.h"
 
 namespace framemill {
@@ -81,5 +89,68 @@ struct JobProgress {
   // The job's worker counts so far (recycles, crashes, kills by kind); valid during the call.
   const DispatchStats* dispatch = nullptr;
 };
+
+// ---- Exit codes of the `framemill` commands ----
+inline constexpr int kExitOk = 0;         // success (also --help)
+inline constexpr int kExitFailed = 1;     // the job or command failed; the message names why
+inline constexpr int kExitUsage = 2;      // an unknown option or a missing argument, named
+inline constexpr int kExitNoSuchJob = 3;  // status, cancel, retry: no job of that id
+inline constexpr int kExitStopped = 130;  // stopped by SIGINT/SIGTERM (or cancelled)
+// The line `framemill --help` ends with.
+inline constexpr const char* kExitCodesHelp =
+    "Exit codes: 0 ok, 1 failed, 2 usage error, 3 no such job, 130 stopped.";
+// The exit code of a command that ended with `code`: kExitOk, kExitStopped for kCancelled,
+// kExitFailed for any other error.
+int ExitCodeOf(StatusCode code);
+
+// ---- result.json: what a spool job ended with ----
+// Every key below is written with version 1; "status" is "done" or "failed".
+inline constexpr int kResultVersion = 1;
+
+// A moment as result.json gives it: UTC, ISO 8601 to the second ("2026-12-01T13:15:27Z").
+std::string IsoUtc(std::time_t t);
+// Now, as IsoUtc.
+std::string IsoNow();
+
+// {"version", "id", "status": "done", "output", "frames", "seconds", "started_at",
+// "finished_at", "workers_started", "recycles", "recycles_by_reason", "crashes", "kills",
+// "chunk_retries", "segments", "segments_resumed", "stages", "worker_input_format",
+// "output_pix_fmt", "warnings", "worker_sandbox", "worker_start", "faults"} of a finished job.
+nlohmann::json DoneResultJson(const std::string& id, const JobReport& r,
+                              const std::string& started_at, const std::string& finished_at);
+// {"version", "id", "status": "failed", "reason": {"code", "message"}} of a job that failed, was
+// cancelled or is no job; `reason_code` is a StatusCodeName or a code of the service's own
+// ("crashed"). The caller adds what it knows ("finished_at", "started_at", "work_kept", ...).
+nlohmann::json FailedResultJson(const std::string& id, const std::string& reason_code,
+                                const std::string& message);
+// The same with the reason from `s` (StatusCodeName of its code, its message).
+nlohmann::json FailedResultJson(const std::string& id, const Status& s);
+// The reason code of a result.json read back ("" when it has none: a done job, a damaged file).
+std::string ResultReasonCode(const nlohmann::json& result);
+// The output of a result.json read back ("" when it has none).
+std::string ResultOutput(const nlohmann::json& result);
+
+// The lines `framemill run` prints for a finished job (each "framemill: ...", newline-ended).
+std::string RunSummary(const JobReport& r);
+
+// Recycles of every reason.
+int TotalRecycles(const DispatchStats& d);
+
+// ---- progress.json: how far a running spool job is ----
+// Frames per second over `seconds` (0 when no time passed).
+double FramesPerSecond(int64_t frames, double seconds);
+// Seconds left at `fps` (0 when the rate is unknown).
+double EtaSeconds(int64_t frames_done, int64_t frames_total, double fps);
+
+// {"id", "frames_done", "frames_total", "segments_done", "segments_total", "elapsed_s", "fps",
+// "workers": [{"worker", "gen", "pid", "frames", "rss_mb", "gpu_reserved_mb"}]} of job `id`,
+// `elapsed_s` seconds after its start.
+nlohmann::json ProgressJson(const std::string& id, const JobProgress& p, double elapsed_s);
+// A progress.json read back, in one line: "120/300 frames (40.0%), 12.0 fps, ETA 15 s";
+// "starting" when there is none yet (not an object).
+std::string ProgressLine(const nlohmann::json& progress);
+// Its workers, a line each (no newline): "worker 0 gen 1 pid 42: 40 frames, rss 100 MiB, gpu
+// reserved 0 MiB".
+std::vector<std::string> ProgressWorkerLines(const nlohmann::json& progress);
 
 }  // namespace framemill

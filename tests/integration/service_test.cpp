@@ -5,7 +5,6 @@
 #include <doctest/doctest.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <csignal>
 #include <filesystem>
@@ -310,13 +309,14 @@ TEST_CASE("service: a second supervisor on the same spool is refused") {
   Service s = MakeService("svc_second");
   BackgroundJob first = Serve(s);
   KillOnExit guard_first{first};
-  REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/lock"); }, 20));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // The first holds the lock once its pid is in the lock file (written after the flock).
+  const std::string first_pid = std::to_string(first.pid);
+  REQUIRE(WaitUntil([&] { return ReadText(s.spool + "/lock") == first_pid; }, 20));
   BackgroundJob second = Serve(s, {}, "serve2");
   KillOnExit guard_second{second};
   RunResult r = WaitJob(second, 20);
   CHECK(r.exit_code == 1);
-  CHECK(r.err.find("already served by another framemill (pid " + std::to_string(first.pid) + ")") !=
+  CHECK(r.err.find("already served by another framemill (pid " + first_pid + ")") !=
         std::string::npos);
   CHECK(::kill(first.pid, 0) == 0);
   ::kill(first.pid, SIGTERM);

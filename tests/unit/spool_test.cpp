@@ -52,7 +52,7 @@ TEST_CASE("spool: Prepare makes incoming/ 1777 and tmp/, requests/ 1733, whateve
 }
 
 TEST_CASE(
-    "spool: a FIFO is refused by Claim without blocking; a job file is claimed with its "
+    "spool: a FIFO is refused by Claim without blocking, and a job file is claimed with its "
     "owner") {
   std::string root = TempSpool();
   Spool spool(root);
@@ -119,4 +119,47 @@ TEST_CASE("spool: only failures that a retry may mend are retryable") {
   for (const char* code : {"invalid_job", "input_invalid", "path_not_allowed", "cancelled", ""}) {
     CHECK_FALSE(framemill::RetryableReason(code));
   }
+}
+
+TEST_CASE("spool: each state is its folder's name, and a job carries the state it was found in") {
+  CHECK(std::string(framemill::Name(framemill::SpoolState::kIncoming)) == "incoming");
+  CHECK(std::string(framemill::Name(framemill::SpoolState::kActive)) == "active");
+  CHECK(std::string(framemill::Name(framemill::SpoolState::kDone)) == "done");
+  CHECK(std::string(framemill::Name(framemill::SpoolState::kFailed)) == "failed");
+  std::string root = TempSpool();
+  Spool spool(root);
+  REQUIRE(spool.Prepare().ok());
+  for (framemill::SpoolState state : framemill::kSpoolStates) {
+    CHECK(framemill::IsDirectory(root + "/" + framemill::Name(state)));
+    CHECK(spool.JobDir(state, "x") == root + "/" + framemill::Name(state) + "/x");
+  }
+  auto state_of = [&](const std::string& id) {
+    auto e = spool.Find(id);
+    REQUIRE(e.ok());
+    return e->state;
+  };
+  auto a = spool.Submit({{"input", "/a"}});
+  auto b = spool.Submit({{"input", "/b"}});
+  REQUIRE((a.ok() && b.ok()));
+  CHECK(state_of(*a) == framemill::SpoolState::kIncoming);
+  for (const SpoolEntry& e : spool.Incoming()) REQUIRE(spool.Claim(e).ok());
+  CHECK(state_of(*a) == framemill::SpoolState::kActive);
+  REQUIRE(spool.Finish(*a, true, {{"status", "done"}}).ok());
+  REQUIRE(spool.Finish(*b, false, {{"status", "failed"}}).ok());
+  CHECK(state_of(*a) == framemill::SpoolState::kDone);
+  CHECK(state_of(*b) == framemill::SpoolState::kFailed);
+  CHECK(framemill::Ended(framemill::SpoolState::kDone));
+  CHECK(framemill::Ended(framemill::SpoolState::kFailed));
+  CHECK_FALSE(framemill::Ended(framemill::SpoolState::kActive));
+  CHECK_FALSE(framemill::Ended(framemill::SpoolState::kIncoming));
+  (void)framemill::RemoveTree(root);
+}
+
+TEST_CASE("spool: a request's action is parsed once: cancel, retry, nothing else") {
+  CHECK(*framemill::ParseRequestAction("cancel") == framemill::RequestAction::kCancel);
+  CHECK(*framemill::ParseRequestAction("retry") == framemill::RequestAction::kRetry);
+  CHECK(std::string(framemill::Name(framemill::RequestAction::kRetry)) == "retry");
+  auto bad = framemill::ParseRequestAction("Cancel");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message() == "request.action: must be cancel or retry");
 }

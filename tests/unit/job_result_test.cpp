@@ -1,0 +1,222 @@
+// supervisor/report/job_result: the spool's result.json and progress.json, the lines people read
+// from them, and the exit codes of the `framemill` commands. Scripts read these keys and words
+// (README.md, "Scripting"): a change here is a change of the interface.
+#include <doctest/doctest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "supervisor/report/job_result.h"
+
+namespace fm = framemill;
+
+namespace {
+
+std::set<std::string> Keys(const nlohmann::json& j) {
+  std::set<std::string> keys;
+  for (const auto& [key, value] : j.items()) keys.insert(key);
+  return keys;
+}
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// A finished job's report with a figure in every field the result names.
+fm::JobReport FinishedReport() {
+  fm::JobReport r;
+  r.output = "/out/film.mkv";
+  r.frames = 300;
+  r.chunks = 10;
+  r.segments = 2;
+  r.segments_resumed = 1;
+  r.in_width = 640;
+  r.in_height = 360;
+  r.out_width = 1280;
+  r.out_height = 720;
+  r.worker_input_format = "rgb24";
+  r.output_pix_fmt = "yuv420p";
+  r.seconds = 12.5;
+  r.timeline = "/out/film.mkv.timeline.jsonl";
+  r.worker_sandbox = "off";
+  r.warnings = {"kept 8 bits"};
+  r.dispatch.workers_started = 3;
+  r.dispatch.crashes = 1;
+  r.dispatch.kills = 2;
+  r.dispatch.chunk_retries = 4;
+  r.dispatch.recycles = {{"rss", 2}, {"gpu", 1}};
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("job result: the exit code of every StatusCode") {
+  CHECK(fm::ExitCodeOf(fm::StatusCode::kOk) == fm::kExitOk);
+  CHECK(fm::ExitCodeOf(fm::StatusCode::kCancelled) == fm::kExitStopped);
+  for (fm::StatusCode code :
+       {fm::StatusCode::kInvalidJob, fm::StatusCode::kInvalidConfig, fm::StatusCode::kInputMissing,
+        fm::StatusCode::kInputInvalid, fm::StatusCode::kModelInvalid,
+        fm::StatusCode::kOutputInvalid, fm::StatusCode::kWorkerFailed,
+        fm::StatusCode::kEncodeFailed, fm::StatusCode::kVerifyFailed, fm::StatusCode::kIo,
+        fm::StatusCode::kPathNotAllowed, fm::StatusCode::kNoSpace, fm::StatusCode::kInternal,
+        fm::StatusCode::kDecoderCrashed, fm::StatusCode::kEncoderCrashed}) {
+    INFO(fm::StatusCodeName(code));
+    CHECK(fm::ExitCodeOf(code) == fm::kExitFailed);
+  }
+  // The values scripts test for, and the help line that states them.
+  CHECK(fm::kExitOk == 0);
+  CHECK(fm::kExitFailed == 1);
+  CHECK(fm::kExitUsage == 2);
+  CHECK(fm::kExitNoSuchJob == 3);
+  CHECK(fm::kExitStopped == 130);
+  CHECK(std::string(fm::kExitCodesHelp) ==
+        "Exit codes: 0 ok, 1 failed, 2 usage error, 3 no such job, 130 stopped.");
+}
+
+TEST_CASE("job result: a finished job's result.json has every key, with the report's figures") {
+  const nlohmann::json j =
+      fm::DoneResultJson("j1", FinishedReport(), "2026-01-02T03:04:05Z", "2026-01-02T03:05:00Z");
+  CHECK(Keys(j) == std::set<std::string>{"version",
+                                         "id",
+                                         "status",
+                                         "output",
+                                         "frames",
+                                         "seconds",
+                                         "started_at",
+                                         "finished_at",
+                                         "workers_started",
+                                         "recycles",
+                                         "recycles_by_reason",
+                                         "crashes",
+                                         "kills",
+                                         "chunk_retries",
+                                         "segments",
+                                         "segments_resumed",
+                                         "stages",
+                                         "worker_input_format",
+                                         "output_pix_fmt",
+                                         "warnings",
+                                         "worker_sandbox",
+                                         "worker_start",
+                                         "faults"});
+  CHECK(j["version"] == 1);
+  CHECK(j["id"] == "j1");
+  CHECK(j["status"] == "done");
+  CHECK(j["output"] == "/out/film.mkv");
+  CHECK(j["frames"] == 300);
+  CHECK(j["seconds"] == 12.5);
+  CHECK(j["started_at"] == "2026-01-02T03:04:05Z");
+  CHECK(j["finished_at"] == "2026-01-02T03:05:00Z");
+  CHECK(j["workers_started"] == 3);
+  CHECK(j["recycles"] == 3);  // every reason's, summed
+  CHECK(j["recycles_by_reason"] == nlohmann::json{{"gpu", 1}, {"rss", 2}});
+  CHECK(j["crashes"] == 1);
+  CHECK(j["kills"] == 2);
+  CHECK(j["chunk_retries"] == 4);
+  CHECK(j["segments"] == 2);
+  CHECK(j["segments_resumed"] == 1);
+  CHECK(j["worker_input_format"] == "rgb24");
+  CHECK(j["output_pix_fmt"] == "yuv420p");
+  CHECK(j["warnings"] == nlohmann::json{"kept 8 bits"});
+  CHECK(j["worker_sandbox"] == "off");
+  CHECK(j["stages"].contains("pipeline_s"));
+  CHECK(Keys(j["faults"]) ==
+        std::set<std::string>{"decoder_restarts", "attempts", "faults_retried"});
+  CHECK(fm::ResultReasonCode(j) == "");
+  CHECK(fm::ResultOutput(j) == "/out/film.mkv");
+}
+
+TEST_CASE("job result: a failed job's result.json names the reason code and message") {
+  const nlohmann::json j =
+      fm::FailedResultJson("j2", fm::Status(fm::StatusCode::kInputInvalid, "input: not a video"));
+  CHECK(Keys(j) == std::set<std::string>{"version", "id", "status", "reason"});
+  CHECK(j["version"] == 1);
+  CHECK(j["id"] == "j2");
+  CHECK(j["status"] == "failed");
+  CHECK(j["reason"] ==
+        nlohmann::json{{"code", "input_invalid"}, {"message", "input: not a video"}});
+  CHECK(fm::ResultReasonCode(j) == "input_invalid");
+  CHECK(fm::ResultOutput(j) == "");
+  // A code of the service's own, not a StatusCode.
+  CHECK(fm::ResultReasonCode(fm::FailedResultJson("j3", "crashed", "3 times")) == "crashed");
+  // What a damaged result.json reads as: no code.
+  for (const char* text : {"null", "[]", "{\"reason\": 3}", "{\"reason\": {\"code\": 7}}"}) {
+    INFO(text);
+    CHECK(fm::ResultReasonCode(nlohmann::json::parse(text)) == "");
+  }
+}
+
+TEST_CASE("job result: result.json's times are UTC, to the second") {
+  CHECK(fm::IsoUtc(0) == "1970-01-01T00:00:00Z");
+  CHECK(fm::IsoUtc(1767225600 + 3661) == "2026-01-01T01:01:01Z");
+  CHECK(fm::IsoNow().size() == std::string("2026-01-01T01:01:01Z").size());
+}
+
+TEST_CASE("job result: progress.json has every key, and `status` reads it back as one line") {
+  fm::JobProgress p;
+  p.frames_total = 300;
+  p.frames_done = 120;
+  p.segments_done = 1;
+  p.segments_total = 3;
+  fm::WorkerSnapshot w;
+  w.worker = 1;
+  w.generation = 2;
+  w.pid = 4242;
+  w.frames = 40;
+  w.rss_bytes = 100ull << 20;
+  w.gpu_reserved_bytes = 3ull << 19;  // 1.5 MiB
+  p.workers = {w};
+  const nlohmann::json j = fm::ProgressJson("j1", p, 10.0);
+  CHECK(Keys(j) == std::set<std::string>{"id", "frames_done", "frames_total", "segments_done",
+                                         "segments_total", "elapsed_s", "fps", "workers"});
+  CHECK(j["id"] == "j1");
+  CHECK(j["frames_done"] == 120);
+  CHECK(j["frames_total"] == 300);
+  CHECK(j["segments_done"] == 1);
+  CHECK(j["segments_total"] == 3);
+  CHECK(j["elapsed_s"] == 10.0);
+  CHECK(j["fps"] == 12.0);
+  REQUIRE(j["workers"].size() == 1);
+  CHECK(j["workers"][0] == nlohmann::json{{"worker", 1},
+                                          {"gen", 2},
+                                          {"pid", 4242},
+                                          {"frames", 40},
+                                          {"rss_mb", 100.0},
+                                          {"gpu_reserved_mb", 1.5}});
+  // Read back from its text, as `list` and `status` do.
+  const nlohmann::json back = nlohmann::json::parse(j.dump());
+  CHECK(fm::ProgressLine(back) == "120/300 frames (40.0%), 12.0 fps, ETA 15 s");
+  CHECK(fm::ProgressWorkerLines(back) ==
+        std::vector<std::string>{
+            "worker 1 gen 2 pid 4242: 40 frames, rss 100 MiB, gpu reserved 2 MiB"});
+  // No progress.json yet; no time passed yet.
+  CHECK(fm::ProgressLine(nullptr) == "starting");
+  CHECK(fm::ProgressWorkerLines(nullptr).empty());
+  CHECK(fm::ProgressJson("j1", p, 0.0)["fps"] == 0.0);
+  CHECK(fm::EtaSeconds(120, 300, 0.0) == 0.0);
+}
+
+TEST_CASE("job result: `framemill run`'s summary states the result's figures") {
+  fm::JobReport r = FinishedReport();
+  const std::string s = fm::RunSummary(r);
+  CHECK(Contains(s,
+                 "framemill: wrote /out/film.mkv: 300 frames 640x360 (rgb24 to the workers) -> "
+                 "1280x720 in 12.5 s (24.0 fps), 10 chunks, 2 segments\n"));
+  CHECK(Contains(s, "framemill: output pixel format yuv420p\n"));
+  CHECK(Contains(s, "framemill: warning: kept 8 bits\n"));
+  CHECK(Contains(s,
+                 "framemill: workers started 3, recycled 3 (gpu 1, rss 2), crashed 1, killed 2; "
+                 "chunks retried 4\n"));
+  CHECK(Contains(s, "framemill: memory timeline: /out/film.mkv.timeline.jsonl\n"));
+  CHECK(Contains(s, "framemill: faults survived: decoder restarts 0, job attempts 1\n"));
+  CHECK_FALSE(Contains(s, "framemill: report:"));  // none written
+  r.report = "/out/film.mkv.report.html";
+  r.dispatch.recycles.clear();
+  const std::string t = fm::RunSummary(r);
+  CHECK(Contains(t, "framemill: report: /out/film.mkv.report.html\n"));
+  CHECK(Contains(t, "recycled 0, crashed 1"));
+  CHECK(t.back() == '\n');
+}

@@ -23,7 +23,7 @@ void CheckJob(const JobSpec& job) {
   fuzz::CheckDumps({{"input", job.input},
                     {"output", job.output},
                     {"model", job.model},
-                    {"device", job.settings.device},
+                    {"device", Name(job.settings.device)},
                     {"codec", job.settings.encoder.codec}});
 }
 

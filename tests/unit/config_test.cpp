@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "common/config.h"
-#include "common/job_spec.h"
+#include "common/job_file.h"
 
 using framemill::LoadConfig;
 using framemill::ParseConfig;

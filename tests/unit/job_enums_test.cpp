@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "common/job_spec.h"
+#include "common/job_file.h"
 
 using framemill::ColorConversion;
 using framemill::DeviceKind;

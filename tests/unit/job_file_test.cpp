@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "common/job_spec.h"
+#include "common/job_file.h"
 
 using framemill::JobSettings;
 using framemill::ParseJob;

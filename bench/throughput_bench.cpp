@@ -18,6 +18,7 @@
 // alone (to compare framemill settings with each other when the baselines are already known).
 // Run from the build directory (it starts ./framemill). Scratch files go to $TMPDIR.
 #include <cstdint>
+#include <optional>
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -357,11 +358,19 @@ int main(int argc, char** argv) {
     return 1;
   }
   const fm::VideoStreamInfo& v = media->video;
-  auto device = fm::ResolveDevice(device_name);
   const char* prec_env = std::getenv("FRAMEMILL_BENCH_PRECISION");
-  std::string precision = prec_env != nullptr ? prec_env : "fp32";
+  std::optional<fm::DeviceSetting> device_setting = fm::ParseDevice(device_name);
+  std::optional<fm::Precision> precision =
+      fm::ParsePrecision(prec_env != nullptr ? prec_env : "fp32");
+  if (!device_setting || !precision) {
+    std::fprintf(stderr,
+                 "DEVICE must be auto, cpu, cuda or cuda:N and "
+                 "FRAMEMILL_BENCH_PRECISION fp32, fp16 or bf16\n");
+    return 2;
+  }
+  auto device = fm::ResolveDevice(*device_setting);
   if (!device.ok()) return 1;
-  auto dtype = fm::ResolvePrecision(precision, *device);
+  auto dtype = fm::ResolvePrecision(*precision, *device);
   if (!dtype.ok()) {
     std::fprintf(stderr, "%s\n", dtype.status().message().c_str());
     return 1;

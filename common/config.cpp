@@ -45,11 +45,6 @@ void ReadKill(FieldReader& parent, StatusCode code, KillSettings* ks) {
   parent.Adopt(r.Finish());
 }
 
-bool ValidDevice(const std::string& d) {
-  static const std::regex kDevice("auto|cpu|cuda|cuda:[0-9]{1,2}");
-  return std::regex_match(d, kDevice);
-}
-
 // Reads the enumerated value under `key` into `mode` (left as it is when absent); a name that
 // `parse` does not know fails the key with the accepted names.
 template <typename Mode, typename Parse>
@@ -65,6 +60,15 @@ void ReadEnum(FieldReader& r, const char* key, Mode* mode, Parse parse, const ch
   }
 }
 
+// The mode among `modes` whose Name() is `name`; nullopt for none.
+template <typename Mode>
+std::optional<Mode> FindByName(const std::string& name, std::initializer_list<Mode> modes) {
+  for (Mode m : modes) {
+    if (name == Name(m)) return m;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Status ReadJobSettings(const nlohmann::json& object, const std::string& path, StatusCode code,
@@ -76,10 +80,7 @@ Status ReadJobSettings(const nlohmann::json& object, const std::string& path, St
   r.Int("workers", &s->workers, 1, kMaxWorkers);
   r.Int("batch", &s->batch, 1, kMaxBatch);
   r.Int("encoders", &s->encoders, 1, kMaxEncoders);
-  r.String("device", &s->device);
-  if (r.status().ok() && !ValidDevice(s->device)) {
-    r.Fail("device", "must be auto, cpu, cuda or cuda:N, got \"" + s->device + "\"");
-  }
+  ReadEnum(r, "device", &s->device, ParseDevice, "auto, cpu, cuda or cuda:N");
   r.IntList("gpus", &s->gpus, 0, kMaxWorkers - 1);
   r.Int("workers_per_gpu", &s->workers_per_gpu, 0, kMaxWorkers);
   if (r.status().ok() && object.is_object() && object.contains("workers") &&
@@ -87,8 +88,8 @@ Status ReadJobSettings(const nlohmann::json& object, const std::string& path, St
     r.Fail("workers_per_gpu", "set workers or workers_per_gpu, not both");
   }
   if (r.status().ok() && !s->gpus.empty()) {
-    if (s->device != "cuda" && s->device != "auto") {
-      r.Fail("gpus", "needs device cuda (or auto), not \"" + s->device +
+    if (!s->device.AnyCuda() && s->device.kind != DeviceKind::kAuto) {
+      r.Fail("gpus", "needs device cuda (or auto), not \"" + Name(s->device) +
                          "\": each worker "
                          "sees only its own GPU");
     }
@@ -99,19 +100,11 @@ Status ReadJobSettings(const nlohmann::json& object, const std::string& path, St
     if (s->workers > kMaxWorkers) r.Fail("workers_per_gpu", "more than 64 workers in all");
   }
   r.Int("max_attempts", &s->max_attempts, 1, kMaxAttempts);
-  r.String("precision", &s->precision);
-  if (r.status().ok() && s->precision != "fp32" && s->precision != "fp16" &&
-      s->precision != "bf16") {
-    r.Fail("precision", "must be fp32, fp16 or bf16, got \"" + s->precision + "\"");
-  }
+  ReadEnum(r, "precision", &s->precision, ParsePrecision, "fp32, fp16 or bf16");
   ReadEnum(r, "model_optimization", &s->model_optimization, ParseModelOptimization,
            "auto, on or off");
-  r.String("color_conversion", &s->color_conversion);
-  if (r.status().ok() && s->color_conversion != "auto" && s->color_conversion != "accurate" &&
-      s->color_conversion != "fast" && s->color_conversion != "device") {
-    r.Fail("color_conversion",
-           "must be auto, accurate, fast or device, got \"" + s->color_conversion + "\"");
-  }
+  ReadEnum(r, "color_conversion", &s->color_conversion, ParseColorConversion,
+           "auto, accurate, fast or device");
   r.Double("hang_timeout_s", &s->hang_timeout_s, 1.0, 24 * 3600.0);
   ReadEncoder(r, code, &s->encoder);
   ReadRecycle(r, code, &s->recycle);
@@ -176,27 +169,80 @@ const char* Name(ModelOptimization mode) {
 }
 
 std::optional<ModelOptimization> ParseModelOptimization(const std::string& name) {
-  for (ModelOptimization m : {ModelOptimization::kAuto, ModelOptimization::kOn,
-                              ModelOptimization::kOff}) {
-    if (name == Name(m)) return m;
-  }
-  return std::nullopt;
+  return FindByName<ModelOptimization>(
+      name, {ModelOptimization::kAuto, ModelOptimization::kOn, ModelOptimization::kOff});
 }
 
 std::optional<Deinterlace> ParseDeinterlace(const std::string& name) {
-  for (Deinterlace m :
-       {Deinterlace::kAuto, Deinterlace::kOff, Deinterlace::kBwdif, Deinterlace::kYadif,
-        Deinterlace::kW3fdif, Deinterlace::kEstdif, Deinterlace::kKerndeint}) {
-    if (name == Name(m)) return m;
+  return FindByName<Deinterlace>(
+      name, {Deinterlace::kAuto, Deinterlace::kOff, Deinterlace::kBwdif, Deinterlace::kYadif,
+             Deinterlace::kW3fdif, Deinterlace::kEstdif, Deinterlace::kKerndeint});
+}
+
+std::string Name(const DeviceSetting& device) {
+  switch (device.kind) {
+    case DeviceKind::kAuto:
+      return "auto";
+    case DeviceKind::kCpu:
+      return "cpu";
+    case DeviceKind::kCuda:
+      return device.index < 0 ? "cuda" : "cuda:" + std::to_string(device.index);
   }
-  return std::nullopt;
+  return "?";
+}
+
+std::optional<DeviceSetting> ParseDevice(const std::string& name) {
+  static const std::regex kDevice("auto|cpu|cuda|cuda:([0-9]{1,2})");
+  std::smatch m;
+  if (!std::regex_match(name, m, kDevice)) return std::nullopt;
+  DeviceSetting d;
+  if (name == "cpu") {
+    d.kind = DeviceKind::kCpu;
+  } else if (name != "auto") {
+    d.kind = DeviceKind::kCuda;
+    if (m[1].matched) d.index = std::stoi(m[1].str());
+  }
+  return d;
+}
+
+const char* Name(Precision precision) {
+  switch (precision) {
+    case Precision::kFp32:
+      return "fp32";
+    case Precision::kFp16:
+      return "fp16";
+    case Precision::kBf16:
+      return "bf16";
+  }
+  return "?";
+}
+
+std::optional<Precision> ParsePrecision(const std::string& name) {
+  return FindByName<Precision>(name, {Precision::kFp32, Precision::kFp16, Precision::kBf16});
+}
+
+const char* Name(ColorConversion mode) {
+  switch (mode) {
+    case ColorConversion::kAuto:
+      return "auto";
+    case ColorConversion::kAccurate:
+      return "accurate";
+    case ColorConversion::kFast:
+      return "fast";
+    case ColorConversion::kDevice:
+      return "device";
+  }
+  return "?";
+}
+
+std::optional<ColorConversion> ParseColorConversion(const std::string& name) {
+  return FindByName<ColorConversion>(name, {ColorConversion::kAuto, ColorConversion::kAccurate,
+                                            ColorConversion::kFast, ColorConversion::kDevice});
 }
 
 std::optional<WorkerSandbox> ParseWorkerSandbox(const std::string& name) {
-  for (WorkerSandbox m : {WorkerSandbox::kRequired, WorkerSandbox::kAuto, WorkerSandbox::kOff}) {
-    if (name == Name(m)) return m;
-  }
-  return std::nullopt;
+  return FindByName<WorkerSandbox>(
+      name, {WorkerSandbox::kRequired, WorkerSandbox::kAuto, WorkerSandbox::kOff});
 }
 
 Result<Config> ParseConfig(const nlohmann::json& object) {

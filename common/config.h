@@ -57,6 +57,50 @@ enum class ModelOptimization {
 const char* Name(ModelOptimization mode);  // "auto", "on", "off"
 std::optional<ModelOptimization> ParseModelOptimization(const std::string& name);
 
+// Where a job's workers run (worker/frame_model.h ResolveDevice): "auto", "cpu", "cuda" or
+// "cuda:N".
+enum class DeviceKind {
+  kAuto,  // CUDA's first GPU when the worker's LibTorch has CUDA and a GPU is present, else CPU
+  kCpu,
+  kCuda,  // `index`, or the first GPU
+};
+struct DeviceSetting {
+  DeviceKind kind = DeviceKind::kAuto;
+  int index = -1;  // with kCuda: the GPU (cuda:N, 0..99); -1 = "cuda", the first
+
+  // The plain CUDA setting ("cuda", no index): the one `gpus` narrows to a GPU per worker.
+  bool AnyCuda() const { return kind == DeviceKind::kCuda && index < 0; }
+  bool operator==(const DeviceSetting& o) const { return kind == o.kind && index == o.index; }
+  bool operator!=(const DeviceSetting& o) const { return !(*this == o); }
+};
+std::string Name(const DeviceSetting& device);  // "auto", "cpu", "cuda", "cuda:N"
+// Parses auto | cpu | cuda | cuda:N (N of one or two digits); nullopt for anything else.
+std::optional<DeviceSetting> ParseDevice(const std::string& name);
+
+// The number format of the model's weights and activations in the worker.
+enum class Precision {
+  kFp32,
+  kFp16,  // CUDA only
+  kBf16,
+};
+const char* Name(Precision precision);  // "fp32", "fp16", "bf16"
+std::optional<Precision> ParsePrecision(const std::string& name);
+
+// YUV <-> RGB conversion around the model, as a job sets it. The encoders' RGB -> YUV is
+// swscale's, accurate with kAccurate, fast otherwise.
+enum class ColorConversion {
+  // kDevice when the workers run on a GPU and the source is 8-bit 4:2:0, kAccurate otherwise
+  // (supervisor/job/color_choice.h decides it for a job).
+  kAuto,
+  kAccurate,  // swscale with accurate rounding
+  kFast,      // without it: about 4x faster decoding at 1080p, slightly coarser rounding
+  // The decoder passes 8-bit 4:2:0 YUV as it is and each worker converts it on its device: half
+  // the bytes per frame and no swscale; other sources get kFast.
+  kDevice,
+};
+const char* Name(ColorConversion mode);  // "auto", "accurate", "fast", "device"
+std::optional<ColorConversion> ParseColorConversion(const std::string& name);
+
 // Settings a job may override; the config file gives their defaults.
 // What the decoder does with interlaced video before the model sees it (supervisor/
 // source_geometry.h). Every filter here makes one frame of each source frame, so the frame-exact
@@ -88,16 +132,10 @@ struct JobSettings {
   // ffmpeg encoders working on different segments at once (for when encoding is the slowest
   // stage); with more than one, segments are at most 4 chunks long so that all fit in the arena.
   int encoders = 1;
-  std::string device = "auto";     // auto | cpu | cuda | cuda:N
-  std::string precision = "fp32";  // fp32 | fp16 | bf16: the model's weights and activations
+  DeviceSetting device;                    // auto | cpu | cuda | cuda:N
+  Precision precision = Precision::kFp32;  // the model's weights and activations
   ModelOptimization model_optimization = ModelOptimization::kAuto;  // see ModelOptimization
-  // YUV <-> RGB conversion around the model: "accurate" (swscale with accurate rounding),
-  // "fast" (without it: about 4x faster decoding at 1080p, slightly coarser rounding),
-  // "device" (the decoder passes 8-bit 4:2:0 YUV as it is and each worker converts it on its
-  // device: half the bytes per frame and no swscale; other sources get "fast"), or "auto":
-  // device when the workers run on a GPU and the source is 8-bit 4:2:0, accurate otherwise.
-  // The encoders' RGB -> YUV is swscale's, accurate with "accurate", fast otherwise.
-  std::string color_conversion = "auto";
+  ColorConversion color_conversion = ColorConversion::kAuto;        // see ColorConversion
   int max_attempts = 3;           // tries per chunk before the job fails
   double hang_timeout_s = 300.0;  // a busy worker without a heartbeat this long is killed
   EncoderSettings encoder;

@@ -1,5 +1,6 @@
 #include "worker/frame_model.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cerrno>
 #include <cstdlib>
@@ -88,11 +89,14 @@ class MemoryStreamBuf : public std::streambuf {
 
 }  // namespace
 
-Result<torch::Device> ResolveDevice(const std::string& device) {
+Result<torch::Device> ResolveDevice(const DeviceSetting& setting) {
+  const std::string device = Name(setting);
   try {
-    if (device == "cpu") return torch::Device(torch::kCPU);
+    if (setting.kind == DeviceKind::kCpu) return torch::Device(torch::kCPU);
     bool cuda = torch::cuda::is_available();
-    if (device == "auto") return cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
+    if (setting.kind == DeviceKind::kAuto) {
+      return cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
+    }
     if (!cuda) {
       std::string why;
 #ifdef FRAMEMILL_WITH_CUDA
@@ -115,7 +119,7 @@ Result<torch::Device> ResolveDevice(const std::string& device) {
                         "worker (no GPU, or a LibTorch built without CUDA)" +
                         why + pinned);
     }
-    torch::Device d(device == "cuda" ? std::string("cuda:0") : device);
+    torch::Device d(torch::kCUDA, static_cast<c10::DeviceIndex>(std::max(0, setting.index)));
     if (d.index() >= static_cast<int>(torch::cuda::device_count())) {
       return Status(StatusCode::kInvalidJob, "device \"" + device + "\": only " +
                                                  std::to_string(torch::cuda::device_count()) +
@@ -127,11 +131,10 @@ Result<torch::Device> ResolveDevice(const std::string& device) {
   }
 }
 
-Result<torch::ScalarType> ResolvePrecision(const std::string& precision,
-                                           const torch::Device& device) {
-  if (precision == "fp32") return torch::kFloat32;
-  if (precision == "bf16") return torch::kBFloat16;
-  if (precision == "fp16") {
+Result<torch::ScalarType> ResolvePrecision(Precision precision, const torch::Device& device) {
+  if (precision == Precision::kFp32) return torch::kFloat32;
+  if (precision == Precision::kBf16) return torch::kBFloat16;
+  if (precision == Precision::kFp16) {
     if (!device.is_cuda()) {
       return Status(StatusCode::kInvalidJob,
                     "precision fp16 needs a CUDA device (this worker "

@@ -29,13 +29,12 @@ class FrameModel {
   virtual torch::ScalarType dtype() const = 0;
 };
 
-// Resolves a job's device string: auto -> cuda:0 when CUDA works, else cpu; cuda -> cuda:0.
+// Resolves a job's device: auto -> cuda:0 when CUDA works, else cpu; cuda -> cuda:0.
 // Fails when CUDA is asked for and is not there.
-Result<torch::Device> ResolveDevice(const std::string& device);
+Result<torch::Device> ResolveDevice(const DeviceSetting& device);
 
-// fp32 | fp16 | bf16 -> the dtype; fp16 needs a CUDA device.
-Result<torch::ScalarType> ResolvePrecision(const std::string& precision,
-                                           const torch::Device& device);
+// The precision's dtype; fp16 needs a CUDA device.
+Result<torch::ScalarType> ResolvePrecision(Precision precision, const torch::Device& device);
 
 // Loads a TorchScript model onto `device` with weights in `dtype`, in eval mode. Run() then
 // takes batches of that dtype. The model is read whole from `fd` into memory first (with pread

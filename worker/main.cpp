@@ -76,6 +76,7 @@ int main(int argc, char** argv) {
   WorkerArgs args;
   std::string level = "info";
   std::string model_path;
+  bool have_device = false;
   SandboxOptions sandbox;
   if (a.size() % 2 != 0) return Usage();
   for (size_t i = 0; i + 1 < a.size(); i += 2) {
@@ -106,9 +107,14 @@ int main(int argc, char** argv) {
     } else if (key == "--model-label") {
       args.model_label = value;
     } else if (key == "--device") {
-      args.device = value;
+      std::optional<DeviceSetting> device = ParseDevice(value);
+      if (!device) return Usage();
+      args.device = *device;
+      have_device = true;
     } else if (key == "--precision") {
-      args.precision = value;
+      std::optional<Precision> precision = ParsePrecision(value);
+      if (!precision) return Usage();
+      args.precision = *precision;
     } else if (key == "--optimize") {
       std::optional<ModelOptimization> mode = ParseModelOptimization(value);
       if (!mode) return Usage();
@@ -140,7 +146,7 @@ int main(int argc, char** argv) {
   }
   if (args.model_label.empty()) args.model_label = "the model";
   if (args.control.empty() || args.channel < 0 || args.wake_fd < 0 || args.model_fd < 0 ||
-      args.device.empty()) {
+      !have_device) {
     return Usage();
   }
   InitLogging("worker" + std::to_string(args.channel), level);
@@ -151,7 +157,7 @@ int main(int argc, char** argv) {
   }
   sandbox.control = args.control;
   // A worker that may drive a GPU (worker/sandbox.h: CUDA and Landlock's file rules).
-  sandbox.cuda = args.device != "cpu" && ::access("/dev/nvidiactl", F_OK) == 0;
+  sandbox.cuda = args.device.kind != DeviceKind::kCpu && ::access("/dev/nvidiactl", F_OK) == 0;
   // Test hook: a fault that fires once marks it by creating a file (worker/fault_injection.h),
   // which the sandbox must then allow in that file's directory. Never set in production.
   if (const char* spec = std::getenv(kFaultEnvVar)) {

@@ -17,8 +17,8 @@ struct WorkerArgs {
                             // the supervisor has posted a request
   int model_fd = -1;        // the model file, open read-only (read with pread; stays open)
   std::string model_label;  // the model's name, for messages only (never opened)
-  std::string device;
-  std::string precision = "fp32";  // fp32 | fp16 | bf16
+  DeviceSetting device;     // common/config.h
+  Precision precision = Precision::kFp32;                     // common/config.h
   ModelOptimization optimization = ModelOptimization::kAuto;  // common/config.h
   std::string sandbox;             // the sandbox in place (worker/sandbox.h), for the supervisor
   std::string sandbox_error;       // a required sandbox that failed: reported, then exit

@@ -17,7 +17,7 @@
 
 #include "common/config.h"
 #include "common/file_util.h"
-#include "common/job_spec.h"
+#include "common/job_file.h"
 #include "common/json_fields.h"
 #include "common/log.h"
 #include "common/shared_memory.h"

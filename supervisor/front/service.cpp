@@ -24,7 +24,7 @@ static int sd_watchdog_enabled(int, uint64_t*) { return 0; }
 #endif
 
 #include "common/file_util.h"
-#include "common/job_spec.h"
+#include "common/job_file.h"
 #include "common/json_fields.h"
 #include "common/log.h"
 #include "supervisor/front/job_end_hook.h"

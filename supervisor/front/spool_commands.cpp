@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "common/file_util.h"
-#include "common/job_spec.h"
+#include "common/job_file.h"
 #include "common/json_fields.h"
 #include "supervisor/front/spool.h"
 #include "supervisor/front/spool_requests.h"

@@ -24,6 +24,9 @@
 #include "common/shared_memory.h"
 #include "common/shm_protocol.h"
 #include "common/shm_validate.h"
+#include "supervisor/job/color_choice.h"
+#include "supervisor/job/free_space.h"
+#include "supervisor/job/warm_key.h"
 #include "supervisor/plan/chunk_board.h"
 #include "supervisor/media/color_path.h"
 #include "supervisor/workers/dispatcher.h"
@@ -44,24 +47,14 @@
 namespace framemill {
 namespace {
 
-constexpr int64_t kParallelSegmentChunks = 4;  // longest segment, in chunks, with encoders > 1
-
-// The job's color_conversion for this source and these workers: "auto" is device for workers on
-// a GPU and an 8-bit 4:2:0 source, accurate otherwise; "device" for any other source is fast.
-std::string ResolveColorConversion(const std::string& setting, const std::string& worker_device,
-                                   const VideoStreamInfo& v, const std::string& input) {
-  const bool planar420 = IsPlanarYuv420(v.pix_fmt);
-  if (setting == "auto") {
-    return worker_device.rfind("cuda", 0) == 0 && planar420 ? "device" : "accurate";
-  }
-  if (setting == "device" && !planar420) {
-    spdlog::warn(
-        "{}: color_conversion device takes 8-bit 4:2:0 video and this is {}; ffmpeg converts "
-        "it to RGB (fast) instead",
-        input, v.pix_fmt.empty() ? "of an unknown pixel format" : v.pix_fmt);
-    return "fast";
-  }
-  return setting;
+// The job's color_conversion for this source and these workers (color_choice.h), with its
+// warning logged.
+ColorConversion ResolveColorConversion(ColorConversion setting, const std::string& worker_device,
+                                       const VideoStreamInfo& v, const std::string& input) {
+  std::string warning;
+  ColorConversion chosen = ChooseColorConversion(setting, worker_device, v.pix_fmt, &warning);
+  if (!warning.empty()) spdlog::warn("{}: {}", input, warning);
+  return chosen;
 }
 
 // A fault hook from the environment: the number N in `name`, or -1 when unset.
@@ -130,8 +123,7 @@ class JobRun {
   Status StartDecoder(int64_t skip);
   Result<bool> ReadFrame(uint8_t* dst);
   Status StartWorkers();
-  std::string WarmKey() const;
-  std::string LogDirKey() const;
+  std::string JobWarmKey() const;
   Status CreateArena();
   Status PlanGeometry();
   // The decoder's -vf: geometry's filters (deinterlace, turn upright), then the colour path's
@@ -170,8 +162,8 @@ class JobRun {
   std::unique_ptr<Dispatcher> dispatcher_;
   uint32_t probe_w_ = 0, probe_h_ = 0;
   std::string worker_device_;  // where the first worker runs ("cpu", "cuda:0")
-  // settings_.color_conversion as it applies to this job: accurate | fast | device.
-  std::string color_conversion_;
+  // settings_.color_conversion as it applies to this job: never kAuto.
+  ColorConversion color_conversion_ = ColorConversion::kAccurate;
   // What the decoder's filters make of the source (upright, progressive unless deinterlace off)
   // and what the encoder writes: set by PlanGeometry.
   std::vector<std::string> decoder_filters_;
@@ -301,16 +293,10 @@ Status JobRun::Prepare() {
   if (!v.constant_rate) {
     spdlog::info("{}: variable frame rate; every frame keeps its source timestamp", job_.input);
   }
-  chunks_per_segment_ =
-      ChunksPerSegment(settings_.segment_seconds, v.frame_rate.value(), settings_.chunk_frames);
-  // Several encoders work on several segments at once, and every chunk of those segments waits
-  // in the arena until its encoder takes it: short segments let them all fit.
-  if (settings_.encoders > 1) {
-    chunks_per_segment_ = std::min<int64_t>(chunks_per_segment_, kParallelSegmentChunks);
-  }
-  Result<JobPlan> plan = MakePlan(v.frame_count, settings_.chunk_frames, chunks_per_segment_);
+  Result<JobPlan> plan = PlanJob(v.frame_count, v.frame_rate.value(), settings_);
   if (!plan.ok()) return plan.status();
   plan_ = std::move(*plan);
+  chunks_per_segment_ = plan_.chunks_per_segment;
   spdlog::info(
       "{}: video stream #{} {} {}x{} @ {} fps, {} frames, {} audio, {} subtitle; "
       "plan: {} chunks of {}, {} segments",
@@ -337,37 +323,27 @@ Status JobRun::Prepare() {
   return Status::Ok();
 }
 
-// What makes idle workers fit a job: the model file as it is now, the device, the worker count.
-std::string JobRun::WarmKey() const {
-  struct stat st {};
-  ::fstat(model_fd_.get(), &st);
-  return FdRealPath(model_fd_.get()) + "|" + std::to_string(st.st_dev) + ":" +
-         std::to_string(st.st_ino) + "|" + std::to_string(st.st_size) + "|" +
-         std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) + "|" +
-         settings_.device + "|" + settings_.precision + "|" +
-         Name(settings_.model_optimization) + "|" + std::to_string(settings_.workers) +
-         "|" + DumpJson(nlohmann::json(settings_.gpus)) + "|" + LogDirKey();
-}
-
-// Workers that write their logs into the job's scratch directory (no worker_log_dir) name it as
-// /proc/self/fd/N of this job: they fit no other job.
-std::string JobRun::LogDirKey() const {
-  if (!options_.worker_log_dir.empty()) return options_.worker_log_dir;
-  struct stat st {};
-  ::fstat(scratch_dir_.dir.get(), &st);
-  return "scratch " + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
+// This job's key for warm workers (warm_key.h).
+std::string JobRun::JobWarmKey() const {
+  return WarmKey(IdentifyFile(model_fd_.get()), settings_,
+                 LogDirKey(options_.worker_log_dir, IdentifyFile(scratch_dir_.dir.get())));
 }
 
 Status JobRun::StartWorkers() {
   std::unique_ptr<WorkerPool> pool;
-  if (options_.warm != nullptr && options_.warm->pool != nullptr) {
-    if (options_.warm->key == WarmKey()) {
-      pool = std::move(options_.warm->pool);
+  WarmWorkers* warm = options_.warm;
+  const bool offered = warm != nullptr && warm->pool != nullptr;
+  switch (ChooseWarm(offered, offered ? warm->key : "", offered ? JobWarmKey() : "")) {
+    case WarmChoice::kReuse:
+      pool = std::move(warm->pool);
       spdlog::info("reusing the loaded workers of the previous job");
-    } else {
-      options_.warm->pool->StopAll(5000);
-      options_.warm->pool.reset();
-    }
+      break;
+    case WarmChoice::kReplace:
+      warm->pool->StopAll(5000);
+      warm->pool.reset();
+      break;
+    case WarmChoice::kStartFresh:
+      break;
   }
   if (pool == nullptr) {
     WorkerOptions opts;
@@ -433,9 +409,9 @@ Status JobRun::CreateArena() {
       ResolveColorConversion(settings_.color_conversion, worker_device_, v, job_.input);
   // More than 8 bits reach the model as 16 (rgb48); the output side is 16-bit for an output
   // format of more than 8 bits.
-  in_format_ = color_conversion_ == "device" ? FrameFormat::kYuv420p
-               : v.bits_per_component > 8    ? FrameFormat::kRgb48
-                                             : FrameFormat::kRgb24;
+  in_format_ = color_conversion_ == ColorConversion::kDevice ? FrameFormat::kYuv420p
+               : v.bits_per_component > 8                    ? FrameFormat::kRgb48
+                                                             : FrameFormat::kRgb24;
   const FrameFormat in_format = in_format_;
   uint64_t in_frame = FrameBytes(in_format, static_cast<uint32_t>(v.display_width),
                                  static_cast<uint32_t>(v.display_height));
@@ -497,7 +473,8 @@ Status JobRun::CreateArena() {
 // aspect kept), field order and a pixel format that can hold its size.
 std::vector<std::string> JobRun::DecoderFilters() const {
   std::vector<std::string> filters = decoder_filters_;
-  for (const std::string& f : ColorFilters(color_path_, in_format_, color_conversion_ == "accurate"))
+  for (const std::string& f :
+       ColorFilters(color_path_, in_format_, color_conversion_ == ColorConversion::kAccurate))
     filters.push_back(f);
   return filters;
 }
@@ -538,32 +515,19 @@ Status JobRun::PlanGeometry() {
 
 // The encoded segments and the final file coexist until the end, on the scratch and output file
 // systems. Estimate them from the input's size, scaled by the output's pixel count, with a 50%
-// margin; a wrong guess fails later, cleanly, with no_space.
+// margin (free_space.h); a wrong guess fails later, cleanly, with no_space.
 Status JobRun::CheckFreeSpace() const {
   struct stat st {};
   if (::fstat(input_fd_.get(), &st) != 0) return Status::Ok();
-  double scale = static_cast<double>(out_w_) * out_h_ /
-                 (static_cast<double>(media_.video.width) * media_.video.height);
-  double remaining = 1.0 - static_cast<double>(state_->resumed()) /
-                               static_cast<double>(std::max<size_t>(1, plan_.segments.size()));
-  int64_t segments = static_cast<int64_t>(st.st_size * scale * 1.5 * remaining);
-  int64_t output = static_cast<int64_t>(st.st_size * scale * 1.5);
-  std::string out_dir = FdPath(output_dir_fd_.get());
-  int64_t free_scratch = FreeBytes(scratch_), free_out = FreeBytes(out_dir);
-  bool same_fs = free_scratch == free_out;
-  auto fail = [&](const std::string& dir, int64_t need, int64_t have) {
-    return Status(StatusCode::kNoSpace, dir + ": about " + std::to_string(need >> 20) +
-                                            " MiB needed, " + std::to_string(have >> 20) +
-                                            " MiB free");
-  };
-  if (same_fs && free_out >= 0 && free_out < segments + output) {
-    return fail(out_dir, segments + output, free_out);
-  }
-  if (!same_fs && free_scratch >= 0 && free_scratch < segments) {
-    return fail(scratch_, segments, free_scratch);
-  }
-  if (!same_fs && free_out >= 0 && free_out < output) return fail(out_dir, output, free_out);
-  return Status::Ok();
+  const SpaceNeeded need = EstimateSpace(
+      st.st_size, int64_t{out_w_} * out_h_, int64_t{media_.video.width} * media_.video.height,
+      state_->resumed(), static_cast<int64_t>(plan_.segments.size()));
+  SpaceFree free;
+  free.scratch_dir = scratch_;
+  free.scratch = FreeBytes(scratch_);
+  free.output_dir = FdPath(output_dir_fd_.get());
+  free.output = FreeBytes(free.output_dir);
+  return CheckSpace(need, free);
 }
 
 // Starts ffmpeg on the source and drops its first `skip` frames: exact, whatever the
@@ -572,7 +536,7 @@ Status JobRun::StartDecoder(int64_t skip) {
   reader_.reset();  // a crashed one is reaped here
   Result<std::unique_ptr<FrameReader>> reader = FrameReader::Start(
       config_.ffmpeg, source_, media_.video, scratch_ + "/decoder.log", in_format_,
-      DecoderFilters(), color_conversion_ == "accurate");
+      DecoderFilters(), color_conversion_ == ColorConversion::kAccurate);
   if (!reader.ok()) return reader.status();
   reader_ = std::move(*reader);
   next_frame_ = 0;
@@ -704,7 +668,7 @@ void JobRun::EncodeLoop(int encoder) {
   fmt.height = out_h_;
   fmt.frame_rate = media_.video.frame_rate;
   fmt.encoder = encoder_;
-  fmt.accurate_color = color_conversion_ == "accurate";
+  fmt.accurate_color = color_conversion_ == ColorConversion::kAccurate;
   fmt.color = color_path_;
   fmt.in_format = out_format_;
   fmt.hdr = media_.video.hdr;
@@ -932,7 +896,7 @@ Result<JobReport> JobRun::RunPipeline() {
   // After a clean finish no request is in flight: idle workers can serve the next job.
   if (options_.warm != nullptr) {
     options_.warm->pool = dispatcher_->Release();
-    options_.warm->key = WarmKey();
+    options_.warm->key = JobWarmKey();
   } else {
     dispatcher_->Shutdown();
   }
@@ -970,8 +934,9 @@ Result<JobReport> JobRun::RunPipeline() {
   report_.in_height = media_.video.display_height;
   report_.out_width = out_w_;
   report_.out_height = out_h_;
-  report_.worker_input_format =
-      color_conversion_ == "device" ? media_.video.pix_fmt : FrameFormatName(in_format_);
+  report_.worker_input_format = color_conversion_ == ColorConversion::kDevice
+                                    ? media_.video.pix_fmt
+                                    : FrameFormatName(in_format_);
   report_.output_pix_fmt = encoder_.pix_fmt;
   report_.seconds = static_cast<double>(MonotonicMs() - t0) / 1000.0;
   report_.timeline = timeline_.path();

@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/config.h"
-#include "common/job_spec.h"
+#include "common/job_file.h"
 #include "common/status.h"
 #include "supervisor/report/job_result.h"
 #include "supervisor/workers/dispatcher.h"

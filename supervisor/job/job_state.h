@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "common/job_spec.h"
+#include "common/job_file.h"
 #include "common/status.h"
 #include "supervisor/plan/job_plan.h"
 

@@ -22,7 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/config.h"
-#include "common/job_spec.h"
+#include "common/job_file.h"
 #include "common/status.h"
 #include "supervisor/media/contact_sheet.h"
 #include "supervisor/job/preview_estimate.h"

@@ -14,7 +14,7 @@ ChunkBoard::ChunkBoard(int64_t chunk_count, uint32_t slot_count)
 
 std::optional<uint32_t> ChunkBoard::AcquireSlot() {
   std::unique_lock<std::mutex> lock(mu_);
-  slot_freed_.wait(lock, [&] { return !free_slots_.empty() || !failure_.ok(); });
+  WaitLocked(&slot_freed_, &lock, [&] { return !free_slots_.empty() || !failure_.ok(); });
   if (!failure_.ok()) return std::nullopt;
   uint32_t s = free_slots_.back();
   free_slots_.pop_back();
@@ -55,7 +55,7 @@ uint32_t ChunkBoard::SlotOf(int64_t chunk) const {
 
 bool ChunkBoard::WaitProcessed(int64_t chunk) {
   std::unique_lock<std::mutex> lock(mu_);
-  processed_.wait(lock, [&] { return processed_flags_[chunk] || !failure_.ok(); });
+  WaitLocked(&processed_, &lock, [&] { return processed_flags_[chunk] || !failure_.ok(); });
   return failure_.ok();
 }
 
@@ -90,6 +90,11 @@ void ChunkBoard::Fail(const Status& status) {
 Status ChunkBoard::failure() const {
   std::lock_guard<std::mutex> lock(mu_);
   return failure_;
+}
+
+int ChunkBoard::blocked() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return blocked_;
 }
 
 bool ChunkBoard::failed() const {

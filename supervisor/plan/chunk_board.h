@@ -52,7 +52,20 @@ class ChunkBoard {
   Status failure() const;
   bool failed() const;
 
+  // Threads blocked now in AcquireSlot or WaitProcessed (waiting for a slot or a chunk). Lets a
+  // test wait until a call blocks instead of sleeping and hoping it has.
+  int blocked() const;
+
  private:
+  // Waits on `cv` until `ready()`, counted in blocked_ while it waits. `lock` holds mu_.
+  template <typename Ready>
+  void WaitLocked(std::condition_variable* cv, std::unique_lock<std::mutex>* lock, Ready ready) {
+    if (ready()) return;
+    ++blocked_;
+    cv->wait(*lock, ready);
+    --blocked_;
+  }
+
   mutable std::mutex mu_;
   std::condition_variable slot_freed_;
   std::condition_variable processed_;
@@ -61,6 +74,7 @@ class ChunkBoard {
   std::vector<uint32_t> slot_of_;
   std::vector<bool> processed_flags_;
   bool all_encoded_ = false;
+  int blocked_ = 0;
   Status failure_;
 };
 

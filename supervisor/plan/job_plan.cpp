@@ -2,13 +2,28 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 namespace framemill {
 
 int64_t ChunksPerSegment(double segment_seconds, double fps, int32_t chunk_frames) {
   if (chunk_frames < 1) return 1;
   double n = std::round(segment_seconds * fps / chunk_frames);
-  return std::max<int64_t>(1, static_cast<int64_t>(n));
+  // Also false for NaN, where the cast below would be undefined.
+  if (!(n >= 1.0)) return 1;
+  // More chunks than any video has (a hostile frame rate): one segment, and no overflow.
+  if (n >= static_cast<double>(INT32_MAX)) return INT32_MAX;
+  return static_cast<int64_t>(n);
+}
+
+int64_t SegmentChunks(const JobSettings& settings, double fps) {
+  int64_t chunks = ChunksPerSegment(settings.segment_seconds, fps, settings.chunk_frames);
+  if (settings.encoders > 1) chunks = std::min(chunks, kParallelSegmentChunks);
+  return chunks;
+}
+
+Result<JobPlan> PlanJob(int64_t frame_count, double fps, const JobSettings& settings) {
+  return MakePlan(frame_count, settings.chunk_frames, SegmentChunks(settings, fps));
 }
 
 Result<JobPlan> MakePlan(int64_t frame_count, int32_t chunk_frames, int64_t chunks_per_segment) {
@@ -20,6 +35,7 @@ Result<JobPlan> MakePlan(int64_t frame_count, int32_t chunk_frames, int64_t chun
   JobPlan plan;
   plan.frame_count = frame_count;
   plan.chunk_frames = chunk_frames;
+  plan.chunks_per_segment = chunks_per_segment;
   int64_t chunk_count = (frame_count + chunk_frames - 1) / chunk_frames;
   plan.chunks.reserve(static_cast<size_t>(chunk_count));
   for (int64_t c = 0; c < chunk_count; ++c) {

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/config.h"
 #include "common/status.h"
 
 namespace framemill {
@@ -31,15 +32,29 @@ struct SegmentPlan {
 struct JobPlan {
   int64_t frame_count = 0;
   int32_t chunk_frames = 0;
+  int64_t chunks_per_segment = 1;  // every segment's length in chunks but the last's
   std::vector<ChunkPlan> chunks;
   std::vector<SegmentPlan> segments;
 
   nlohmann::json ToJson() const;  // for the job's state file and logs
 };
 
+// The longest segment, in chunks, of a job with more than one encoder: several encoders work
+// on several segments at once, and every chunk of those segments waits in the arena until its
+// encoder takes it; short segments let them all fit.
+inline constexpr int64_t kParallelSegmentChunks = 4;
+
 // Chunks per segment for a target segment length: round(seconds * fps / chunk_frames), at
-// least 1.
+// least 1 (also for a frame rate of 0 or one that is not a number, and chunk_frames < 1).
 int64_t ChunksPerSegment(double segment_seconds, double fps, int32_t chunk_frames);
+
+// Every rule that sizes a job's segments, in one place: the target length
+// (ChunksPerSegment of settings.segment_seconds at `fps`), then, with settings.encoders > 1, at
+// most kParallelSegmentChunks chunks.
+int64_t SegmentChunks(const JobSettings& settings, double fps);
+
+// The plan of a job: MakePlan with settings.chunk_frames and SegmentChunks(settings, fps).
+Result<JobPlan> PlanJob(int64_t frame_count, double fps, const JobSettings& settings);
 
 // Errors (kInternal) only for impossible arguments: frame_count < 1, chunk_frames < 1,
 // chunks_per_segment < 1.

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "common/job_spec.h"
+#include "common/job_file.h"
 #include "common/status.h"
 #include "supervisor/report/job_result.h"
 #include "supervisor/report/report_html.h"

@@ -117,7 +117,7 @@ Result<FirstWorker> Dispatcher::Start(const std::atomic<bool>& stop) {
     probe_w_ = first.probe_w = probe->width;
     probe_h_ = first.probe_h = probe->height;
     first.device = probe->device;
-    device_ = PlainDevice(probe->device) ? probe->device : settings_.device;
+    device_ = PlainDevice(probe->device) ? probe->device : Name(settings_.device);
     first.sandbox = pool_->Sandbox(k);
     return true;
   };
@@ -516,7 +516,7 @@ std::vector<WorkerSnapshot> Dispatcher::LiveWorkers() const {
     if (!pool_->Alive(k)) continue;
     const TelemetrySnapshot t = pool_->LastTelemetry(k);
     const int gpu = channels_[k].gpu;
-    std::string device = device_.empty() ? settings_.device : device_;
+    std::string device = device_.empty() ? Name(settings_.device) : device_;
     if (gpu >= 0) device = "cuda:" + std::to_string(gpu);
     live.push_back({k, channels_[k].generation, pool_->Pid(k), t.frames_done, t.rss_bytes,
                     t.gpu_reserved_bytes, device});

@@ -144,8 +144,8 @@ std::vector<std::string> WorkerPool::WorkerArguments(int k, int gpu, const std::
           "--wake-fd",     std::to_string(wake_fd),
           "--model-fd",    std::to_string(kWorkerModelFd),
           "--model-label", options_.model,  // for messages; the worker never opens it
-          "--device",      gpu >= 0 ? std::string("cuda") : options_.device,
-          "--precision",   options_.precision,
+          "--device",      gpu >= 0 ? std::string("cuda") : Name(options_.device),
+          "--precision",   Name(options_.precision),
           "--optimize",    Name(options_.model_optimization),
           "--log-level",   options_.log_level,
           "--sandbox",     Name(options_.sandbox)};

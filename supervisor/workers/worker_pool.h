@@ -34,8 +34,8 @@ namespace framemill {
 struct WorkerOptions {
   std::string worker_binary;  // framemill-worker
   std::string model;          // TorchScript file (for messages when model_fd is set)
-  std::string device;         // auto | cpu | cuda | cuda:N
-  std::string precision = "fp32";
+  DeviceSetting device;       // auto | cpu | cuda | cuda:N
+  Precision precision = Precision::kFp32;
   ModelOptimization model_optimization = ModelOptimization::kAuto;
   std::string log_level;
   std::string log_dir;             // each worker's stderr goes to log_dir/worker-<k>-<gen>.log

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "common/config.h"
-#include "common/job_spec.h"
+#include "common/job_file.h"
 #include "common/json_fields.h"
 #include "tests/fuzz/fuzz_checks.h"
 

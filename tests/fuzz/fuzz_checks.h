@@ -37,7 +37,11 @@ inline void CheckSettings(const JobSettings& s) {
   Check(s.max_attempts >= 1 && s.max_attempts <= kMaxAttempts, "max_attempts out of range");
   Check(s.segment_seconds > 0, "segment_seconds not positive");
   Check(s.hang_timeout_s > 0, "hang_timeout_s not positive");
-  Check(!s.device.empty() && !s.precision.empty(), "device or precision empty");
+  // What a parser accepted reads back as itself from its name (the worker's command line).
+  Check(ParseDevice(Name(s.device)) == s.device, "device does not round-trip");
+  Check(ParsePrecision(Name(s.precision)) == s.precision, "precision does not round-trip");
+  Check(ParseColorConversion(Name(s.color_conversion)) == s.color_conversion,
+        "color_conversion does not round-trip");
 }
 
 // Whatever a parser returns ends up in result.json, a status reply or a log line: it must dump as

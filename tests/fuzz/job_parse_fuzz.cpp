@@ -6,7 +6,7 @@
 #include <string>
 
 #include "common/config.h"
-#include "common/job_spec.h"
+#include "common/job_file.h"
 #include "common/json_fields.h"
 #include "tests/fuzz/fuzz_checks.h"
 
@@ -23,7 +23,7 @@ void CheckJob(const JobSpec& job) {
   fuzz::CheckDumps({{"input", job.input},
                     {"output", job.output},
                     {"model", job.model},
-                    {"device", job.settings.device},
+                    {"device", Name(job.settings.device)},
                     {"codec", job.settings.encoder.codec}});
 }
 

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "common/config.h"
-#include "common/job_spec.h"
+#include "common/job_file.h"
 #include "harness.h"
 #include "supervisor/job/job_runner.h"
 

@@ -9,6 +9,17 @@ using framemill::ChunkBoard;
 using framemill::Status;
 using framemill::StatusCode;
 
+namespace {
+
+// Returns once `n` threads are blocked in the board, or once `gave_up()` is true (the board
+// failed to block: the caller's checks then say so instead of the test hanging).
+template <typename GaveUp>
+void WaitUntilBlocked(const ChunkBoard& board, int n, GaveUp gave_up) {
+  while (board.blocked() < n && !gave_up()) std::this_thread::yield();
+}
+
+}  // namespace
+
 TEST_CASE("board: decoding ahead stops when every slot is taken, and resumes on release") {
   ChunkBoard board(10, 2);
   auto a = board.AcquireSlot();
@@ -23,8 +34,9 @@ TEST_CASE("board: decoding ahead stops when every slot is taken, and resumes on 
     auto c = board.AcquireSlot();
     got_third = c.has_value();
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  WaitUntilBlocked(board, 1, [&] { return got_third.load(); });
   CHECK_FALSE(got_third.load());  // bounded: no third slot until one is released
+  CHECK(board.blocked() == 1);
   auto r = board.TakeReady();
   REQUIRE(r);
   CHECK(*r == 0);
@@ -33,6 +45,7 @@ TEST_CASE("board: decoding ahead stops when every slot is taken, and resumes on 
   board.ReleaseSlot(0);
   decoder.join();
   CHECK(got_third.load());
+  CHECK(board.blocked() == 0);
 }
 
 TEST_CASE("board: a requeued chunk goes first") {
@@ -49,13 +62,25 @@ TEST_CASE("board: a requeued chunk goes first") {
 TEST_CASE("board: a failure wakes blocked threads and keeps the first reason") {
   ChunkBoard board(4, 1);
   REQUIRE(board.AcquireSlot());
-  std::thread waiter([&] { CHECK_FALSE(board.AcquireSlot()); });
-  std::thread encoder([&] { CHECK_FALSE(board.WaitProcessed(3)); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::atomic<int> returned{0};
+  std::thread waiter([&] {
+    CHECK_FALSE(board.AcquireSlot());
+    ++returned;
+  });
+  std::thread encoder([&] {
+    CHECK_FALSE(board.WaitProcessed(3));
+    ++returned;
+  });
+  // Both blocked before the failure: it is the failure that wakes them.
+  WaitUntilBlocked(board, 2, [&] { return returned.load() > 0; });
+  CHECK(returned.load() == 0);
+  CHECK(board.blocked() == 2);
   board.Fail(Status(StatusCode::kInputInvalid, "first"));
   board.Fail(Status(StatusCode::kInternal, "second"));
   waiter.join();
   encoder.join();
+  CHECK(returned.load() == 2);
+  CHECK(board.blocked() == 0);
   CHECK(board.failure().message() == "first");
   CHECK_FALSE(board.TakeReady());
 }

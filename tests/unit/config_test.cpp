@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "common/config.h"
-#include "common/job_spec.h"
+#include "common/job_file.h"
 
 using framemill::LoadConfig;
 using framemill::ParseConfig;
@@ -17,7 +17,7 @@ TEST_CASE("an empty config gives the documented defaults") {
   REQUIRE(c.ok());
   CHECK(c->defaults.chunk_frames == 32);
   CHECK(c->defaults.workers == 2);
-  CHECK(c->defaults.device == "auto");
+  CHECK(Name(c->defaults.device) == "auto");
   CHECK(c->arena_mb == 4096);
   CHECK(c->ffmpeg == "ffmpeg");
 }

@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/job_spec.h"
+#include "common/job_file.h"
 #include "common/json_fields.h"
 
 using framemill::DumpJson;

@@ -1,4 +1,4 @@
-#include "common/job_spec.h"
+#include "common/job_file.h"
 
 #include "common/json_fields.h"
 

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "common/job_spec.h"
+#include "common/job_file.h"
 
 using framemill::JobSettings;
 using framemill::ParseJob;
@@ -47,7 +47,7 @@ TEST_CASE("job keys override the defaults, the encoder key by key") {
   auto r = ParseJob(j, JobSettings{});
   REQUIRE(r.ok());
   CHECK(r->settings.chunk_frames == 64);
-  CHECK(r->settings.device == "cuda:1");
+  CHECK(Name(r->settings.device) == "cuda:1");
   CHECK(r->settings.encoder.crf == 12);
   CHECK(r->settings.encoder.preset == "medium");  // untouched default
   CHECK(r->overwrite);

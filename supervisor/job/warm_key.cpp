@@ -1,0 +1,57 @@
+#include "supervisor/job/warm_key.h"
+
+#include <sys/stat.h>
+
+#include <nlohmann/json.hpp>
+
+#include "common/checked_file.h"
+#include "common/json_fields.h"
+
+namespace framemill {
+
+FileIdentity IdentifyFile(int fd) {
+  FileIdentity id;
+  id.real_path = FdRealPath(fd);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return id;
+  id.dev = static_cast<uint64_t>(st.st_dev);
+  id.ino = static_cast<uint64_t>(st.st_ino);
+  id.size = static_cast<int64_t>(st.st_size);
+  id.mtime_s = static_cast<int64_t>(st.st_mtim.tv_sec);
+  id.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_nsec);
+  return id;
+}
+
+std::string LogDirKey(const std::string& worker_log_dir, const FileIdentity& scratch_dir) {
+  if (!worker_log_dir.empty()) return worker_log_dir;
+  return "scratch " + std::to_string(scratch_dir.dev) + ":" + std::to_string(scratch_dir.ino);
+}
+
+std::string WarmKey(const FileIdentity& model, const JobSettings& settings,
+                    const std::string& log_dir_key) {
+  return model.real_path + "|" + std::to_string(model.dev) + ":" + std::to_string(model.ino) + "|" +
+         std::to_string(model.size) + "|" + std::to_string(model.mtime_s) + "." +
+         std::to_string(model.mtime_ns) + "|" + Name(settings.device) + "|" +
+         Name(settings.precision) + "|" + Name(settings.model_optimization) + "|" +
+         std::to_string(settings.workers) + "|" + DumpJson(nlohmann::json(settings.gpus)) + "|" +
+         log_dir_key;
+}
+
+const char* Name(WarmChoice choice) {
+  switch (choice) {
+    case WarmChoice::kStartFresh:
+      return "start fresh";
+    case WarmChoice::kReuse:
+      return "reuse";
+    case WarmChoice::kReplace:
+      return "replace";
+  }
+  return "?";
+}
+
+WarmChoice ChooseWarm(bool have_pool, const std::string& pool_key, const std::string& job_key) {
+  if (!have_pool) return WarmChoice::kStartFresh;
+  return pool_key == job_key ? WarmChoice::kReuse : WarmChoice::kReplace;
+}
+
+}  // namespace framemill

@@ -38,10 +38,6 @@
 
 namespace framemill {
 
-// Chunks sent to a worker before its answers: one running, one waiting, so a worker never idles
-// between chunks. The arena is sized from it (supervisor/job/job_runner.cpp).
-inline constexpr int kInflightPerWorker = 2;
-
 // One worker's figures (current, or peaks).
 struct WorkerSnapshot {
   int worker = 0;

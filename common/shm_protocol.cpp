@@ -30,15 +30,14 @@ Result<ArenaGeometry> SizeArena(const ArenaGeometry& shape, const ArenaDemand& d
   if (demand.encoders > 1) {
     wanted += static_cast<uint64_t>(demand.encoders * demand.chunks_per_segment);
   }
-  const uint64_t slots = std::min<uint64_t>(
-      {budget / slot_bytes, wanted, static_cast<uint64_t>(demand.chunks) + 1});
+  const uint64_t slots =
+      std::min<uint64_t>({budget / slot_bytes, wanted, static_cast<uint64_t>(demand.chunks) + 1});
   if (slots < 2) {
     return Status(StatusCode::kInvalidJob,
                   "arena_mb=" + std::to_string(demand.arena_mb) + " holds fewer than 2 chunks of " +
                       std::to_string(g.chunk_frames) + " frames at " + std::to_string(g.in_width) +
                       "x" + std::to_string(g.in_height) + " -> " + std::to_string(g.out_width) +
-                      "x" + std::to_string(g.out_height) + " (" +
-                      std::to_string(slot_bytes >> 20) +
+                      "x" + std::to_string(g.out_height) + " (" + std::to_string(slot_bytes >> 20) +
                       " MiB each): lower chunk_frames or raise arena_mb");
   }
   g.slot_count = static_cast<uint32_t>(slots);
@@ -83,7 +82,8 @@ Result<int> WaitForWakeUp(pollfd* fds, size_t count, int timeout_ms) {
   while (true) {
     int n = ::poll(fds, static_cast<nfds_t>(count), wait_ms);
     if (n >= 0) return n;
-    if (errno != EINTR) return Status(StatusCode::kIo, std::string("poll: ") + std::strerror(errno));
+    if (errno != EINTR)
+      return Status(StatusCode::kIo, std::string("poll: ") + std::strerror(errno));
     if (timeout_ms < 0) continue;
     const uint64_t now = MonotonicMs();
     if (now >= deadline) return 0;

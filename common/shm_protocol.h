@@ -192,11 +192,11 @@ inline void CopyString(char (&dst)[N], const std::string& src) {
 
 // What a job asks of its arena besides the frames' shape.
 struct ArenaDemand {
-  int workers = 1;                  // worker processes of the job
-  int encoders = 1;                 // segments encoded at once
-  int64_t chunks_per_segment = 1;   // chunks of a segment
-  int64_t chunks = 0;               // chunks in the job's plan
-  int64_t arena_mb = 4096;          // the cap: the arena's slots in MiB (config arena_mb)
+  int workers = 1;                 // worker processes of the job
+  int encoders = 1;                // segments encoded at once
+  int64_t chunks_per_segment = 1;  // chunks of a segment
+  int64_t chunks = 0;              // chunks in the job's plan
+  int64_t arena_mb = 4096;         // the cap: the arena's slots in MiB (config arena_mb)
 };
 
 // The arena for a job: `shape` gives the frames (chunk_frames, the input and output sizes and

@@ -457,8 +457,8 @@ Status JobRun::CreateArena() {
   arena_shm_ = std::move(*shm);
   arena_ = *g;
   arena_base_ = static_cast<uint8_t*>(arena_shm_.data());
-  board_ = std::make_unique<ChunkBoard>(static_cast<int64_t>(plan_.chunks.size()),
-                                        arena_.slot_count);
+  board_ =
+      std::make_unique<ChunkBoard>(static_cast<int64_t>(plan_.chunks.size()), arena_.slot_count);
   FM_RETURN_IF_ERROR(CheckFreeSpace());
   spdlog::info("arena {}: {} slots of {} MiB ({} -> {}x{})", arena_shm_.name(), arena_.slot_count,
                arena_.slot_bytes >> 20, plan_.chunk_frames, out_w_, out_h_);

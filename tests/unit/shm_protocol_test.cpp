@@ -74,8 +74,9 @@ TEST_CASE("shm protocol: the input format sets the slot size") {
     FrameFormat format;
     uint64_t slot;
   };
-  for (const Case& c : {Case{FrameFormat::kRgb24, kSlotRgb24}, Case{FrameFormat::kRgb48, kSlotRgb48},
-                        Case{FrameFormat::kYuv420p, kSlotYuv}}) {
+  for (const Case& c :
+       {Case{FrameFormat::kRgb24, kSlotRgb24}, Case{FrameFormat::kRgb48, kSlotRgb48},
+        Case{FrameFormat::kYuv420p, kSlotYuv}}) {
     CAPTURE(FrameFormatName(c.format));
     Result<ArenaGeometry> g = SizeArena(Shape(c.format), Demand(1));
     REQUIRE(g.ok());
@@ -107,7 +108,8 @@ TEST_CASE("shm protocol: slots for the workers' chunks in flight, the spares and
 
 TEST_CASE("shm protocol: arena_mb caps the slots, and below two slots the job is refused") {
   ArenaDemand d = Demand(4);
-  d.arena_mb = 1;  // 1,048,576 bytes
+  // 1 MiB: 1,048,576 bytes.
+  d.arena_mb = 1;
   CHECK(Slots(Shape(FrameFormat::kRgb24), d) == 1048576 / kSlotRgb24);  // 2
   CHECK(Slots(Shape(FrameFormat::kRgb48), d) == 1048576 / kSlotRgb48);  // 2
   CHECK(Slots(Shape(FrameFormat::kYuv420p), d) == 1048576 / kSlotYuv);  // 3

@@ -16,6 +16,20 @@ namespace {
 // Reads of DrainWakeUps per call: 4 KiB of wake-ups, far more than a healthy peer leaves.
 constexpr int kMaxDrainReads = 16;
 
+// A fresh object of `bytes` ("<what>-<random>") with a Header constructed at its start and its
+// magic, kProtocolVersion and size written; *header points at it (in the object's mapping).
+template <typename Header>
+Result<SharedMemory> CreateWithHeader(const char* what, size_t bytes, uint64_t magic,
+                                      Header** header) {
+  Result<SharedMemory> shm = SharedMemory::Create(what, bytes);
+  if (!shm.ok()) return shm;
+  *header = new (shm->data()) Header();
+  (*header)->magic = magic;
+  (*header)->version = kProtocolVersion;
+  (*header)->header_bytes = sizeof(Header);
+  return shm;
+}
+
 }  // namespace
 
 Result<ArenaGeometry> SizeArena(const ArenaGeometry& shape, const ArenaDemand& demand) {
@@ -51,23 +65,17 @@ Result<SharedMemory> CreateFrameArena(const ArenaGeometry& g) {
   if (Status valid = ValidateArenaGeometry(g, g.total_bytes); !valid.ok()) {
     return Status(StatusCode::kInternal, valid.message());
   }
-  Result<SharedMemory> shm = SharedMemory::Create("arena", g.total_bytes);
-  if (!shm.ok()) return shm.status();
-  auto* header = new (shm->data()) ArenaHeader();
-  header->magic = kArenaMagic;
-  header->version = kProtocolVersion;
-  header->header_bytes = sizeof(ArenaHeader);
-  header->geometry = g;
+  ArenaHeader* header = nullptr;
+  Result<SharedMemory> shm = CreateWithHeader("arena", g.total_bytes, kArenaMagic, &header);
+  if (shm.ok()) header->geometry = g;
   return shm;
 }
 
 Result<SharedMemory> CreateControlBlock(uint32_t channel_index, int32_t supervisor_pid) {
-  Result<SharedMemory> shm = SharedMemory::Create("ctl", sizeof(ControlHeader));
-  if (!shm.ok()) return shm.status();
-  auto* control = new (shm->data()) ControlHeader();
-  control->magic = kControlMagic;
-  control->version = kProtocolVersion;
-  control->header_bytes = sizeof(ControlHeader);
+  ControlHeader* control = nullptr;
+  Result<SharedMemory> shm =
+      CreateWithHeader("ctl", sizeof(ControlHeader), kControlMagic, &control);
+  if (!shm.ok()) return shm;
   control->supervisor_pid = supervisor_pid;
   control->channel_index = channel_index;
   control->channel.state.store(static_cast<uint32_t>(WorkerState::kStarting),

@@ -1,10 +1,17 @@
-// The shared-memory layout between the supervisor and its workers. Two kinds of object, both
-// files in the supervisor's private directory under /dev/shm (see shared_memory.h):
+// The shared-memory protocol between the supervisor and its workers: the layout of the objects
+// they share, and their lifecycle beside it (how big a job's arena is, how each object is created
+// and initialised, how a wake-up is sent and waited for). The checks of everything a worker can
+// write are in shm_validate.h (kept apart so that a fuzz target builds them alone). A protocol
+// change touches this pair, shm_validate and their tests (tests/unit/shm_*_test.cpp).
+//
+// Two kinds of object, both files in the supervisor's private directory under /dev/shm (see
+// shared_memory.h):
 //
 //  - a control block ("ctl-..."), one per worker process (a fresh one for each spawn): a header
 //    and that worker's WorkerChannel: one SPSC ring per direction, the worker's state, probe
 //    result and telemetry. No other worker maps it. It holds no lock and no kernel object:
-//    wake-ups travel over pipes (worker_pool.h), so nothing in it can block the supervisor.
+//    wake-ups travel over a socket pair (PostWakeUp, WaitForWakeUp below; worker_pool.h), so
+//    nothing in it can block the supervisor.
 //  - a frame arena ("arena-...") per job, mapped by every worker of the job: a header and
 //    `slot_count` slots. A slot holds one chunk: its input frames (rgb24, rgb48 or planar YUV
 //    4:2:0, see frame_format.h), then room for its output frames (rgb24 or rgb48), packed rows.
@@ -26,10 +33,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <poll.h>
 #include <string>
 
 #include "common/frame_format.h"
+#include "common/shared_memory.h"
 #include "common/spsc_ring.h"
+#include "common/status.h"
 
 namespace framemill {
 
@@ -43,6 +53,17 @@ inline constexpr size_t kMessageBytes = 480;
 inline constexpr size_t kDeviceBytes = 32;
 inline constexpr size_t kSandboxBytes = 160;
 inline constexpr size_t kSlotAlignment = 4096;
+
+// Chunks the supervisor sends a worker before its answers: one running, one waiting, so a worker
+// never idles between chunks. The dispatcher keeps to it (supervisor/workers/dispatcher.cpp) and
+// the arena has room for it (SizeArena). Fewer than the rings hold, so a worker's result never
+// waits for room while the supervisor is healthy.
+inline constexpr int kInflightPerWorker = 2;
+static_assert(kInflightPerWorker < static_cast<int>(kRingCapacity),
+              "a worker's requests and results in flight must fit its rings");
+// Arena slots beyond those in the workers' hands: chunks decoded ahead of the workers and
+// finished ones waiting for the encoder.
+inline constexpr uint64_t kArenaSpareSlots = 4;
 
 // Where the frames of a job's arena lie. Written by the supervisor, which keeps its own copy and
 // sends it in every request; the copy in the arena header is for people reading a dump.
@@ -166,5 +187,54 @@ inline void CopyString(char (&dst)[N], const std::string& src) {
   std::memcpy(dst, src.data(), n);
   dst[n] = '\0';
 }
+
+// ---- Lifecycle ----
+
+// What a job asks of its arena besides the frames' shape.
+struct ArenaDemand {
+  int workers = 1;                 // worker processes of the job
+  int encoders = 1;                // segments encoded at once
+  int64_t chunks_per_segment = 1;  // chunks of a segment
+  int64_t chunks = 0;              // chunks in the job's plan
+  int64_t arena_mb = 4096;         // the cap: the arena's slots in MiB (config arena_mb)
+};
+
+// The arena for a job: `shape` gives the frames (chunk_frames, the input and output sizes and
+// formats, the input's matrix and range; its other fields are ignored), and SizeArena fills in
+// the slots: each holds one chunk's input and output frames, rounded up to kSlotAlignment; there
+// are as many as the workers hold in flight (workers * kInflightPerWorker) plus kArenaSpareSlots,
+// plus encoders * chunks_per_segment when encoders > 1 (each encoder's segment waits whole in the
+// arena), but no more than the plan's chunks + 1 and than fit in arena_mb MiB. The header lies in
+// the first kSlotAlignment-aligned bytes, outside the arena_mb budget.
+// Errors: kInvalidJob when arena_mb holds fewer than 2 slots (the message says what to change);
+// kInternal for a shape with no frames in a slot.
+Result<ArenaGeometry> SizeArena(const ArenaGeometry& shape, const ArenaDemand& demand);
+
+// Creates a job's frame arena: a fresh shared-memory object ("arena-...") of g.total_bytes, its
+// header written (magic, version, the geometry for people reading a dump), the slots zero.
+// kInternal when `g` fails ValidateArenaGeometry against its own total_bytes; kIo when the object
+// cannot be made (shared_memory.h).
+Result<SharedMemory> CreateFrameArena(const ArenaGeometry& g);
+
+// Creates the control block of the worker about to start on channel `channel_index`: a fresh
+// shared-memory object ("ctl-...") with its header written, the rings empty and the worker's
+// state kStarting. The worker attaches to it by path and checks it (ValidateControlHeader).
+Result<SharedMemory> CreateControlBlock(uint32_t channel_index, int32_t supervisor_pid);
+
+// Waits until one of `fds[0..count)` has an event (its revents set: readable, hung up, error) or
+// `timeout_ms` (< 0: no limit) has passed on CLOCK_MONOTONIC. A signal does not cut the wait
+// short: poll resumes with the time left, so a caller that must react to a signal does so at the
+// latest when its timeout ends. Returns how many fds have events, 0 when the time ran out; kIo
+// for a poll error other than EINTR.
+Result<int> WaitForWakeUp(pollfd* fds, size_t count, int timeout_ms);
+
+// Posts one wake-up byte on a socket end of the pair. Never blocks and never raises SIGPIPE: a
+// full buffer means a wake-up is pending already, and a peer that is gone is seen elsewhere.
+void PostWakeUp(int fd);
+
+// Reads and drops the wake-up bytes pending on a non-blocking socket end: many wake-ups are
+// served by one look at the rings. Bounded (a peer may write without end); what is left wakes the
+// next wait at once. Returns false when the peer has closed its end.
+bool DrainWakeUps(int fd);
 
 }  // namespace framemill

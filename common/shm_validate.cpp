@@ -141,6 +141,27 @@ Status ValidateTelemetry(const TelemetrySnapshot& now, const TelemetrySnapshot& 
   return Status::Ok();
 }
 
+Status ValidateControlHeader(const void* data, size_t bytes) {
+  auto bad = [](const std::string& what) { return Bad("control block: " + what); };
+  if (data == nullptr || bytes < sizeof(ControlHeader)) {
+    return bad(std::to_string(bytes) + " bytes, fewer than its header's " +
+               std::to_string(sizeof(ControlHeader)));
+  }
+  // Read in place: the worker trusts what the supervisor wrote; this only tells another build's
+  // layout from ours.
+  const auto& h = *static_cast<const ControlHeader*>(data);
+  if (h.magic != kControlMagic) return bad("magic is not framemill's");
+  if (h.version != kProtocolVersion) {
+    return bad("protocol version " + std::to_string(h.version) + ", not " +
+               std::to_string(kProtocolVersion));
+  }
+  if (h.header_bytes != sizeof(ControlHeader)) {
+    return bad("header of " + std::to_string(h.header_bytes) + " bytes, not " +
+               std::to_string(sizeof(ControlHeader)));
+  }
+  return Status::Ok();
+}
+
 Status ValidateArenaGeometry(const ArenaGeometry& g, uint64_t mapping_bytes) {
   auto bad = [](const std::string& what) { return Bad("arena geometry: " + what); };
   if (g.slot_count == 0 || g.chunk_frames == 0) return bad("no slots or no frames per slot");

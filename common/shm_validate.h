@@ -1,4 +1,5 @@
-// Checks for every value the supervisor reads from memory a worker can write (shm_protocol.h).
+// The protocol's checks (shm_protocol.h): the control block a worker attaches to, and every value
+// the supervisor reads from memory a worker can write.
 // Each is a pure function of the bytes read (copied out of shared memory first, so the worker
 // cannot change a value between its check and its use) and of the supervisor's own records; none
 // touches shared memory, so a fuzz target can feed them arbitrary images
@@ -80,6 +81,11 @@ TelemetrySnapshot ReadTelemetry(const WorkerTelemetry& t);
 // heartbeat and counters never moving backwards, memory figures <= kMaxPlausibleBytes.
 Status ValidateTelemetry(const TelemetrySnapshot& now, const TelemetrySnapshot& prev,
                          uint64_t now_ms);
+
+// A control block a worker is about to attach to (`bytes` of mapping at `data`): large enough for a
+// ControlHeader, with this build's magic, kProtocolVersion and sizeof(ControlHeader). The error
+// says which field differs; a worker that gets one refuses to attach (another build's layout).
+Status ValidateControlHeader(const void* data, size_t bytes);
 
 // An arena geometry fits a mapping of `mapping_bytes`: every slot's input and output frames lie
 // inside it (no overflow anywhere), enums in range, sizes non-zero and bounded.

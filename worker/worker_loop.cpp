@@ -97,20 +97,13 @@ int Worker::Fail(int exit_code, const std::string& message) {
   return exit_code;
 }
 
-void Worker::WakeSupervisor() {
-  // A full socket buffer means a wake-up is already pending; a gone supervisor, EPIPE (no signal).
-  const char byte = 1;
-  (void)!::send(wake_fd_, &byte, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
-}
+void Worker::WakeSupervisor() { PostWakeUp(wake_fd_); }
 
 void Worker::WaitForRequest(int timeout_ms) {
   pollfd p{wake_fd_, POLLIN, 0};
-  // A relative timeout: the wall clock plays no part. EINTR is an early wake-up.
-  if (::poll(&p, 1, timeout_ms) > 0 && (p.revents & POLLIN) != 0) {
-    char buf[64];
-    while (::recv(wake_fd_, buf, sizeof(buf), MSG_DONTWAIT) > 0) {
-    }
-  }
+  Result<int> ready = WaitForWakeUp(&p, 1, timeout_ms);
+  // A gone supervisor is seen by the parent check after the wait, not here.
+  if (ready.ok() && *ready > 0 && (p.revents & POLLIN) != 0) (void)DrainWakeUps(wake_fd_);
 }
 
 // The arena of a request, mapped (once per job), its geometry checked against the mapping.
@@ -325,9 +318,7 @@ int RunWorker(const WorkerArgs& args) {
     LogError("cannot attach: " + shm.status().message());
     return kWorkerExitAttach;
   }
-  auto* control = static_cast<ControlHeader*>(shm->data());
-  if (shm->size() < sizeof(ControlHeader) || control->magic != kControlMagic ||
-      control->version != kProtocolVersion || control->header_bytes != sizeof(ControlHeader)) {
+  if (!ValidateControlHeader(shm->data(), shm->size()).ok()) {
     LogError("cannot attach to " + args.control +
              ": it was made by a framemill with another "
              "shared-memory layout (this worker speaks protocol version " +
@@ -344,6 +335,7 @@ int RunWorker(const WorkerArgs& args) {
     return kWorkerExitAttach;
   }
   // The parent may have died between spawning us and the prctl above.
+  const auto* control = static_cast<const ControlHeader*>(shm->data());
   if (::getppid() != control->supervisor_pid) return kWorkerExitOrphaned;
   Worker worker(&*shm, args.channel, args.wake_fd);
   return worker.Run(args);

@@ -8,7 +8,6 @@
 #include <deque>
 #include <memory>
 #include <mutex>
-#include <new>
 #include <optional>
 #include <fcntl.h>
 #include <cstdlib>
@@ -23,7 +22,6 @@
 #include "common/log.h"
 #include "common/shared_memory.h"
 #include "common/shm_protocol.h"
-#include "common/shm_validate.h"
 #include "supervisor/job/color_choice.h"
 #include "supervisor/job/free_space.h"
 #include "supervisor/job/warm_key.h"
@@ -410,61 +408,36 @@ Status JobRun::CreateArena() {
   // More than 8 bits reach the model as 16 (rgb48); the output side is 16-bit for an output
   // format of more than 8 bits.
   in_format_ = color_conversion_ == ColorConversion::kDevice ? FrameFormat::kYuv420p
-               : v.bits_per_component > 8                    ? FrameFormat::kRgb48
-                                                             : FrameFormat::kRgb24;
-  const FrameFormat in_format = in_format_;
-  uint64_t in_frame = FrameBytes(in_format, static_cast<uint32_t>(v.display_width),
-                                 static_cast<uint32_t>(v.display_height));
-  uint64_t out_frame =
-      FrameBytes(out_format_, static_cast<uint32_t>(out_w_), static_cast<uint32_t>(out_h_));
-  uint64_t slot_bytes = AlignUp((in_frame + out_frame) * plan_.chunk_frames, kSlotAlignment);
-  uint64_t budget = static_cast<uint64_t>(config_.arena_mb) << 20;
-  uint64_t wanted = static_cast<uint64_t>(settings_.workers) * kInflightPerWorker + 4;
-  if (settings_.encoders > 1)
-    wanted += static_cast<uint64_t>(settings_.encoders * chunks_per_segment_);
-  uint64_t slots = std::min<uint64_t>({budget / slot_bytes, wanted, plan_.chunks.size() + 1});
-  if (slots < 2) {
-    return Status(StatusCode::kInvalidJob,
-                  "arena_mb=" + std::to_string(config_.arena_mb) +
-                      " holds fewer than 2 chunks of " + std::to_string(plan_.chunk_frames) +
-                      " frames at " + std::to_string(v.display_width) + "x" +
-                      std::to_string(v.display_height) + " -> " + std::to_string(out_w_) + "x" +
-                      std::to_string(out_h_) + " (" + std::to_string(slot_bytes >> 20) +
-                      " MiB each): lower chunk_frames or raise arena_mb");
-  }
-  uint64_t data_offset = AlignUp(sizeof(ArenaHeader), kSlotAlignment);
-  ArenaGeometry g;
-  g.slot_count = static_cast<uint32_t>(slots);
-  g.chunk_frames = static_cast<uint32_t>(plan_.chunk_frames);
-  g.in_width = static_cast<uint32_t>(v.display_width);
-  g.in_height = static_cast<uint32_t>(v.display_height);
-  g.in_format = in_format;
-  g.in_matrix = MatrixForColorSpace(color_path_.color_space);
-  g.in_full_range = color_path_.full_range ? 1 : 0;
-  g.out_format = out_format_;
-  g.out_width = static_cast<uint32_t>(out_w_);
-  g.out_height = static_cast<uint32_t>(out_h_);
-  g.slot_bytes = slot_bytes;
-  g.data_offset = data_offset;
-  g.total_bytes = data_offset + slots * slot_bytes;
-  if (Status valid = ValidateArenaGeometry(g, g.total_bytes); !valid.ok()) {
-    return Status(StatusCode::kInternal, valid.message());
-  }
-  Result<SharedMemory> shm = SharedMemory::Create("arena", g.total_bytes);
+               : v.bits_per_component > 8    ? FrameFormat::kRgb48
+                                             : FrameFormat::kRgb24;
+  ArenaGeometry shape;
+  shape.chunk_frames = static_cast<uint32_t>(plan_.chunk_frames);
+  shape.in_width = static_cast<uint32_t>(v.display_width);
+  shape.in_height = static_cast<uint32_t>(v.display_height);
+  shape.in_format = in_format_;
+  shape.in_matrix = MatrixForColorSpace(color_path_.color_space);
+  shape.in_full_range = color_path_.full_range ? 1 : 0;
+  shape.out_format = out_format_;
+  shape.out_width = static_cast<uint32_t>(out_w_);
+  shape.out_height = static_cast<uint32_t>(out_h_);
+  ArenaDemand demand;
+  demand.workers = settings_.workers;
+  demand.encoders = settings_.encoders;
+  demand.chunks_per_segment = chunks_per_segment_;
+  demand.chunks = static_cast<int64_t>(plan_.chunks.size());
+  demand.arena_mb = config_.arena_mb;
+  Result<ArenaGeometry> g = SizeArena(shape, demand);
+  if (!g.ok()) return g.status();
+  Result<SharedMemory> shm = CreateFrameArena(*g);
   if (!shm.ok()) return shm.status();
   arena_shm_ = std::move(*shm);
-  arena_ = g;
+  arena_ = *g;
   arena_base_ = static_cast<uint8_t*>(arena_shm_.data());
-  auto* header = new (arena_shm_.data()) ArenaHeader();
-  header->magic = kArenaMagic;
-  header->version = kProtocolVersion;
-  header->header_bytes = sizeof(ArenaHeader);
-  header->geometry = g;
-  board_ = std::make_unique<ChunkBoard>(static_cast<int64_t>(plan_.chunks.size()),
-                                        static_cast<uint32_t>(slots));
+  board_ =
+      std::make_unique<ChunkBoard>(static_cast<int64_t>(plan_.chunks.size()), arena_.slot_count);
   FM_RETURN_IF_ERROR(CheckFreeSpace());
-  spdlog::info("arena {}: {} slots of {} MiB ({} -> {}x{})", arena_shm_.name(), slots,
-               slot_bytes >> 20, plan_.chunk_frames, out_w_, out_h_);
+  spdlog::info("arena {}: {} slots of {} MiB ({} -> {}x{})", arena_shm_.name(), arena_.slot_count,
+               arena_.slot_bytes >> 20, plan_.chunk_frames, out_w_, out_h_);
   return Status::Ok();
 }
 

@@ -15,13 +15,10 @@
 #include <string>
 #include <vector>
 
+#include "common/shm_protocol.h"  // kInflightPerWorker: chunks in flight per worker
 #include "supervisor/workers/recycle_policy.h"
 
 namespace framemill {
-
-// Chunks sent to a worker before its answers: one running, one waiting, so a worker never idles
-// between chunks. The arena is sized from it (supervisor/job/job_runner.cpp).
-inline constexpr int kInflightPerWorker = 2;
 
 enum class WorkerRole {
   kNone,      // no worker, or one that has exited

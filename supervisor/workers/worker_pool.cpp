@@ -5,7 +5,6 @@
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
-#include <new>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -167,18 +166,10 @@ Status WorkerPool::Spawn(int k, int gpu) {
     return Status(StatusCode::kInternal, "channel " + std::to_string(k) + " still has a worker");
   }
   auto p = std::make_unique<Process>();
-  Result<SharedMemory> shm = SharedMemory::Create("ctl", sizeof(ControlHeader));
+  Result<SharedMemory> shm = CreateControlBlock(static_cast<uint32_t>(k), ::getpid());
   if (!shm.ok()) return shm.status();
   p->control = std::move(*shm);
-  auto* control = new (p->control.data()) ControlHeader();
-  control->magic = kControlMagic;
-  control->version = kProtocolVersion;
-  control->header_bytes = sizeof(ControlHeader);
-  control->supervisor_pid = ::getpid();
-  control->channel_index = static_cast<uint32_t>(k);
-  control->channel.state.store(static_cast<uint32_t>(WorkerState::kStarting),
-                               std::memory_order_release);
-  p->channel = &control->channel;
+  p->channel = &static_cast<ControlHeader*>(p->control.data())->channel;
   p->requests = CheckedProducer<ChunkRequest, kRingCapacity>(&p->channel->requests);
   p->results = CheckedConsumer<ChunkResult, kRingCapacity>(&p->channel->results);
   // Our end stays close-on-exec; the worker's end is inherited by this one child only (the
@@ -262,11 +253,7 @@ PushResult WorkerPool::Send(int k, const ChunkRequest& request) {
   Process* p = processes_[k].get();
   if (p == nullptr) return PushResult::kFull;
   PushResult r = p->requests.TryPush(request);
-  if (r == PushResult::kPushed && p->sock >= 0) {
-    // A full socket buffer means a wake-up is already pending: EAGAIN is fine. No SIGPIPE.
-    const char byte = 1;
-    (void)!::send(p->sock, &byte, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
-  }
+  if (r == PushResult::kPushed && p->sock >= 0) PostWakeUp(p->sock);
   return r;
 }
 
@@ -324,25 +311,20 @@ void WorkerPool::WaitForWake(int timeout_ms) {
       owners.push_back(k);
     }
   }
-  // Relative timeout: a step of the wall clock plays no part. EINTR (a signal) is an early
-  // wake-up; the caller looks at its stop flag next.
-  if (::poll(fds.data(), fds.size(), timeout_ms) <= 0) return;
+  // A signal does not end the wait early: the caller's stop flag is looked at when it ends.
+  Result<int> ready = WaitForWakeUp(fds.data(), fds.size(), timeout_ms);
+  if (!ready.ok() || *ready == 0) return;
   for (size_t i = 0; i < fds.size(); ++i) {
     if (fds[i].revents == 0) continue;
     // Coalesce: many wake-ups may have piled up; one look at everything serves them all.
-    char buf[256];
     if (owners[i] < 0) {
       uint64_t count;
       (void)!::read(wake_fd_, &count, sizeof(count));
       continue;
     }
     Process* p = processes_[owners[i]].get();
-    ssize_t n = 0;
-    for (int reads = 0; reads < 16; ++reads) {  // bounded: a worker may write without end
-      n = ::recv(p->sock, buf, sizeof(buf), MSG_DONTWAIT);
-      if (n <= 0) break;
-    }
-    if (n == 0 || (fds[i].revents & (POLLHUP | POLLERR | POLLNVAL)) != 0) {
+    const bool open = DrainWakeUps(p->sock);
+    if (!open || (fds[i].revents & (POLLHUP | POLLERR | POLLNVAL)) != 0) {
       // The worker closed its end (it exited, or chose to): stop polling it, or poll would
       // return at once for ever. Its exit is seen by ReapExited; its results by the next pass.
       ::close(p->sock);

@@ -23,11 +23,21 @@ namespace bp = boost::process;
 namespace {
 constexpr unsigned kCloseRangeCloexec = 1u << 2;  // CLOSE_RANGE_CLOEXEC (linux/close_range.h)
 
-// argv[0]'s path, or kIo naming the program when it is not on PATH.
-Result<std::string> ProgramPath(const std::vector<std::string>& argv) {
+// Runs argv[0], found on PATH, through `run(exe, &result)`, which starts, drives and waits for it
+// and may fail with an error of its own. A program not on PATH, or an exception from starting
+// or driving it, is kIo naming the program.
+Result<CommandOutput> RunProgram(
+    const std::vector<std::string>& argv,
+    const std::function<Status(const std::string& exe, CommandOutput* result)>& run) {
   std::string exe = FindExecutable(argv.at(0));
   if (exe.empty()) return Status(StatusCode::kIo, argv[0] + ": program not found on PATH");
-  return exe;
+  CommandOutput result;
+  try {
+    FM_RETURN_IF_ERROR(run(exe, &result));
+  } catch (const std::exception& e) {
+    return Status(StatusCode::kIo, "cannot run " + exe + ": " + e.what());
+  }
+  return result;
 }
 }  // namespace
 
@@ -75,11 +85,7 @@ std::string WorkerBinaryPath(const std::string& configured) {
 
 Result<CommandOutput> RunAndCapture(const std::vector<std::string>& argv,
                                     const std::vector<int>& inherit) {
-  Result<std::string> found = ProgramPath(argv);
-  if (!found.ok()) return found.status();
-  const std::string& exe = *found;
-  CommandOutput result;
-  try {
+  return RunProgram(argv, [&](const std::string& exe, CommandOutput* result) {
     boost::asio::io_context io;
     std::future<std::string> out, err;
     std::vector<std::string> args(argv.begin() + 1, argv.end());
@@ -88,23 +94,17 @@ Result<CommandOutput> RunAndCapture(const std::vector<std::string>& argv,
     ReapOnExit reap(child);
     io.run();  // returns once both pipes reach end of file
     child.wait();
-    SetExitStatus(child.native_exit_code(), &result);
-    result.out = out.get();
-    result.err = err.get();
-  } catch (const std::exception& e) {
-    return Status(StatusCode::kIo, "cannot run " + exe + ": " + e.what());
-  }
-  return result;
+    SetExitStatus(child.native_exit_code(), result);
+    result->out = out.get();
+    result->err = err.get();
+    return Status::Ok();
+  });
 }
 
 Result<CommandOutput> RunForEachLine(const std::vector<std::string>& argv,
                                      const std::function<void(const std::string&)>& on_line,
                                      const std::vector<int>& inherit) {
-  Result<std::string> found = ProgramPath(argv);
-  if (!found.ok()) return found.status();
-  const std::string& exe = *found;
-  CommandOutput result;
-  try {
+  return RunProgram(argv, [&](const std::string& exe, CommandOutput* result) {
     // stderr is drained on its own thread, so that a chatty child cannot block on a full
     // stderr pipe while we read its stdout.
     boost::asio::io_context io;
@@ -131,12 +131,10 @@ Result<CommandOutput> RunForEachLine(const std::vector<std::string>& argv,
     child.wait();
     drain.join();
     if (!failure.empty()) return Status(StatusCode::kInternal, exe + " output: " + failure);
-    SetExitStatus(child.native_exit_code(), &result);
-    result.err = err.get();
-  } catch (const std::exception& e) {
-    return Status(StatusCode::kIo, "cannot run " + exe + ": " + e.what());
-  }
-  return result;
+    SetExitStatus(child.native_exit_code(), result);
+    result->err = err.get();
+    return Status::Ok();
+  });
 }
 
 std::string LastLines(const std::string& text, int max_lines) {

@@ -49,9 +49,6 @@ std::string WorkerExit::Describe() const {
 
 namespace {
 
-// Where a worker finds its model: the pool's descriptor, duplicated to this number in the child.
-constexpr int kWorkerModelFd = 3;
-
 // The pool's own descriptor of the model: a duplicate of the caller's, or the file opened here.
 // Close-on-exec (nothing but a worker, where it is bound to kWorkerModelFd, gets it) and above
 // kWorkerModelFd, so that binding it in the child is a real dup2 that clears close-on-exec.
@@ -136,18 +133,18 @@ std::string WorkerPool::ControlPath(int k) const {
   return processes_[k] ? processes_[k]->control.name() : std::string();
 }
 
-std::vector<std::string> WorkerPool::WorkerArguments(int k, int gpu, const std::string& control,
-                                                     int wake_fd) const {
+std::vector<std::string> WorkerArguments(const WorkerOptions& options, int k, int gpu,
+                                         const std::string& control, int wake_fd) {
   return {"--control",     control,
           "--channel",     std::to_string(k),
           "--wake-fd",     std::to_string(wake_fd),
           "--model-fd",    std::to_string(kWorkerModelFd),
-          "--model-label", options_.model,  // for messages; the worker never opens it
-          "--device",      gpu >= 0 ? std::string("cuda") : Name(options_.device),
-          "--precision",   Name(options_.precision),
-          "--optimize",    Name(options_.model_optimization),
-          "--log-level",   options_.log_level,
-          "--sandbox",     Name(options_.sandbox)};
+          "--model-label", options.model,  // for messages; the worker never opens it
+          "--device",      gpu >= 0 ? std::string("cuda") : Name(options.device),
+          "--precision",   Name(options.precision),
+          "--optimize",    Name(options.model_optimization),
+          "--log-level",   options.log_level,
+          "--sandbox",     Name(options.sandbox)};
 }
 
 std::string WorkerPool::Sandbox(int k) const {
@@ -192,7 +189,7 @@ Status WorkerPool::Spawn(int k, int gpu) {
     if (gpu >= 0) env["CUDA_VISIBLE_DEVICES"] = std::to_string(gpu);
     // stdout too goes to the log: a model's print() must not reach the supervisor's output.
     p->child = bp::child(
-        options_.worker_binary, bp::args(WorkerArguments(k, gpu, p->control.name(), worker_end)),
+        options_.worker_binary, bp::args(WorkerArguments(options_, k, gpu, p->control.name(), worker_end)),
         env, bp::posix::fd.bind(kWorkerModelFd, model_fd_), bp::std_in.close(),
         (bp::std_out & bp::std_err) > p->log_path,
         bp::extend::on_exec_setup = [worker_end](auto&) { ::fcntl(worker_end, F_SETFD, 0); });

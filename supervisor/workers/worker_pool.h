@@ -52,6 +52,16 @@ struct WorkerOptions {
 // private root either; false for a complete sandbox and for "off".
 bool WorkerSandboxDegraded(const std::string& summary);
 
+// Where a worker finds its model: the pool's descriptor, duplicated to this number in the child.
+inline constexpr int kWorkerModelFd = 3;
+
+// framemill-worker's arguments after the program name (worker/main.cpp reads them), for channel
+// k, pinned to `gpu` when >= 0 (it then sees one GPU and runs on "cuda"), with its control block
+// and its end of the wake-up socket. The model is named only as a label: the worker reads it
+// from kWorkerModelFd.
+std::vector<std::string> WorkerArguments(const WorkerOptions& options, int k, int gpu,
+                                         const std::string& control, int wake_fd);
+
 // A worker process that has ended and been reaped.
 struct WorkerExit {
   int channel = -1;
@@ -134,10 +144,6 @@ class WorkerPool {
   WorkerPool(const WorkerOptions& options, int wake_fd, int channels, int model_fd);
   struct Process;
 
-  // The worker's arguments after the program name, for channel k (pinned to `gpu` if >= 0), its
-  // control block and its end of the wake-up socket.
-  std::vector<std::string> WorkerArguments(int k, int gpu, const std::string& control,
-                                           int wake_fd) const;
 
   WorkerOptions options_;
   int wake_fd_;  // eventfd: Wake() from the supervisor's own threads

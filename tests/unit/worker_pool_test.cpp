@@ -1,0 +1,242 @@
+// WorkerPool: starting, watching and stopping worker processes, on real processes. Stand-in
+// programs (shell scripts written here) check the mechanism the pool owns: the arguments and
+// descriptors a worker gets, how an exit or a signal is reported, the worker's last stderr
+// lines, the generation count, the sandbox text read back from shared memory. One case runs
+// the real framemill-worker from ready to a clean stop.
+#include <doctest/doctest.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/shared_memory.h"
+#include "common/shm_protocol.h"
+#include "supervisor/workers/worker_pool.h"
+
+using namespace framemill;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string TempDir(const std::string& name) {
+  std::string dir = fs::temp_directory_path().string() + "/framemill-pool-" + name + "-" +
+                    std::to_string(::getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string Read(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+// An executable shell script at dir/name.
+std::string Script(const std::string& dir, const std::string& name, const std::string& body) {
+  std::string path = dir + "/" + name;
+  std::ofstream(path) << "#!/bin/sh\n" << body;
+  fs::permissions(path, fs::perms::owner_all);
+  return path;
+}
+
+// Options for a stand-in worker: a model file that is any file (the pool only opens it).
+WorkerOptions StandIn(const std::string& dir, const std::string& program) {
+  WorkerOptions o;
+  o.worker_binary = program;
+  o.model = dir + "/model.pt";
+  std::ofstream(o.model) << "not a model";
+  o.log_dir = dir;
+  o.log_level = "info";
+  return o;
+}
+
+// Reaps until channel k's worker has exited, or 20 s pass (then the check fails).
+WorkerExit WaitForExit(WorkerPool& pool, int k) {
+  uint64_t deadline = MonotonicMs() + 20000;
+  while (MonotonicMs() < deadline) {
+    for (WorkerExit& e : pool.ReapExited()) {
+      if (e.channel == k) return e;
+    }
+    pool.WaitForWake(20);
+  }
+  FAIL("worker on channel " << k << " did not exit within 20 s");
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("worker pool: a worker's arguments name its channel, model descriptor and settings") {
+  WorkerOptions o;
+  o.model = "/models/x.pt";
+  o.device = *ParseDevice("cpu");
+  o.precision = Precision::kBf16;
+  o.model_optimization = ModelOptimization::kOff;
+  o.log_level = "debug";
+  o.sandbox = WorkerSandbox::kRequired;
+  std::vector<std::string> a = WorkerArguments(o, 2, -1, "/dev/shm/d/c", 9);
+  auto value = [&](const std::string& flag) {
+    for (size_t i = 0; i + 1 < a.size(); ++i) {
+      if (a[i] == flag) return a[i + 1];
+    }
+    return std::string("(missing)");
+  };
+  CHECK(value("--control") == "/dev/shm/d/c");
+  CHECK(value("--channel") == "2");
+  CHECK(value("--wake-fd") == "9");
+  CHECK(value("--model-fd") == std::to_string(kWorkerModelFd));
+  CHECK(value("--model-label") == "/models/x.pt");
+  CHECK(value("--device") == "cpu");
+  CHECK(value("--precision") == "bf16");
+  CHECK(value("--optimize") == "off");
+  CHECK(value("--log-level") == "debug");
+  CHECK(value("--sandbox") == Name(WorkerSandbox::kRequired));
+  // Pinned to a GPU, the worker sees that one GPU only and runs on "cuda".
+  o.device = *ParseDevice("cuda:3");
+  CHECK(WorkerArguments(o, 0, 3, "c", 9)[11] == "cuda");
+  CHECK(WorkerArguments(o, 0, -1, "c", 9)[11] == "cuda:3");
+}
+
+TEST_CASE("worker pool: a sandbox summary that lacks a layer reads as degraded") {
+  CHECK_FALSE(WorkerSandboxDegraded("landlock abi 7 (fs, tcp, scopes), seccomp, no_new_privs, "
+                                    "rlimits, mntns, netns"));
+  CHECK_FALSE(WorkerSandboxDegraded("off"));
+  CHECK(WorkerSandboxDegraded("partial: seccomp, rlimits (no landlock: kernel too old)"));
+  CHECK(WorkerSandboxDegraded("none (no_new_privs failed)"));
+  // CUDA without Landlock's file rules is confined by the private root; without it, not at all.
+  CHECK_FALSE(WorkerSandboxDegraded("landlock abi 7 (no file rules (CUDA), tcp), seccomp, mntns"));
+  CHECK(WorkerSandboxDegraded("landlock abi 7 (no file rules (CUDA), tcp), seccomp, netns"));
+}
+
+TEST_CASE("worker pool: a worker gets its arguments, and the model on descriptor 3 only") {
+  std::string dir = TempDir("argv");
+  std::string seen = dir + "/seen";
+  // Records its arguments and what descriptor 3 is, then exits 0.
+  std::string program = Script(dir, "record.sh",
+                               "printf '%s\\n' \"$@\" >" + seen + "\n" +
+                                   "readlink /proc/$$/fd/3 >>" + seen + "\n");
+  WorkerOptions o = StandIn(dir, program);
+  auto pool = WorkerPool::Create(o, 2);
+  REQUIRE(pool.ok());
+  REQUIRE((*pool)->Spawn(1).ok());
+  WorkerExit e = WaitForExit(**pool, 1);
+  CHECK(e.exit_code == 0);
+  CHECK_FALSE(e.signaled);
+  std::string text = Read(seen);
+  CHECK(text.find("--channel\n1\n") != std::string::npos);
+  CHECK(text.find("--model-label\n" + o.model + "\n") != std::string::npos);
+  // Descriptor 3 is the model file itself, opened by the pool.
+  CHECK(text.find(fs::canonical(o.model).string()) != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("worker pool: an exit code and the worker's last stderr lines are reported") {
+  std::string dir = TempDir("exit");
+  std::string program =
+      Script(dir, "fail.sh", "for i in 1 2 3 4 5 6 7; do echo \"line $i\" >&2; done\nexit 3\n");
+  auto pool = WorkerPool::Create(StandIn(dir, program), 1);
+  REQUIRE(pool.ok());
+  REQUIRE((*pool)->Spawn(0).ok());
+  CHECK((*pool)->Generation(0) == 1);
+  WorkerExit e = WaitForExit(**pool, 0);
+  CHECK(e.exit_code == 3);
+  CHECK(e.generation == 1);
+  CHECK(e.Describe().rfind("exit code 3", 0) == 0);
+  // The last five lines, not the first.
+  CHECK(e.stderr_tail.find("line 7") != std::string::npos);
+  CHECK(e.stderr_tail.find("line 1\n") == std::string::npos);
+  CHECK_FALSE((*pool)->Alive(0));
+  // The channel is free again; the next worker there is the next generation.
+  REQUIRE((*pool)->Spawn(0).ok());
+  CHECK((*pool)->Generation(0) == 2);
+  CHECK(WaitForExit(**pool, 0).generation == 2);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("worker pool: a killed worker is reported with its signal and its control block goes") {
+  std::string dir = TempDir("kill");
+  std::string program = Script(dir, "sleep.sh", "exec sleep 60\n");
+  auto pool = WorkerPool::Create(StandIn(dir, program), 1);
+  REQUIRE(pool.ok());
+  REQUIRE((*pool)->Spawn(0).ok());
+  CHECK((*pool)->Alive(0));
+  CHECK((*pool)->Pid(0) > 0);
+  // A second worker on a busy channel is refused.
+  CHECK_FALSE((*pool)->Spawn(0).ok());
+  std::string control = (*pool)->ControlPath(0);
+  REQUIRE_FALSE(control.empty());
+  CHECK(fs::exists(control));
+  (*pool)->Signal(0, SIGKILL);
+  WorkerExit e = WaitForExit(**pool, 0);
+  CHECK(e.signaled);
+  CHECK(e.signal == SIGKILL);
+  CHECK(e.Describe().rfind("killed by signal 9", 0) == 0);
+  CHECK(e.last_state == WorkerState::kStarting);  // as the pool made it: it never wrote a state
+  CHECK_FALSE(fs::exists(control));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("worker pool: the sandbox text a worker writes is read back printable and bounded") {
+  std::string dir = TempDir("sandbox");
+  std::string program = Script(dir, "sleep.sh", "exec sleep 60\n");
+  auto pool = WorkerPool::Create(StandIn(dir, program), 1);
+  REQUIRE(pool.ok());
+  REQUIRE((*pool)->Spawn(0).ok());
+  CHECK((*pool)->Sandbox(0).empty());
+  // Write what a hostile worker could: control bytes, high bytes, no terminating zero.
+  auto shm = SharedMemory::Open((*pool)->ControlPath(0));
+  REQUIRE(shm.ok());
+  char* text = static_cast<ControlHeader*>(shm->data())->channel.sandbox;
+  const size_t size = sizeof(static_cast<ControlHeader*>(shm->data())->channel.sandbox);
+  for (size_t i = 0; i < size; ++i) text[i] = 'a';
+  text[0] = '\x01';
+  text[1] = static_cast<char>(0xff);
+  std::string read = (*pool)->Sandbox(0);
+  CHECK(read.size() == size);
+  CHECK(read.substr(0, 3) == "??a");
+  (*pool)->StopAll(200);  // a stand-in ignores kStop: killed after the grace time
+  CHECK_FALSE((*pool)->Alive(0));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("worker pool: the real worker loads a model, reports ready, and stops cleanly") {
+  std::string dir = TempDir("real");
+  std::string model = dir + "/invert.pt";
+  std::string export_cmd = std::string(FRAMEMILL_BIN) + " model export invert " + model +
+                           " >/dev/null 2>&1";
+  REQUIRE(std::system(export_cmd.c_str()) == 0);
+  WorkerOptions o;
+  o.worker_binary = FRAMEMILL_WORKER_BIN;
+  o.model = model;
+  o.device = *ParseDevice("cpu");
+  o.log_dir = dir;
+  o.log_level = "info";
+  auto pool = WorkerPool::Create(o, 1);
+  REQUIRE(pool.ok());
+  REQUIRE((*pool)->Spawn(0).ok());
+  uint64_t deadline = MonotonicMs() + 60000;
+  Result<WorkerState> state = WorkerState::kStarting;
+  while (MonotonicMs() < deadline) {
+    state = (*pool)->State(0);
+    if (!state.ok() || *state != WorkerState::kStarting) break;
+    (*pool)->WaitForWake(50);
+  }
+  REQUIRE(state.ok());
+  REQUIRE_MESSAGE(*state == WorkerState::kReady, Read(dir + "/worker-0-1.log"));
+  CHECK_FALSE((*pool)->Sandbox(0).empty());
+  ChunkRequest stop{};
+  stop.kind = ChunkRequest::kStop;
+  CHECK((*pool)->Send(0, stop) == PushResult::kPushed);
+  WorkerExit e = WaitForExit(**pool, 0);
+  CHECK(e.exit_code == 0);
+  CHECK_FALSE(e.signaled);
+  CHECK(e.last_state == WorkerState::kExited);
+  fs::remove_all(dir);
+}

@@ -98,7 +98,7 @@ void Promote(std::vector<DispatchChannel>* channels, int k) {
 }
 
 bool KeptAtRelease(const DispatchChannel& ch) {
-  return ch.role == WorkerRole::kActive && ch.inflight.empty();
+  return (ch.role == WorkerRole::kActive && ch.inflight.empty()) || ch.role == WorkerRole::kLoading;
 }
 
 }  // namespace framemill

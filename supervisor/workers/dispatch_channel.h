@@ -83,7 +83,9 @@ WorkerRole RoleWhenReady(const DispatchChannel& ch);
 // ready, as soon as it is ready if still loading).
 void Promote(std::vector<DispatchChannel>* channels, int k);
 
-// True when a worker is kept loaded for the next job at Dispatcher::Release: active and idle.
+// True when a worker is kept for the next job at Dispatcher::Release: active and idle, or still
+// loading its model (a worker started late in a short job: killing it would make every short job
+// start one again; the next job adopts it as loading).
 bool KeptAtRelease(const DispatchChannel& ch);
 
 }  // namespace framemill

@@ -124,7 +124,8 @@ Result<FirstWorker> Dispatcher::Start(const std::atomic<bool>& stop) {
   int wanted = std::min<int>(settings_.workers, static_cast<int>(plan_.chunks.size()));
   // Workers left loaded by the previous job (see Release) are taken over as they are.
   int adopted = 0;
-  bool killed = false;  // a worker left by the previous job broke the protocol
+  bool killed = false;          // a worker left by the previous job broke the protocol
+  std::vector<int> loading;     // left still loading its model
   for (int k = 0; k < static_cast<int>(channels_.size()); ++k) {
     WorkerState state = WorkerState::kEmpty;
     if (!pool_->Alive(k)) continue;
@@ -132,6 +133,7 @@ Result<FirstWorker> Dispatcher::Start(const std::atomic<bool>& stop) {
       killed = true;  // reaped below
       continue;
     }
+    if (state == WorkerState::kStarting) loading.push_back(k);
     if (state != WorkerState::kReady) continue;
     if (adopted == wanted) {  // more than this job wants
       pool_->Signal(k, SIGKILL);
@@ -153,16 +155,38 @@ Result<FirstWorker> Dispatcher::Start(const std::atomic<bool>& stop) {
     Record(k, TimelineEventKind::kReady, "kept loaded from the previous job");
     ++adopted;
   }
+  // Workers the previous job left still loading: with a ready worker to lead this job they are
+  // adopted as loading (Run() makes them active once ready); without one, or beyond what this
+  // job wants, they are stopped, and the start below begins afresh.
+  for (int k : loading) {
+    if (adopted > 0 && adopted < wanted) {
+      DispatchChannel& ch = channels_[k];
+      ch = DispatchChannel{};
+      ch.role = WorkerRole::kLoading;
+      ch.generation = pool_->Generation(k);
+      ch.spawn_ms = MonotonicMs();
+      ch.limits = JitteredLimits(settings_.recycle, rng_);
+      ch.peak_index = stats_.peaks.size();
+      stats_.peaks.push_back({k, ch.generation, pool_->Pid(k), 0, 0, 0});
+      Record(k, TimelineEventKind::kStart, "still loading, kept from the previous job");
+      ++adopted;
+    } else {
+      pool_->Signal(k, SIGKILL);
+      killed = true;
+    }
+  }
   if (adopted > 0) {
     for (const WorkerExit& e : pool_->ReapExited()) channels_[e.channel] = DispatchChannel{};
     return first;  // Run() starts any missing workers
   }
-  // Channels of workers killed above are reused below: wait for their exits.
+  // Channels of workers killed above are reused below: wait for their exits (a killed worker's
+  // channel has no role until it is reaped).
   for (uint64_t until = MonotonicMs() + kStopGraceMs; killed && MonotonicMs() < until;) {
     for (const WorkerExit& e : pool_->ReapExited()) channels_[e.channel] = DispatchChannel{};
     killed = false;
     for (int k = 0; k < static_cast<int>(channels_.size()); ++k) {
-      killed = killed || (pool_->Alive(k) && channels_[k].violated);
+      killed = killed || (pool_->Alive(k) && (channels_[k].violated ||
+                                               channels_[k].role == WorkerRole::kNone));
     }
     if (killed) ::usleep(10 * 1000);
   }
@@ -537,7 +561,7 @@ std::unique_ptr<WorkerPool> Dispatcher::Release() {
     for (const WorkerExit& e : pool_->ReapExited()) channels_[e.channel] = DispatchChannel{};
     bool pending = false;
     for (int k = 0; k < static_cast<int>(channels_.size()); ++k) {
-      pending = pending || (pool_->Alive(k) && channels_[k].role != WorkerRole::kActive);
+      pending = pending || (pool_->Alive(k) && !KeptAtRelease(channels_[k]));
     }
     if (!pending) break;
     ::usleep(10 * 1000);

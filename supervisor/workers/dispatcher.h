@@ -69,8 +69,9 @@ class Dispatcher {
   // Stops every worker (kStop, then SIGKILL after a grace period).
   void Shutdown();
 
-  // Stops every worker that is not active and idle (loading, standby, retiring), and hands the
-  // pool over with the idle ones still loaded. Call only when no chunk is in flight.
+  // Stops every worker that is neither active and idle nor still loading (standby, retiring),
+  // and hands the pool over with the rest (KeptAtRelease): the next job's Start adopts them.
+  // Call only when no chunk is in flight.
   std::unique_ptr<WorkerPool> Release();
 
   void Wake() { pool_->Wake(); }

@@ -133,13 +133,13 @@ TEST_CASE("when a worker leaves, its standby takes over, at once or when ready")
   }
 }
 
-TEST_CASE("only active idle workers are kept loaded for the next job") {
+TEST_CASE("active idle workers and loading ones are kept for the next job") {
   DispatchChannel ch = On(WorkerRole::kActive);
   CHECK(KeptAtRelease(ch));
   ch.inflight.push_back(1);
   CHECK_FALSE(KeptAtRelease(ch));
-  for (WorkerRole r :
-       {WorkerRole::kNone, WorkerRole::kLoading, WorkerRole::kStandby, WorkerRole::kRetiring}) {
+  CHECK(KeptAtRelease(On(WorkerRole::kLoading)));
+  for (WorkerRole r : {WorkerRole::kNone, WorkerRole::kStandby, WorkerRole::kRetiring}) {
     INFO(Name(r));
     CHECK_FALSE(KeptAtRelease(On(r)));
   }

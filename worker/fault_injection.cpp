@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log_lines.h"
 
 namespace framemill {
@@ -25,7 +26,7 @@ Result<Fault> ParseFault(const std::string& spec) {
   auto bad = [&] {
     return Status(StatusCode::kInvalidConfig,
                   std::string(kFaultEnvVar) + "=\"" + spec +
-                      "\": expected crash@N, hang@N, exit:K@N or scribble@N, optionally "
+                      "\": expected crash@N, hang@N, exit:K@N, scribble@N or slowload:MS@0, optionally "
                       "followed by ,once=PATH, or an escape: connect:PORT@N, socket@N, "
                       "fork:MARKER@N, exec:MARKER@N, memory@N, signal@N");
   };
@@ -54,6 +55,10 @@ Result<Fault> ParseFault(const std::string& spec) {
       f.kind = Fault::Kind::kHang;
     } else if (kind == "scribble" && arg.empty()) {
       f.kind = Fault::Kind::kScribble;
+    } else if (kind == "slowload" && !arg.empty()) {
+      f.kind = Fault::Kind::kSlowLoad;
+      f.delay_ms = std::stoi(arg);
+      if (f.delay_ms <= 0 || f.delay_ms > 600000) return bad();
     } else if (kind == "exit" && !arg.empty()) {
       f.kind = Fault::Kind::kExit;
       f.exit_code = std::stoi(arg);
@@ -84,10 +89,18 @@ namespace {
 
 // Is frame f.frame in [first, first + count), and (with once=PATH) is this the first time?
 // Escapes are TryEscapeFault's.
+bool FirstTime(const Fault& f);
+
 bool Fires(const Fault& f, int64_t first, int64_t count) {
-  if (f.kind == Fault::Kind::kNone || f.IsEscape() || f.frame < first || f.frame >= first + count) {
+  if (f.kind == Fault::Kind::kNone || f.kind == Fault::Kind::kSlowLoad || f.IsEscape() ||
+      f.frame < first || f.frame >= first + count) {
     return false;
   }
+  return FirstTime(f);
+}
+
+// With once=PATH: is this the first time (this worker created PATH)? Without: always.
+bool FirstTime(const Fault& f) {
   if (!f.once_path.empty()) {
     // O_EXCL: exactly one worker wins, even when two reach the frame at once.
     int fd = ::open(f.once_path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
@@ -98,6 +111,12 @@ bool Fires(const Fault& f, int64_t first, int64_t count) {
 }
 
 }  // namespace
+
+void MaybeDelayReady(const Fault& fault) {
+  if (fault.kind != Fault::Kind::kSlowLoad || !FirstTime(fault)) return;
+  uint64_t until = MonotonicMs() + static_cast<uint64_t>(fault.delay_ms);
+  while (MonotonicMs() < until) ::usleep(10 * 1000);
+}
 
 bool MaybeScribble(const Fault& f, int64_t first, int64_t count,
                    const std::vector<ScribbleRegion>& regions) {

@@ -8,6 +8,9 @@
 //                                         block and the arena's header page with garbage (random
 //                                         bytes and 0xff), then carry on as if nothing happened:
 //                                         a hostile worker, for the supervisor's checks
+//   FRAMEMILL_TEST_FAULT=slowload:MS@0    sleep MS milliseconds after loading the model, before
+//                                         reporting ready (the frame is not used: write 0): a
+//                                         worker that is still loading when a short job ends
 //   ...,once=PATH                         only if PATH does not exist; it is created first, so
 //                                         the fault fires once across all workers of a job
 //
@@ -41,6 +44,7 @@ struct Fault {
     kHang,
     kExit,
     kScribble,  // overwrites the worker's shared memory (see MaybeScribble)
+    kSlowLoad,  // sleeps before reporting ready (see MaybeDelayReady)
     // Sandbox escapes.
     kConnect,
     kSocket,
@@ -53,6 +57,7 @@ struct Fault {
   int64_t frame = -1;
   int exit_code = 0;
   int port = 0;        // kConnect
+  int delay_ms = 0;    // kSlowLoad
   std::string marker;  // kFork, kExec: the file the new process writes
   std::string once_path;
 
@@ -66,6 +71,10 @@ Result<Fault> ParseFault(const std::string& spec);
 
 // Fires the fault if frame `fault.frame` is in [first, first + count). (kScribble: see below.)
 void MaybeInjectFault(const Fault& fault, int64_t first, int64_t count);
+
+// For a kSlowLoad fault (with once=PATH: in the one worker that creates PATH): sleeps its delay.
+// Called after the model is loaded, before the worker reports ready.
+void MaybeDelayReady(const Fault& fault);
 
 // A span of shared memory a kScribble fault overwrites.
 struct ScribbleRegion {

@@ -273,6 +273,7 @@ int Worker::Run(const WorkerArgs& args) {
   ch_.probe_out_height.store(static_cast<uint32_t>(size->second));
   CopyString(ch_.device, device->str());
   PublishTelemetry(ch_.telemetry, *device, nvml_.get());
+  MaybeDelayReady(fault_);  // test-only: a worker slow to load
   SetState(WorkerState::kReady);
   WakeSupervisor();
   LogDebug("worker " + std::to_string(channel_) + ": model " + args.model_label + " loaded on " +

@@ -209,6 +209,55 @@ TEST_CASE("service: drains 30 jobs, good ones to done/, bad ones to failed/ with
   CHECK(ProcessesMentioning(s.dir).empty());
 }
 
+TEST_CASE("service: a worker still loading when a short job ends is kept for the next ones") {
+  Service s = MakeService("svc_slow_load");
+  const std::string model = ModelCopy("identity", s.dir);
+  const std::string input = SmallVideo(s.dir, 40);
+  fs::create_directories(s.dir + "/out");
+  // One of the first job's two workers takes 2.5 s more to load than the job lasts: without
+  // keeping it, every job would start a worker and kill it while it loads.
+  BackgroundJob serve =
+      Serve(s, {{"FRAMEMILL_TEST_FAULT", "slowload:2500@0,once=" + s.dir + "/slow"}});
+  KillOnExit guard_serve{serve};
+  const int kJobs = 5;
+  for (int i = 0; i < kJobs; ++i) {
+    std::string id = "short" + std::to_string(i);
+    Drop(s, id,
+         nlohmann::json{{"input", input},
+                        {"output", s.dir + "/out/" + id + ".mp4"},
+                        {"model", model},
+                        {"workers", 2}}
+             .dump());
+  }
+  REQUIRE(WaitUntil(
+      [&] {
+        return fs::exists(s.spool + "/done") &&
+               std::distance(fs::directory_iterator(s.spool + "/done"), {}) == kJobs;
+      },
+      120));
+  int started = 0, adopted_loading = 0;
+  for (int i = 0; i < kJobs; ++i) {
+    std::string id = "short" + std::to_string(i);
+    nlohmann::json r = ReadJson(s.spool + "/done/" + id + "/result.json");
+    INFO(id << ": " << r.dump());
+    REQUIRE(r.is_object());
+    CHECK(r["status"] == "done");
+    CHECK(CountFrames(s.dir + "/out/" + id + ".mp4") == 40);
+    started += r["workers_started"].get<int>();
+    std::ifstream timeline(s.spool + "/done/" + id + "/timeline.jsonl");
+    for (std::string line; std::getline(timeline, line);) {
+      if (line.find("still loading, kept from the previous job") != std::string::npos) {
+        ++adopted_loading;
+      }
+    }
+  }
+  CHECK(fs::exists(s.dir + "/slow"));  // the slow load happened
+  CHECK(adopted_loading >= 1);         // a later job took the loading worker over
+  CHECK(started == 2);                 // and no job started (and killed) another
+  ::kill(serve.pid, SIGTERM);
+  CHECK(WaitJob(serve, 60).exit_code == 0);
+}
+
 TEST_CASE(
     "service: SIGKILL mid-job, restart: finished segments are kept as they are and the "
     "output is frame-exact") {

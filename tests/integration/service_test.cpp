@@ -86,6 +86,17 @@ std::pair<ino_t, int64_t> InodeAndMtime(const std::string& path) {
   return {st.st_ino, static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
 }
 
+// The result.json of a job the service finished, checked: done, and its output
+// out/<id>.mp4 has `frames` frames.
+nlohmann::json DoneResult(const Service& s, const std::string& id, int64_t frames) {
+  nlohmann::json r = ReadJson(s.spool + "/done/" + id + "/result.json");
+  INFO(id << ": " << r.dump());
+  REQUIRE(r.is_object());
+  CHECK(r["status"] == "done");
+  CHECK(CountFrames(s.dir + "/out/" + id + ".mp4") == frames);
+  return r;
+}
+
 }  // namespace
 
 TEST_CASE("service: drains 30 jobs, good ones to done/, bad ones to failed/ with their reason") {
@@ -153,11 +164,8 @@ TEST_CASE("service: drains 30 jobs, good ones to done/, bad ones to failed/ with
   int started = 0, timed = 0;
   for (int i = 0; i < kGood; ++i) {
     std::string id = "good" + std::to_string(i);
-    nlohmann::json r = ReadJson(s.spool + "/done/" + id + "/result.json");
+    nlohmann::json r = DoneResult(s, id, 40);
     INFO(id << ": " << r.dump());
-    REQUIRE(r.is_object());
-    CHECK(r["status"] == "done");
-    CHECK(CountFrames(s.dir + "/out/" + id + ".mp4") == 40);
     started += r["workers_started"].get<int>();
     // Where the time went: every stage of a job that decoded, ran and encoded 40 frames did work.
     const nlohmann::json& st = r["stages"];
@@ -238,11 +246,8 @@ TEST_CASE("service: a worker still loading when a short job ends is kept for the
   int started = 0, adopted_loading = 0;
   for (int i = 0; i < kJobs; ++i) {
     std::string id = "short" + std::to_string(i);
-    nlohmann::json r = ReadJson(s.spool + "/done/" + id + "/result.json");
+    nlohmann::json r = DoneResult(s, id, 40);
     INFO(id << ": " << r.dump());
-    REQUIRE(r.is_object());
-    CHECK(r["status"] == "done");
-    CHECK(CountFrames(s.dir + "/out/" + id + ".mp4") == 40);
     started += r["workers_started"].get<int>();
     std::ifstream timeline(s.spool + "/done/" + id + "/timeline.jsonl");
     for (std::string line; std::getline(timeline, line);) {

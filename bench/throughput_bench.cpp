@@ -375,7 +375,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", dtype.status().message().c_str());
     return 1;
   }
-  auto model = fm::LoadTorchScriptModel(model_path, *device, *dtype);
+  auto model = fm::LoadFrameModel(model_path, *device, *dtype);
   if (!model.ok()) {
     std::fprintf(stderr, "cannot load the model\n");
     return 1;
@@ -420,7 +420,7 @@ int main(int argc, char** argv) {
     // (model_optimization on): the faster of the two is the model at its best.
     model_only = ModelOnly(input, v, **model, tmp);
     auto frozen =
-        fm::LoadTorchScriptModel(model_path, *device, *dtype, fm::ModelOptimization::kOn);
+        fm::LoadFrameModel(model_path, *device, *dtype, fm::ModelOptimization::kOn);
     if (frozen.ok()) {
       Row r = ModelOnly(input, v, **frozen, tmp, ", frozen");
       if (r.fps() > model_only.fps()) model_only = r;

@@ -19,6 +19,8 @@
 #include <torch/script.h>
 
 #include "common/log_lines.h"
+#include "common/model_format.h"
+#include "worker/pt2_model.h"
 
 namespace framemill {
 
@@ -184,14 +186,15 @@ bool FreezesModel(ModelOptimization optimization, const torch::Device& device) {
   return false;
 }
 
-Result<std::unique_ptr<FrameModel>> LoadTorchScriptModel(int fd, const std::string& label,
+namespace {
+
+Result<std::unique_ptr<FrameModel>> TorchScriptFromBytes(std::string& bytes,
+                                                         const std::string& label,
                                                          const torch::Device& device,
                                                          torch::ScalarType dtype,
                                                          ModelOptimization optimization) {
-  Result<std::string> bytes = ReadWholeFile(fd, label);
-  if (!bytes.ok()) return bytes.status();
   try {
-    MemoryStreamBuf buf(bytes->data(), bytes->size());
+    MemoryStreamBuf buf(bytes.data(), bytes.size());
     std::istream in(&buf);
     torch::jit::Module m = torch::jit::load(in, device);
     m.eval();
@@ -215,16 +218,55 @@ Result<std::unique_ptr<FrameModel>> LoadTorchScriptModel(int fd, const std::stri
   }
 }
 
+// Opens `path` read-only and calls `load` with the descriptor.
+template <typename Load>
+Result<std::unique_ptr<FrameModel>> WithOpenFile(const std::string& path, Load load) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status(StatusCode::kModelInvalid, path + ": " + std::strerror(errno));
+  Result<std::unique_ptr<FrameModel>> model = load(fd);
+  ::close(fd);
+  return model;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<FrameModel>> LoadTorchScriptModel(int fd, const std::string& label,
+                                                         const torch::Device& device,
+                                                         torch::ScalarType dtype,
+                                                         ModelOptimization optimization) {
+  Result<std::string> bytes = ReadWholeFile(fd, label);
+  if (!bytes.ok()) return bytes.status();
+  return TorchScriptFromBytes(*bytes, label, device, dtype, optimization);
+}
+
+Result<std::unique_ptr<FrameModel>> LoadFrameModel(int fd, const std::string& label,
+                                                   const torch::Device& device,
+                                                   torch::ScalarType dtype,
+                                                   ModelOptimization optimization) {
+  Result<std::string> bytes = ReadWholeFile(fd, label);
+  if (!bytes.ok()) return bytes.status();
+  Result<ModelFormat> format = DetectModelFormat(*bytes);
+  if (!format.ok()) return Status(StatusCode::kModelInvalid, label + ": " + format.status().message());
+  if (*format == ModelFormat::kPt2) return LoadPt2Model(*bytes, label, device, dtype);
+  return TorchScriptFromBytes(*bytes, label, device, dtype, optimization);
+}
+
+Result<std::unique_ptr<FrameModel>> LoadFrameModel(const std::string& path,
+                                                   const torch::Device& device,
+                                                   torch::ScalarType dtype,
+                                                   ModelOptimization optimization) {
+  return WithOpenFile(path, [&](int fd) {
+    return LoadFrameModel(fd, path, device, dtype, optimization);
+  });
+}
+
 Result<std::unique_ptr<FrameModel>> LoadTorchScriptModel(const std::string& path,
                                                          const torch::Device& device,
                                                          torch::ScalarType dtype,
                                                          ModelOptimization optimization) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status(StatusCode::kModelInvalid, path + ": " + std::strerror(errno));
-  Result<std::unique_ptr<FrameModel>> model =
-      LoadTorchScriptModel(fd, path, device, dtype, optimization);
-  ::close(fd);
-  return model;
+  return WithOpenFile(path, [&](int fd) {
+    return LoadTorchScriptModel(fd, path, device, dtype, optimization);
+  });
 }
 
 Result<std::pair<int64_t, int64_t>> ProbeOutputSize(FrameModel& model, int64_t size) {

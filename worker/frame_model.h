@@ -48,8 +48,22 @@ Result<std::unique_ptr<FrameModel>> LoadTorchScriptModel(
     torch::ScalarType dtype = torch::kFloat32,
     ModelOptimization optimization = ModelOptimization::kOff);
 
-// The same from a file name (tools: the benchmark; workers get a descriptor).
+// The same from a file name (tools; workers get a descriptor).
 Result<std::unique_ptr<FrameModel>> LoadTorchScriptModel(
+    const std::string& path, const torch::Device& device, torch::ScalarType dtype = torch::kFloat32,
+    ModelOptimization optimization = ModelOptimization::kOff);
+
+// Loads the model open at `fd` whatever its format, told by its content (common/model_format.h):
+// TorchScript as LoadTorchScriptModel does, a .pt2 package through worker/pt2_model.h
+// (`optimization` does not apply: a package is compiled already). What the worker and the
+// benchmark load.
+Result<std::unique_ptr<FrameModel>> LoadFrameModel(
+    int fd, const std::string& label, const torch::Device& device,
+    torch::ScalarType dtype = torch::kFloat32,
+    ModelOptimization optimization = ModelOptimization::kOff);
+
+// The same from a file name.
+Result<std::unique_ptr<FrameModel>> LoadFrameModel(
     const std::string& path, const torch::Device& device, torch::ScalarType dtype = torch::kFloat32,
     ModelOptimization optimization = ModelOptimization::kOff);
 

@@ -262,7 +262,7 @@ int Worker::Run(const WorkerArgs& args) {
   if (device->is_cuda()) at::globalContext().setBenchmarkCuDNN(true);
 #endif
   Result<std::unique_ptr<FrameModel>> model =
-      LoadTorchScriptModel(args.model_fd, args.model_label, *device, *dtype, args.optimization);
+      LoadFrameModel(args.model_fd, args.model_label, *device, *dtype, args.optimization);
   if (!model.ok()) return Fail(kWorkerExitModel, model.status().message());
   model_ = std::move(*model);
   runner_ = std::make_unique<BatchRunner>(*model_);

@@ -23,6 +23,11 @@
 #   sandbox     the same CUDA job (heavy fp16, 1080p) with worker_sandbox off and required: the
 #               sandbox each worker got, the rules (FRAMEMILL_SANDBOX_DEBUG), fps, and whether
 #               both outputs are the same frames
+#   pt2         the same network as TorchScript and as a .pt2 package: `restore` exported to
+#               TorchScript, packaged by scripts/export-pt2.py (fp16, CUDA, batch 1-16, 32-2048
+#               pixels a side), the worker's .pt2 unit tests on CUDA, framemill-bench on each
+#               (device colour, 2 encoders, 1 worker), and one `framemill run` of the package
+#               with worker_sandbox required (the package unpacks into the private root's /tmp)
 #   longinput   the long run's input, once, kept in build-gpu/long (it outlives a call while the
 #               machine stays warm): real footage (tests/data/friday.mp4, speech audio) scaled to
 #               1080p without B-frames (so that the loop stays constant-rate), looped by stream
@@ -150,6 +155,31 @@ for step in "${steps[@]}"; do
       kill "$copier"
       tail -3 "$OUT/restore-profile.log"
       grep -h "profile:" "$OUT"/restore-worker/*.log | tail -4
+      ;;
+    pt2)
+      bench_input
+      ./build-gpu/framemill model export restore "$OUT/restore.pt" >/dev/null
+      log "pt2: package restore (fp16, cuda)"
+      t0=$(date +%s)
+      python3 scripts/export-pt2.py --torchscript "$OUT/restore.pt" "$OUT/restore.pt2" \
+        --max-size 2048 --max-batch 16 --name restore 2>&1 | grep -v Warning | tail -4
+      echo "packaging took $(( $(date +%s) - t0 )) s; $(stat -c %s "$OUT/restore.pt2") bytes"
+      log "pt2: the worker's .pt2 tests on CUDA"
+      FRAMEMILL_TEST_DEVICE=cuda ./build-gpu/tests/framemill_worker_unit_tests 2>&1 | tail -3
+      for m in restore.pt restore.pt2; do
+        log "pt2: framemill-bench $m fp16, device colour, 2 encoders, 1 worker"
+        (cd build-gpu && FRAMEMILL_BENCH_PRECISION=fp16 FRAMEMILL_BENCH_COLOR=device \
+          FRAMEMILL_BENCH_ENCODERS=2 ./framemill-bench "$OUT/in1080.mp4" "$OUT/$m" cuda 1)
+      done
+      log "pt2: framemill run of the package, worker_sandbox required"
+      printf '{"worker_sandbox": "required"}\n' >"$OUT/pt2.config.json"
+      printf '{"input": "%s", "output": "%s", "model": "%s", "device": "cuda", "workers": 1,
+        "precision": "fp16", "color_conversion": "device", "encoders": 2, "overwrite": true}\n' \
+        "$OUT/in1080.mp4" "$OUT/restore-pt2.mkv" "$OUT/restore.pt2" >"$OUT/pt2.job.json"
+      ./build-gpu/framemill run --config "$OUT/pt2.config.json" "$OUT/pt2.job.json" \
+        >"$OUT/pt2-run.log" 2>&1
+      echo "exit $?"
+      grep -i "sandbox\|error\|fps\|frames" "$OUT/pt2-run.log" | tail -6
       ;;
     soak)
       log "soak on cuda"

@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""Packages a frame model as a .pt2 (torch.export + AOTInductor) that framemill's worker loads
+beside TorchScript, and writes its model card (OUT.json, common/model_card.h) beside it.
+
+usage:
+  export-pt2.py --torchscript MODEL.pt OUT.pt2 [options]
+  export-pt2.py --module package.module:factory OUT.pt2 [options]
+
+--module names a Python callable that returns a torch.nn.Module (with its trained weights loaded)
+importable from the current directory or PYTHONPATH. The model must keep framemill's contract:
+float [N,3,H,W] RGB in [0,1] in, [N,3,H*s,W*s] out.
+
+options:
+  --device cuda|cpu       the device the package is compiled for (default cuda); a package runs
+                          only there
+  --precision fp32|fp16   weights and activations (default fp16 on cuda, fp32 on cpu); a job's
+                          precision must match
+  --min-size N            smallest frame width/height the package takes (default 32)
+  --max-size N            largest (default 4096)
+  --max-batch N           largest batch (default 16)
+  --size-multiple N       width and height must be multiples of N (default 1; e.g. 4 for a
+                          network that downsamples twice)
+  --name NAME             the card's name (default: OUT's stem)
+
+The package holds code compiled for this machine's GPU architecture and this torch version: build
+it where it will run (or on the same GPU and torch). After packaging, the script loads the package
+in a fresh Python process and compares its output with the source model on a random batch; it
+fails when they differ by more than 1e-2 (fp16) or 1e-4 (fp32).
+Run where torch (2.6 or later) is installed, for example the GPU machine.
+"""
+import argparse
+import hashlib
+import importlib
+import json
+import os
+import stat
+import subprocess
+import sys
+import tempfile
+
+
+def use_shared_cxx_runtime():
+    """Makes AOTInductor link the package against the shared C++ runtime.
+
+    With GCC, AOTInductor links libstdc++ and libgcc statically into the package's shared object
+    (torch/_inductor/cpp_builder.py adds -static-libstdc++ -static-libgcc). Every process that
+    loads a package (Python's torch, framemill's worker) already has the shared libstdc++ through
+    LibTorch, so the process then holds two C++ runtimes with two sets of locale tables; the
+    package's std::regex (which parses the device string when the package loads) looks a facet up
+    in the wrong table and crashes (SIGSEGV in regex_traits::transform_primary). The compiler is
+    therefore called through a wrapper that drops those two flags; the package then needs
+    libstdc++.so.6 like LibTorch itself. Must run before torch is imported (Inductor reads CXX
+    then).
+    """
+    real = os.environ.get("CXX", "g++")
+    tmp = tempfile.mkdtemp(prefix="export-pt2-")
+    wrapper = os.path.join(tmp, "cxx-shared-runtime")
+    with open(wrapper, "w") as f:
+        f.write("#!/bin/sh\n# drops -static-libstdc++ and -static-libgcc (scripts/export-pt2.py)\n"
+                "for a do shift; case $a in -static-libstdc++|-static-libgcc) ;; "
+                "*) set -- \"$@\" \"$a\";; esac; done\n"
+                f"exec {real} \"$@\"\n")
+    os.chmod(wrapper, stat.S_IRWXU)
+    os.environ["CXX"] = wrapper
+
+
+use_shared_cxx_runtime()
+import torch  # noqa: E402 (after the compiler is chosen)
+
+
+class Wrapped(torch.nn.Module):
+    """A TorchScript module seen by torch.export as a plain module (non-strict tracing records the
+    aten operations the TorchScript interpreter dispatches)."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x):
+        return self.inner(x)
+
+
+def load_source(args, device, dtype):
+    if args.torchscript:
+        module = torch.jit.load(args.torchscript, map_location=device)
+        source = f"torchscript:{os.path.basename(args.torchscript)}"
+        module = Wrapped(module)
+    else:
+        name, _, attr = args.module.partition(":")
+        module = getattr(importlib.import_module(name), attr or "model")()
+        source = f"module:{args.module}"
+    return module.to(device=device, dtype=dtype).eval(), source
+
+
+def export(module, args, device, dtype):
+    m = args.size_multiple
+    lo, hi = -(-args.min_size // m), args.max_size // m
+    batch = torch.export.Dim("batch", min=1, max=args.max_batch)
+    h, w = torch.export.Dim("h", min=lo, max=hi), torch.export.Dim("w", min=lo, max=hi)
+    dims = {0: batch, 2: h * m if m > 1 else h, 3: w * m if m > 1 else w}
+    side = max(lo * m, min(64, hi * m))
+    example = torch.rand(2, 3, side, side + m, device=device, dtype=dtype)
+    with torch.inference_mode():
+        program = torch.export.export(module, (example,), dynamic_shapes={"x": dims}, strict=False)
+    return program, example
+
+
+def check(package, module, example, args):
+    """Runs the package in a fresh process (a crash there must not look like success here)."""
+    with torch.inference_mode():
+        want = module(example).float().cpu()
+    ref = package + ".check.pt"
+    torch.save({"x": example.cpu(), "want": want}, ref)
+    code = (
+        "import sys, torch\n"
+        "d = torch.load(sys.argv[2])\n"
+        "runner = torch._inductor.aoti_load_package(sys.argv[1])\n"
+        "x = d['x'].to(device=sys.argv[3], dtype=getattr(torch, sys.argv[4]))\n"
+        "with torch.inference_mode():\n"
+        "    got = runner(x)\n"
+        "got = (got[0] if isinstance(got, (list, tuple)) else got).float().cpu()\n"
+        "print(float((got - d['want']).abs().max()))\n"
+    )
+    dtype_name = "float16" if args.precision == "fp16" else "float32"
+    r = subprocess.run([sys.executable, "-c", code, package, ref, args.device, dtype_name],
+                       capture_output=True, text=True)
+    os.unlink(ref)
+    if r.returncode != 0:
+        sys.exit(f"export-pt2: loading the package failed (exit {r.returncode}):\n{r.stderr[-3000:]}")
+    diff = float(r.stdout.strip().splitlines()[-1])
+    bound = 1e-2 if args.precision == "fp16" else 1e-4
+    print(f"export-pt2: package output differs from the source model by at most {diff:.2e}"
+          f" (bound {bound:.0e})")
+    if diff > bound:
+        sys.exit("export-pt2: the package's output is not the model's")
+    return want.shape[-1] // example.shape[-1]
+
+
+def write_card(path, args, scale, source):
+    with open(path, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    card = {
+        "name": args.name or os.path.splitext(os.path.basename(path))[0],
+        "format": "pt2",
+        "architecture": f"torch.export + AOTInductor ({args.device}, {args.precision})",
+        "scale": scale,
+        "channels": 3,
+        "source_channel_order": "rgb",
+        "source_value_range": "0-1",
+        "receptive_field": 0,
+        "min_size": args.min_size,
+        "max_size": args.max_size,
+        "size_multiple": args.size_multiple,
+        "max_batch": args.max_batch,
+        "device": args.device,
+        "precision": args.precision,
+        "licence": "",
+        "source": source,
+        "sha256": digest,
+    }
+    tmp = path + ".json.tmp"
+    with open(tmp, "w") as f:
+        json.dump(card, f, indent=2)
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path + ".json")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--torchscript")
+    src.add_argument("--module")
+    p.add_argument("out")
+    p.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    p.add_argument("--precision", choices=["fp32", "fp16"])
+    p.add_argument("--min-size", type=int, default=32)
+    p.add_argument("--max-size", type=int, default=4096)
+    p.add_argument("--max-batch", type=int, default=16)
+    p.add_argument("--size-multiple", type=int, default=1)
+    p.add_argument("--name")
+    args = p.parse_args()
+    args.precision = args.precision or ("fp16" if args.device == "cuda" else "fp32")
+    if args.precision == "fp16" and args.device != "cuda":
+        sys.exit("export-pt2: fp16 needs --device cuda")
+    if not args.out.endswith(".pt2"):
+        sys.exit("export-pt2: OUT must end in .pt2")
+    device = torch.device(args.device)
+    dtype = torch.float16 if args.precision == "fp16" else torch.float32
+    module, source = load_source(args, device, dtype)
+    program, example = export(module, args, device, dtype)
+    tmp = args.out + ".tmp.pt2"
+    torch._inductor.aoti_compile_and_package(program, package_path=tmp)
+    scale = check(tmp, module, example, args)
+    os.replace(tmp, args.out)
+    write_card(args.out, args, scale, source)
+    print(f"export-pt2: wrote {args.out} and {args.out}.json (scale {scale})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,125 @@
+#include "worker/pt2_model.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <unistd.h>
+#include <vector>
+
+#include <torch/version.h>
+
+#ifdef FRAMEMILL_HAVE_AOTI
+#include <torch/csrc/inductor/aoti_package/model_package_loader.h>
+#endif
+
+namespace framemill {
+
+#ifndef FRAMEMILL_HAVE_AOTI
+
+bool Pt2Supported() { return false; }
+
+Result<std::unique_ptr<FrameModel>> LoadPt2Model(const std::string&, const std::string& label,
+                                                 const torch::Device&, torch::ScalarType) {
+  return Status(StatusCode::kModelInvalid,
+                label + ": a .pt2 package, and this framemill-worker was built against a LibTorch "
+                        "without AOTInductor packages (" TORCH_VERSION
+                        "; they need 2.6 or later): use a TorchScript model, or build framemill "
+                        "against a newer LibTorch");
+}
+
+#else
+
+namespace {
+
+class Pt2Model : public FrameModel {
+ public:
+  Pt2Model(std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader, torch::Device device,
+           torch::ScalarType dtype)
+      : loader_(std::move(loader)), device_(device), dtype_(dtype) {}
+
+  Result<torch::Tensor> Run(const torch::Tensor& batch) override {
+    try {
+      // On CUDA the package runs on the current stream, as TorchScript does.
+      std::vector<at::Tensor> out = loader_->run({batch});
+      if (out.size() != 1) {
+        return Status(StatusCode::kModelInvalid,
+                      "package returned " + std::to_string(out.size()) + " tensors, expected 1");
+      }
+      return out[0];
+    } catch (const std::exception& e) {
+      return Status(StatusCode::kModelInvalid, "package raised: " + FirstLine(e.what()));
+    }
+  }
+
+  const torch::Device& device() const override { return device_; }
+  torch::ScalarType dtype() const override { return dtype_; }
+
+ private:
+  std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader_;
+  torch::Device device_;
+  torch::ScalarType dtype_;
+};
+
+// Writes `bytes` to a new private file under $TMPDIR (or /tmp) and returns its name.
+Result<std::string> WritePrivateCopy(const std::string& bytes, const std::string& label) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string path = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") +
+                     "/framemill-model-XXXXXX.pt2";
+  int fd = ::mkstemps(&path[0], 4);
+  if (fd < 0) {
+    return Status(StatusCode::kModelInvalid,
+                  label + ": cannot make a temporary copy to load (" + path + "): " +
+                      std::strerror(errno));
+  }
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      std::string why = std::strerror(errno);
+      ::close(fd);
+      ::unlink(path.c_str());
+      return Status(StatusCode::kModelInvalid,
+                    label + ": cannot write its temporary copy " + path + ": " + why);
+    }
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  return path;
+}
+
+}  // namespace
+
+bool Pt2Supported() { return true; }
+
+Result<std::unique_ptr<FrameModel>> LoadPt2Model(const std::string& bytes, const std::string& label,
+                                                 const torch::Device& device,
+                                                 torch::ScalarType dtype) {
+  Result<std::string> copy = WritePrivateCopy(bytes, label);
+  if (!copy.ok()) return copy.status();
+  std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader;
+  std::string built_for;
+  try {
+    loader = std::make_unique<torch::inductor::AOTIModelPackageLoader>(
+        *copy, "model", /*run_single_threaded=*/false, /*num_runners=*/1,
+        device.is_cuda() ? device.index() : static_cast<c10::DeviceIndex>(-1));
+    auto meta = loader->get_metadata();
+    auto key = meta.find("AOTI_DEVICE_KEY");
+    if (key != meta.end()) built_for = key->second;
+  } catch (const std::exception& e) {
+    ::unlink(copy->c_str());
+    return Status(StatusCode::kModelInvalid,
+                  label + ": not a loadable .pt2 package: " + FirstLine(e.what()));
+  }
+  ::unlink(copy->c_str());
+  if (!built_for.empty() && built_for != c10::DeviceTypeName(device.type(), /*lower_case=*/true)) {
+    return Status(StatusCode::kInvalidJob, label + ": a .pt2 package compiled for " + built_for +
+                                               "; this job runs on " + device.str() +
+                                               " (export it again for that device)");
+  }
+  return std::unique_ptr<FrameModel>(new Pt2Model(std::move(loader), device, dtype));
+}
+
+#endif
+
+}  // namespace framemill

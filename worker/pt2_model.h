@@ -1,0 +1,35 @@
+// .pt2 packages (torch.export + AOTInductor, made by scripts/export-pt2.py) as a FrameModel,
+// through LibTorch's AOTIModelPackageLoader (LibTorch 2.6 and later). Built only where the
+// LibTorch found at configure time has the loader (FRAMEMILL_HAVE_AOTI); elsewhere loading a
+// package is an error that says so.
+//
+// A package holds native code compiled for one device type, GPU architecture and dtype: it runs
+// on the device and in the precision it was exported for, and nowhere else (the job's device and
+// precision must match; a mismatch is an error before any frame).
+//
+// The loader reads the package from a file and unpacks the shared object inside it into a
+// temporary directory before loading it: the package's bytes (read from the descriptor the worker
+// was given) are written to a private file under $TMPDIR (default /tmp; in the sandbox's private
+// root, a tmpfs of its own, so a package must fit in it), which is removed once loaded.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <torch/types.h>
+
+#include "common/status.h"
+#include "worker/frame_model.h"
+
+namespace framemill {
+
+// Whether this build can load .pt2 packages.
+bool Pt2Supported();
+
+// Loads the package whose whole content is `bytes` onto `device`; Run() takes batches of
+// `dtype`. `label` names it in messages.
+Result<std::unique_ptr<FrameModel>> LoadPt2Model(const std::string& bytes, const std::string& label,
+                                                 const torch::Device& device,
+                                                 torch::ScalarType dtype);
+
+}  // namespace framemill

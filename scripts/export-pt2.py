@@ -33,38 +33,73 @@ import hashlib
 import importlib
 import json
 import os
-import stat
+import shutil
 import subprocess
 import sys
 import tempfile
 
 
-def use_shared_cxx_runtime():
-    """Makes AOTInductor link the package against the shared C++ runtime.
+def links_shared_runtime(compiler):
+    """Whether `compiler` links a shared object against the shared libstdc++ (it NEEDs
+    libstdc++.so.6), tried on a one-line library."""
+    tmp = tempfile.mkdtemp(prefix="export-pt2-cc-")
+    src, lib = os.path.join(tmp, "t.cpp"), os.path.join(tmp, "t.so")
+    with open(src, "w") as f:
+        f.write("#include <string>\nstd::string f(const char* s) { return s; }\n")
+    try:
+        subprocess.run([compiler, "-shared", "-fPIC", src, "-o", lib], check=True,
+                       capture_output=True)
+        out = subprocess.run(["readelf", "-d", lib], check=True, capture_output=True,
+                             text=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return False
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return "libstdc++.so" in out
 
-    With GCC, AOTInductor links libstdc++ and libgcc statically into the package's shared object
-    (torch/_inductor/cpp_builder.py adds -static-libstdc++ -static-libgcc). Every process that
-    loads a package (Python's torch, framemill's worker) already has the shared libstdc++ through
-    LibTorch, so the process then holds two C++ runtimes with two sets of locale tables; the
-    package's std::regex (which parses the device string when the package loads) looks a facet up
-    in the wrong table and crashes (SIGSEGV in regex_traits::transform_primary). The compiler is
-    therefore called through a wrapper that drops those two flags; the package then needs
-    libstdc++.so.6 like LibTorch itself. Must run before torch is imported (Inductor reads CXX
-    then).
+
+def choose_compiler():
+    """Sets CXX to a C++ compiler that links the package against the shared C++ runtime.
+
+    AOTInductor compiles the package's shared object with $CXX (else g++). A toolchain that links
+    libstdc++ statically by default (seen: a GCC in /opt/gcc named by CXX on a GPU image) puts a
+    second C++ runtime inside the package; every process that loads it (Python's torch,
+    framemill's worker) already has the shared libstdc++ through LibTorch, so it then holds two,
+    with two sets of locale tables, and the package's std::regex (which parses the device string
+    when the package loads) takes a facet from the wrong one: SIGSEGV in
+    regex_traits::transform_primary. So $CXX is kept only if it links the shared runtime; else
+    the first g++/c++ on PATH that does is used, saying so. Must run before torch is imported
+    (Inductor reads CXX then).
     """
-    real = os.environ.get("CXX", "g++")
-    tmp = tempfile.mkdtemp(prefix="export-pt2-")
-    wrapper = os.path.join(tmp, "cxx-shared-runtime")
-    with open(wrapper, "w") as f:
-        f.write("#!/bin/sh\n# drops -static-libstdc++ and -static-libgcc (scripts/export-pt2.py)\n"
-                "for a do shift; case $a in -static-libstdc++|-static-libgcc) ;; "
-                "*) set -- \"$@\" \"$a\";; esac; done\n"
-                f"exec {real} \"$@\"\n")
-    os.chmod(wrapper, stat.S_IRWXU)
-    os.environ["CXX"] = wrapper
+    tried = []
+    for compiler in [os.environ.get("CXX")] + which_all("g++", "c++"):
+        if not compiler or compiler in tried:
+            continue
+        tried.append(compiler)
+        if links_shared_runtime(compiler):
+            if os.environ.get("CXX") and compiler != os.environ["CXX"]:
+                print(f"export-pt2: CXX={os.environ['CXX']} links a static C++ runtime into "
+                      f"shared objects; packaging with {compiler} instead")
+            os.environ["CXX"] = compiler
+            return
+    sys.exit("export-pt2: no C++ compiler here links against the shared libstdc++ (tried "
+             + ", ".join(tried) + "); a package with its own static C++ runtime crashes when "
+             "loaded beside LibTorch")
 
 
-use_shared_cxx_runtime()
+def which_all(*names):
+    """Every executable called one of `names` on PATH, in PATH order."""
+    found = []
+    for d in os.environ.get("PATH", "").split(os.pathsep):
+        for n in names:
+            p = os.path.join(d, n)
+            if os.access(p, os.X_OK) and os.path.realpath(p) not in map(os.path.realpath, found):
+                found.append(p)
+    return found
+
+
+
+choose_compiler()
 import torch  # noqa: E402 (after the compiler is chosen)
 
 
@@ -82,9 +117,20 @@ class Wrapped(torch.nn.Module):
 
 def load_source(args, device, dtype):
     if args.torchscript:
-        module = torch.jit.load(args.torchscript, map_location=device)
+        script = torch.jit.load(args.torchscript, map_location=device).to(dtype).eval()
         source = f"torchscript:{os.path.basename(args.torchscript)}"
-        module = Wrapped(module)
+        # TorchScript's interpreter turns symbolic sizes into constants, so tracing through it
+        # pins the frame size. torch's converter turns the TorchScript graph into an exported
+        # program of aten operations first, which exports again with dynamic sizes.
+        try:
+            from torch._export.converter import TS2EPConverter
+            example = torch.rand(1, 3, 64, 64, device=device, dtype=dtype)
+            # (An exported program's module is in inference form already: no .eval().)
+            return TS2EPConverter(script, (example,)).convert().module(), source
+        except Exception as e:  # an older torch, or a graph the converter does not take
+            print(f"export-pt2: the TorchScript converter failed ({str(e).splitlines()[0]}); "
+                  "tracing through the interpreter instead (sizes may end up fixed)")
+            return Wrapped(script).eval(), source
     else:
         name, _, attr = args.module.partition(":")
         module = getattr(importlib.import_module(name), attr or "model")()

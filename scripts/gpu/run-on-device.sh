@@ -159,11 +159,35 @@ for step in "${steps[@]}"; do
     pt2)
       bench_input
       ./build-gpu/framemill model export restore "$OUT/restore.pt" >/dev/null
-      log "pt2: package restore (fp16, cuda)"
+      log "pt2: what Inductor passes to a compiler named g++ when it links a package"
+      mkdir -p "$OUT/gxx" && printf '#!/bin/sh\necho "$@" >>%s/gxx/args.log\nexec /usr/bin/g++ "$@"\n' \
+        "$OUT" >"$OUT/gxx/g++" && chmod +x "$OUT/gxx/g++"
+      python3 - "$OUT/gxx" <<'PY' 2>&1 | grep -v Warn | tail -3
+import os, sys
+os.environ["PATH"] = sys.argv[1] + ":" + os.environ["PATH"]
+import torch
+class N(torch.nn.Module):
+    def forward(self, x):
+        return x * 2
+ep = torch.export.export(N().cuda(), (torch.rand(1, 3, 8, 8, device="cuda"),))
+torch._inductor.aoti_compile_and_package(ep, package_path=sys.argv[1] + "/n.pt2")
+print("packaged")
+PY
+      grep -- "-shared" "$OUT/gxx/args.log" | tail -1 | tr ' ' '\n' | grep -v '^-[ID]' | grep -v '\.cpp$\|\.o$' | tr '\n' ' '; echo
+      log "pt2: package restore (fp16, cuda) from its TorchScript"
       t0=$(date +%s)
       python3 scripts/export-pt2.py --torchscript "$OUT/restore.pt" "$OUT/restore.pt2" \
         --max-size 2048 --max-batch 16 --name restore 2>&1 | grep -v Warning | tail -4
-      echo "packaging took $(( $(date +%s) - t0 )) s; $(stat -c %s "$OUT/restore.pt2") bytes"
+      echo "packaging took $(( $(date +%s) - t0 )) s"
+      if [ ! -f "$OUT/restore.pt2" ]; then
+        log "pt2: package restore (fp16, cuda) from its torch.nn.Module"
+        t0=$(date +%s)
+        RESTORE_PT="$OUT/restore.pt" PYTHONPATH=scripts/gpu python3 scripts/export-pt2.py \
+          --module restore_module:model "$OUT/restore.pt2" --max-size 2048 --max-batch 16 \
+          --name restore 2>&1 | grep -v Warning | tail -4
+        echo "packaging took $(( $(date +%s) - t0 )) s"
+      fi
+      ls -la "$OUT/restore.pt2"
       log "pt2: the worker's .pt2 tests on CUDA"
       FRAMEMILL_TEST_DEVICE=cuda ./build-gpu/tests/framemill_worker_unit_tests 2>&1 | tail -3
       for m in restore.pt restore.pt2; do

@@ -113,7 +113,7 @@ Result<std::unique_ptr<FrameModel>> LoadPt2Model(const std::string& bytes, const
   }
   ::unlink(copy->c_str());
   if (!built_for.empty() && built_for != c10::DeviceTypeName(device.type(), /*lower_case=*/true)) {
-    return Status(StatusCode::kInvalidJob, label + ": a .pt2 package compiled for " + built_for +
+    return Status(StatusCode::kModelInvalid, label + ": a .pt2 package compiled for " + built_for +
                                                "; this job runs on " + device.str() +
                                                " (export it again for that device)");
   }

@@ -93,6 +93,19 @@ TEST_CASE("bad input: a model path that is not a TorchScript file") {
   CHECK(err.find("TorchScript") != std::string::npos);
 }
 
+TEST_CASE("bad input: a .pt2 package where it cannot run fails before any frame, saying why") {
+  // tests/data/tiny-cuda.pt2 is compiled for CUDA: on the CPU no build runs it. A worker built
+  // against a LibTorch without AOTInductor packages (Debian's 1.13) says so; one with them says
+  // the package is for another device.
+  std::string dir = Prepare("pt2_here");
+  nlohmann::json job = BaseJob(dir, TestClip("d20.mp4"));
+  job["model"] = TestClip("tiny-cuda.pt2");
+  job["device"] = "cpu";
+  std::string err = ExpectFailure(dir, job, "model_invalid");
+  CHECK((err.find("without AOTInductor packages") != std::string::npos ||
+         err.find("compiled for cuda") != std::string::npos));
+}
+
 TEST_CASE("bad input: a model file that does not exist") {
   std::string dir = Prepare("missing_model");
   nlohmann::json job = BaseJob(dir, TestClip("d20.mp4"));

@@ -31,6 +31,9 @@ struct ModelCard {
   int64_t min_size = 1;        // smallest input width/height the network takes
   std::optional<int64_t> max_size;  // largest input width/height, when bounded
   int size_multiple = 1;       // input width/height must be a multiple of this
+  std::optional<int> max_batch;       // largest batch, when bounded (a .pt2 package)
+  std::optional<std::string> device;  // "cuda" or "cpu" when the file runs there only (.pt2)
+  std::optional<std::string> precision;  // "fp32", "fp16", "bf16" when fixed (.pt2)
   std::string licence;         // SPDX id of the weights' licence, e.g. "MIT", "BSD-3-Clause"
   std::string source;          // where the weights came from: "npm:@upscalerjs/esrgan-slim@1.0.0
                                // models/x2/model.json"

@@ -1,7 +1,16 @@
 // `framemill model import|info|list` and an imported trained model in a real job: the published
 // esrgan-slim x2 (npm @upscalerjs/esrgan-slim, fetched by scripts/fetch-model-packages.sh)
-// upscales a real clip that was first downscaled 2x, frame-exact, to exactly twice the size, and
-// closer to the original than bicubic upscaling is (PSNR, ffmpeg's psnr filter).
+// upscales a real clip that was first downscaled 2x (bicubic), frame-exact, to exactly twice the
+// size, and its quality is measured against the original (luma PSNR, ffmpeg's psnr filter).
+//
+// The quality bar: esrgan-slim is an ESRGAN (its README: GAN and perceptual loss), which trades
+// PSNR for texture, and it does not beat bicubic by PSNR here: on 320x180 crops, bicubic-
+// downscaled and upscaled back, it measured 1.0 dB below bicubic on friday.mp4 (41.05 against
+// 42.04 dB) and 0.5 dB below on d0.mp4, while matching TensorFlow.js itself within 1e-6
+// (tests/unit/tfjs_reference_test.cpp). The test holds it to the bound for GAN-trained models:
+// within kGanMarginDb of bicubic, and well above nearest-neighbour repetition (34.95 dB), which a
+// network that only repeats pixels would match. A wrong import (kernel layout, value range,
+// channel order, a shift) falls far below both.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -16,8 +25,8 @@ namespace {
 
 constexpr int kFrames = 10;
 constexpr int kWidth = 160, kHeight = 90;  // the downscaled input; the original is 320x180
-// A model trained for PSNR must beat bicubic; esrgan-slim x2 does by about 1 dB on this clip.
-constexpr double kMarginDb = 0.5;
+constexpr double kGanMarginDb = 1.5;
+constexpr double kOverNearestDb = 3.0;
 
 std::string Q(const std::string& s) { return "'" + s + "'"; }
 
@@ -92,24 +101,27 @@ TEST_CASE("model import: esrgan-slim-x2 writes a model and its card, which info 
   CHECK(list.out.find("realesr-animevideov3-x2") != std::string::npos);
 }
 
-TEST_CASE("model import: esrgan-slim-x2 upscales a real clip 2x, frame-exact, above bicubic") {
+TEST_CASE("model import: esrgan-slim-x2 upscales a real clip 2x, frame-exact, within a GAN margin of bicubic") {
   const std::string dir = ScratchDir("model_import_run");
   const std::string model = dir + "/slim.pt";
   RunResult r = Shell(Q(FRAMEMILL_BIN) + " model import esrgan-slim-x2 " + Q(model) +
                       " --packages " + Q(Packages()));
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
 
-  // The original (320x180) and its 2x downscale, both lossless; bicubic back up as the bar.
+  // The original (320x180, the middle of friday.mp4, a face and edges) and its 2x bicubic
+  // downscale, both lossless; bicubic and nearest-neighbour back up as the bars.
   const std::string original = dir + "/original.mkv", small = dir + "/small.mkv",
-                    bicubic = dir + "/bicubic.mkv", output = dir + "/upscaled.mkv";
-  const std::string clip = TestClip("flower.webm");
-  MustShell("ffmpeg -nostdin -v error -y -i " + Q(clip) + " -frames:v " +
-            std::to_string(kFrames) + " -vf scale=320:180:flags=area -c:v ffv1 " + Q(original));
+                    bicubic = dir + "/bicubic.mkv", nearest = dir + "/nearest.mkv",
+                    output = dir + "/upscaled.mkv";
+  MustShell("ffmpeg -nostdin -v error -y -i " + Q(TestClip("friday.mp4")) + " -an -frames:v " +
+            std::to_string(kFrames) + " -vf crop=320:180:160:150 -c:v ffv1 " + Q(original));
   MustShell("ffmpeg -nostdin -v error -y -i " + Q(original) + " -vf scale=" +
             std::to_string(kWidth) + ":" + std::to_string(kHeight) +
-            ":flags=area -c:v ffv1 " + Q(small));
-  MustShell("ffmpeg -nostdin -v error -y -i " + Q(small) +
-            " -vf scale=320:180:flags=bicubic -c:v ffv1 " + Q(bicubic));
+            ":flags=bicubic -c:v ffv1 " + Q(small));
+  for (const auto& [path, flags] : {std::pair{bicubic, "bicubic"}, {nearest, "neighbor"}}) {
+    MustShell("ffmpeg -nostdin -v error -y -i " + Q(small) + " -vf scale=320:180:flags=" +
+              flags + " -c:v ffv1 " + Q(path));
+  }
 
   nlohmann::json job = {{"input", small},
                         {"output", output},
@@ -127,7 +139,10 @@ TEST_CASE("model import: esrgan-slim-x2 upscales a real clip 2x, frame-exact, ab
 
   const double model_db = LumaPsnr(output, original);
   const double bicubic_db = LumaPsnr(bicubic, original);
+  const double nearest_db = LumaPsnr(nearest, original);
   MESSAGE("luma PSNR against the original: esrgan-slim-x2 " << model_db << " dB, bicubic "
-                                                            << bicubic_db << " dB");
-  CHECK(model_db > bicubic_db + kMarginDb);
+                                                            << bicubic_db << " dB, nearest "
+                                                            << nearest_db << " dB");
+  CHECK(model_db > bicubic_db - kGanMarginDb);
+  CHECK(model_db > nearest_db + kOverNearestDb);
 }

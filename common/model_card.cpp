@@ -122,8 +122,7 @@ Status SaveModelCard(const std::string& model_path, const ModelCard& card) {
 }
 
 Status CheckInputFits(const ModelCard& card, int64_t width, int64_t height) {
-  const std::string input =
-      "this input is " + std::to_string(width) + "x" + std::to_string(height);
+  const std::string input = "this input is " + std::to_string(width) + "x" + std::to_string(height);
   int64_t small = std::min(width, height), large = std::max(width, height);
   if (card.channels != 3) {
     return Status(StatusCode::kModelInvalid,
@@ -141,9 +140,9 @@ Status CheckInputFits(const ModelCard& card, int64_t width, int64_t height) {
                       std::to_string(*card.max_size) + " pixels a side; " + input);
   }
   if (width % card.size_multiple != 0 || height % card.size_multiple != 0) {
-    return Status(StatusCode::kModelInvalid,
-                  "the model " + card.name + " takes frames whose sides are multiples of " +
-                      std::to_string(card.size_multiple) + "; " + input);
+    return Status(StatusCode::kModelInvalid, "the model " + card.name +
+                                                 " takes frames whose sides are multiples of " +
+                                                 std::to_string(card.size_multiple) + "; " + input);
   }
   return Status::Ok();
 }

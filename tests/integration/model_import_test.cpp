@@ -48,6 +48,15 @@ void MustShell(const std::string& command) {
   REQUIRE_MESSAGE(r.exit_code == 0, command << "\n" << r.err);
 }
 
+// `framemill model import esrgan-slim-x2 DIR/slim.pt`; returns the model's path.
+std::string ImportSlim(const std::string& dir) {
+  const std::string model = dir + "/slim.pt";
+  RunResult r = Shell(Q(FRAMEMILL_BIN) + " model import esrgan-slim-x2 " + Q(model) +
+                      " --packages " + Q(Packages()));
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  return model;
+}
+
 // Average luma PSNR of `a` against `b` (dB).
 double LumaPsnr(const std::string& a, const std::string& b) {
   RunResult r = Shell("ffmpeg -nostdin -hide_banner -i " + Q(a) + " -i " + Q(b) +
@@ -62,10 +71,7 @@ double LumaPsnr(const std::string& a, const std::string& b) {
 
 TEST_CASE("model import: esrgan-slim-x2 writes a model and its card, which info prints") {
   const std::string dir = ScratchDir("model_import_card");
-  const std::string model = dir + "/slim.pt";
-  RunResult r = Shell(Q(FRAMEMILL_BIN) + " model import esrgan-slim-x2 " + Q(model) +
-                      " --packages " + Q(Packages()));
-  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const std::string model = ImportSlim(dir);
 
   RunResult sum = Shell("sha256sum " + Q(model));
   REQUIRE(sum.exit_code == 0);
@@ -87,8 +93,8 @@ TEST_CASE("model import: esrgan-slim-x2 writes a model and its card, which info 
   RunResult unknown = Shell(Q(FRAMEMILL_BIN) + " model import esrgan-huge-x2 " + Q(model + "2"));
   CHECK(unknown.exit_code != 0);
   CHECK(unknown.err.find("esrgan-slim-x2") != std::string::npos);  // lists the known names
-  RunResult unfetched = Shell(Q(FRAMEMILL_BIN) + " model import esrgan-slim-x4 " +
-                              Q(model + "4") + " --packages " + Q(dir + "/none"));
+  RunResult unfetched = Shell(Q(FRAMEMILL_BIN) + " model import esrgan-slim-x4 " + Q(model + "4") +
+                              " --packages " + Q(dir + "/none"));
   CHECK(unfetched.exit_code != 0);
   CHECK(unfetched.err.find("fetch-model-packages.sh") != std::string::npos);
 
@@ -101,12 +107,11 @@ TEST_CASE("model import: esrgan-slim-x2 writes a model and its card, which info 
   CHECK(list.out.find("realesr-animevideov3-x2") != std::string::npos);
 }
 
-TEST_CASE("model import: esrgan-slim-x2 upscales a real clip 2x, frame-exact, within a GAN margin of bicubic") {
+TEST_CASE(
+    "model import: esrgan-slim-x2 upscales a real clip 2x, frame-exact, within a GAN margin of "
+    "bicubic") {
   const std::string dir = ScratchDir("model_import_run");
-  const std::string model = dir + "/slim.pt";
-  RunResult r = Shell(Q(FRAMEMILL_BIN) + " model import esrgan-slim-x2 " + Q(model) +
-                      " --packages " + Q(Packages()));
-  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const std::string model = ImportSlim(dir);
 
   // The original (320x180, the middle of friday.mp4, a face and edges) and its 2x bicubic
   // downscale, both lossless; bicubic and nearest-neighbour back up as the bars.
@@ -115,20 +120,17 @@ TEST_CASE("model import: esrgan-slim-x2 upscales a real clip 2x, frame-exact, wi
                     output = dir + "/upscaled.mkv";
   MustShell("ffmpeg -nostdin -v error -y -i " + Q(TestClip("friday.mp4")) + " -an -frames:v " +
             std::to_string(kFrames) + " -vf crop=320:180:160:150 -c:v ffv1 " + Q(original));
-  MustShell("ffmpeg -nostdin -v error -y -i " + Q(original) + " -vf scale=" +
-            std::to_string(kWidth) + ":" + std::to_string(kHeight) +
+  MustShell("ffmpeg -nostdin -v error -y -i " + Q(original) +
+            " -vf scale=" + std::to_string(kWidth) + ":" + std::to_string(kHeight) +
             ":flags=bicubic -c:v ffv1 " + Q(small));
   for (const auto& [path, flags] : {std::pair{bicubic, "bicubic"}, {nearest, "neighbor"}}) {
-    MustShell("ffmpeg -nostdin -v error -y -i " + Q(small) + " -vf scale=320:180:flags=" +
-              flags + " -c:v ffv1 " + Q(path));
+    MustShell("ffmpeg -nostdin -v error -y -i " + Q(small) + " -vf scale=320:180:flags=" + flags +
+              " -c:v ffv1 " + Q(path));
   }
 
-  nlohmann::json job = {{"input", small},
-                        {"output", output},
-                        {"model", model},
-                        {"device", TestDevice()},
-                        {"workers", 1},
-                        {"encoder", {{"codec", "ffv1"}, {"preset", ""}}}};
+  nlohmann::json job = {{"input", small}, {"output", output},
+                        {"model", model}, {"device", TestDevice()},
+                        {"workers", 1},   {"encoder", {{"codec", "ffv1"}, {"preset", ""}}}};
   RunResult run = RunJob(dir, job);
   REQUIRE_MESSAGE(run.exit_code == 0, run.err);
 
@@ -140,9 +142,8 @@ TEST_CASE("model import: esrgan-slim-x2 upscales a real clip 2x, frame-exact, wi
   const double model_db = LumaPsnr(output, original);
   const double bicubic_db = LumaPsnr(bicubic, original);
   const double nearest_db = LumaPsnr(nearest, original);
-  MESSAGE("luma PSNR against the original: esrgan-slim-x2 " << model_db << " dB, bicubic "
-                                                            << bicubic_db << " dB, nearest "
-                                                            << nearest_db << " dB");
+  MESSAGE("luma PSNR against the original: esrgan-slim-x2 "
+          << model_db << " dB, bicubic " << bicubic_db << " dB, nearest " << nearest_db << " dB");
   CHECK(model_db > bicubic_db - kGanMarginDb);
   CHECK(model_db > nearest_db + kOverNearestDb);
 }

@@ -13,8 +13,9 @@ namespace framemill::unit {
 
 inline std::string ModelPackagesDir() {
   const char* env = std::getenv("FRAMEMILL_MODEL_PACKAGES");
-  return env != nullptr && *env != '\0' ? env
-                                        : std::string(FRAMEMILL_SOURCE_DIR) + "/.deps/model-packages";
+  return env != nullptr && *env != '\0'
+             ? env
+             : std::string(FRAMEMILL_SOURCE_DIR) + "/.deps/model-packages";
 }
 
 // `relative` inside the packages directory, which must exist.

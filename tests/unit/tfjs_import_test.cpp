@@ -93,9 +93,9 @@ TEST_CASE("tfjs import: esrgan-slim x2 becomes a graph of its 24 layers and 24 w
 TEST_CASE("tfjs import: every published scale of esrgan-slim and esrgan-medium imports") {
   for (const char* size : {"slim", "medium"}) {
     for (int scale : {3, 4, 8}) {
-      const std::string path = unit::PackageFile(std::string("esrgan-") + size +
-                                                 "-1.0.0/package/models/x" +
-                                                 std::to_string(scale) + "/model.json");
+      const std::string path =
+          unit::PackageFile(std::string("esrgan-") + size + "-1.0.0/package/models/x" +
+                            std::to_string(scale) + "/model.json");
       Result<ImportedNetwork> net = ImportTfjsLayersNetwork(path);
       INFO(path);
       REQUIRE_MESSAGE(net.ok(), Message(net));
@@ -138,9 +138,9 @@ TEST_CASE("tfjs import: a weight whose shape the layer does not match is an erro
   BrokenCopy copy({"\"filters\": 12", "\"filters\": 11"}, nullptr);
   Result<ImportedNetwork> net = ImportTfjsLayersNetwork(copy.model_json);
   REQUIRE(!net.ok());
-  CHECK_MESSAGE(net.status().message().find("UPN3/kernel has shape [3,3,32,12]") !=
-                    std::string::npos,
-                Message(net));
+  CHECK_MESSAGE(
+      net.status().message().find("UPN3/kernel has shape [3,3,32,12]") != std::string::npos,
+      Message(net));
 }
 
 TEST_CASE("tfjs import: a missing shard is kInputMissing naming the file") {

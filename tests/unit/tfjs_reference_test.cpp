@@ -53,8 +53,8 @@ double MaxDifference(const std::string& model_json, int scale, int frames) {
               std::to_string(frames) + " -f rawvideo " + in) == 0);
   REQUIRE(Run(std::string(FRAMEMILL_TEST_NODE) + " " + FRAMEMILL_SOURCE_DIR +
               "/tests/reference/tfjs_reference.js " + unit::ModelPackagesDir() + "/tfjs-4.22.0 " +
-              model_json + " " + in + " " + std::to_string(kWidth) + " " +
-              std::to_string(kHeight) + " " + std::to_string(frames) + " " + ref) == 0);
+              model_json + " " + in + " " + std::to_string(kWidth) + " " + std::to_string(kHeight) +
+              " " + std::to_string(frames) + " " + ref) == 0);
 
   Result<ImportedNetwork> net = ImportTfjsLayersNetwork(model_json);
   REQUIRE_MESSAGE(net.ok(), net.status().message());
@@ -64,22 +64,22 @@ double MaxDifference(const std::string& model_json, int scale, int frames) {
 
   const std::string rgb = ReadBytes(in);
   REQUIRE(rgb.size() == static_cast<size_t>(frames * kWidth * kHeight * 3));
-  torch::Tensor batch = torch::from_blob(const_cast<char*>(rgb.data()),
-                                         {frames, kHeight, kWidth, 3}, torch::kUInt8)
-                            .permute({0, 3, 1, 2})
-                            .to(torch::kFloat32)
-                            .div(255.0)
-                            .contiguous();
+  torch::Tensor batch =
+      torch::from_blob(const_cast<char*>(rgb.data()), {frames, kHeight, kWidth, 3}, torch::kUInt8)
+          .permute({0, 3, 1, 2})
+          .to(torch::kFloat32)
+          .div(255.0)
+          .contiguous();
   Result<torch::Tensor> out = (*model)->Run(batch);
   REQUIRE_MESSAGE(out.ok(), out.status().message());
   REQUIRE(out->sizes() == torch::IntArrayRef({frames, 3, kHeight * scale, kWidth * scale}));
 
   const std::string expected = ReadBytes(ref);
   REQUIRE(expected.size() == static_cast<size_t>(out->numel()) * sizeof(float));
-  torch::Tensor want = torch::from_blob(const_cast<char*>(expected.data()),
-                                        {frames, kHeight * scale, kWidth * scale, 3},
-                                        torch::kFloat32)
-                           .permute({0, 3, 1, 2});
+  torch::Tensor want =
+      torch::from_blob(const_cast<char*>(expected.data()),
+                       {frames, kHeight * scale, kWidth * scale, 3}, torch::kFloat32)
+          .permute({0, 3, 1, 2});
   // The output is a real upscale of the input, not a constant: it spans most of [0,1].
   CHECK(want.max().item<float>() - want.min().item<float>() > 0.3);
   double diff = (*out - want).abs().max().item<double>();

@@ -19,14 +19,14 @@ enum class ImporterKind {
 const char* Name(ImporterKind kind);  // "tfjs-layers", "ncnn"
 
 struct CatalogEntry {
-  std::string name;      // e.g. "esrgan-slim-x2"
-  std::string package;   // npm name, e.g. "@upscalerjs/esrgan-slim"
-  std::string version;   // pinned, as fetch-model-packages.sh fetches it
+  std::string name;                // e.g. "esrgan-slim-x2"
+  std::string package;             // npm name, e.g. "@upscalerjs/esrgan-slim"
+  std::string version;             // pinned, as fetch-model-packages.sh fetches it
   std::vector<std::string> files;  // inside the package (model.json; or .param then .bin)
   ImporterKind importer = ImporterKind::kTfjsLayers;
   int scale = 1;
-  std::string network;   // what it is, for the card's architecture and `model list`
-  std::string licence;   // SPDX id of the weights' licence
+  std::string network;  // what it is, for the card's architecture and `model list`
+  std::string licence;  // SPDX id of the weights' licence
 };
 
 // Every importable name, in the order `framemill model list` shows them.

@@ -2,13 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <fcntl.h>
 #include <map>
-#include <set>
-#include <unistd.h>
 #include <vector>
 
 #include "common/file_util.h"
@@ -25,10 +20,10 @@ constexpr const char* kSupported =
 
 // A tensor of the graph as the generated TorchScript names it, with what is known of it.
 struct Value {
-  std::string var;    // TorchScript local holding it (NCHW)
+  std::string var;  // TorchScript local holding it (NCHW)
   int64_t channels = 0;
-  int scale = 1;      // its size / the input's size
-  double reach = 0;   // input pixels each side one of its pixels depends on
+  int scale = 1;     // its size / the input's size
+  double reach = 0;  // input pixels each side one of its pixels depends on
 };
 
 Status LayerError(const std::string& layer, const std::string& message) {
@@ -87,7 +82,7 @@ class GraphBuilder {
 };
 
 Result<std::vector<Value>> GraphBuilder::Inputs(const nlohmann::json& layer,
-                                                 const std::string& name) {
+                                                const std::string& name) {
   const nlohmann::json& nodes = layer.value("inbound_nodes", nlohmann::json::array());
   if (!nodes.is_array() || nodes.size() != 1 || !nodes[0].is_array() || nodes[0].empty()) {
     return LayerError(name, "expected one inbound node (a Keras 2 functional model)");
@@ -220,7 +215,8 @@ Status GraphBuilder::AddLayer(const nlohmann::json& layer, size_t index) {
     const bool cat = type == "Concatenate";
     if (cat) {
       int axis = c.value("axis", -1);
-      if (axis != 3 && axis != -1) return LayerError(name, "concatenates on an axis other than channels");
+      if (axis != 3 && axis != -1)
+        return LayerError(name, "concatenates on an axis other than channels");
     }
     std::string expr;
     for (const Value& x : v) {
@@ -245,15 +241,15 @@ Status GraphBuilder::AddLayer(const nlohmann::json& layer, size_t index) {
     body_ += "    " + o + "_n, " + o + "_c, " + o + "_h, " + o + "_w = " + x + ".size(0), " + x +
              ".size(1), " + x + ".size(2), " + x + ".size(3)\n";
     body_ += "    " + o + " = " + x + ".reshape([" + o + "_n, " + o + "_c, " + o + "_h, 1, " + o +
-             "_w, 1]).expand([" + o + "_n, " + o + "_c, " + o + "_h, " + s + ", " + o + "_w, " +
-             s + "]).reshape([" + o + "_n, " + o + "_c, " + o + "_h * " + s + ", " + o + "_w * " +
-             s + "])\n";
+             "_w, 1]).expand([" + o + "_n, " + o + "_c, " + o + "_h, " + s + ", " + o + "_w, " + s +
+             "]).reshape([" + o + "_n, " + o + "_c, " + o + "_h * " + s + ", " + o + "_w * " + s +
+             "])\n";
     out.channels = v[0].channels;
     out.scale = v[0].scale * static_cast<int>(uh);
     out.reach = v[0].reach;
   } else {
-    return LayerError(name, "layer type " + type + " is not imported (the importer takes " +
-                                kSupported + ")");
+    return LayerError(
+        name, "layer type " + type + " is not imported (the importer takes " + kSupported + ")");
   }
   values_[name] = out;
   return Status::Ok();
@@ -267,8 +263,8 @@ Result<std::string> GraphBuilder::Finish(const std::string& output, double top) 
   }
   const Value& out = values_.at(output);
   if (out.channels != 3) {
-    return LayerError(output, "the output has " + std::to_string(out.channels) +
-                                  " channels, not RGB");
+    return LayerError(output,
+                      "the output has " + std::to_string(out.channels) + " channels, not RGB");
   }
   char scale[32];
   std::snprintf(scale, sizeof(scale), "%.1f", top);
@@ -290,17 +286,6 @@ Result<std::string> OnlyLayer(const nlohmann::json& config, const char* key) {
   return list[0][0].get<std::string>();
 }
 
-Result<nlohmann::json> ReadModelJson(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) {
-    return Status(StatusCode::kInputMissing, "cannot open " + path + ": " + std::strerror(errno));
-  }
-  Result<std::string> text = ReadRegularFile(fd, kMaxModelJsonBytes, path, StatusCode::kModelInvalid);
-  ::close(fd);
-  if (!text.ok()) return text.status();
-  return ParseJsonText(*text, path, StatusCode::kModelInvalid);
-}
-
 }  // namespace
 
 const char* Name(TfjsValueRange range) {
@@ -315,7 +300,8 @@ const char* Name(TfjsValueRange range) {
 
 Result<ImportedNetwork> ImportTfjsLayersNetwork(const std::string& model_json_path,
                                                 TfjsValueRange range) {
-  Result<nlohmann::json> j = ReadModelJson(model_json_path);
+  Result<nlohmann::json> j = ReadJsonFile(model_json_path, kMaxModelJsonBytes,
+                                          StatusCode::kModelInvalid, LinkPolicy::kFollow);
   if (!j.ok()) return j.status();
   try {
     if (j->value("format", "layers-model") != "layers-model" || !j->contains("modelTopology")) {

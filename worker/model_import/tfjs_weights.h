@@ -17,9 +17,9 @@
 namespace framemill {
 
 struct TfjsWeight {
-  std::string name;             // e.g. "F_0/kernel"
-  std::vector<int64_t> shape;   // as the manifest gives it (Conv2D kernels: [kh, kw, in, out])
-  torch::Tensor value;          // float32, owning its memory
+  std::string name;            // e.g. "F_0/kernel"
+  std::vector<int64_t> shape;  // as the manifest gives it (Conv2D kernels: [kh, kw, in, out])
+  torch::Tensor value;         // float32, owning its memory
 };
 
 // `manifest`: model.json's "weightsManifest"; `dir`: the directory its shard paths are relative

@@ -20,6 +20,7 @@
 #include "common/frame_format.h"
 #include "common/json_fields.h"
 #include "common/log.h"
+#include "common/model_card.h"
 #include "common/shared_memory.h"
 #include "common/shm_protocol.h"
 #include "supervisor/job/color_choice.h"
@@ -281,12 +282,23 @@ Status JobRun::ResolveDepth() {
   return Status::Ok();
 }
 
+// The card beside the model (common/model_card.h), when it has one: an input the model cannot
+// take fails the job here, before a worker starts or a frame is decoded, and so does a card that
+// cannot be read (a card that lies is worse than none). Read beside the model's resolved path.
+static Status CheckModelCard(int model_fd, const VideoStreamInfo& v) {
+  Result<std::optional<ModelCard>> card = LoadModelCard(FdRealPath(model_fd));
+  if (!card.ok()) return card.status();
+  if (!card->has_value()) return Status::Ok();
+  return CheckInputFits(**card, v.display_width, v.display_height);
+}
+
 Status JobRun::Prepare() {
   FM_RETURN_IF_ERROR(OpenPaths());
   Result<MediaInfo> media = ProbeMedia(config_.ffprobe, source_, /*frame_times=*/true);
   if (!media.ok()) return media.status();
   media_ = std::move(*media);
   const VideoStreamInfo& v = media_.video;
+  FM_RETURN_IF_ERROR(CheckModelCard(model_fd_.get(), v));
   FM_RETURN_IF_ERROR(ResolveDepth());
   if (!v.constant_rate) {
     spdlog::info("{}: variable frame rate; every frame keeps its source timestamp", job_.input);

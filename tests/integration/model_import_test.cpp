@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <string>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -29,6 +30,8 @@ constexpr double kGanMarginDb = 1.5;
 constexpr double kOverNearestDb = 3.0;
 
 std::string Q(const std::string& s) { return "'" + s + "'"; }
+
+bool PathExists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 
 std::string Packages() {
   const char* env = std::getenv("FRAMEMILL_MODEL_PACKAGES");
@@ -146,4 +149,26 @@ TEST_CASE(
           << model_db << " dB, bicubic " << bicubic_db << " dB, nearest " << nearest_db << " dB");
   CHECK(model_db > bicubic_db - kGanMarginDb);
   CHECK(model_db > nearest_db + kOverNearestDb);
+}
+
+TEST_CASE("model import: a job whose input the model's card refuses fails before any frame") {
+  const std::string dir = ScratchDir("model_import_card_refuses");
+  const std::string model = ImportSlim(dir);
+  // The card as a model with a lower bound on its input would have it.
+  nlohmann::json card = nlohmann::json::parse(Shell("cat " + Q(model + ".json")).out);
+  card["min_size"] = 200;
+  MustShell("printf '%s' " + Q(card.dump()) + " > " + Q(model + ".json"));
+  const std::string small = dir + "/small.mkv", output = dir + "/out.mkv";
+  MustShell("ffmpeg -nostdin -v error -y -i " + Q(TestClip("flower.webm")) +
+            " -an -frames:v 5 -vf scale=160:90 -c:v ffv1 " + Q(small));
+  nlohmann::json job = {{"input", small},      {"output", output}, {"model", model},
+                        {"device", TestDevice()}, {"workers", 1}};
+  RunResult run = RunJob(dir, job);
+  CHECK(run.exit_code != 0);
+  CHECK_MESSAGE(run.err.find("at least 200 pixels a side; this input is 160x90") !=
+                    std::string::npos,
+                run.err);
+  CHECK(run.err.find("worker 0") == std::string::npos);  // no worker was started
+  CHECK(run.err.find("model_invalid") != std::string::npos);
+  CHECK(!PathExists(output));
 }

@@ -161,13 +161,16 @@ TEST_CASE("model import: a job whose input the model's card refuses fails before
   const std::string small = dir + "/small.mkv", output = dir + "/out.mkv";
   MustShell("ffmpeg -nostdin -v error -y -i " + Q(TestClip("flower.webm")) +
             " -an -frames:v 5 -vf scale=160:90 -c:v ffv1 " + Q(small));
-  nlohmann::json job = {{"input", small},      {"output", output}, {"model", model},
-                        {"device", TestDevice()}, {"workers", 1}};
+  nlohmann::json job = {{"input", small},
+                        {"output", output},
+                        {"model", model},
+                        {"device", TestDevice()},
+                        {"workers", 1}};
   RunResult run = RunJob(dir, job);
   CHECK(run.exit_code != 0);
-  CHECK_MESSAGE(run.err.find("at least 200 pixels a side; this input is 160x90") !=
-                    std::string::npos,
-                run.err);
+  CHECK_MESSAGE(
+      run.err.find("at least 200 pixels a side; this input is 160x90") != std::string::npos,
+      run.err);
   CHECK(run.err.find("worker 0") == std::string::npos);  // no worker was started
   CHECK(run.err.find("model_invalid") != std::string::npos);
   CHECK(!PathExists(output));

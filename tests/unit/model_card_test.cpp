@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/file_util.h"
 #include "common/model_card.h"
@@ -78,33 +80,23 @@ TEST_CASE("model card: a card that lies is an error naming the key, never ignore
   nlohmann::json good = ModelCardToJson(Card());
   REQUIRE(ModelCardFromJson(good).ok());
 
-  nlohmann::json j = good;
-  j["colour"] = "rgb";
-  Result<ModelCard> r = ModelCardFromJson(j);
-  REQUIRE(!r.ok());
-  CHECK(r.status().message().find("colour") != std::string::npos);
-
-  j = good;
-  j["scale"] = 0;
-  r = ModelCardFromJson(j);
-  REQUIRE(!r.ok());
-  CHECK(r.status().message().find("scale") != std::string::npos);
-
-  j = good;
-  j["source_value_range"] = "0-65535";
-  r = ModelCardFromJson(j);
-  REQUIRE(!r.ok());
-  CHECK(r.status().message().find("source_value_range") != std::string::npos);
-
-  j = good;
-  j["card_version"] = 2;
-  r = ModelCardFromJson(j);
-  REQUIRE(!r.ok());
-  CHECK(r.status().message().find("card_version") != std::string::npos);
-
-  j = good;
-  j["sha256"] = "xyz";
-  CHECK(!ModelCardFromJson(j).ok());
+  // Each bad value, with the key the error must name.
+  const std::vector<std::pair<std::string, nlohmann::json>> bad = {
+      {"colour", "rgb"},  // a key no card has
+      {"scale", 0},
+      {"source_value_range", "0-65535"},
+      {"card_version", 2},
+      {"sha256", "xyz"},
+      {"max_size", 0},
+  };
+  for (const auto& [key, value] : bad) {
+    nlohmann::json j = good;
+    j[key] = value;
+    Result<ModelCard> r = ModelCardFromJson(j);
+    INFO(key << " = " << value.dump());
+    REQUIRE(!r.ok());
+    CHECK(r.status().message().find(key) != std::string::npos);
+  }
 
   // On disk: a broken card is an error, not "no card".
   const std::string dir = TempDir();

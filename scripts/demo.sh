@@ -1,23 +1,26 @@
 #!/usr/bin/env bash
-# Quick start: installs dependencies, builds, exports the `sharpen` example model, makes a
-# 20-second test video with audio, and runs it through framemill. Prints where the output is.
+# Quick start: installs dependencies, builds, fetches the published trained upscaler
+# esrgan-slim x2 (scripts/fetch-model-packages.sh) and imports it, makes a 320x180 input from a
+# real clip (tests/data/flower.webm, 5 seconds with audio), and upscales it to 640x360 through
+# framemill. Writes a before/after still (bicubic left, the model right). Prints where the
+# output is.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh
 out=demo-output
 mkdir -p "$out"
-./build/framemill model export sharpen "$out/sharpen.pt"
+scripts/fetch-model-packages.sh
+./build/framemill model import esrgan-slim-x2 "$out/esrgan-slim-x2.pt"
 if [[ ! -f $out/input.mp4 ]]; then
-  ffmpeg -nostdin -v error -y -f lavfi -i testsrc2=size=640x360:rate=25:duration=20 \
-    -f lavfi -i sine=frequency=330:sample_rate=48000:duration=20 \
-    -c:v libx264 -preset veryfast -crf 20 -pix_fmt yuv420p -c:a aac -b:a 96k "$out/input.mp4"
+  ffmpeg -nostdin -v error -y -i tests/data/flower.webm -vf scale=320:180:flags=area \
+    -c:v libx264 -preset veryfast -crf 16 -pix_fmt yuv420p -c:a aac -b:a 96k "$out/input.mp4"
 fi
 cat > "$out/job.json" <<JSON
 {
   "input": "$PWD/$out/input.mp4",
   "output": "$PWD/$out/output.mp4",
-  "model": "$PWD/$out/sharpen.pt",
+  "model": "$PWD/$out/esrgan-slim-x2.pt",
   "workers": 2,
   "chunk_frames": 32,
   "device": "auto",
@@ -34,5 +37,10 @@ cat > "$out/framemill.json" <<JSON
 }
 JSON
 ./build/framemill --config "$out/framemill.json" run "$out/job.json"
+# Frame 75, bicubic (left) and the model (right), both 640x360.
+ffmpeg -nostdin -v error -y -i "$out/input.mp4" -i "$out/output.mp4" -filter_complex \
+  "[0:v]scale=640:360:flags=bicubic[a];[a][1:v]hstack,select=eq(n\,75)" -frames:v 1 \
+  "$out/before-after.png"
 echo "demo: input  $PWD/$out/input.mp4"
 echo "demo: output $PWD/$out/output.mp4"
+echo "demo: still  $PWD/$out/before-after.png (bicubic left, esrgan-slim-x2 right)"

@@ -186,6 +186,7 @@ def write_card(path, args, scale, source):
     with open(path, "rb") as f:
         digest = hashlib.sha256(f.read()).hexdigest()
     card = {
+        "card_version": 1,
         "name": args.name or os.path.splitext(os.path.basename(path))[0],
         "format": "pt2",
         "architecture": f"torch.export + AOTInductor ({args.device}, {args.precision})",

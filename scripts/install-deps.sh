@@ -17,7 +17,11 @@ packages=(
   prometheus              # promtool: the metrics test checks the service's metrics file
   systemd                 # systemd-analyze: the unit's verify and security tests
   clang libclang-rt-14-dev  # clang++ and its libFuzzer/sanitizer runtimes: the fuzz tests
+  nodejs                  # node: the TF.js reference test; npm: fetch-model-packages.sh
 )
+# Debian's npm, unless the nodejs there already bundles one (NodeSource's does, and conflicts
+# with Debian's npm package).
+command -v npm >/dev/null || packages+=(npm)
 
 missing=()
 for p in "${packages[@]}"; do

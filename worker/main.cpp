@@ -18,6 +18,7 @@
 #include "common/log_lines.h"
 #include "worker/example_models.h"
 #include "worker/fault_injection.h"
+#include "worker/model_import/catalog.h"
 #include "worker/sandbox.h"
 #include "worker/worker_loop.h"
 
@@ -31,7 +32,9 @@ constexpr const char* kUsage =
     "       framemill-worker ... --model PATH ...  (tools: the worker opens the file itself,\n"
     "                                               instead of --model-fd)\n"
     "       framemill-worker --export-model NAME PATH [--target FILE]\n"
-    "       framemill-worker --list-models\n";
+    "       framemill-worker --list-models\n"
+    "       framemill-worker --import-model NAME PATH --packages DIR\n"
+    "       framemill-worker --list-importable\n";
 
 int Usage() {
   std::fputs(kUsage, stderr);
@@ -71,6 +74,22 @@ int main(int argc, char** argv) {
   }
   if (a.size() == 1 && a[0] == "--list-models") {
     for (const std::string& n : ExampleModelNames()) std::printf("%s\n", n.c_str());
+    return 0;
+  }
+  if (a.size() == 5 && a[0] == "--import-model" && a[3] == "--packages") {
+    Status s = ImportCatalogModel(a[1], a[2], a[4]);
+    if (!s.ok()) {
+      std::fprintf(stderr, "framemill: %s\n", s.ToString().c_str());
+      return 1;
+    }
+    std::printf("imported %s to %s (card: %s.json)\n", a[1].c_str(), a[2].c_str(), a[2].c_str());
+    return 0;
+  }
+  if (a.size() == 1 && a[0] == "--list-importable") {
+    for (const CatalogEntry& e : ModelCatalog()) {
+      std::printf("%-26s x%d  %-12s npm:%s@%s  %s\n", e.name.c_str(), e.scale, e.licence.c_str(),
+                  e.package.c_str(), e.version.c_str(), e.network.c_str());
+    }
     return 0;
   }
   WorkerArgs args;

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "common/job_file.h"
 #include "common/json_fields.h"
 #include "common/log.h"
+#include "common/model_card.h"
 #include "common/shared_memory.h"
 #include "supervisor/front/completion.h"
 #include "supervisor/job/job_runner.h"
@@ -61,6 +63,34 @@ int ModelCommand(const std::vector<std::string>& args, const framemill::Config& 
   std::fputs(r->out.c_str(), stdout);
   std::fputs(r->err.c_str(), stderr);
   return r->exit_code == 0 ? kExitOk : kExitFailed;
+}
+
+// `model list`: the worker's two lists, each under what it is.
+int ModelListCommand(const framemill::Config& config) {
+  std::printf("Example models (framemill model export NAME PATH):\n");
+  std::fflush(stdout);
+  if (ModelCommand({"--list-models"}, config) != kExitOk) return kExitFailed;
+  std::printf("\nImportable trained models (framemill model import NAME PATH; run "
+              "scripts/fetch-model-packages.sh first):\n");
+  std::fflush(stdout);
+  return ModelCommand({"--list-importable"}, config);
+}
+
+// `model info FILE`: the card beside the model, read here (common/, no LibTorch).
+int ModelInfoCommand(const std::string& model_path) {
+  framemill::Result<std::optional<framemill::ModelCard>> card =
+      framemill::LoadModelCard(model_path);
+  if (!card.ok()) {
+    std::fprintf(stderr, "framemill: %s\n", card.status().ToString().c_str());
+    return kExitFailed;
+  }
+  if (!card->has_value()) {
+    std::printf("%s: no card (%s not found); nothing is known of this model\n",
+                model_path.c_str(), framemill::ModelCardPath(model_path).c_str());
+    return kExitOk;
+  }
+  std::printf("%s\n", framemill::ModelCardToJson(**card).dump(2).c_str());
+  return kExitOk;
 }
 
 // The job file of `run` and `preview` (a rejection is printed), and shared memory left by dead
@@ -147,7 +177,8 @@ struct Request {
   std::string job_id;            // status, cancel, retry
   bool follow = false;
   bool json = false;
-  std::string model_name, model_path, model_target;  // model export
+  std::string model_name, model_path, model_target;  // model export, import, info
+  std::string model_packages = ".deps/model-packages";  // model import
   std::string shell = "bash";                        // completion
 };
 
@@ -216,7 +247,8 @@ void DefineCommands(CLI::App& app, Request& rq) {
   CLI::App* retry = app.add_subcommand("retry", "Ask the service to run a failed job again");
   retry->add_option("job", rq.job_id, "A job id")->required();
 
-  CLI::App* model = app.add_subcommand("model", "Example models: export or list them");
+  CLI::App* model =
+      app.add_subcommand("model", "Models: export examples, import trained ones, describe them");
   model->require_subcommand(1);
   CLI::App* exp = model->add_subcommand("export", "Write an example TorchScript model");
   exp->add_option("name", rq.model_name, "The example's name (`framemill model list`)")->required();
@@ -225,7 +257,18 @@ void DefineCommands(CLI::App& app, Request& rq) {
                   "A file the test models `read_file`/`write_file`"
                   " try to reach (sandbox tests)")
       ->type_name("FILE");
-  model->add_subcommand("list", "Names of the example models");
+  model->add_subcommand("list", "Names of the example models and of the importable trained ones");
+  CLI::App* imp = model->add_subcommand(
+      "import", "Turn a published trained model into a TorchScript model file and its card");
+  imp->add_option("name", rq.model_name, "The importable name (`framemill model list`)")
+      ->required();
+  imp->add_option("path", rq.model_path, "Where to write it (and its card, PATH.json)")->required();
+  imp->add_option("--packages", rq.model_packages,
+                  "Where scripts/fetch-model-packages.sh put the packages")
+      ->type_name("DIR")
+      ->capture_default_str();
+  CLI::App* info = model->add_subcommand("info", "Print what is known of a model file (its card)");
+  info->add_option("path", rq.model_path, "The model file")->required();
 
   CLI::App* completion = app.add_subcommand("completion", "Print a shell completion script (bash)");
   completion->add_option("shell", rq.shell, "The shell")->check(CLI::IsMember({"bash"}));
@@ -289,7 +332,13 @@ int Main(int argc, char** argv) {
   if (name == "cancel") return framemill::CancelCommand(rq.job_id, *config);
   if (name == "retry") return framemill::RetryCommand(rq.job_id, *config);
   if (name == "model") {
-    if (cmd->got_subcommand("list")) return ModelCommand({"--list-models"}, *config);
+    if (cmd->got_subcommand("list")) return ModelListCommand(*config);
+    if (cmd->got_subcommand("info")) return ModelInfoCommand(rq.model_path);
+    if (cmd->got_subcommand("import")) {
+      return ModelCommand(
+          {"--import-model", rq.model_name, rq.model_path, "--packages", rq.model_packages},
+          *config);
+    }
     std::vector<std::string> args = {"--export-model", rq.model_name, rq.model_path};
     if (!rq.model_target.empty()) args.insert(args.end(), {"--target", rq.model_target});
     return ModelCommand(args, *config);

@@ -23,6 +23,7 @@
 #include "common/shared_memory.h"
 #include "common/shm_protocol.h"
 #include "supervisor/job/color_choice.h"
+#include "supervisor/job/model_fit.h"
 #include "supervisor/job/free_space.h"
 #include "supervisor/job/warm_key.h"
 #include "supervisor/plan/chunk_board.h"
@@ -287,6 +288,11 @@ Status JobRun::Prepare() {
   if (!media.ok()) return media.status();
   media_ = std::move(*media);
   const VideoStreamInfo& v = media_.video;
+  // The card beside the model (supervisor/job/model_fit.h), read beside its resolved path: an
+  // input or a setting the model cannot take fails here, before a worker starts or a frame is
+  // decoded.
+  FM_RETURN_IF_ERROR(
+      CheckModelFitsJob(FdRealPath(model_fd_.get()), settings_, v.display_width, v.display_height));
   FM_RETURN_IF_ERROR(ResolveDepth());
   if (!v.constant_rate) {
     spdlog::info("{}: variable frame rate; every frame keeps its source timestamp", job_.input);

@@ -12,8 +12,17 @@
 
 namespace framemill {
 
+// The value range a network was trained on. model.json does not say; the catalog
+// (catalog.h) knows it from the package's own pre- and post-processing (UpscalerJS's RDN models:
+// 0-255).
+enum class TfjsValueRange { kZeroToOne, kZeroTo255 };
+const char* Name(TfjsValueRange range);  // "0-1", "0-255" (the card's source_value_range)
+
 // `model_json_path`: the model.json; its weight shards are read from the same directory. The
-// returned module keeps framemill's model contract (RGB [0,1] in and out).
-Result<ImportedNetwork> ImportTfjsLayersNetwork(const std::string& model_json_path);
+// returned module keeps framemill's model contract (RGB [0,1] in and out): it multiplies its
+// input by the range's top, and divides and clamps its output back to [0,1]. Errors are
+// kModelInvalid naming the layer or weight (kInputMissing for a missing file).
+Result<ImportedNetwork> ImportTfjsLayersNetwork(
+    const std::string& model_json_path, TfjsValueRange range = TfjsValueRange::kZeroTo255);
 
 }  // namespace framemill

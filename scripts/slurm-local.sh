@@ -77,7 +77,11 @@ SlurmdPort=$slurmd_port
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
+# A requeued job waits cred_expire seconds before it starts again (default 120).
+AuthInfo=cred_expire=10
 CredType=cred/munge
+# SIGTERM, then SIGKILL this many seconds later, for a cancelled or requeued job's steps.
+KillWait=5
 StateSaveLocation=$dir/state
 SlurmdSpoolDir=$dir/spool
 SlurmctldPidFile=$dir/slurmctld.pid
@@ -112,8 +116,8 @@ start() {
   write_conf
   start_munge
   export SLURM_CONF="$conf"
-  # -i: ignore state from an earlier start (jobs of a cluster that is gone).
-  $sudo env SLURM_CONF="$conf" slurmctld -i -f "$conf"
+  # -c: a clean start, without the jobs of an earlier one.
+  $sudo env SLURM_CONF="$conf" slurmctld -c -f "$conf"
   $sudo env SLURM_CONF="$conf" slurmd -f "$conf"
   local state=""
   for _ in $(seq $((wait_s * 5))); do

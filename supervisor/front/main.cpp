@@ -305,6 +305,10 @@ int Main(int argc, char** argv) {
   if (name == "slurm") return framemill::SlurmCommand(*cmd, rq.config_path, rq.job_path, rq.slurm, *config);
   if (name == "preview") return PreviewCommand(rq.job_path, rq.frames, rq.json, *config);
   if (name == "serve") {
+    // The slurm backend's tasks run `framemill` with the submitting environment: the same config.
+    if (!rq.config_path.empty()) {
+      ::setenv("FRAMEMILL_CONFIG", framemill::ResolvePath(rq.config_path).c_str(), 1);
+    }
     framemill::Status s = framemill::RunService(*config, g_stop);
     if (!s.ok()) {
       std::fprintf(stderr, "framemill: %s\n", s.ToString().c_str());

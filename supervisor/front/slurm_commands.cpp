@@ -45,8 +45,12 @@ std::string ThisBinary() {
 
 }  // namespace
 
+std::string SlurmLogsDirFor(const std::string& job_path) {
+  return ResolvePath(DirName(job_path)) + "/" + BaseName(job_path) + ".slurm";
+}
+
 std::vector<std::string> SbatchArrayArgs(const std::string& framemill, const std::string& config_path,
-                                         const std::string& job_path, const std::string& parts_dir,
+                                         const std::string& job_path, const std::string& logs_dir,
                                          int parts, const JobSpec& job,
                                          const std::vector<std::string>& extra) {
   std::vector<std::string> argv = {"sbatch",
@@ -54,7 +58,7 @@ std::vector<std::string> SbatchArrayArgs(const std::string& framemill, const std
                                    "--requeue",
                                    "--job-name=framemill-parts",
                                    "--array=1-" + std::to_string(parts),
-                                   "--output=" + parts_dir + "/slurm-%A_%a.out"};
+                                   "--output=" + logs_dir + "/slurm-%A_%a.out"};
   bool gpus = false;
   for (const std::string& e : extra) gpus = gpus || AboutGpus(e);
   if (!gpus && job.settings.device.kind == DeviceKind::kCuda) {
@@ -71,7 +75,7 @@ std::vector<std::string> SbatchArrayArgs(const std::string& framemill, const std
 
 std::vector<std::string> SbatchStitchArgs(const std::string& framemill,
                                           const std::string& config_path,
-                                          const std::string& job_path, const std::string& parts_dir,
+                                          const std::string& job_path, const std::string& logs_dir,
                                           const std::string& array_job,
                                           const std::vector<std::string>& extra) {
   std::vector<std::string> argv = {"sbatch",
@@ -79,7 +83,7 @@ std::vector<std::string> SbatchStitchArgs(const std::string& framemill,
                                    "--job-name=framemill-stitch",
                                    "--dependency=afterok:" + array_job,
                                    "--kill-on-invalid-dep=no",
-                                   "--output=" + parts_dir + "/slurm-%j-stitch.out"};
+                                   "--output=" + logs_dir + "/slurm-%j-stitch.out"};
   for (const std::string& e : extra) {
     if (!AboutGpus(e) && e.rfind("--array", 0) != 0 && e.rfind("-a", 0) != 0) argv.push_back(e);
   }
@@ -116,17 +120,18 @@ Result<SlurmIds> SubmitToSlurm(const std::string& job_path, const JobSpec& job, 
                                const std::string& config_path, const Config& config) {
   const std::string job_abs = ResolvePath(job_path);
   const std::string config_abs = config_path.empty() ? "" : ResolvePath(config_path);
-  const std::string parts_dir = PartsDirFor(job_abs);
-  Result<PartsPlan> plan = PlanJobParts(job, config, parts, parts_dir);
+  Result<PartsPlan> plan = PlanJobParts(job, config, parts, PartsDirFor(job_abs));
   if (!plan.ok()) return plan.status();
+  const std::string logs = SlurmLogsDirFor(job_abs);
+  FM_RETURN_IF_ERROR(MakeDirectories(logs));
   const std::string self = ThisBinary();
   SlurmIds ids;
   Result<std::string> array =
-      Sbatch(SbatchArrayArgs(self, config_abs, job_abs, parts_dir, parts, job, extra));
+      Sbatch(SbatchArrayArgs(self, config_abs, job_abs, logs, parts, job, extra));
   if (!array.ok()) return array.status();
   ids.array_job = *array;
   Result<std::string> stitch =
-      Sbatch(SbatchStitchArgs(self, config_abs, job_abs, parts_dir, ids.array_job, extra));
+      Sbatch(SbatchStitchArgs(self, config_abs, job_abs, logs, ids.array_job, extra));
   if (!stitch.ok()) return stitch.status();
   ids.stitch_job = *stitch;
   nlohmann::json record = {{"version", 1},
@@ -134,7 +139,7 @@ Result<SlurmIds> SubmitToSlurm(const std::string& job_path, const JobSpec& job, 
                            {"parts", parts},
                            {"array_job", ids.array_job},
                            {"stitch_job", ids.stitch_job}};
-  FM_RETURN_IF_ERROR(AtomicWriteFile(parts_dir + "/" + kSlurmRecord, DumpJson(record, 1) + "\n"));
+  FM_RETURN_IF_ERROR(AtomicWriteFile(logs + "/" + kSlurmRecord, DumpJson(record, 1) + "\n"));
   return ids;
 }
 
@@ -197,17 +202,23 @@ int StatusCommand(const std::string& job_path, bool json, const Config& config) 
     return kExitFailed;
   }
   const std::string parts_dir = PartsDirFor(ResolvePath(job_path));
-  Result<PartsPlan> plan = ReadPartsPlan(parts_dir);
-  if (!plan.ok()) {
-    std::fprintf(stderr, "framemill: %s\n", plan.status().ToString().c_str());
-    return kExitFailed;
-  }
   std::string array_job, stitch_job;
-  Result<nlohmann::json> record =
-      ReadJsonFile(parts_dir + "/" + kSlurmRecord, 1 << 20, StatusCode::kIo);
+  Result<nlohmann::json> record = ReadJsonFile(SlurmLogsDirFor(job_path) + "/" + kSlurmRecord,
+                                               1 << 20, StatusCode::kIo);
   if (record.ok()) {
     array_job = record->value("array_job", "");
     stitch_job = record->value("stitch_job", "");
+  }
+  Result<PartsPlan> plan = ReadPartsPlan(parts_dir);
+  if (!plan.ok() && PathExists(job->output) && !PathExists(parts_dir)) {
+    // The stitch removes the parts once the output is in place.
+    std::printf("job %s: stitched into %s (stitch job %s)\n", job_path.c_str(),
+                job->output.c_str(), stitch_job.empty() ? "-" : stitch_job.c_str());
+    return kExitOk;
+  }
+  if (!plan.ok()) {
+    std::fprintf(stderr, "framemill: %s\n", plan.status().ToString().c_str());
+    return kExitFailed;
   }
   std::map<int, std::string> states;
   if (!array_job.empty()) states = TaskStates(array_job);

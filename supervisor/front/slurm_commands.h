@@ -3,7 +3,7 @@
 // then submits an array job of N tasks (task I runs `framemill run JOB --part I/N`, requeueable:
 // a requeued task resumes from its part's done-log) and a stitch job that depends on it
 // (`afterok`: it runs `framemill stitch JOB` once every part has finished). Both write their logs
-// into the parts directory. Status reads the parts' done-logs and asks squeue about the tasks.
+// into `<JOB>.slurm/` beside the job (SlurmLogsDirFor). Status reads the parts' done-logs and asks squeue about the tasks.
 //
 // The job file, its input, model and output directory and the parts directory must be on
 // storage every node sees under the same names (README.md, "Shared storage").
@@ -32,6 +32,10 @@ struct SlurmIds {
   std::string stitch_job;
 };
 
+// `<job_path>.slurm`, absolute: the Slurm logs of the parts and the stitch (slurm-ARRAY_I.out,
+// slurm-ID-stitch.out) and slurm.json, the ids of the submission. Kept after the stitch.
+std::string SlurmLogsDirFor(const std::string& job_path);
+
 // The command line of one submission (exposed for tests): `framemill` is this binary's absolute
 // path, `config_path` "" = none given (the environment travels with the job: sbatch's default
 // --export=ALL). Options in `extra` go to the array job; the stitch job gets those that are not
@@ -39,12 +43,12 @@ struct SlurmIds {
 // and whose `extra` names no GPUs asks for one GPU per task (`--gres=gpu:1`, or as many as its
 // `gpus` lists).
 std::vector<std::string> SbatchArrayArgs(const std::string& framemill, const std::string& config_path,
-                                         const std::string& job_path, const std::string& parts_dir,
+                                         const std::string& job_path, const std::string& logs_dir,
                                          int parts, const JobSpec& job,
                                          const std::vector<std::string>& extra);
 std::vector<std::string> SbatchStitchArgs(const std::string& framemill,
                                           const std::string& config_path,
-                                          const std::string& job_path, const std::string& parts_dir,
+                                          const std::string& job_path, const std::string& logs_dir,
                                           const std::string& array_job,
                                           const std::vector<std::string>& extra);
 

@@ -925,9 +925,11 @@ Result<JobReport> JobRun::RunPipeline() {
 
   if (!options_.part.whole()) {  // a part ends with its segments: the stitch muxes
     FillReport(t0);
-    report_.output = scratch_;
+    report_.output = options_.workspace;
     report_.frames = 0;
     for (int64_t si = seg_begin_; si < seg_end_; ++si) report_.frames += plan_.segments[si].frames;
+    report_.chunks = end_chunk_ - plan_.segments[seg_begin_].first_chunk;
+    report_.segments = seg_end_ - seg_begin_;
     return report_;
   }
   std::vector<std::string> segments;

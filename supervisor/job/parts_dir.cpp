@@ -1,5 +1,6 @@
 #include "supervisor/job/parts_dir.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -8,6 +9,7 @@
 #include "common/checked_file.h"
 #include "common/file_util.h"
 #include "common/json_fields.h"
+#include "supervisor/job/job_state.h"
 #include "supervisor/media/media_probe.h"
 
 namespace framemill {
@@ -81,7 +83,7 @@ Result<PartsPlan> WritePartsPlanOnce(const std::string& parts_dir, const PartsPl
 }
 
 Result<PartsPlan> PlanJobParts(const JobSpec& job, const Config& config, int count,
-                               const std::string& parts_dir) {
+                               const std::string& parts_dir, bool at_most_segments) {
   Result<UniqueFd> input =
       OpenCheckedFile(CheckedKind::kInput, job.input, config.allowed_input_roots);
   if (!input.ok()) return input.status();
@@ -95,9 +97,26 @@ Result<PartsPlan> PlanJobParts(const JobSpec& job, const Config& config, int cou
   Result<JobPlan> plan =
       PlanJob(media->video.frame_count, media->video.frame_rate.value(), job.settings);
   if (!plan.ok()) return plan.status();
+  if (at_most_segments) count = std::min<int64_t>(count, static_cast<int64_t>(plan->segments.size()));
   Result<PartsPlan> mine = MakePartsPlan(job, *plan, count);
   if (!mine.ok()) return mine.status();
   return WritePartsPlanOnce(parts_dir, *mine);
+}
+
+int64_t PartsFramesDone(const std::string& parts_dir, const JobSpec& job, const PartsPlan& plan) {
+  // A JobPlan of the plan's sizes names the segments as the parts do.
+  Result<JobPlan> sizes = MakePlan(plan.frame_count, plan.chunk_frames, plan.chunks_per_segment);
+  if (!sizes.ok()) return 0;
+  const int count = static_cast<int>(plan.parts.size());
+  int64_t frames = 0;
+  for (int i = 0; i < count; ++i) {
+    const PartRange& r = plan.parts[static_cast<size_t>(i)];
+    JobState st(PartDir(parts_dir, PartRef{i + 1, count}), job, *sizes, plan.chunks_per_segment,
+                r.first_segment, r.end_segment());
+    (void)st.Load(/*write_back=*/false);
+    for (int64_t k = 0; k < st.done(); ++k) frames += sizes->segments[r.first_segment + k].frames;
+  }
+  return frames;
 }
 
 }  // namespace framemill

@@ -34,9 +34,13 @@ Result<PartsPlan> WritePartsPlanOnce(const std::string& parts_dir, const PartsPl
 
 // What `framemill slurm submit` does before submitting: opens and probes the job's input as a run
 // does (checked against the config's roots, every packet read for the frame count), plans it,
-// cuts it into `count` parts and writes the plan once (WritePartsPlanOnce).
+// cuts it into `count` parts (with `at_most_segments`, fewer when the job has fewer segments) and
+// writes the plan once (WritePartsPlanOnce).
 Result<PartsPlan> PlanJobParts(const JobSpec& job, const Config& config, int count,
-                               const std::string& parts_dir);
+                               const std::string& parts_dir, bool at_most_segments = false);
+
+// Frames of the job whose segments the parts' done-logs list as finished (read only).
+int64_t PartsFramesDone(const std::string& parts_dir, const JobSpec& job, const PartsPlan& plan);
 
 // plan.json of `parts_dir`. kInvalidJob when missing or malformed.
 Result<PartsPlan> ReadPartsPlan(const std::string& parts_dir);

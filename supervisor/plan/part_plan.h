@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/config.h"
 #include "common/status.h"
 #include "supervisor/plan/job_plan.h"
 
@@ -24,7 +25,7 @@ struct PartRef {
 };
 
 // The most parts a job may be cut into (a Slurm array of this many tasks is already large).
-inline constexpr int kMaxParts = 10000;
+inline constexpr int kMaxParts = kMaxSlurmParts;
 
 // "I/N" with 1 <= I <= N <= kMaxParts. Errors: kInvalidJob naming what is wrong.
 Result<PartRef> ParsePartRef(const std::string& text);

@@ -149,7 +149,7 @@ void DefineSlurmCommands(CLI::App& app, std::string& job_path, SlurmArgs* args) 
   CLI::App* submit = slurm->add_subcommand(
       "submit",
       "Plan the job's parts, submit an array job (one task per part) and a stitch job that "
-      "runs after it; print the two job ids, one a line. Other options go to sbatch");
+      "runs after it; print the two job ids, one a line. Options after -- go to sbatch");
   submit->add_option("job", job_path, "The job file (on storage every node sees)")
       ->required()
       ->type_name("JOB.json");
@@ -157,7 +157,11 @@ void DefineSlurmCommands(CLI::App& app, std::string& job_path, SlurmArgs* args) 
       ->required()
       ->check(CLI::Range(1, kMaxParts))
       ->type_name("N");
-  submit->allow_extras();
+  // After `--`, so that they cannot be taken for framemill's own options (--config, --parts).
+  submit->add_option("sbatch", args->sbatch,
+                     "sbatch options for the parts (and, but those about GPUs, the stitch), "
+                     "after --: -- --partition=gpu --time=2:00:00")
+      ->type_name("-- SBATCH_OPTION");
   CLI::App* status =
       slurm->add_subcommand("status", "Each part's segments done and its Slurm state");
   status->add_option("job", job_path, "The job file given to `slurm submit`")
@@ -272,14 +276,13 @@ int StatusCommand(const std::string& job_path, bool json, const Config& config) 
 int SlurmCommand(const CLI::App& slurm_cmd, const std::string& config_path,
                  const std::string& job_path, const SlurmArgs& args, const Config& config) {
   if (slurm_cmd.got_subcommand("status")) return StatusCommand(job_path, args.json, config);
-  const CLI::App* submit = slurm_cmd.get_subcommand("submit");
   Result<JobSpec> job = LoadJobFile(job_path, config.defaults);
   if (!job.ok()) {
     std::fprintf(stderr, "framemill: job rejected: %s\n", job.status().ToString().c_str());
     return kExitFailed;
   }
   Result<SlurmIds> ids =
-      SubmitToSlurm(job_path, *job, args.parts, submit->remaining(), config_path, config);
+      SubmitToSlurm(job_path, *job, args.parts, args.sbatch, config_path, config);
   if (!ids.ok()) {
     std::fprintf(stderr, "framemill: %s\n", ids.status().ToString().c_str());
     return ExitCodeOf(ids.status().code());

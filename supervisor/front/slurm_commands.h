@@ -1,4 +1,4 @@
-// `framemill slurm submit JOB --parts N [sbatch options]` and `framemill slurm status JOB`: one
+// `framemill slurm submit JOB --parts N [-- sbatch options]` and `framemill slurm status JOB`: one
 // job spread over a Slurm cluster. Submit writes the parts plan beside the job (job/parts_dir.h),
 // then submits an array job of N tasks (task I runs `framemill run JOB --part I/N`, requeueable:
 // a requeued task resumes from its part's done-log) and a stitch job that depends on it

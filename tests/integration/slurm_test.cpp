@@ -35,7 +35,7 @@ bool InQueue(const std::string& id) {
 
 }  // namespace
 
-TEST_CASE("slurm: 3 parts and a stitch equal the one-machine run; a requeued part resumes") {
+TEST_CASE("slurm: 3 parts and a stitch equal the one-machine run, and a requeued part resumes") {
   UseLocalSlurm();
   const std::string dir = ScratchDir("slurm_three");
   const std::string clip = MakePartsClip(dir);
@@ -46,7 +46,7 @@ TEST_CASE("slurm: 3 parts and a stitch equal the one-machine run; a requeued par
   // Part 3 (segments 2 and 3, frames 64..119) hangs once at frame 100, after segment 2.
   WritePartsJob(dir, "job", clip, dir + "/out.mp4", {{"hang_timeout_s", 120}});
   const std::string once = dir + "/hang.once";
-  RunResult submit = Framemill(dir, "slurm submit job.json --parts 3 --time=10",
+  RunResult submit = Framemill(dir, "slurm submit job.json --parts 3 -- --time=10",
                                "FRAMEMILL_TEST_FAULT=hang@100,once=" + once);
   REQUIRE_MESSAGE(submit.exit_code == 0, submit.err);
   std::istringstream ids(submit.out);

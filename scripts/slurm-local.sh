@@ -77,8 +77,9 @@ SlurmdPort=$slurmd_port
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
-# A requeued job waits cred_expire seconds before it starts again (default 120).
-AuthInfo=cred_expire=10
+# A requeued job waits cred_expire seconds before it starts again (default 120); 5 s is plenty
+# for a job step to start on this one node.
+AuthInfo=cred_expire=5
 CredType=cred/munge
 # SIGTERM, then SIGKILL this many seconds later, for a cancelled or requeued job's steps.
 KillWait=5

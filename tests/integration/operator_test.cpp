@@ -29,7 +29,8 @@ TEST_CASE("cli: --help on every command is usage on stdout with exit 0, bad usag
   CHECK(top.exit_code == 0);
   CHECK(top.out.find("Subcommands:") != std::string::npos);
   for (const char* cmd : {"run", "serve", "submit", "list", "status", "cancel", "retry", "model",
-                          "model export", "model list", "completion", "version"}) {
+                          "model export", "model list", "completion", "version", "stitch",
+                          "slurm", "slurm submit", "slurm status"}) {
     RunResult r = Bare(std::string(cmd) + " --help");
     INFO(cmd << ": " << r.err);
     CHECK(r.exit_code == 0);

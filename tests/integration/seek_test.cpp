@@ -45,7 +45,7 @@ std::vector<uint64_t> ReadHashes(const SourceFile& source, const MediaInfo& medi
   return hashes;
 }
 
-// Seeks `path` to about 8 frames spread over it and to its last, and compares 3 frames from each
+// Seeks `path` to about 6 frames spread over it and to its last, and compares 3 frames from each
 // with the sequential decode.
 void CheckSeeks(const std::string& path, const std::string& dir) {
   INFO(path);
@@ -60,7 +60,7 @@ void CheckSeeks(const std::string& path, const std::string& dir) {
   const std::vector<uint64_t> all = ReadHashes(source, *media, DecodeSeek(), dir + "/all.log");
   REQUIRE(static_cast<int64_t>(all.size()) == n);
   std::set<int64_t> starts;
-  const int64_t step = std::max<int64_t>(1, n / 8);  // about 8 starts a clip, and the last frame
+  const int64_t step = std::max<int64_t>(1, n / 6);  // about 6 starts a clip, and the last frame
   for (int64_t k = 1; k < n; k += step) starts.insert(k);
   starts.insert(n - 1);
   int seeking = 0;
@@ -79,9 +79,10 @@ void CheckSeeks(const std::string& path, const std::string& dir) {
 
 }  // namespace
 
-TEST_CASE("seek: a decoder started at frame k gives frame k on, on every real clip") {
+TEST_CASE("seek: a decoder started at frame k gives frame k on, on the real clips") {
   const std::string dir = ScratchDir("seek_real");
-  for (const char* clip : {"d0.mp4", "d20.mp4", "friday.mp4", "flower.webm"}) {
+  // d20.mp4 is left out: one keyframe, like d0.mp4, which has B-frames and an edit list besides.
+  for (const char* clip : {"d0.mp4", "friday.mp4", "flower.webm"}) {
     CheckSeeks(TestClip(clip), dir);
   }
 }

@@ -240,6 +240,20 @@ std::optional<ColorConversion> ParseColorConversion(const std::string& name) {
                                             ColorConversion::kFast, ColorConversion::kDevice});
 }
 
+const char* Name(Backend backend) {
+  switch (backend) {
+    case Backend::kLocal:
+      return "local";
+    case Backend::kSlurm:
+      return "slurm";
+  }
+  return "?";
+}
+
+std::optional<Backend> ParseBackend(const std::string& name) {
+  return FindByName<Backend>(name, {Backend::kLocal, Backend::kSlurm});
+}
+
 std::optional<WorkerSandbox> ParseWorkerSandbox(const std::string& name) {
   return FindByName<WorkerSandbox>(
       name, {WorkerSandbox::kRequired, WorkerSandbox::kAuto, WorkerSandbox::kOff});
@@ -276,6 +290,16 @@ Result<Config> ParseConfig(const nlohmann::json& object) {
       r.Fail("worker_sandbox", "must be required, auto or off, got \"" + sandbox + "\"");
     }
   }
+  std::string backend;
+  r.String("backend", &backend);
+  if (r.status().ok() && !backend.empty()) {
+    std::optional<Backend> parsed = ParseBackend(backend);
+    if (!parsed) r.Fail("backend", "must be local or slurm, got \"" + backend + "\"");
+    if (parsed) c.backend = *parsed;
+  }
+  r.Int("slurm_parts", &c.slurm_parts, 1, kMaxSlurmParts);
+  r.StringList("slurm_options", &c.slurm_options);
+  r.Double("slurm_poll_s", &c.slurm_poll_s, 0.1, 3600.0);
   r.Bool("allow_playlist_inputs", &c.allow_playlist_inputs);
   r.Int("decoder_restarts", &c.decoder_restarts, 0, 100);
   r.Int("crash_retries", &c.crash_retries, 0, 100);

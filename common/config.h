@@ -155,6 +155,15 @@ const char* Name(WorkerSandbox mode);  // "required", "auto", "off"
 // Parses a mode name; nullopt for anything else.
 std::optional<WorkerSandbox> ParseWorkerSandbox(const std::string& name);
 
+// Where the service runs its jobs: itself (kLocal), or on a Slurm cluster as parts and a stitch
+// (kSlurm: supervisor/front/slurm_commands.h).
+enum class Backend { kLocal, kSlurm };
+const char* Name(Backend backend);  // "local", "slurm"
+std::optional<Backend> ParseBackend(const std::string& name);
+
+// The most parts the slurm backend cuts a job into (as supervisor/plan/part_plan.h kMaxParts).
+inline constexpr int kMaxSlurmParts = 10000;
+
 struct Config {
   JobSettings defaults;
   std::string ffmpeg = "ffmpeg";  // path or name on PATH
@@ -188,6 +197,12 @@ struct Config {
   double failed_work_keep_days = 7.0;
   // Unset: kRequired for the service (framemill serve), kAuto for framemill run.
   std::optional<WorkerSandbox> worker_sandbox;
+  // The service's backend; with kSlurm, each job is submitted as slurm_parts parts and a stitch
+  // (sbatch options slurm_options) and the service follows it until the stitch job ends.
+  Backend backend = Backend::kLocal;
+  int slurm_parts = 4;
+  std::vector<std::string> slurm_options;
+  double slurm_poll_s = 2.0;  // how often the service asks squeue about a job's stitch
   // Playlist- and list-style inputs (hls, dash, concat, image2, imf, vobsub, ...) make ffmpeg
   // open further files named inside them, possibly outside the roots: refused unless true.
   bool allow_playlist_inputs = false;

@@ -18,6 +18,7 @@ packages=(
   systemd                 # systemd-analyze: the unit's verify and security tests
   clang libclang-rt-14-dev  # clang++ and its libFuzzer/sanitizer runtimes: the fuzz tests
   nodejs                  # node: the TF.js reference test; npm: fetch-model-packages.sh
+  munge slurmctld slurmd slurm-client  # scripts/slurm-local.sh: the Slurm tests' one-node cluster
 )
 # Debian's npm, unless the nodejs there already bundles one (NodeSource's does, and conflicts
 # with Debian's npm package).

@@ -14,3 +14,12 @@ foreach(test IN LISTS framemill_integration_tests_TESTS)
     set_tests_properties("${test}" PROPERTIES RUN_SERIAL TRUE)
   endif()
 endforeach()
+
+# The Slurm tests share the one local cluster: one at a time, and stopped after the last
+# (slurm_local_cluster_stop in tests/CMakeLists.txt).
+foreach(test IN LISTS framemill_integration_tests_TESTS)
+  if(test MATCHES "^integration: ?slurm:")
+    set_tests_properties("${test}" PROPERTIES RESOURCE_LOCK framemill_slurm
+                                              FIXTURES_REQUIRED framemill_slurm)
+  endif()
+endforeach()

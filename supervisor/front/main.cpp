@@ -24,6 +24,8 @@
 #include "common/model_card.h"
 #include "common/shared_memory.h"
 #include "supervisor/front/completion.h"
+#include "supervisor/front/parts_options.h"
+#include "supervisor/front/slurm_commands.h"
 #include "supervisor/job/job_runner.h"
 #include "supervisor/job/preview.h"
 #include "supervisor/front/service.h"
@@ -107,11 +109,21 @@ framemill::Result<framemill::JobSpec> LoadJobForCommand(const std::string& job_p
   return job;
 }
 
-int RunCommand(const std::string& job_path, const framemill::Config& config) {
+// `run` (the whole job, or with `part` one part of it) and `stitch`.
+int RunCommand(const std::string& job_path, const std::string& part, bool stitch,
+               const framemill::Config& config) {
   framemill::Result<framemill::JobSpec> job = LoadJobForCommand(job_path, config);
   if (!job.ok()) return kExitFailed;
   // On a terminal, a live progress line on stderr (logs go there too, each on its own line).
   framemill::JobOptions options;
+  if (stitch) framemill::SetStitchOptions(job_path, &options);
+  if (!part.empty()) {
+    framemill::Status s = framemill::SetPartOptions(job_path, part, &options);
+    if (!s.ok()) {
+      std::fprintf(stderr, "framemill: %s\n", s.message().c_str());
+      return kExitUsage;
+    }
+  }
   uint64_t start_ms = framemill::MonotonicMs(), last_ms = 0;
   if (::isatty(2)) {
     options.on_progress = [&](const framemill::JobProgress& p) {
@@ -144,6 +156,8 @@ int RunCommand(const std::string& job_path, const framemill::Config& config) {
     return framemill::ExitCodeOf(report.status().code());
   }
   std::fputs(framemill::RunSummary(*report).c_str(), stdout);
+  // The output is in place: the parts' segments and the plan have served.
+  if (stitch) (void)framemill::RemoveTree(options.parts_dir);
   return kExitOk;
 }
 
@@ -171,7 +185,9 @@ int PreviewCommand(const std::string& job_path, int frames, bool json,
 // What the command line asked for, filled by CLI11.
 struct Request {
   std::string config_path;
-  std::string job_path;          // run, preview
+  std::string job_path;          // run, preview, stitch, slurm submit
+  std::string part;              // run --part I/N
+  framemill::SlurmArgs slurm;    // slurm submit, slurm status
   int frames = framemill::kDefaultPreviewFrames;  // preview
   framemill::SubmitArgs submit;  // submit
   std::string job_id;            // status, cancel, retry
@@ -199,6 +215,17 @@ void DefineCommands(CLI::App& app, Request& rq) {
   run->add_option("job", rq.job_path, "The job file (JSON: input, model, output, ...)")
       ->required()
       ->type_name("JOB.json");
+  run->add_option("--part", rq.part,
+                  "Render only part I of N of the job's segments (for a cluster: each part on "
+                  "its own machine, then `framemill stitch`); resumes from its own done-log")
+      ->type_name("I/N");
+
+  CLI::App* stitch = app.add_subcommand(
+      "stitch", "Join the parts of a job run with --part into its output (mux, verify, rename)");
+  stitch->add_option("job", rq.job_path, "The job file the parts ran")
+      ->required()
+      ->type_name("JOB.json");
+  framemill::DefineSlurmCommands(app, rq.job_path, &rq.slurm);
 
   CLI::App* preview = app.add_subcommand(
       "preview",
@@ -316,9 +343,15 @@ int Main(int argc, char** argv) {
         name == "serve" ? framemill::WorkerSandbox::kRequired : framemill::WorkerSandbox::kAuto;
   }
   InstallSignalHandlers();
-  if (name == "run") return RunCommand(rq.job_path, *config);
+  if (name == "run") return RunCommand(rq.job_path, rq.part, false, *config);
+  if (name == "stitch") return RunCommand(rq.job_path, "", true, *config);
+  if (name == "slurm") return framemill::SlurmCommand(*cmd, rq.config_path, rq.job_path, rq.slurm, *config);
   if (name == "preview") return PreviewCommand(rq.job_path, rq.frames, rq.json, *config);
   if (name == "serve") {
+    // The slurm backend's tasks run `framemill` with the submitting environment: the same config.
+    if (!rq.config_path.empty()) {
+      ::setenv("FRAMEMILL_CONFIG", framemill::ResolvePath(rq.config_path).c_str(), 1);
+    }
     framemill::Status s = framemill::RunService(*config, g_stop);
     if (!s.ok()) {
       std::fprintf(stderr, "framemill: %s\n", s.ToString().c_str());

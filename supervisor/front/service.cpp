@@ -32,6 +32,7 @@ static int sd_watchdog_enabled(int, uint64_t*) { return 0; }
 #include "supervisor/job/job_runner.h"
 #include "supervisor/report/job_result.h"
 #include "supervisor/report/metrics.h"
+#include "supervisor/front/slurm_backend.h"
 #include "supervisor/front/spool.h"
 #include "supervisor/front/spool_requests.h"
 #include "supervisor/front/submitter.h"
@@ -536,8 +537,11 @@ bool Service::RunClaimed(const std::string& id) {
                   fps);
     sd_notify(0, status);
   };
-  Result<JobReport> report = RunJob(*job, config_, job_stop, options);
+  Result<JobReport> report = config_.backend == Backend::kSlurm
+                                 ? RunOnSlurm(dir + "/job.json", *job, config_, job_stop, options)
+                                 : RunJob(*job, config_, job_stop, options);
   AttemptEnded(attempts);
+  if (cancelled && config_.backend == Backend::kSlurm) (void)CancelSlurmJobs(dir + "/job.json");
   EndRun(report.ok());
   if (!report.ok() && report.status().code() == StatusCode::kCancelled && !cancelled) {
     spool_.LowerStarts(id);  // an orderly stop is no crash

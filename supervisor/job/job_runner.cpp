@@ -32,6 +32,8 @@
 #include "supervisor/media/ffmpeg_pipes.h"
 #include "supervisor/plan/job_plan.h"
 #include "supervisor/job/job_state.h"
+#include "supervisor/job/parts_dir.h"
+#include "supervisor/media/decode_seek.h"
 #include "supervisor/media/media_probe.h"
 #include "supervisor/media/output_geometry.h"
 #include "supervisor/media/output_muxer.h"
@@ -134,6 +136,10 @@ class JobRun {
   Status EncodeSegment(const SegmentPlan& seg, const SegmentFormat& fmt, int encoder,
                        double* busy_s, double* wait_s);
   Status SegmentFinished(int64_t index, int64_t bytes);
+  Status ChoosePart();
+  Result<JobReport> Stitch();
+  Status Mux(const std::vector<std::string>& segments, const std::vector<int64_t>& frames);
+  void FillReport(uint64_t t0);
 
   const JobSpec& job_;
   const Config& config_;
@@ -154,6 +160,9 @@ class JobRun {
   int64_t chunks_per_segment_ = 1;
   std::unique_ptr<JobState> state_;  // the done-log (state.json)
   int64_t first_chunk_ = 0;
+  // What this run renders: segments [seg_begin_, seg_end_), chunks before end_chunk_ (the whole
+  // plan, or a part of it).
+  int64_t seg_begin_ = 0, seg_end_ = 0, end_chunk_ = 0;
   std::mutex stages_mu_;  // guards stages_.encode_* between encoder threads
   JobPlan plan_;
   std::string scratch_;
@@ -307,23 +316,45 @@ Status JobRun::Prepare() {
       job_.input, v.index, v.codec, v.width, v.height, v.frame_rate.ToString(), v.frame_count,
       media_.audio.size(), media_.subtitles.size(), plan_.chunks.size(), plan_.chunk_frames,
       plan_.segments.size());
+  FM_RETURN_IF_ERROR(ChoosePart());
+  if (options_.stitch) return Status::Ok();  // no workspace of its own: Stitch() reads the parts'
   FM_RETURN_IF_ERROR(OpenScratch());
   // A name of the open directory: valid here and in every child that inherits it.
   scratch_ = scratch_dir_.path();
-  state_ = std::make_unique<JobState>(scratch_, job_, plan_, chunks_per_segment_);
+  state_ =
+      std::make_unique<JobState>(scratch_, job_, plan_, chunks_per_segment_, seg_begin_, seg_end_);
   FM_RETURN_IF_ERROR(state_->Load());
-  const int64_t first_segment = state_->resumed();
-  first_chunk_ = first_segment < static_cast<int64_t>(plan_.segments.size())
-                     ? plan_.segments[first_segment].first_chunk
-                     : static_cast<int64_t>(plan_.chunks.size());
-  report_.segments_resumed = first_segment;
-  if (first_segment > 0) {
+  const int64_t first_segment = seg_begin_ + state_->resumed();
+  first_chunk_ = first_segment < seg_end_ ? plan_.segments[first_segment].first_chunk : end_chunk_;
+  report_.segments_resumed = state_->resumed();
+  if (state_->resumed() > 0) {
     spdlog::info("resuming: {} of {} segments already finished; starting at frame {}",
-                 first_segment, plan_.segments.size(),
-                 first_chunk_ < static_cast<int64_t>(plan_.chunks.size())
-                     ? plan_.chunks[first_chunk_].first_frame
-                     : plan_.frame_count);
+                 state_->resumed(), seg_end_ - seg_begin_,
+                 first_chunk_ < end_chunk_ ? plan_.chunks[first_chunk_].first_frame
+                                           : plan_.frame_count);
   }
+  return Status::Ok();
+}
+
+// The segments this run renders: all of them, or one part's (the parts plan written once beside
+// the job, or read there by the stitch).
+Status JobRun::ChoosePart() {
+  seg_begin_ = 0;
+  seg_end_ = static_cast<int64_t>(plan_.segments.size());
+  end_chunk_ = static_cast<int64_t>(plan_.chunks.size());
+  if (options_.part.whole()) return Status::Ok();
+  Result<PartsPlan> mine = MakePartsPlan(job_, plan_, options_.part.count);
+  if (!mine.ok()) return mine.status();
+  Result<PartsPlan> parts = WritePartsPlanOnce(options_.parts_dir, *mine);
+  if (!parts.ok()) return parts.status();
+  const PartRange& r = parts->parts[static_cast<size_t>(options_.part.index - 1)];
+  seg_begin_ = r.first_segment;
+  seg_end_ = r.end_segment();
+  if (seg_end_ < static_cast<int64_t>(plan_.segments.size())) {
+    end_chunk_ = plan_.segments[seg_end_].first_chunk;
+  }
+  spdlog::info("part {}: segments {}..{}, frames {}..{}", options_.part.ToString(), seg_begin_,
+               seg_end_ - 1, r.first_frame, r.first_frame + r.frames - 1);
   return Status::Ok();
 }
 
@@ -509,16 +540,28 @@ Status JobRun::CheckFreeSpace() const {
   return CheckSpace(need, free);
 }
 
-// Starts ffmpeg on the source and drops its first `skip` frames: exact, whatever the
-// container's seeking can do, at the price of decoding them once more.
+// Starts ffmpeg on the source at frame `skip`: a keyframe seek and a drop by timestamp
+// (decode_seek.h), or, for a video without timestamps, by dropping the first `skip` frames
+// here. A part's decoder stops by itself after the part's last frame.
 Status JobRun::StartDecoder(int64_t skip) {
   reader_.reset();  // a crashed one is reaped here
+  const int64_t end_frame =
+      end_chunk_ < static_cast<int64_t>(plan_.chunks.size()) ? plan_.chunks[end_chunk_].first_frame
+                                                              : 0;
+  DecodeSeek seek = SeekFor(media_.video, media_.start_time, skip, 0);
+  const int64_t from = seek.seeks() ? skip : 0;
+  if (end_frame > 0) seek.max_frames = end_frame - from;
+  if (seek.seeks()) {
+    spdlog::info("decoder: frame {} on, seeking to {:.3f} s and dropping frames shown before "
+                 "{:.6f} s",
+                 skip, seek.input_seek_s, seek.trim_start_s);
+  }
   Result<std::unique_ptr<FrameReader>> reader = FrameReader::Start(
       config_.ffmpeg, source_, media_.video, scratch_ + "/decoder.log", in_format_,
-      DecoderFilters(), color_conversion_ == ColorConversion::kAccurate);
+      DecoderFilters(), color_conversion_ == ColorConversion::kAccurate, seek);
   if (!reader.ok()) return reader.status();
   reader_ = std::move(*reader);
-  next_frame_ = 0;
+  next_frame_ = from;
   std::vector<uint8_t> discard(arena_.InFrameBytes());
   while (next_frame_ < skip) {
     if (board_->failed()) return Status(StatusCode::kCancelled, "the job failed elsewhere");
@@ -591,10 +634,9 @@ Result<bool> JobRun::ReadFrame(uint8_t* dst) {
 
 void JobRun::DecodeLoop() {
   const VideoStreamInfo& v = media_.video;
-  const int64_t skip = first_chunk_ < static_cast<int64_t>(plan_.chunks.size())
-                           ? plan_.chunks[first_chunk_].first_frame
-                           : plan_.frame_count;
-  Status started = StartDecoder(first_chunk_ > 0 ? skip : 0);
+  if (first_chunk_ >= end_chunk_) return;  // every segment already finished: nothing to decode
+  const int64_t skip = plan_.chunks[first_chunk_].first_frame;
+  Status started = StartDecoder(skip);
   if (!started.ok()) {
     reader_.reset();
     return board_->Fail(started.WithContext(job_.input + " (skipping finished segments)"));
@@ -604,7 +646,7 @@ void JobRun::DecodeLoop() {
     reader_.reset();  // kills and reaps the decoder now, not when the job object goes
     board_->Fail(s);
   };
-  for (int64_t c = first_chunk_; c < static_cast<int64_t>(plan_.chunks.size()); ++c) {
+  for (int64_t c = first_chunk_; c < end_chunk_; ++c) {
     const ChunkPlan& chunk = plan_.chunks[c];
     uint64_t t_wait = MonotonicUs();
     std::optional<uint32_t> slot = board_->AcquireSlot();
@@ -629,8 +671,9 @@ void JobRun::DecodeLoop() {
     dispatcher_->Wake();
   }
   std::vector<uint8_t> extra(frame_bytes);
+  // A part that ends before the video does: its decoder stopped at the part's last frame.
   Result<bool> more = ReadFrame(extra.data());
-  if (more.ok() && *more) {
+  if (more.ok() && *more && end_chunk_ == static_cast<int64_t>(plan_.chunks.size())) {
     return fail(Status(StatusCode::kInputInvalid,
                        job_.input + ": decoder gives more frames than the " +
                            std::to_string(v.frame_count) + " its packets promise"));
@@ -654,7 +697,7 @@ void JobRun::EncodeLoop(int encoder) {
   fmt.sample_aspect = out_geometry_.sample_aspect;
   fmt.field_order = out_geometry_.field_order;
   double busy_s = 0, wait_s = 0;
-  for (int64_t si = state_->resumed() + encoder; si < static_cast<int64_t>(plan_.segments.size());
+  for (int64_t si = seg_begin_ + state_->resumed() + encoder; si < seg_end_;
        si += settings_.encoders) {
     Status s = EncodeSegment(plan_.segments[si], fmt, encoder, &busy_s, &wait_s);
     if (!s.ok()) {
@@ -794,6 +837,12 @@ Result<JobReport> JobRun::RunPipeline() {
   };
   FM_RETURN_IF_ERROR(Prepare());
   lap(&stages_.prepare_s);
+  if (options_.stitch) {
+    Result<JobReport> stitched = Stitch();
+    lap(&stages_.mux_s);
+    if (stitched.ok()) FillReport(t0);
+    return stitched.ok() ? Result<JobReport>(report_) : stitched;
+  }
   {
     // Beside the output: in the checked output directory. Elsewhere (the service's spool): in
     // the caller's directory.
@@ -880,15 +929,38 @@ Result<JobReport> JobRun::RunPipeline() {
     dispatcher_->Shutdown();
   }
 
+  if (!options_.part.whole()) {  // a part ends with its segments: the stitch muxes
+    FillReport(t0);
+    report_.output = options_.workspace;
+    report_.frames = 0;
+    for (int64_t si = seg_begin_; si < seg_end_; ++si) report_.frames += plan_.segments[si].frames;
+    report_.chunks = end_chunk_ - plan_.segments[seg_begin_].first_chunk;
+    report_.segments = seg_end_ - seg_begin_;
+    return report_;
+  }
+  std::vector<std::string> segments;
+  std::vector<int64_t> frames;
+  for (const SegmentPlan& seg : plan_.segments) {
+    segments.push_back(state_->SegmentPath(seg.index));
+    frames.push_back(seg.frames);
+  }
+  FM_RETURN_IF_ERROR(Mux(segments, frames));
+  lap(&stages_.mux_s);
+  spdlog::info("stages: {}", stages_.Summary());
+  FillReport(t0);
+  return report_;
+}
+
+// Joins `segments` (each of `frames`), adds the source's other streams, verifies, and renames
+// the output into place (output_muxer.h).
+Status JobRun::Mux(const std::vector<std::string>& segments, const std::vector<int64_t>& frames) {
   MuxRequest mux;
   mux.ffmpeg = config_.ffmpeg;
   mux.ffprobe = config_.ffprobe;
   mux.source = source_;
   mux.source_info = &media_;
-  for (const SegmentPlan& seg : plan_.segments) {
-    mux.segments.push_back(state_->SegmentPath(seg.index));
-    mux.segment_frames.push_back(seg.frames);
-  }
+  mux.segments = segments;
+  mux.segment_frames = frames;
   mux.frame_rate = media_.video.frame_rate;
   mux.scratch_dir = scratch_;
   mux.scratch_fd = scratch_dir_.dir.get();
@@ -901,10 +973,10 @@ Result<JobReport> JobRun::RunPipeline() {
   mux.expected_pix_fmt = encoder_.pix_fmt;
   mux.expected_color = color_path_;
   mux.codec = encoder_.codec;
-  FM_RETURN_IF_ERROR(MuxAndVerify(mux));
-  lap(&stages_.mux_s);
-  spdlog::info("stages: {}", stages_.Summary());
+  return MuxAndVerify(mux);
+}
 
+void JobRun::FillReport(uint64_t t0) {
   report_.output = job_.output;
   report_.frames = plan_.frame_count;
   report_.chunks = static_cast<int64_t>(plan_.chunks.size());
@@ -919,6 +991,49 @@ Result<JobReport> JobRun::RunPipeline() {
   report_.output_pix_fmt = encoder_.pix_fmt;
   report_.seconds = static_cast<double>(MonotonicMs() - t0) / 1000.0;
   report_.timeline = timeline_.path();
+}
+
+// `framemill stitch`: every part's done-log must list all its segments (read, never written);
+// the segments' own size is the output's (the model's scale, found by the parts' workers).
+Result<JobReport> JobRun::Stitch() {
+  Result<PartsPlan> parts = ReadPartsPlan(options_.parts_dir);
+  if (!parts.ok()) return parts.status();
+  Result<PartsPlan> mine = MakePartsPlan(job_, plan_, static_cast<int>(parts->parts.size()));
+  if (!mine.ok()) return mine.status();
+  FM_RETURN_IF_ERROR(SamePartsPlan(*parts, *mine));
+  std::vector<std::string> segments;
+  std::vector<int64_t> frames;
+  const int count = static_cast<int>(parts->parts.size());
+  for (int i = 0; i < count; ++i) {
+    const PartRange& r = parts->parts[static_cast<size_t>(i)];
+    const PartRef ref{i + 1, count};
+    JobState st(PartDir(options_.parts_dir, ref), job_, plan_, chunks_per_segment_,
+                r.first_segment, r.end_segment());
+    FM_RETURN_IF_ERROR(st.Load(/*write_back=*/false));
+    if (!st.all_done()) {
+      return Status(StatusCode::kInvalidJob,
+                    "part " + ref.ToString() + " is not finished: " + std::to_string(st.done()) +
+                        " of its " + std::to_string(r.segment_count) + " segments are done");
+    }
+    for (int64_t si = r.first_segment; si < r.end_segment(); ++si) {
+      segments.push_back(st.SegmentPath(si));
+      frames.push_back(plan_.segments[si].frames);
+    }
+  }
+  Result<MediaInfo> first = ProbeMedia(config_.ffprobe, segments.front(), /*frame_times=*/false);
+  if (!first.ok()) return first.status().WithContext("stitch");
+  out_w_ = first->video.width;
+  out_h_ = first->video.height;
+  FM_RETURN_IF_ERROR(PlanGeometry());
+  scratch_dir_.dir.Reset(
+      ::open(options_.parts_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!scratch_dir_.dir.valid()) {
+    return Status(StatusCode::kIo, "open " + options_.parts_dir + ": " + std::strerror(errno));
+  }
+  scratch_ = scratch_dir_.path();
+  spdlog::info("stitch: {} parts, {} segments, {}x{}", count, segments.size(), out_w_, out_h_);
+  FM_RETURN_IF_ERROR(Mux(segments, frames));
+  report_.segments_resumed = static_cast<int64_t>(segments.size());
   return report_;
 }
 

@@ -17,6 +17,7 @@
 #include "common/config.h"
 #include "common/job_file.h"
 #include "common/status.h"
+#include "supervisor/plan/part_plan.h"
 #include "supervisor/report/job_result.h"
 #include "supervisor/workers/dispatcher.h"
 #include "supervisor/workers/worker_pool.h"
@@ -57,6 +58,15 @@ struct JobOptions {
   JobReportFile* report_file = nullptr;
   // false: no report (the service, where the submitter could not replace the file there).
   bool write_report = true;
+  // Parts (supervisor/plan/part_plan.h, job/parts_dir.h). With a part (not whole()), the job
+  // renders only that part's segments into `workspace` (the part's directory, kept, resumable)
+  // and ends there: no mux, no output. `parts_dir` holds the parts plan, written once.
+  PartRef part;
+  std::string parts_dir;
+  // The stitch: no workers and no decoding; every part's done-log under `parts_dir` must list all
+  // its segments; they are joined, muxed with the source's audio and the rest, verified and
+  // renamed into place as a whole run's are. Scratch files go to `parts_dir`.
+  bool stitch = false;
 };
 
 // Paths are named once: the input and the model are opened and checked against the config's

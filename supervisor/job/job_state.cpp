@@ -17,11 +17,13 @@ constexpr int kStateVersion = 1;  // of state.json
 }  // namespace
 
 JobState::JobState(std::string workspace, const JobSpec& job, const JobPlan& plan,
-                   int64_t chunks_per_segment)
+                   int64_t chunks_per_segment, int64_t first_segment, int64_t end_segment)
     : workspace_(std::move(workspace)),
       job_(job),
       plan_(plan),
       chunks_per_segment_(chunks_per_segment),
+      first_(first_segment),
+      end_(end_segment < 0 ? static_cast<int64_t>(plan.segments.size()) : end_segment),
       bytes_(plan.segments.size(), -1) {}
 
 std::string JobState::SegmentPath(int64_t index) const {
@@ -30,7 +32,7 @@ std::string JobState::SegmentPath(int64_t index) const {
   return workspace_ + name;
 }
 
-Status JobState::Load() {
+Status JobState::Load(bool write_back) {
   std::string path = workspace_ + "/state.json";
   if (PathExists(path)) {
     Result<nlohmann::json> j = ReadJsonFile(path, 64 << 20, StatusCode::kIo);
@@ -47,7 +49,9 @@ Status JobState::Load() {
                   st.value("model", "") == saved(job_.model) &&
                   st.value("frame_count", int64_t{-1}) == plan_.frame_count &&
                   st.value("chunk_frames", -1) == plan_.chunk_frames &&
-                  st.value("chunks_per_segment", int64_t{-1}) == chunks_per_segment_;
+                  st.value("chunks_per_segment", int64_t{-1}) == chunks_per_segment_ &&
+                  st.value("first_segment", int64_t{0}) == first_ &&
+                  st.value("end_segment", static_cast<int64_t>(plan_.segments.size())) == end_;
       if (!same) {
         spdlog::warn("{}: made for another plan; starting the job over", path);
       } else {
@@ -55,7 +59,7 @@ Status JobState::Load() {
           int64_t index = seg.value("index", int64_t{-1});
           int64_t bytes = seg.value("bytes", int64_t{-1});
           struct stat sb {};
-          if (index != resumed_ || index >= static_cast<int64_t>(plan_.segments.size()) ||
+          if (index != first_ + resumed_ || index >= end_ ||
               ::stat(SegmentPath(index).c_str(), &sb) != 0 || sb.st_size != bytes ||
               seg.value("frames", int64_t{-1}) != plan_.segments[index].frames) {
             break;
@@ -67,6 +71,7 @@ Status JobState::Load() {
     }
   }
   done_.store(resumed_);
+  if (!write_back) return Status::Ok();
   // The plan, once, for people and tools reading the workspace; state.json, rewritten after
   // every segment, names the plan by its sizes only.
   FM_RETURN_IF_ERROR(
@@ -83,7 +88,8 @@ Status JobState::Finished(int64_t index, int64_t bytes) {
 
 Status JobState::Save() {
   nlohmann::json done = nlohmann::json::array();
-  for (size_t i = 0; i < bytes_.size() && bytes_[i] >= 0; ++i) {
+  for (size_t i = static_cast<size_t>(first_); i < static_cast<size_t>(end_) && bytes_[i] >= 0;
+       ++i) {
     int64_t index = static_cast<int64_t>(i);
     done.push_back(
         {{"index", index}, {"frames", plan_.segments[index].frames}, {"bytes", bytes_[i]}});
@@ -95,6 +101,8 @@ Status JobState::Save() {
                        {"frame_count", plan_.frame_count},
                        {"chunk_frames", plan_.chunk_frames},
                        {"chunks_per_segment", chunks_per_segment_},
+                       {"first_segment", first_},
+                       {"end_segment", end_},
                        {"segments_done", done}};
   return AtomicWriteFile(workspace_ + "/state.json", DumpJson(st, 1) + "\n");
 }

@@ -22,25 +22,29 @@ namespace framemill {
 
 class JobState {
  public:
-  // `job` and `plan` must outlive this object.
+  // `job` and `plan` must outlive this object. The log covers segments [first_segment,
+  // end_segment) of the plan (a part of the job: supervisor/plan/part_plan.h); end_segment < 0 =
+  // to the plan's last.
   JobState(std::string workspace, const JobSpec& job, const JobPlan& plan,
-           int64_t chunks_per_segment);
+           int64_t chunks_per_segment, int64_t first_segment = 0, int64_t end_segment = -1);
 
   // Reads state.json, if any, and keeps the finished segments it lists when they belong to this
-  // very plan and are on disk as recorded; then writes the state back. An unreadable state or
-  // one for another plan starts the job over (with a warning), not an error.
-  Status Load();
+  // very plan (and range) and are on disk as recorded; then, with `write_back`, writes the state
+  // back (and plan.json). An unreadable state or one for another plan starts the job over (with
+  // a warning), not an error. Without `write_back` nothing is written: the stitch reads the
+  // parts' logs.
+  Status Load(bool write_back = true);
 
   // Segment `index` is on disk (renamed into place, synced) with `bytes` bytes. Rewrites
   // state.json with the finished segments from the first on (with several encoders a later
   // one can finish first; it is recorded once those before it are).
   Status Finished(int64_t index, int64_t bytes);
 
-  // The segments Load() kept: 0 .. resumed() - 1.
+  // The segments Load() kept: first_segment .. first_segment + resumed() - 1.
   int64_t resumed() const { return resumed_; }
-  // Segments finished so far, resumed ones included. Any thread.
+  // Segments of the range finished so far, resumed ones included. Any thread.
   int64_t done() const { return done_.load(); }
-  bool all_done() const { return done() == static_cast<int64_t>(plan_.segments.size()); }
+  bool all_done() const { return done() == end_ - first_; }
 
   // The file of segment `index` in the workspace.
   std::string SegmentPath(int64_t index) const;
@@ -52,6 +56,7 @@ class JobState {
   const JobSpec& job_;
   const JobPlan& plan_;
   const int64_t chunks_per_segment_;
+  const int64_t first_, end_;  // the range of segments logged here
   std::mutex mu_;
   std::vector<int64_t> bytes_;  // by segment: its file's size once finished, else -1
   int64_t resumed_ = 0;

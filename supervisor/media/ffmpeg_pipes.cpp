@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <unistd.h>
@@ -158,7 +159,7 @@ void AppendGeometryArguments(const SegmentFormat& f, std::vector<std::string>* f
 Result<std::unique_ptr<FrameReader>> FrameReader::Start(
     const std::string& ffmpeg, const SourceFile& input, const VideoStreamInfo& video,
     const std::string& stderr_path, FrameFormat format, const std::vector<std::string>& filters,
-    bool accurate_color) {
+    bool accurate_color, const DecodeSeek& seek) {
   const bool yuv = format == FrameFormat::kYuv420p;
   // A yuvj420p source is asked for as yuvj420p: as yuv420p, ffmpeg would squeeze its range.
   const std::string pix_fmt = yuv ? video.pix_fmt : FrameFormatName(format);
@@ -167,13 +168,23 @@ Result<std::unique_ptr<FrameReader>> FrameReader::Start(
   }
   std::string chain;
   for (const std::string& f : filters) chain += (chain.empty() ? "" : ",") + f;
-  std::vector<std::string> argv = {ffmpeg, "-nostdin", "-hide_banner", "-v", "error"};
+  // Last: the frames it drops have gone through the deinterlacer as their neighbours' fields.
+  const std::string trim = SeekFilter(seek);
+  if (!trim.empty()) chain += (chain.empty() ? "" : ",") + trim;
+  // Test hook: ffmpeg's own count of the frames it decoded, at its end, in the log.
+  const char* verbose = std::getenv("FRAMEMILL_TEST_DECODER_VERBOSE");
+  std::vector<std::string> argv = {ffmpeg, "-nostdin", "-hide_banner", "-v",
+                                   verbose != nullptr && *verbose == '1' ? "verbose" : "error"};
   argv.insert(argv.end(), input.restrictions.begin(), input.restrictions.end());
+  const std::vector<std::string> seek_in = SeekInputArguments(seek);
+  argv.insert(argv.end(), seek_in.begin(), seek_in.end());
   argv.insert(argv.end(),
               {"-autorotate", "0", "-i", FdPath(input.fd), "-map",
                "0:" + std::to_string(video.index), "-fps_mode", "passthrough", "-an", "-sn", "-dn",
                "-sws_flags", DecoderSwsFlags(accurate_color)});
   if (!chain.empty()) argv.insert(argv.end(), {"-vf", chain});
+  const std::vector<std::string> seek_out = SeekOutputArguments(seek);
+  argv.insert(argv.end(), seek_out.begin(), seek_out.end());
   argv.insert(argv.end(), {"-f", "rawvideo", "-pix_fmt", pix_fmt, "pipe:1"});
   Result<std::unique_ptr<PipedChild>> child =
       PipedChild::Spawn(argv, PipedChild::Direction::kReadStdout, stderr_path, {input.fd});

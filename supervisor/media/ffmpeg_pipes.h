@@ -14,6 +14,7 @@
 #include "common/frame_format.h"
 #include "common/status.h"
 #include "supervisor/media/color_path.h"
+#include "supervisor/media/decode_seek.h"
 #include "supervisor/media/hdr_metadata.h"
 #include "supervisor/media/media_probe.h"
 #include "supervisor/process/subprocess.h"
@@ -33,11 +34,12 @@ class FrameReader {
   // video.display_height, in `format`: kRgb24 or kRgb48 (rgb48le), or kYuv420p, the source's own
   // 8-bit 4:2:0 planes (the source must be yuv420p or yuvj420p: see IsPlanarYuv420).
   // `-sws_flags` is the colour path's decoder flags (`accurate_color`), for any conversion
-  // ffmpeg inserts.
+  // ffmpeg inserts. `seek` (decode_seek.h) starts it at a later frame by seeking, and may stop
+  // it after a number of frames.
   static Result<std::unique_ptr<FrameReader>> Start(
       const std::string& ffmpeg, const SourceFile& input, const VideoStreamInfo& video,
       const std::string& stderr_path, FrameFormat format, const std::vector<std::string>& filters,
-      bool accurate_color = true);
+      bool accurate_color = true, const DecodeSeek& seek = DecodeSeek());
   ~FrameReader();
 
   // Reads one frame (FrameBytes of its format) into `dst`. true: a frame; false: end of stream.

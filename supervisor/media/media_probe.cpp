@@ -250,6 +250,7 @@ Status ReadFrameTimes(const std::string& ffprobe, const SourceFile& source, Medi
   if (missing_pts && fps > 0) {
     // No timestamps in the container (raw streams): frames are evenly spaced by definition.
     v.constant_rate = true;
+    v.timestamps = false;
     v.last_time = v.start_time + static_cast<double>(std::max<int64_t>(frames - 1, 0)) / fps;
     return Status::Ok();
   }

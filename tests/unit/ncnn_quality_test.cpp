@@ -1,11 +1,17 @@
 // Whether the imported realesr-animevideov3 upscales like the trained network it is: a real clip
 // (tests/data/flower.webm, native pixels) is downscaled by the model's scale with ffmpeg's bicubic,
 // then upscaled by the imported model and by bicubic interpolation, and both are compared with
-// the original by PSNR. Real-ESRGAN is GAN-trained (it trades PSNR for detail), so the bar is
-// "within 1.5 dB of bicubic and above 20 dB", which a wrong channel order, value range, weight
-// layout or resize would miss. Each scale leaves a still (bicubic | model | original) in the build
+// the original by PSNR. Each scale leaves a still (bicubic | model | original) in the build
 // directory for a person to look at: ncnn_quality_x{2,3,4}.png.
-#include <doctest/doctest.h>
+//
+// The bars, and why. realesr-animevideov3 is GAN-trained for anime: on this natural footage it
+// flattens texture and sharpens edges, and lands 4.6 to 5.1 dB below bicubic (29.5 to 31.9 dB);
+// the same network with its kernels transposed (a wrong weight layout) lands 7.5 dB below, with
+// its 64-channel weights' inputs and outputs swapped 29 dB below. So: at most 6 dB below bicubic,
+// above 25 dB, best at its own position (any one-pixel shift of the output against the original
+// scores lower: a half-pixel resize or shuffle mistake fails this), and better fed RGB than BGR
+// (by 0.15 to 0.5 dB: the network is nearly symmetric in colour, but it was trained on RGB).
+#include "torch_doctest.h"
 
 #include <spawn.h>
 #include <sys/wait.h>
@@ -31,8 +37,8 @@ namespace {
 constexpr int kLowWidth = 96, kLowHeight = 54;  // the model's input
 constexpr int kFrames = 2;
 constexpr int kCentreX = 470, kCentreY = 270;   // the flower, in the clip's 960x540
-constexpr double kMarginDb = 1.5;               // how far below bicubic the model may be
-constexpr double kFloorDb = 20.0;
+constexpr double kMarginDb = 6.0;               // how far below bicubic the model may be
+constexpr double kFloorDb = 25.0;
 
 // Runs ffmpeg with `args` (quiet); its exit code.
 int Ffmpeg(const std::vector<std::string>& args) {
@@ -123,11 +129,18 @@ TEST_CASE("ncnn quality: realesr-animevideov3 x2, x3, x4 upscale a downscaled re
                 model_db, bicubic_db, swapped_db);
     CHECK(model_db > kFloorDb);
     CHECK(model_db > bicubic_db - kMarginDb);
-    // Per channel: each colour of the model's output tracks the original's (a swap of red and
-    // blue would put the flower's red where blue was).
-    for (int c = 0; c < 3; ++c) {
-      INFO("channel " << c);
-      CHECK(Psnr(model.select(1, c), original.select(1, c)) > kFloorDb);
+    CHECK(model_db > swapped_db);
+    // Aligned: the output against the original, both cropped by 2 pixels, scores best unshifted.
+    auto crop = [&](const torch::Tensor& t, int dy, int dx) {
+      return t.slice(2, 2 + dy, h - 2 + dy).slice(3, 2 + dx, w - 2 + dx);
+    };
+    double aligned_db = Psnr(crop(model, 0, 0), crop(original, 0, 0));
+    for (int dy = -1; dy <= 1; ++dy) {
+      for (int dx = -1; dx <= 1; ++dx) {
+        if (dx == 0 && dy == 0) continue;
+        INFO("output shifted by (" << dx << ", " << dy << ")");
+        CHECK(Psnr(crop(model, dy, dx), crop(original, 0, 0)) < aligned_db);
+      }
     }
     SaveStill(dir, {bicubic, model, original},
               std::string(FRAMEMILL_TEST_OUTPUT_DIR) + "/ncnn_quality_x" +

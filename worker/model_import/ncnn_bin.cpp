@@ -32,8 +32,8 @@ Result<torch::Tensor> NcnnBinReader::Take(int64_t count, torch::ScalarType dtype
   size_t padded = Align4(bytes);
   if (count < 0 || padded > bytes_.size() - offset_) {
     return Status(StatusCode::kModelInvalid,
-                  label_ + " is truncated: " + what + " need " + std::to_string(padded) +
-                      " bytes at offset " + std::to_string(offset_) + ", the file has " +
+                  label_ + " is truncated: " + what + ": " + std::to_string(padded) +
+                      " bytes needed at offset " + std::to_string(offset_) + ", the file has " +
                       std::to_string(bytes_.size()) + " bytes");
   }
   torch::Tensor t = torch::empty({count}, torch::TensorOptions().dtype(dtype));
@@ -45,7 +45,7 @@ Result<torch::Tensor> NcnnBinReader::Take(int64_t count, torch::ScalarType dtype
 Result<torch::Tensor> NcnnBinReader::Tagged(int64_t count, const std::string& what) {
   if (bytes_.size() - offset_ < 4) {
     return Status(StatusCode::kModelInvalid,
-                  label_ + " is truncated: " + what + " start at offset " +
+                  label_ + " is truncated: " + what + ": nothing at offset " +
                       std::to_string(offset_) + ", the file has " +
                       std::to_string(bytes_.size()) + " bytes");
   }

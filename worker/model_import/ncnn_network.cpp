@@ -48,9 +48,6 @@ std::string Num(double v) {
   return s;
 }
 
-Status Invalid(const NcnnLayer& layer, const std::string& what) {
-  return Status(StatusCode::kModelInvalid, layer.Where() + ": " + what);
-}
 
 // Turns the graph into TorchScript source and registered parameters, one layer at a time.
 class Builder {
@@ -73,6 +70,9 @@ class Builder {
   Status BinaryOp(const NcnnLayer& l);
   Status Concat(const NcnnLayer& l);
 
+  static Status Invalid(const NcnnLayer& layer, const std::string& what) {
+    return Status(StatusCode::kModelInvalid, layer.Where() + ": " + what);
+  }
   // Blob `name` made by an earlier layer; checked by the parser.
   const Blob& In(const std::string& name) const { return blobs_.at(name); }
   // Emits "    VAR = EXPR" for the layer's one output.
@@ -436,8 +436,7 @@ Result<ImportedNetwork> ImportNcnnNetwork(const std::string& param_path,
     NcnnBinReader bin(*bin_bytes, bin_path);
     Builder builder(&net.module, &bin);
     for (size_t i = 0; i < graph->layers.size(); ++i) {
-      Status s = builder.Add(graph->layers[i], i);
-      if (!s.ok()) return s.WithContext(param_path);
+      FM_RETURN_IF_ERROR(builder.Add(graph->layers[i], i));
     }
     FM_RETURN_IF_ERROR(bin.CheckAllRead());
     Result<Blob> out = builder.Finish(outputs[0]);

@@ -100,7 +100,7 @@ Status ParseParam(const std::string& token, NcnnLayer* layer, const std::string&
 }  // namespace
 
 std::string NcnnLayer::Where() const {
-  return "line " + std::to_string(line) + " (" + type + " " + name + ")";
+  return file + " line " + std::to_string(line) + " (" + type + " " + name + ")";
 }
 
 Result<int> NcnnLayer::Int(int id, int def) const {
@@ -180,6 +180,7 @@ Result<NcnnGraph> ParseNcnnParam(const std::string& text, const std::string& lab
                                   " the file declares");
     }
     NcnnLayer layer;
+    layer.file = label;
     layer.line = line;
     long n_in = 0, n_out = 0;
     if (t.size() < 4 || !ParseInt(t[2], &n_in) || !ParseInt(t[3], &n_out) || n_in < 0 ||

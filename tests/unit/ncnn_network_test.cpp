@@ -9,6 +9,7 @@
 #include <string>
 
 #include "ncnn_files.h"
+#include "worker/frame_model.h"
 #include "worker/model_import/ncnn_network.h"
 #include "worker/model_import/ncnn_param.h"
 
@@ -103,6 +104,18 @@ TEST_CASE("ncnn import: the real realesr-animevideov3 x2, x3, x4 become their ne
     CHECK(out.sizes() == torch::IntArrayRef({2, 3, 10 * scale, 14 * scale}));
     CHECK(out.min().item<float>() >= 0.f);
     CHECK(out.max().item<float>() <= 1.f);
+    // Saved, the module loads through the worker's own loader, frozen and optimized for
+    // inference as it is on CUDA, and computes the same.
+    {
+      TempDir dir;
+      net->module.save(dir.path + "/m.pt");
+      Result<std::unique_ptr<FrameModel>> loaded = LoadTorchScriptModel(
+          dir.path + "/m.pt", torch::kCPU, torch::kFloat32, ModelOptimization::kOn);
+      REQUIRE_MESSAGE(loaded.ok(), loaded.status().message());
+      Result<torch::Tensor> again = (*loaded)->Run(in);
+      REQUIRE_MESSAGE(again.ok(), again.status().message());
+      CHECK((*again - out).abs().max().item<float>() < 1e-4f);
+    }
     // With FRAMEMILL_TEST_DEVICE=cuda: the same module on the GPU computes the same, in float32
     // (cuDNN's convolutions may use TF32: about 1e-3 relative) and in float16.
     const char* device = std::getenv("FRAMEMILL_TEST_DEVICE");

@@ -182,3 +182,42 @@ TEST_CASE("ncnn import: damaged files are errors that name the problem") {
   error = ImportError(count, bin);
   CHECK(error.find("declares 41 layers and has 40") != std::string::npos);
 }
+
+TEST_CASE("ncnn import: the other layer forms compute what ncnn computes") {
+  // x -> 1x1 convolution copying channel c to channels k*3 + c (float32 weights, fused ReLU) ->
+  // PixelShuffle mode 1 (channel (i*2 + j)*3 + c to offset (i, j)): a nearest x2 upscale of x,
+  // minus Interp nearest x2 of x (0), plus Interp bilinear x2 of x, through a leaky ReLU (x >= 0:
+  // unchanged) and BinaryOp mul by the scalar 1.0: upsample_bilinear2d(x) exactly.
+  std::string param =
+      "7767517\n"
+      "10 12\n"
+      "Input in 0 1 data\n"
+      "Split sp 1 3 data a b c\n"
+      "Convolution conv 1 1 a ca 0=12 1=1 5=1 6=36 9=1\n"
+      "PixelShuffle ps 1 1 ca up 0=2 1=1\n"
+      "Interp near 1 1 b bn 0=1 1=2.0 2=2.0\n"
+      "BinaryOp sub 2 1 up bn d 0=1\n"
+      "Interp bil 1 1 c cb 0=2 1=2.0 2=2.0\n"
+      "BinaryOp add 2 1 cb d e 0=0\n"
+      "ReLU lr 1 1 e f 0=1.0e-1\n"
+      "BinaryOp mul 1 1 f g 0=2 1=1 2=1.0\n";
+  std::vector<float> weights(36 + 12, 0.f);  // [12][3] then 12 zero biases
+  for (int k = 0; k < 4; ++k) {
+    for (int c = 0; c < 3; ++c) weights[(k * 3 + c) * 3 + c] = 1.f;
+  }
+  std::string bin(4, '\0');  // storage tag 0: float32
+  bin.append(reinterpret_cast<const char*>(weights.data()), weights.size() * sizeof(float));
+
+  TempDir dir;
+  Write(dir.path + "/n.param", param);
+  Write(dir.path + "/n.bin", bin);
+  Result<ImportedNetwork> net = ImportNcnnNetwork(dir.path + "/n.param", dir.path + "/n.bin");
+  REQUIRE_MESSAGE(net.ok(), net.status().message());
+  CHECK(net->scale == 2);
+  CHECK(net->receptive_field == 1);  // the bilinear taps; 1x1 and nearest reach no further
+  torch::NoGradGuard no_grad;
+  torch::Tensor x = torch::rand({1, 3, 5, 7});
+  torch::Tensor y = net->module.forward({x}).toTensor();
+  torch::Tensor want = torch::upsample_bilinear2d(x, {10, 14}, false);
+  CHECK((y - want).abs().max().item<float>() < 1e-6f);
+}

@@ -36,8 +36,8 @@ namespace {
 
 constexpr int kLowWidth = 96, kLowHeight = 54;  // the model's input
 constexpr int kFrames = 2;
-constexpr int kCentreX = 470, kCentreY = 270;   // the flower, in the clip's 960x540
-constexpr double kMarginDb = 6.0;               // how far below bicubic the model may be
+constexpr int kCentreX = 470, kCentreY = 270;  // the flower, in the clip's 960x540
+constexpr double kMarginDb = 6.0;              // how far below bicubic the model may be
 constexpr double kFloorDb = 25.0;
 
 // Runs ffmpeg with `args` (quiet); its exit code.
@@ -56,17 +56,16 @@ int Ffmpeg(const std::vector<std::string>& args) {
 
 // kFrames frames of the clip, cropped to width x height around the flower, then scaled to
 // out_width x out_height with ffmpeg's bicubic (in RGB): float [N,3,H,W] in [0,1].
-torch::Tensor Frames(const std::string& dir, int width, int height, int out_width,
-                     int out_height) {
+torch::Tensor Frames(const std::string& dir, int width, int height, int out_width, int out_height) {
   std::string raw = dir + "/frames.rgb";
   std::string filter = "crop=" + std::to_string(width) + ":" + std::to_string(height) + ":" +
                        std::to_string(kCentreX - width / 2) + ":" +
-                       std::to_string(kCentreY - height / 2) + ",format=rgb24,scale=" +
-                       std::to_string(out_width) + ":" + std::to_string(out_height) +
-                       ":flags=bicubic";
-  REQUIRE(Ffmpeg({"-ss", "2", "-i", std::string(FRAMEMILL_TESTDATA) + "/flower.webm",
-                  "-frames:v", std::to_string(kFrames), "-vf", filter, "-f", "rawvideo",
-                  "-pix_fmt", "rgb24", raw}) == 0);
+                       std::to_string(kCentreY - height / 2) +
+                       ",format=rgb24,scale=" + std::to_string(out_width) + ":" +
+                       std::to_string(out_height) + ":flags=bicubic";
+  REQUIRE(Ffmpeg({"-ss", "2", "-i", std::string(FRAMEMILL_TESTDATA) + "/flower.webm", "-frames:v",
+                  std::to_string(kFrames), "-vf", filter, "-f", "rawvideo", "-pix_fmt", "rgb24",
+                  raw}) == 0);
   std::string bytes = Slurp(raw);
   REQUIRE(bytes.size() == static_cast<size_t>(kFrames) * out_width * out_height * 3);
   return torch::from_blob(bytes.data(), {kFrames, out_height, out_width, 3}, torch::kUInt8)
@@ -100,8 +99,9 @@ void SaveStill(const std::string& dir, const std::vector<torch::Tensor>& images,
 
 }  // namespace
 
-TEST_CASE("ncnn quality: realesr-animevideov3 x2, x3, x4 upscale a downscaled real clip about as "
-          "well as bicubic, in the right colours") {
+TEST_CASE(
+    "ncnn quality: realesr-animevideov3 x2, x3, x4 upscale a downscaled real clip about as "
+    "well as bicubic, in the right colours") {
   std::string dir = std::string(FRAMEMILL_TEST_OUTPUT_DIR) + "/ncnn_quality";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
@@ -140,7 +140,7 @@ TEST_CASE("ncnn quality: realesr-animevideov3 x2, x3, x4 upscale a downscaled re
       }
     }
     SaveStill(dir, {bicubic, model, original},
-              std::string(FRAMEMILL_TEST_OUTPUT_DIR) + "/ncnn_quality_x" +
-                  std::to_string(scale) + ".png");
+              std::string(FRAMEMILL_TEST_OUTPUT_DIR) + "/ncnn_quality_x" + std::to_string(scale) +
+                  ".png");
   }
 }

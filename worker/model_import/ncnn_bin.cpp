@@ -44,10 +44,10 @@ Result<torch::Tensor> NcnnBinReader::Take(int64_t count, torch::ScalarType dtype
 
 Result<torch::Tensor> NcnnBinReader::Tagged(int64_t count, const std::string& what) {
   if (bytes_.size() - offset_ < 4) {
-    return Status(StatusCode::kModelInvalid,
-                  label_ + " is truncated: " + what + ": nothing at offset " +
-                      std::to_string(offset_) + ", the file has " +
-                      std::to_string(bytes_.size()) + " bytes");
+    return Status(StatusCode::kModelInvalid, label_ + " is truncated: " + what +
+                                                 ": nothing at offset " + std::to_string(offset_) +
+                                                 ", the file has " + std::to_string(bytes_.size()) +
+                                                 " bytes");
   }
   uint32_t tag = 0;
   std::memcpy(&tag, bytes_.data() + offset_, 4);

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <vector>
 
@@ -34,10 +35,10 @@ namespace {
 
 // What the importer knows of a blob while it walks the graph.
 struct Blob {
-  std::string var;    // its TorchScript variable
+  std::string var;  // its TorchScript variable
   int channels = 0;
-  double scale = 1;   // its size over the input's
-  double reach = 0;   // input pixels each side a value depends on
+  double scale = 1;  // its size over the input's
+  double reach = 0;  // input pixels each side a value depends on
 };
 
 std::string Num(double v) {
@@ -47,7 +48,6 @@ std::string Num(double v) {
   if (s.find_first_of(".e") == std::string::npos) s += ".0";
   return s;
 }
-
 
 // Turns the graph into TorchScript source and registered parameters, one layer at a time.
 class Builder {
@@ -95,10 +95,17 @@ class Builder {
 };
 
 Status Builder::Add(const NcnnLayer& l, size_t index) {
+  static const char* const kTypes[] = {"Input",        "Split",  "Convolution", "PReLU", "ReLU",
+                                       "PixelShuffle", "Interp", "BinaryOp",    "Concat"};
+  if (std::find(std::begin(kTypes), std::end(kTypes), l.type) == std::end(kTypes)) {
+    return Invalid(l, "layer type \"" + l.type +
+                          "\" is not supported (supported: Input, Split, Convolution, PReLU, "
+                          "ReLU, PixelShuffle, Interp, BinaryOp, Concat)");
+  }
   size_t want_in = 1, want_out = 1;
   if (l.type == "Input") want_in = 0;
   if (l.type == "Split") want_out = l.tops.size();
-  if (l.type == "Concat") want_in = l.bottoms.size();
+  if (l.type == "Concat") want_in = std::max<size_t>(l.bottoms.size(), 1);
   if (l.type == "BinaryOp") want_in = l.params.count(1) && l.params.at(1).values[0] != 0 ? 1 : 2;
   if (l.bottoms.size() != want_in || l.tops.size() != want_out || want_out == 0) {
     return Invalid(l, "has " + std::to_string(l.bottoms.size()) + " inputs and " +
@@ -114,10 +121,7 @@ Status Builder::Add(const NcnnLayer& l, size_t index) {
   if (l.type == "PixelShuffle") return PixelShuffle(l);
   if (l.type == "Interp") return Interp(l);
   if (l.type == "BinaryOp") return BinaryOp(l);
-  if (l.type == "Concat") return Concat(l);
-  return Invalid(l, "layer type \"" + l.type +
-                        "\" is not supported (supported: Input, Split, Convolution, PReLU, ReLU, "
-                        "PixelShuffle, Interp, BinaryOp, Concat)");
+  return Concat(l);
 }
 
 Status Builder::Input(const NcnnLayer& l) {
@@ -172,8 +176,8 @@ Status Builder::Convolution(const NcnnLayer& l, const std::string& prefix) {
   if (size != want) {
     return Invalid(l, "weight_data_size (6=) is " + std::to_string(size) + ", but " +
                           std::to_string(out) + " outputs x " + std::to_string(in.channels) +
-                          " inputs x " + std::to_string(*kh) + "x" + std::to_string(kw) +
-                          " = " + std::to_string(want));
+                          " inputs x " + std::to_string(*kh) + "x" + std::to_string(kw) + " = " +
+                          std::to_string(want));
   }
   Result<torch::Tensor> w = bin_->Tagged(want, l.Where() + " weights");
   if (!w.ok()) return w.status();
@@ -196,8 +200,11 @@ Status Builder::Convolution(const NcnnLayer& l, const std::string& prefix) {
   Result<std::vector<float>> act = l.FloatArray(10);
   if (!act.ok()) return act.status();
   switch (v[9]) {
-    case 0: break;
-    case 1: expr = "torch.relu(" + expr + ")"; break;
+    case 0:
+      break;
+    case 1:
+      expr = "torch.relu(" + expr + ")";
+      break;
     case 2:
       if (act->size() != 1) return Invalid(l, "leaky ReLU activation needs one parameter (10=)");
       expr = "torch.leaky_relu(" + expr + ", " + Num((*act)[0]) + ")";
@@ -206,7 +213,9 @@ Status Builder::Convolution(const NcnnLayer& l, const std::string& prefix) {
       if (act->size() != 2) return Invalid(l, "clip activation needs two parameters (10=)");
       expr = "torch.clamp(" + expr + ", " + Num((*act)[0]) + ", " + Num((*act)[1]) + ")";
       break;
-    case 4: expr = "torch.sigmoid(" + expr + ")"; break;
+    case 4:
+      expr = "torch.sigmoid(" + expr + ")";
+      break;
     default:
       return Invalid(l, "activation_type " + std::to_string(v[9]) + " is not supported");
   }
@@ -221,8 +230,8 @@ Status Builder::PRelu(const NcnnLayer& l, const std::string& prefix) {
   Result<int> n = l.Int(0, 0);
   if (!n.ok()) return n.status();
   if (*n != 1 && *n != in.channels) {
-    return Invalid(l, "has " + std::to_string(*n) + " slopes for " +
-                          std::to_string(in.channels) + " channels");
+    return Invalid(l, "has " + std::to_string(*n) + " slopes for " + std::to_string(in.channels) +
+                          " channels");
   }
   Result<torch::Tensor> slope = bin_->Raw(*n, l.Where() + " slopes");
   if (!slope.ok()) return slope.status();
@@ -235,8 +244,9 @@ Status Builder::Relu(const NcnnLayer& l) {
   const Blob& in = In(l.bottoms[0]);
   Result<float> slope = l.Float(0, 0.f);
   if (!slope.ok()) return slope.status();
-  Out(l, *slope == 0.f ? "torch.relu(" + in.var + ")"
-                       : "torch.leaky_relu(" + in.var + ", " + Num(*slope) + ")",
+  Out(l,
+      *slope == 0.f ? "torch.relu(" + in.var + ")"
+                    : "torch.leaky_relu(" + in.var + ", " + Num(*slope) + ")",
       in);
   return Status::Ok();
 }
@@ -258,8 +268,7 @@ Status Builder::PixelShuffle(const NcnnLayer& l) {
     const std::string& v = in.var;
     expr = v + ".reshape([" + v + ".size(0), " + rs + ", " + rs + ", " + cs + ", " + v +
            ".size(2), " + v + ".size(3)]).permute([0, 3, 4, 1, 5, 2]).reshape([" + v +
-           ".size(0), " + cs + ", " + v + ".size(2) * " + rs + ", " + v + ".size(3) * " + rs +
-           "])";
+           ".size(0), " + cs + ", " + v + ".size(2) * " + rs + ", " + v + ".size(3) * " + rs + "])";
   }
   Out(l, expr, Blob{"", c, in.scale * *r, in.reach});
   return Status::Ok();
@@ -281,13 +290,15 @@ Status Builder::Interp(const NcnnLayer& l) {
   }
   if (*hs != *ws || *hs <= 0.f) return Invalid(l, "scales height and width differently");
   std::string s = Num(*hs), v = in.var;
-  std::string size = "[int(float(" + v + ".size(2)) * " + s + "), int(float(" + v + ".size(3)) * " +
-                     s + ")]";
+  std::string size =
+      "[int(float(" + v + ".size(2)) * " + s + "), int(float(" + v + ".size(3)) * " + s + ")]";
   std::string ac = *align != 0 ? "True" : "False";
   std::string expr;
   double taps = 0;  // source pixels each side the kernel reads
   switch (*type) {
-    case 1: expr = "torch.upsample_nearest2d(" + v + ", " + size + ", None, None)"; break;
+    case 1:
+      expr = "torch.upsample_nearest2d(" + v + ", " + size + ", None, None)";
+      break;
     case 2:
       expr = "torch.upsample_bilinear2d(" + v + ", " + size + ", " + ac + ", None, None)";
       taps = 1;
@@ -328,15 +339,35 @@ Status Builder::BinaryOp(const NcnnLayer& l) {
   const std::string& x = a.var;
   std::string expr;
   switch (*op) {
-    case 0: expr = x + " + " + b; break;
-    case 1: expr = x + " - " + b; break;
-    case 2: expr = x + " * " + b; break;
-    case 3: expr = x + " / " + b; break;
-    case 4: expr = tensors ? "torch.maximum(" + x + ", " + b + ")" : "torch.clamp_min(" + x + ", " + b + ")"; break;
-    case 5: expr = tensors ? "torch.minimum(" + x + ", " + b + ")" : "torch.clamp_max(" + x + ", " + b + ")"; break;
-    case 6: expr = "torch.pow(" + x + ", " + b + ")"; break;
-    case 7: expr = tensors ? b + " - " + x : "torch.rsub(" + x + ", " + b + ")"; break;
-    case 8: expr = tensors ? b + " / " + x : "torch.reciprocal(" + x + ") * " + b; break;
+    case 0:
+      expr = x + " + " + b;
+      break;
+    case 1:
+      expr = x + " - " + b;
+      break;
+    case 2:
+      expr = x + " * " + b;
+      break;
+    case 3:
+      expr = x + " / " + b;
+      break;
+    case 4:
+      expr =
+          tensors ? "torch.maximum(" + x + ", " + b + ")" : "torch.clamp_min(" + x + ", " + b + ")";
+      break;
+    case 5:
+      expr =
+          tensors ? "torch.minimum(" + x + ", " + b + ")" : "torch.clamp_max(" + x + ", " + b + ")";
+      break;
+    case 6:
+      expr = "torch.pow(" + x + ", " + b + ")";
+      break;
+    case 7:
+      expr = tensors ? b + " - " + x : "torch.rsub(" + x + ", " + b + ")";
+      break;
+    case 8:
+      expr = tensors ? b + " / " + x : "torch.reciprocal(" + x + ") * " + b;
+      break;
     default:
       return Invalid(l, "op_type " + std::to_string(*op) + " is not supported (0..8)");
   }
@@ -348,8 +379,9 @@ Status Builder::Concat(const NcnnLayer& l) {
   FM_RETURN_IF_ERROR(l.OnlyKeys({0}));
   Result<int> axis = l.Int(0, 0);
   if (!axis.ok()) return axis.status();
-  if (*axis != 0) return Invalid(l, "concatenates along axis " + std::to_string(*axis) +
-                                        "; only channels (0) are supported");
+  if (*axis != 0)
+    return Invalid(l, "concatenates along axis " + std::to_string(*axis) +
+                          "; only channels (0) are supported");
   Blob out = In(l.bottoms[0]);
   out.channels = 0;
   std::string list;
@@ -368,8 +400,7 @@ Result<Blob> Builder::Finish(const std::string& output_name) {
   const Blob& out = In(output_name);
   if (out.channels != 3) {
     return Status(StatusCode::kModelInvalid, "the network's output \"" + output_name + "\" has " +
-                                                 std::to_string(out.channels) +
-                                                 " channels, not 3");
+                                                 std::to_string(out.channels) + " channels, not 3");
   }
   source_ += "    return torch.clamp(" + out.var + ", 0.0, 1.0)\n";
   return out;
@@ -426,8 +457,9 @@ Result<ImportedNetwork> ImportNcnnNetwork(const std::string& param_path,
   }
   if (outputs.size() != 1 || graph->layers[0].type != "Input") {
     return Status(StatusCode::kModelInvalid,
-                  param_path + ": framemill takes a network with one Input (the first layer) "
-                               "and one output; this one has " +
+                  param_path +
+                      ": framemill takes a network with one Input (the first layer) "
+                      "and one output; this one has " +
                       std::to_string(outputs.size()) + " unused blobs");
   }
 
@@ -443,16 +475,15 @@ Result<ImportedNetwork> ImportNcnnNetwork(const std::string& param_path,
     if (!out.ok()) return out.status().WithContext(param_path);
     int scale = static_cast<int>(std::lround(out->scale));
     if (scale < 1 || std::fabs(out->scale - scale) > 1e-6) {
-      return Status(StatusCode::kModelInvalid,
-                    param_path + ": the network scales frames by " + Num(out->scale) +
-                        ", not a whole number");
+      return Status(StatusCode::kModelInvalid, param_path + ": the network scales frames by " +
+                                                   Num(out->scale) + ", not a whole number");
     }
     net.module.define(builder.source());
     net.module.eval();
     net.scale = scale;
     net.receptive_field = static_cast<int>(std::ceil(out->reach - 1e-9));
-    net.architecture = "ncnn network of " + std::to_string(graph->layers.size()) +
-                       " layers (" + LayerSummary(*graph) + ")";
+    net.architecture = "ncnn network of " + std::to_string(graph->layers.size()) + " layers (" +
+                       LayerSummary(*graph) + ")";
     net.source_channel_order = "rgb";
     net.source_value_range = "0-1";
   } catch (const std::exception& e) {

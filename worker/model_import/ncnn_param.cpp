@@ -58,8 +58,8 @@ std::vector<std::string> Split(const std::string& s, char sep) {
 // "key=value" into layer->params.
 Status ParseParam(const std::string& token, NcnnLayer* layer, const std::string& label) {
   auto bad = [&](const std::string& what) {
-    return Bad(label, layer->line, layer->type + " " + layer->name + ": parameter \"" + token +
-                                       "\" " + what);
+    return Bad(label, layer->line,
+               layer->type + " " + layer->name + ": parameter \"" + token + "\" " + what);
   };
   size_t eq = token.find('=');
   long key = 0;
@@ -91,8 +91,8 @@ Status ParseParam(const std::string& token, NcnnLayer* layer, const std::string&
     if (!ParseNumber(text, &v, &value.is_float)) return bad("has a value that is not a number");
     value.values.push_back(v);
   }
-  if (id < 0 || id > kMaxParamId) return bad("has a key outside ncnn's ids 0.." +
-                                             std::to_string(kMaxParamId));
+  if (id < 0 || id > kMaxParamId)
+    return bad("has a key outside ncnn's ids 0.." + std::to_string(kMaxParamId));
   if (!layer->params.emplace(id, value).second) return bad("repeats key " + std::to_string(id));
   return Status::Ok();
 }
@@ -158,10 +158,12 @@ Result<NcnnGraph> ParseNcnnParam(const std::string& text, const std::string& lab
     return t;
   };
   if (lines.empty() || tokens(lines[0]) != std::vector<std::string>{std::to_string(kMagic)}) {
-    return Bad(label, 1, "not an ncnn param file (the first line is not the magic " +
-                             std::to_string(kMagic) + ")");
+    return Bad(
+        label, 1,
+        "not an ncnn param file (the first line is not the magic " + std::to_string(kMagic) + ")");
   }
-  std::vector<std::string> counts = lines.size() > 1 ? tokens(lines[1]) : std::vector<std::string>();
+  std::vector<std::string> counts =
+      lines.size() > 1 ? tokens(lines[1]) : std::vector<std::string>();
   long layer_count = 0, blob_count = 0;
   if (counts.size() != 2 || !ParseInt(counts[0], &layer_count) ||
       !ParseInt(counts[1], &blob_count) || layer_count <= 0 || blob_count <= 0) {
@@ -176,8 +178,8 @@ Result<NcnnGraph> ParseNcnnParam(const std::string& text, const std::string& lab
     std::vector<std::string> t = tokens(lines[i]);
     if (t.empty()) continue;
     if (static_cast<long>(graph.layers.size()) == layer_count) {
-      return Bad(label, line, "more layers than the " + std::to_string(layer_count) +
-                                  " the file declares");
+      return Bad(label, line,
+                 "more layers than the " + std::to_string(layer_count) + " the file declares");
     }
     NcnnLayer layer;
     layer.file = label;
@@ -195,21 +197,23 @@ Result<NcnnGraph> ParseNcnnParam(const std::string& text, const std::string& lab
     for (long k = 0; k < n_in; ++k) {
       const std::string& blob = t[4 + k];
       if (made.count(blob) == 0) {
-        return Bad(label, line, layer.type + " " + layer.name + ": input blob \"" + blob +
-                                    "\" is not made by an earlier layer");
+        return Bad(label, line,
+                   layer.type + " " + layer.name + ": input blob \"" + blob +
+                       "\" is not made by an earlier layer");
       }
       if (!consumed.insert(blob).second) {
-        return Bad(label, line, layer.type + " " + layer.name + ": blob \"" + blob +
-                                    "\" is already an input of another layer (ncnn needs a "
-                                    "Split to use a blob twice)");
+        return Bad(label, line,
+                   layer.type + " " + layer.name + ": blob \"" + blob +
+                       "\" is already an input of another layer (ncnn needs a "
+                       "Split to use a blob twice)");
       }
       layer.bottoms.push_back(blob);
     }
     for (long k = 0; k < n_out; ++k) {
       const std::string& blob = t[4 + n_in + k];
       if (!made.insert(blob).second) {
-        return Bad(label, line, layer.type + " " + layer.name + ": blob \"" + blob +
-                                    "\" is made twice");
+        return Bad(label, line,
+                   layer.type + " " + layer.name + ": blob \"" + blob + "\" is made twice");
       }
       layer.tops.push_back(blob);
     }
@@ -224,8 +228,9 @@ Result<NcnnGraph> ParseNcnnParam(const std::string& text, const std::string& lab
                    std::to_string(graph.layers.size()));
   }
   if (static_cast<long>(made.size()) != blob_count) {
-    return Bad(label, 2, "the file declares " + std::to_string(blob_count) +
-                             " blobs and its layers make " + std::to_string(made.size()));
+    return Bad(label, 2,
+               "the file declares " + std::to_string(blob_count) + " blobs and its layers make " +
+                   std::to_string(made.size()));
   }
   return graph;
 }

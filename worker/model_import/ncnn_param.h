@@ -22,10 +22,10 @@ struct NcnnValue {
 };
 
 struct NcnnLayer {
-  std::string type;  // "Convolution", "Interp", ...
-  std::string name;  // unique in the file
-  std::string file;  // the .param file's label (ParseNcnnParam's)
-  int line = 0;      // 1-based line in it
+  std::string type;                  // "Convolution", "Interp", ...
+  std::string name;                  // unique in the file
+  std::string file;                  // the .param file's label (ParseNcnnParam's)
+  int line = 0;                      // 1-based line in it
   std::vector<std::string> bottoms;  // input blob names
   std::vector<std::string> tops;     // output blob names
   std::map<int, NcnnValue> params;   // by id (0..31; arrays under their id, not -23300 - id)

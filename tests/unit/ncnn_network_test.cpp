@@ -104,6 +104,21 @@ TEST_CASE("ncnn import: the real realesr-animevideov3 x2, x3, x4 become their ne
     CHECK(out.sizes() == torch::IntArrayRef({2, 3, 10 * scale, 14 * scale}));
     CHECK(out.min().item<float>() >= 0.f);
     CHECK(out.max().item<float>() <= 1.f);
+    // The receptive field is the reach of one input pixel: changing pixel (24, 24) of a 49x49
+    // frame changes outputs exactly up to receptive_field input pixels away (in the input pixel
+    // each output pixel lies in), and none further: tiles that overlap by it join seamlessly.
+    {
+      torch::Tensor a = torch::rand({1, 3, 49, 49});
+      torch::Tensor b = a.clone();
+      b[0][0][24][24] += 0.5;
+      torch::Tensor changed =
+          (net->module.forward({a}).toTensor() - net->module.forward({b}).toTensor())
+              .abs()
+              .amax({0, 1}) > 0;
+      torch::Tensor where = changed.nonzero();  // [K, 2]: rows, columns
+      int64_t reach = (torch::floor_divide(where, scale) - 24).abs().max().item<int64_t>();
+      CHECK(reach == net->receptive_field);
+    }
     // Saved, the module loads through the worker's own loader, frozen and optimized for
     // inference as it is on CUDA, and computes the same.
     {

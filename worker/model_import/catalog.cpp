@@ -5,6 +5,7 @@
 #include "common/file_util.h"
 #include "common/model_card.h"
 #include "common/sha256.h"
+#include "worker/model_import/ncnn_network.h"
 #include "worker/model_import/tfjs_layers_network.h"
 
 namespace framemill {
@@ -45,20 +46,13 @@ std::vector<CatalogEntry> BuildCatalog() {
   return c;
 }
 
-// The ncnn importer's call. Its implementation is built from worker/model_import/
-// ncnn_network.cpp where that file is part of the build; until then these entries say so.
-Result<ImportedNetwork> ImportNcnn(const std::vector<std::string>& /*paths*/) {
-  return Status(StatusCode::kModelInvalid,
-                "the ncnn importer is not built into this framemill (realesr-animevideov3-*)");
-}
-
 Result<ImportedNetwork> RunImporter(const CatalogEntry& e, const std::vector<std::string>& paths) {
   switch (e.importer) {
     case ImporterKind::kTfjsLayers:
       // UpscalerJS's RDN models take and give 0-255 (their inputRange/outputRange).
       return ImportTfjsLayersNetwork(paths[0], TfjsValueRange::kZeroTo255);
     case ImporterKind::kNcnn:
-      return ImportNcnn(paths);
+      return ImportNcnnNetwork(paths[0], paths[1]);
   }
   return Status(StatusCode::kInternal, "unknown importer");
 }

@@ -45,7 +45,8 @@ struct HeldChunk {
 // A result is valid when it answers a chunk in `held`, names that chunk's slot, has error 0
 // (frames_done == frames) or 1 (frames_done <= frames, and a message), a message terminated
 // within its buffer, a plausible busy time, and fallback figures (events and items per call at
-// most kMaxFallbackFigure, tile 0 or in kMinTileSize..kMaxTileSize). On success, *index is the position in `held`.
+// most kMaxFallbackFigure, tile 0 or in kMinTileSize..kMaxTileSize). On success, *index is the
+// position in `held`.
 Status ValidateChunkResult(const ChunkResult& r, const std::vector<HeldChunk>& held, size_t* index);
 
 // The same on a raw image of `n` bytes (fewer than sizeof(ChunkResult) is invalid); *out gets

@@ -8,8 +8,8 @@ namespace {
 // Checks a fixed setting's bounds; "" when it is fine, else why not.
 std::string FixedError(int64_t size, int64_t overlap) {
   if (size < kMinTileSize || size > kMaxTileSize) {
-    return "size must be in " + std::to_string(kMinTileSize) + ".." +
-           std::to_string(kMaxTileSize) + " pixels, got " + std::to_string(size);
+    return "size must be in " + std::to_string(kMinTileSize) + ".." + std::to_string(kMaxTileSize) +
+           " pixels, got " + std::to_string(size);
   }
   if (overlap < 0 || overlap > kMaxTileOverlap) {
     return "overlap must be in 0.." + std::to_string(kMaxTileOverlap) + " pixels, got " +
@@ -67,7 +67,8 @@ Result<TileSetting> ReadTileSetting(const nlohmann::json& value, const std::stri
   if (!value.is_object()) return bad(shapes);
   int64_t size = 0, overlap = 0;
   for (const auto& [key, v] : value.items()) {
-    if (key != "size" && key != "overlap") return bad("unknown key \"" + key + "\" (" + shapes + ")");
+    if (key != "size" && key != "overlap")
+      return bad("unknown key \"" + key + "\" (" + shapes + ")");
     if (!v.is_number_integer()) return bad(key + " must be an integer number of pixels");
     (key == "size" ? size : overlap) = v.get<int64_t>();
   }

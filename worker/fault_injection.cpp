@@ -26,7 +26,8 @@ Result<Fault> ParseFault(const std::string& spec) {
   auto bad = [&] {
     return Status(StatusCode::kInvalidConfig,
                   std::string(kFaultEnvVar) + "=\"" + spec +
-                      "\": expected crash@N, hang@N, exit:K@N, scribble@N, slowload:MS@0 or oom_over:MB, optionally "
+                      "\": expected crash@N, hang@N, exit:K@N, scribble@N, slowload:MS@0 or "
+                      "oom_over:MB, optionally "
                       "followed by ,once=PATH, or an escape: connect:PORT@N, socket@N, "
                       "fork:MARKER@N, exec:MARKER@N, memory@N, signal@N");
   };
@@ -98,8 +99,8 @@ bool FirstTime(const Fault& f);
 
 bool Fires(const Fault& f, int64_t first, int64_t count) {
   if (f.kind == Fault::Kind::kNone || f.kind == Fault::Kind::kSlowLoad ||
-      f.kind == Fault::Kind::kOomOver || f.IsEscape() ||
-      f.frame < first || f.frame >= first + count) {
+      f.kind == Fault::Kind::kOomOver || f.IsEscape() || f.frame < first ||
+      f.frame >= first + count) {
     return false;
   }
   return FirstTime(f);

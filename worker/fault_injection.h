@@ -63,10 +63,10 @@ struct Fault {
   Kind kind = Kind::kNone;
   int64_t frame = -1;
   int exit_code = 0;
-  int port = 0;        // kConnect
-  int delay_ms = 0;    // kSlowLoad
+  int port = 0;             // kConnect
+  int delay_ms = 0;         // kSlowLoad
   int64_t oom_over_mb = 0;  // kOomOver
-  std::string marker;  // kFork, kExec: the file the new process writes
+  std::string marker;       // kFork, kExec: the file the new process writes
   std::string once_path;
 
   bool IsEscape() const { return kind >= Kind::kConnect; }

@@ -1,5 +1,7 @@
 #include "worker/tile_grid.h"
 
+#include <cstddef>
+
 namespace framemill {
 
 std::vector<TileSpan> TileAxis(int64_t length, int64_t size, int64_t overlap) {

@@ -98,11 +98,11 @@ Result<torch::Tensor> TiledModel::RunTiles(const torch::Tensor& x) {
     const torch::Tensor& t = *y;
     if (t.dim() != 4 || t.size(0) != count || t.size(1) != 3 || t.size(2) % th != 0 ||
         t.size(3) % tw != 0 || t.size(2) == 0 || t.size(3) == 0) {
-      return Status(StatusCode::kModelInvalid,
-                    "model output has shape " + c10::str(t.sizes()) + " for " +
-                        std::to_string(count) + " tiles of " + std::to_string(tw) + "x" +
-                        std::to_string(th) + "; tiles need [" + std::to_string(count) +
-                        ", 3, H, W] with a whole-number scale");
+      return Status(StatusCode::kModelInvalid, "model output has shape " + c10::str(t.sizes()) +
+                                                   " for " + std::to_string(count) + " tiles of " +
+                                                   std::to_string(tw) + "x" + std::to_string(th) +
+                                                   "; tiles need [" + std::to_string(count) +
+                                                   ", 3, H, W] with a whole-number scale");
     }
     if (!out.defined()) {
       sy = t.size(2) / th;
@@ -116,8 +116,7 @@ Result<torch::Tensor> TiledModel::RunTiles(const torch::Tensor& x) {
       out[p.frame]
           .narrow(1, p.y.write_begin * sy, (p.y.write_end - p.y.write_begin) * sy)
           .narrow(2, p.x.write_begin * sx, (p.x.write_end - p.x.write_begin) * sx)
-          .copy_(t[j]
-                     .narrow(1, (p.y.write_begin - p.y.start) * sy,
+          .copy_(t[j].narrow(1, (p.y.write_begin - p.y.start) * sy,
                              (p.y.write_end - p.y.write_begin) * sy)
                      .narrow(2, (p.x.write_begin - p.x.start) * sx,
                              (p.x.write_end - p.x.write_begin) * sx));
@@ -142,7 +141,8 @@ Status TiledModel::FallBack(const Status& oom, int64_t h, int64_t w) {
     return Status(StatusCode::kOutOfMemory,
                   "out of memory with one whole " + std::to_string(w) + "x" + std::to_string(h) +
                       " frame per model call, and tile is off (set tile to \"auto\" or a size "
-                      "to go on in tiles): " + oom.message());
+                      "to go on in tiles): " +
+                      oom.message());
   }
   const int64_t smallest = std::max<int64_t>(kMinTileSize, 2 * overlap_ + kMinTileInterior);
   int64_t next = tile_ == 0 ? (std::max(h, w) + 1) / 2 : tile_ / 2;

@@ -21,9 +21,9 @@ struct WorkerArgs {
   DeviceSetting device;     // common/config.h
   Precision precision = Precision::kFp32;                     // common/config.h
   ModelOptimization optimization = ModelOptimization::kAuto;  // common/config.h
-  TileSetting tile;  // common/tile_setting.h: tiles and out-of-memory fallbacks
-  std::string sandbox;             // the sandbox in place (worker/sandbox.h), for the supervisor
-  std::string sandbox_error;       // a required sandbox that failed: reported, then exit
+  TileSetting tile;           // common/tile_setting.h: tiles and out-of-memory fallbacks
+  std::string sandbox;        // the sandbox in place (worker/sandbox.h), for the supervisor
+  std::string sandbox_error;  // a required sandbox that failed: reported, then exit
 };
 
 // Exit codes of framemill-worker.

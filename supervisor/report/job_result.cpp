@@ -122,7 +122,9 @@ std::string ModelFallbacksLine(const DispatchStats& d) {
   if (d.fallback_events == 0) return "";
   std::string line = "the model ran out of memory " + std::to_string(d.fallback_events) +
                      (d.fallback_events == 1 ? " time" : " times");
-  if (d.fallback_per_call != 0) line += ": now " + std::to_string(d.fallback_per_call) + " per call";
+  if (d.fallback_per_call != 0) {
+    line += ": now " + std::to_string(d.fallback_per_call) + " per call";
+  }
   if (d.fallback_tile != 0) line += ", tiles of " + std::to_string(d.fallback_tile) + " px";
   return line;
 }

@@ -17,7 +17,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr int kSide = 512;     // d0.mp4 is 512x512
+constexpr int kSide = 512;  // d0.mp4 is 512x512
 constexpr int kClipFrames = 78;
 
 // Lossless output, so that equal model output gives equal decoded frames.
@@ -29,8 +29,8 @@ nlohmann::json LosslessJob(const std::string& input, const std::string& output,
           {"device", TestDevice()},
           {"workers", 1},
           {"batch", 8},
-          {"encoder", {{"codec", "libx264"}, {"crf", 0}, {"preset", "ultrafast"},
-                       {"pix_fmt", "yuv444p"}}}};
+          {"encoder",
+           {{"codec", "libx264"}, {"crf", 0}, {"preset", "ultrafast"}, {"pix_fmt", "yuv444p"}}}};
 }
 
 // The largest difference of any value between two outputs' decoded frames (rgb24), and whether

@@ -132,6 +132,7 @@ TEST_CASE("tile: a worker's fallback figures are checked, then summed into the r
   d.CountFallbacks(1, 1, 320);
   d.CountFallbacks(0, 4, 160);
   CHECK(ModelFallbacksJson(d) == json{{"events", 4}, {"batch", 1}, {"tile", 160}});
-  CHECK(ModelFallbacksLine(d) == "the model ran out of memory 4 times: now 1 per call, tiles of "
-                                 "160 px");
+  CHECK(ModelFallbacksLine(d) ==
+        "the model ran out of memory 4 times: now 1 per call, tiles of "
+        "160 px");
 }

@@ -37,8 +37,8 @@ std::vector<torch::Device> Devices() {
 
 // An example model, exported by the worker's own code and loaded as a worker loads it.
 std::unique_ptr<FrameModel> Example(const std::string& name, const torch::Device& device) {
-  const std::string path = "/tmp/framemill-tiled-test-" + std::to_string(::getpid()) + "-" + name +
-                           ".pt";
+  const std::string path =
+      "/tmp/framemill-tiled-test-" + std::to_string(::getpid()) + "-" + name + ".pt";
   REQUIRE(ExportExampleModel(name, path, "").ok());
   Result<std::unique_ptr<FrameModel>> m = LoadTorchScriptModel(path, device);
   ::unlink(path.c_str());
@@ -198,6 +198,7 @@ TEST_CASE("tiled model: the hook's error is what a CUDA out-of-memory error beco
       "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB");
   Status s = ModelRaised(rethrown);
   CHECK(s.code() == StatusCode::kOutOfMemory);
-  CHECK(s.message() == "model raised: RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB");
+  CHECK(s.message() ==
+        "model raised: RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB");
   CHECK(ModelRaised(std::runtime_error("shape mismatch")).code() == StatusCode::kModelInvalid);
 }

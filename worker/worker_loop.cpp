@@ -1,5 +1,6 @@
 #include "worker/worker_loop.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <csignal>
 #include <cstdlib>
@@ -208,9 +209,12 @@ ChunkResult Worker::Process(const ChunkRequest& rq) {
       });
   // What out-of-memory errors changed, failed chunk or not.
   const ModelFallbacks& fb = tiled_->fallbacks();
-  result.fallback_events = static_cast<uint32_t>(fb.events - fallback_events_reported_);
+  // (Within the bounds the supervisor checks: millions of tiles per call are possible, in theory.)
+  result.fallback_events = static_cast<uint32_t>(
+      std::min<int64_t>(fb.events - fallback_events_reported_, kMaxFallbackFigure));
   fallback_events_reported_ = fb.events;
-  result.fallback_per_call = static_cast<uint32_t>(fb.per_call);
+  result.fallback_per_call =
+      static_cast<uint32_t>(std::min<int64_t>(fb.per_call, kMaxFallbackFigure));
   result.fallback_tile = static_cast<uint32_t>(fb.tile);
   if (!s.ok()) return fail(s.message());
   result.frames_done = rq.frames;

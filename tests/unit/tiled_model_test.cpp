@@ -12,6 +12,7 @@
 
 #include <torch/torch.h>
 
+#include "torch_devices.h"
 #include "worker/example_models.h"
 #include "worker/frame_model.h"
 #include "worker/oom_fault_model.h"
@@ -26,14 +27,7 @@ namespace {
 // another convolution shape).
 constexpr float kTileBound = 1e-5f;
 
-std::vector<torch::Device> Devices() {
-  std::vector<torch::Device> d = {torch::kCPU};
-  const char* env = std::getenv("FRAMEMILL_TEST_DEVICE");
-  if (env != nullptr && std::strncmp(env, "cuda", 4) == 0 && torch::cuda::is_available()) {
-    d.emplace_back(env);
-  }
-  return d;
-}
+std::vector<torch::Device> Devices() { return test::TorchTestDevices(); }
 
 // An example model, exported by the worker's own code and loaded as a worker loads it.
 std::unique_ptr<FrameModel> Example(const std::string& name, const torch::Device& device) {
@@ -64,7 +58,9 @@ float TiledDifference(const std::string& name, const TileSetting& tile, const to
   REQUIRE(b.ok());
   REQUIRE(a->sizes() == b->sizes());
   CHECK(tiled.fallbacks().events == 0);
-  return (*a - *b).abs().max().item<float>();
+  const float d = (*a - *b).abs().max().item<float>();
+  MESSAGE(name << " on " << x.device().str() << ", tiles " << Name(tile) << ": " << d);
+  return d;
 }
 
 }  // namespace

@@ -45,6 +45,7 @@ std::optional<TileSetting> ParseTileSetting(const std::string& word) {
   if (word == "auto") return Auto();
   size_t colon = word.find(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == word.size() ||
+      word.find(':', colon + 1) != std::string::npos ||
       word.find_first_not_of("0123456789:") != std::string::npos || word.size() > 12) {
     return std::nullopt;
   }

@@ -86,7 +86,7 @@ TEST_CASE("tile: the worker's --tile word round-trips, and bad words are refused
   }
   CHECK(Name(TileSetting{TileMode::kFixed, 128, 16}) == "128:16");
   for (const char* bad : {"", "on", "128", ":16", "128:", "64:20", "a:b", "128:16:1", "-128:16"}) {
-    INFO(bad);
+    INFO(std::string(bad));
     CHECK_FALSE(ParseTileSetting(bad).has_value());
   }
 }

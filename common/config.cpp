@@ -111,6 +111,15 @@ Status ReadJobSettings(const nlohmann::json& object, const std::string& path, St
   ReadKill(r, code, &s->kill);
   ReadEnum(r, "deinterlace", &s->deinterlace, ParseDeinterlace,
            "auto, off, bwdif, yadif, w3fdif, estdif or kerndeint");
+  if (r.status().ok() && object.is_object() && object.contains("tile")) {
+    r.Skip("tile");
+    Result<TileSetting> tile = ReadTileSetting(object.at("tile"), path + ".tile", code);
+    if (tile.ok()) {
+      s->tile = *tile;
+    } else {
+      r.Adopt(tile.status());
+    }
+  }
   if (r.status().ok()) {
     // A hard limit under its soft limit would kill workers that should have been recycled.
     if (s->kill.rss_mb > 0 && s->recycle.rss_mb > 0 && s->kill.rss_mb <= s->recycle.rss_mb) {

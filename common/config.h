@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
+#include "common/tile_setting.h"
 
 namespace framemill {
 
@@ -142,6 +143,7 @@ struct JobSettings {
   RecycleSettings recycle;
   KillSettings kill;
   Deinterlace deinterlace = Deinterlace::kAuto;  // see Deinterlace
+  TileSetting tile;  // frames in tiles inside the worker, and out-of-memory fallbacks
 };
 
 // How far a worker process is confined (worker/sandbox.h). Not a job setting: a job must not

@@ -43,7 +43,7 @@
 
 namespace framemill {
 
-inline constexpr uint32_t kProtocolVersion = 8;
+inline constexpr uint32_t kProtocolVersion = 9;
 inline constexpr uint64_t kControlMagic = 0x4c54434d4d52464dull;  // "MFRMMCTL"
 inline constexpr uint64_t kArenaMagic = 0x4e5241414d52464dull;    // "MFRMAARN"
 inline constexpr uint32_t kMaxWorkerChannels = 64;                // per supervisor
@@ -120,8 +120,13 @@ struct ChunkResult {
   uint32_t slot;
   uint32_t frames_done;  // == request.frames when ok
   int32_t error;         // 0 = ok; 1 = the chunk failed and `message` says why
-  uint32_t reserved;
+  // The model's out-of-memory fallbacks (worker/tiled_model.h): errors met since the worker's
+  // last result (warm-up included), and what is in effect now: items per model call once halved
+  // (0 = never), tile side in input pixels taken because of them (0 = none).
+  uint32_t fallback_events;
   uint64_t busy_us;  // the worker's time on this chunk, request taken to result ready
+  uint32_t fallback_per_call;
+  uint32_t fallback_tile;
   char message[kMessageBytes];
 };
 

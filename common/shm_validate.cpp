@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/tile_setting.h"
+
 namespace framemill {
 namespace {
 
@@ -63,6 +65,14 @@ Status ValidateChunkResult(const ChunkResult& r, const std::vector<HeldChunk>& h
   if (r.busy_us > kMaxBusyUs) {
     return Bad("result for chunk " + std::to_string(r.chunk_id) + " claims " +
                std::to_string(r.busy_us) + " us of work");
+  }
+  if (r.fallback_events > kMaxFallbackFigure || r.fallback_per_call > kMaxFallbackFigure ||
+      (r.fallback_tile != 0 &&
+       (r.fallback_tile < kMinTileSize || r.fallback_tile > kMaxTileSize))) {
+    return Bad("result for chunk " + std::to_string(r.chunk_id) + " has impossible fallbacks (" +
+               std::to_string(r.fallback_events) + " events, " +
+               std::to_string(r.fallback_per_call) + " per call, tile " +
+               std::to_string(r.fallback_tile) + ")");
   }
   *index = i;
   return Status::Ok();

@@ -28,6 +28,9 @@ inline constexpr uint32_t kMaxFrameSide = 1u << 18;
 inline constexpr uint64_t kMaxPlausibleBytes = 1ull << 50;
 // Largest time a worker may claim for one chunk (7 days).
 inline constexpr uint64_t kMaxBusyUs = 7ull * 24 * 3600 * 1000 * 1000;
+// Largest out-of-memory fallback figures a result may carry (errors per result, items per call):
+// a worker halves at most a few dozen times in its life.
+inline constexpr uint32_t kMaxFallbackFigure = 1u << 20;
 // How far a heartbeat may lie ahead of the supervisor's clock (the worker may write it just
 // after the supervisor read the clock).
 inline constexpr uint64_t kHeartbeatSlackMs = 1000;
@@ -41,7 +44,9 @@ struct HeldChunk {
 
 // A result is valid when it answers a chunk in `held`, names that chunk's slot, has error 0
 // (frames_done == frames) or 1 (frames_done <= frames, and a message), a message terminated
-// within its buffer, and a plausible busy time. On success, *index is the position in `held`.
+// within its buffer, a plausible busy time, and fallback figures (events and items per call at
+// most kMaxFallbackFigure, tile 0 or in kMinTileSize..kMaxTileSize). On success, *index is the
+// position in `held`.
 Status ValidateChunkResult(const ChunkResult& r, const std::vector<HeldChunk>& held, size_t* index);
 
 // The same on a raw image of `n` bytes (fewer than sizeof(ChunkResult) is invalid); *out gets

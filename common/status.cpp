@@ -38,6 +38,8 @@ const char* StatusCodeName(StatusCode code) {
       return "decoder_crashed";
     case StatusCode::kEncoderCrashed:
       return "encoder_crashed";
+    case StatusCode::kOutOfMemory:
+      return "out_of_memory";
   }
   return "unknown";
 }

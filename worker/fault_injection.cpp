@@ -26,7 +26,8 @@ Result<Fault> ParseFault(const std::string& spec) {
   auto bad = [&] {
     return Status(StatusCode::kInvalidConfig,
                   std::string(kFaultEnvVar) + "=\"" + spec +
-                      "\": expected crash@N, hang@N, exit:K@N, scribble@N or slowload:MS@0, optionally "
+                      "\": expected crash@N, hang@N, exit:K@N, scribble@N, slowload:MS@0 or "
+                      "oom_over:MB, optionally "
                       "followed by ,once=PATH, or an escape: connect:PORT@N, socket@N, "
                       "fork:MARKER@N, exec:MARKER@N, memory@N, signal@N");
   };
@@ -38,6 +39,7 @@ Result<Fault> ParseFault(const std::string& spec) {
     if (opt.rfind("once=", 0) != 0 || opt.size() <= 5) return bad();
     f.once_path = opt.substr(5);
   }
+  if (main.rfind("oom_over:", 0) == 0 && main.find('@') == std::string::npos) main += "@0";
   size_t at = main.rfind('@');
   if (at == std::string::npos) return bad();
   std::string kind = main.substr(0, at);
@@ -59,6 +61,10 @@ Result<Fault> ParseFault(const std::string& spec) {
       f.kind = Fault::Kind::kSlowLoad;
       f.delay_ms = std::stoi(arg);
       if (f.delay_ms <= 0 || f.delay_ms > 600000) return bad();
+    } else if (kind == "oom_over" && !arg.empty()) {
+      f.kind = Fault::Kind::kOomOver;
+      f.oom_over_mb = std::stoll(arg);
+      if (f.oom_over_mb < 0 || f.oom_over_mb > (int64_t{1} << 30)) return bad();
     } else if (kind == "exit" && !arg.empty()) {
       f.kind = Fault::Kind::kExit;
       f.exit_code = std::stoi(arg);
@@ -92,8 +98,9 @@ namespace {
 bool FirstTime(const Fault& f);
 
 bool Fires(const Fault& f, int64_t first, int64_t count) {
-  if (f.kind == Fault::Kind::kNone || f.kind == Fault::Kind::kSlowLoad || f.IsEscape() ||
-      f.frame < first || f.frame >= first + count) {
+  if (f.kind == Fault::Kind::kNone || f.kind == Fault::Kind::kSlowLoad ||
+      f.kind == Fault::Kind::kOomOver || f.IsEscape() || f.frame < first ||
+      f.frame >= first + count) {
     return false;
   }
   return FirstTime(f);

@@ -11,6 +11,12 @@
 //   FRAMEMILL_TEST_FAULT=slowload:MS@0    sleep MS milliseconds after loading the model, before
 //                                         reporting ready (the frame is not used: write 0): a
 //                                         worker that is still loading when a short job ends
+//   FRAMEMILL_TEST_FAULT=oom_over:MB      every model call whose input tensor is larger than MB MiB
+//                                         raises the error CUDA's allocator raises when it runs
+//                                         out (c10::OutOfMemoryError, "CUDA out of memory. ..."),
+//                                         on any device: the worker's out-of-memory fallbacks
+//                                         (worker/tiled_model.h) then run for real on the CPU.
+//                                         No frame: "@N" may be left out (worker/oom_fault_model.h)
 //   ...,once=PATH                         only if PATH does not exist; it is created first, so
 //                                         the fault fires once across all workers of a job
 //
@@ -45,6 +51,7 @@ struct Fault {
     kExit,
     kScribble,  // overwrites the worker's shared memory (see MaybeScribble)
     kSlowLoad,  // sleeps before reporting ready (see MaybeDelayReady)
+    kOomOver,   // model calls over oom_over_mb MiB of input run out of memory (OomFaultModel)
     // Sandbox escapes.
     kConnect,
     kSocket,
@@ -56,9 +63,10 @@ struct Fault {
   Kind kind = Kind::kNone;
   int64_t frame = -1;
   int exit_code = 0;
-  int port = 0;        // kConnect
-  int delay_ms = 0;    // kSlowLoad
-  std::string marker;  // kFork, kExec: the file the new process writes
+  int port = 0;             // kConnect
+  int delay_ms = 0;         // kSlowLoad
+  int64_t oom_over_mb = 0;  // kOomOver
+  std::string marker;       // kFork, kExec: the file the new process writes
   std::string once_path;
 
   bool IsEscape() const { return kind >= Kind::kConnect; }

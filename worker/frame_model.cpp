@@ -14,8 +14,10 @@
 
 #include <torch/cuda.h>
 #ifdef FRAMEMILL_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #endif
+#include <c10/util/Exception.h>
 #include <torch/script.h>
 
 #include "common/log_lines.h"
@@ -40,6 +42,23 @@ std::string ModelErrorLine(const std::string& what) {
   return FirstLine(what);
 }
 
+Status ModelRaised(const std::exception& e) {
+  const std::string what = e.what();
+  const bool oom = dynamic_cast<const c10::OutOfMemoryError*>(&e) != nullptr ||
+                   what.find("CUDA out of memory") != std::string::npos ||
+                   what.find("can't allocate memory") != std::string::npos;
+  return Status(oom ? StatusCode::kOutOfMemory : StatusCode::kModelInvalid,
+                "model raised: " + ModelErrorLine(what));
+}
+
+void ReleaseCachedMemory(const torch::Device& device) {
+#ifdef FRAMEMILL_WITH_CUDA
+  if (device.is_cuda()) c10::cuda::CUDACachingAllocator::emptyCache();
+#else
+  (void)device;
+#endif
+}
+
 namespace {
 
 class TorchScriptModel : public FrameModel {
@@ -56,7 +75,7 @@ class TorchScriptModel : public FrameModel {
       }
       return out.toTensor();
     } catch (const std::exception& e) {
-      return Status(StatusCode::kModelInvalid, "model raised: " + ModelErrorLine(e.what()));
+      return ModelRaised(e);
     }
   }
 

@@ -81,6 +81,17 @@ std::string FirstLine(const std::string& what);
 // ("RuntimeError: unable to open file ...: Permission denied") after it. FirstLine otherwise.
 std::string ModelErrorLine(const std::string& what);
 
+// The Status of an exception a model call raised: kOutOfMemory when the device ran out of memory
+// (a c10::OutOfMemoryError, as LibTorch 2.x raises it and the 1.13 CUDA allocator too; or a
+// message saying "CUDA out of memory", which is all that is left of one once the TorchScript
+// interpreter of 1.13 has rethrown it as a plain error; or the CPU allocator's "can't allocate
+// memory"); kModelInvalid otherwise. The message is "model raised: " and ModelErrorLine.
+Status ModelRaised(const std::exception& e);
+
+// Hands the device's cached, unused memory back (CUDA's caching allocator), after an
+// out-of-memory error, so that a smaller retry finds it. Nothing on the CPU.
+void ReleaseCachedMemory(const torch::Device& device);
+
 // Runs the model once on a random size x size frame and returns its output size (w, h),
 // checking the output's shape against the contract.
 Result<std::pair<int64_t, int64_t>> ProbeOutputSize(FrameModel& model, int64_t size);

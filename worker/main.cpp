@@ -27,7 +27,8 @@ namespace {
 constexpr const char* kUsage =
     "usage: framemill-worker --control PATH --channel K --wake-fd N --model-fd FD\n"
     "                        [--model-label TEXT] --device DEV [--precision fp32|fp16|bf16]\n"
-    "                        [--optimize auto|on|off] [--log-level L]\n"
+    "                        [--optimize auto|on|off] [--tile off|auto|SIZE:OVERLAP]\n"
+    "                        [--log-level L]\n"
     "                        [--sandbox required|auto|off]\n"
     "       framemill-worker ... --model PATH ...  (tools: the worker opens the file itself,\n"
     "                                               instead of --model-fd)\n"
@@ -138,6 +139,10 @@ int main(int argc, char** argv) {
       std::optional<ModelOptimization> mode = ParseModelOptimization(value);
       if (!mode) return Usage();
       args.optimization = *mode;
+    } else if (key == "--tile") {
+      std::optional<TileSetting> tile = ParseTileSetting(value);
+      if (!tile) return Usage();
+      args.tile = *tile;
     } else if (key == "--log-level") {
       level = value;
     } else if (key == "--sandbox") {

@@ -47,7 +47,8 @@ class Pt2Model : public FrameModel {
       }
       return out[0];
     } catch (const std::exception& e) {
-      return Status(StatusCode::kModelInvalid, "package raised: " + FirstLine(e.what()));
+      // Out of memory included (frame_model.h ModelRaised): the worker's fallback takes it.
+      return ModelRaised(e);
     }
   }
 

@@ -1,5 +1,6 @@
 #include "worker/worker_loop.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <csignal>
 #include <cstdlib>
@@ -29,7 +30,9 @@
 #include "worker/frame_convert.h"
 #include "worker/frame_model.h"
 #include "worker/nvml_memory.h"
+#include "worker/oom_fault_model.h"
 #include "worker/telemetry.h"
+#include "worker/tiled_model.h"
 
 namespace framemill {
 namespace {
@@ -82,7 +85,9 @@ class Worker {
   int supervisor_pid_;  // read once at attach
   Fault fault_;         // test-only, from the environment
   std::unique_ptr<NvmlMemory> nvml_;
-  std::unique_ptr<FrameModel> model_;
+  std::unique_ptr<FrameModel> model_;  // a TiledModel around the loaded one
+  TiledModel* tiled_ = nullptr;        // model_, for its fallbacks
+  int64_t fallback_events_reported_ = 0;
   std::unique_ptr<BatchRunner> runner_;
   std::map<std::string, SharedMemory> arenas_;  // mapped by name; a job's arena, kept mapped
   bool arena_registered_ = false;  // the arena is page-locked for the GPU (cudaHostRegister)
@@ -202,6 +207,15 @@ ChunkResult Worker::Process(const ChunkRequest& rq) {
         ch_.telemetry.frames_done.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
         PublishTelemetry(ch_.telemetry, model_->device(), nvml_.get());
       });
+  // What out-of-memory errors changed, failed chunk or not.
+  const ModelFallbacks& fb = tiled_->fallbacks();
+  // (Within the bounds the supervisor checks: millions of tiles per call are possible, in theory.)
+  result.fallback_events = static_cast<uint32_t>(
+      std::min<int64_t>(fb.events - fallback_events_reported_, kMaxFallbackFigure));
+  fallback_events_reported_ = fb.events;
+  result.fallback_per_call =
+      static_cast<uint32_t>(std::min<int64_t>(fb.per_call, kMaxFallbackFigure));
+  result.fallback_tile = static_cast<uint32_t>(fb.tile);
   if (!s.ok()) return fail(s.message());
   result.frames_done = rq.frames;
   result.busy_us = MonotonicUs() - t0;
@@ -264,7 +278,15 @@ int Worker::Run(const WorkerArgs& args) {
   Result<std::unique_ptr<FrameModel>> model =
       LoadFrameModel(args.model_fd, args.model_label, *device, *dtype, args.optimization);
   if (!model.ok()) return Fail(kWorkerExitModel, model.status().message());
-  model_ = std::move(*model);
+  std::unique_ptr<FrameModel> loaded = std::move(*model);
+  if (fault_.kind == Fault::Kind::kOomOver) {
+    LogWarn("test fault injection: model calls over " + std::to_string(fault_.oom_over_mb) +
+            " MiB of input run out of memory");
+    loaded = std::make_unique<OomFaultModel>(std::move(loaded), fault_.oom_over_mb);
+  }
+  auto tiled = std::make_unique<TiledModel>(std::move(loaded), args.tile, args.model_label);
+  tiled_ = tiled.get();
+  model_ = std::move(tiled);
   runner_ = std::make_unique<BatchRunner>(*model_);
   nvml_ = std::make_unique<NvmlMemory>(PciBusId(*device));
   Result<std::pair<int64_t, int64_t>> size = ProbeOutputSize(*model_, kProbeSize);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/config.h"
+#include "common/tile_setting.h"
 
 namespace framemill {
 
@@ -20,8 +21,9 @@ struct WorkerArgs {
   DeviceSetting device;     // common/config.h
   Precision precision = Precision::kFp32;                     // common/config.h
   ModelOptimization optimization = ModelOptimization::kAuto;  // common/config.h
-  std::string sandbox;             // the sandbox in place (worker/sandbox.h), for the supervisor
-  std::string sandbox_error;       // a required sandbox that failed: reported, then exit
+  TileSetting tile;           // common/tile_setting.h: tiles and out-of-memory fallbacks
+  std::string sandbox;        // the sandbox in place (worker/sandbox.h), for the supervisor
+  std::string sandbox_error;  // a required sandbox that failed: reported, then exit
 };
 
 // Exit codes of framemill-worker.

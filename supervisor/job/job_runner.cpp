@@ -390,6 +390,7 @@ Status JobRun::StartWorkers() {
     opts.device = settings_.device;
     opts.precision = settings_.precision;
     opts.model_optimization = settings_.model_optimization;
+    opts.tile = settings_.tile;
     opts.log_level = config_.log_level;
     opts.log_dir = options_.worker_log_dir.empty() ? scratch_ : options_.worker_log_dir;
     opts.pytorch_alloc_conf = config_.pytorch_alloc_conf;

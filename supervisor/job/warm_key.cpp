@@ -33,8 +33,8 @@ std::string WarmKey(const FileIdentity& model, const JobSettings& settings,
          std::to_string(model.size) + "|" + std::to_string(model.mtime_s) + "." +
          std::to_string(model.mtime_ns) + "|" + Name(settings.device) + "|" +
          Name(settings.precision) + "|" + Name(settings.model_optimization) + "|" +
-         std::to_string(settings.workers) + "|" + DumpJson(nlohmann::json(settings.gpus)) + "|" +
-         log_dir_key;
+         Name(settings.tile) + "|" + std::to_string(settings.workers) + "|" +
+         DumpJson(nlohmann::json(settings.gpus)) + "|" + log_dir_key;
 }
 
 const char* Name(WarmChoice choice) {

@@ -1,6 +1,6 @@
 // Whether the idle workers of an earlier job (WarmWorkers in job_runner.h) fit the next job:
-// the same model file, unchanged, the same device, precision, optimization, worker count, GPUs
-// and log directory. Pure functions, but IdentifyFile.
+// the same model file, unchanged, the same device, precision, optimization, tile setting, worker
+// count, GPUs and log directory. Pure functions, but IdentifyFile.
 #pragma once
 
 #include <cstdint>

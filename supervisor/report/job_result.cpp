@@ -107,7 +107,26 @@ nlohmann::json DoneResultJson(const std::string& id, const JobReport& r,
           {"warnings", r.warnings},
           {"worker_sandbox", r.worker_sandbox},
           {"worker_start", r.dispatch.StartupFigures()},
-          {"faults", r.FaultsJson()}};
+          {"faults", r.FaultsJson()},
+          {"model_fallbacks", ModelFallbacksJson(r.dispatch)}};
+}
+
+nlohmann::json ModelFallbacksJson(const DispatchStats& d) {
+  auto figure = [](uint32_t v) { return v == 0 ? nlohmann::json() : nlohmann::json(v); };
+  return {{"events", d.fallback_events},
+          {"batch", figure(d.fallback_per_call)},
+          {"tile", figure(d.fallback_tile)}};
+}
+
+std::string ModelFallbacksLine(const DispatchStats& d) {
+  if (d.fallback_events == 0) return "";
+  std::string line = "the model ran out of memory " + std::to_string(d.fallback_events) +
+                     (d.fallback_events == 1 ? " time" : " times");
+  if (d.fallback_per_call != 0) {
+    line += ": now " + std::to_string(d.fallback_per_call) + " per call";
+  }
+  if (d.fallback_tile != 0) line += ", tiles of " + std::to_string(d.fallback_tile) + " px";
+  return line;
 }
 
 nlohmann::json FailedResultJson(const std::string& id, const std::string& reason_code,
@@ -165,6 +184,8 @@ std::string RunSummary(const JobReport& r) {
             static_cast<unsigned long long>(p.frames), p.rss_bytes / 1048576.0,
             p.gpu_reserved_bytes / 1048576.0);
   }
+  const std::string fallbacks = ModelFallbacksLine(d);
+  if (!fallbacks.empty()) Appendf(&out, "framemill: %s\n", fallbacks.c_str());
   Appendf(&out, "framemill: worker sandbox: %s\n", r.worker_sandbox.c_str());
   Appendf(&out, "framemill: worker start: %s\n", d.StartupSummary().c_str());
   Appendf(&out, "framemill: stages: %s\n", r.stages.Summary().c_str());

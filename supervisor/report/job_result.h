@@ -115,7 +115,8 @@ std::string IsoNow();
 // {"version", "id", "status": "done", "output", "frames", "seconds", "started_at",
 // "finished_at", "workers_started", "recycles", "recycles_by_reason", "crashes", "kills",
 // "chunk_retries", "segments", "segments_resumed", "stages", "worker_input_format",
-// "output_pix_fmt", "warnings", "worker_sandbox", "worker_start", "faults"} of a finished job.
+// "output_pix_fmt", "warnings", "worker_sandbox", "worker_start", "faults", "model_fallbacks"}
+// of a finished job.
 nlohmann::json DoneResultJson(const std::string& id, const JobReport& r,
                               const std::string& started_at, const std::string& finished_at);
 // {"version", "id", "status": "failed", "reason": {"code", "message"}} of a job that failed, was
@@ -129,6 +130,13 @@ nlohmann::json FailedResultJson(const std::string& id, const Status& s);
 std::string ResultReasonCode(const nlohmann::json& result);
 // The output of a result.json read back ("" when it has none).
 std::string ResultOutput(const nlohmann::json& result);
+
+// {"events": out-of-memory errors the workers met, "batch": the fewest items (frames, or tiles
+// once tiled) per model call they were left with or null, "tile": the smallest tile side they
+// fell back to or null} (worker/tiled_model.h).
+nlohmann::json ModelFallbacksJson(const DispatchStats& d);
+// "the model ran out of memory 3 times: now 1 per call, tiles of 184 px"; "" when it never did.
+std::string ModelFallbacksLine(const DispatchStats& d);
 
 // The lines `framemill run` prints for a finished job (each "framemill: ...", newline-ended).
 std::string RunSummary(const JobReport& r);

@@ -45,6 +45,14 @@ void DispatchStats::Count(const RecycleVerdict& v) {
   }
 }
 
+void DispatchStats::CountFallbacks(uint32_t events, uint32_t per_call, uint32_t tile) {
+  fallback_events += events;
+  if (per_call != 0 && (fallback_per_call == 0 || per_call < fallback_per_call)) {
+    fallback_per_call = per_call;
+  }
+  if (tile != 0 && (fallback_tile == 0 || tile < fallback_tile)) fallback_tile = tile;
+}
+
 void DispatchStats::CountCrash(bool signaled) {
   ++crashes;
   ++crashes_by_reason[signaled ? "signal" : "exit"];

@@ -54,6 +54,14 @@ struct DispatchStats {
   // did not send) or "exit" (exited unasked or with an error). The kinds are Name(RecycleLimit).
   std::map<std::string, int> kills_by_reason;
   std::map<std::string, int> crashes_by_reason;
+  // The workers' out-of-memory fallbacks (worker/tiled_model.h), over the job's chunk results:
+  // errors met, summed; the fewest items per model call and the smallest tile any worker was
+  // left with (0 = none).
+  int64_t fallback_events = 0;
+  uint32_t fallback_per_call = 0;
+  uint32_t fallback_tile = 0;
+  // Adds one chunk result's fallback figures.
+  void CountFallbacks(uint32_t events, uint32_t per_call, uint32_t tile);
   // Peak figures of each worker generation that ran, in start order.
   std::vector<WorkerSnapshot> peaks;
 

@@ -367,6 +367,7 @@ void Dispatcher::CollectResults(int k) {
     if (!valid.ok()) return Violation(k, valid.message());
     const ChunkPlan& chunk = plan_.chunks[ch.inflight[index]];
     ch.inflight.erase(ch.inflight.begin() + static_cast<std::ptrdiff_t>(index));
+    stats_.CountFallbacks(r.fallback_events, r.fallback_per_call, r.fallback_tile);
     if (r.error != 0) {
       ChunkFailed(chunk.index, "model failed: " + PrintableText(r.message, sizeof(r.message)),
                   StatusCode::kModelInvalid);

@@ -143,6 +143,7 @@ std::vector<std::string> WorkerArguments(const WorkerOptions& options, int k, in
           "--device",      gpu >= 0 ? std::string("cuda") : Name(options.device),
           "--precision",   Name(options.precision),
           "--optimize",    Name(options.model_optimization),
+          "--tile",        Name(options.tile),
           "--log-level",   options.log_level,
           "--sandbox",     Name(options.sandbox)};
 }

@@ -37,6 +37,7 @@ struct WorkerOptions {
   DeviceSetting device;       // auto | cpu | cuda | cuda:N
   Precision precision = Precision::kFp32;
   ModelOptimization model_optimization = ModelOptimization::kAuto;
+  TileSetting tile;  // the job's tile (common/tile_setting.h), passed as --tile
   std::string log_level;
   std::string log_dir;             // each worker's stderr goes to log_dir/worker-<k>-<gen>.log
   std::string pytorch_alloc_conf;  // "" = inherit the environment as it is

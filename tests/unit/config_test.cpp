@@ -106,6 +106,7 @@ TEST_CASE("config/framemill.json parses and equals the built-in defaults") {
   CHECK(file->defaults.gpus == builtin.defaults.gpus);
   CHECK(file->defaults.workers_per_gpu == builtin.defaults.workers_per_gpu);
   CHECK(file->defaults.max_attempts == builtin.defaults.max_attempts);
+  CHECK(file->defaults.tile == builtin.defaults.tile);
   CHECK(file->defaults.encoder.codec == builtin.defaults.encoder.codec);
   CHECK(file->defaults.encoder.crf == builtin.defaults.encoder.crf);
   CHECK(file->defaults.encoder.preset == builtin.defaults.encoder.preset);

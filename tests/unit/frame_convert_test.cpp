@@ -6,20 +6,14 @@
 #include <cstring>
 #include <vector>
 
+#include "torch_devices.h"
 #include "worker/frame_convert.h"
 
 using namespace framemill;
 
 namespace {
 
-std::vector<torch::Device> Devices() {
-  std::vector<torch::Device> d = {torch::kCPU};
-  const char* env = std::getenv("FRAMEMILL_TEST_DEVICE");
-  if (env != nullptr && std::strncmp(env, "cuda", 4) == 0 && torch::cuda::is_available()) {
-    d.emplace_back(env);
-  }
-  return d;
-}
+std::vector<torch::Device> Devices() { return test::TorchTestDevices(); }
 
 // Every 16-bit value once, as rgb48 frames of 64x64 (4096 pixels * 3 = 12288 samples per frame,
 // 6 frames hold 65536 values and more).

@@ -101,7 +101,10 @@ TEST_CASE("job result: a finished job's result.json has every key, with the repo
                                          "warnings",
                                          "worker_sandbox",
                                          "worker_start",
-                                         "faults"});
+                                         "faults",
+                                         "model_fallbacks"});
+  CHECK(j["model_fallbacks"] ==
+        nlohmann::json{{"events", 0}, {"batch", nullptr}, {"tile", nullptr}});
   CHECK(j["version"] == 1);
   CHECK(j["id"] == "j1");
   CHECK(j["status"] == "done");

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <string>
 
+#include <torch/cuda.h>
+
 #include "ncnn_files.h"
 #include "worker/frame_model.h"
 #include "worker/model_import/ncnn_network.h"

@@ -17,6 +17,7 @@ packages=(
   prometheus              # promtool: the metrics test checks the service's metrics file
   systemd                 # systemd-analyze: the unit's verify and security tests
   clang libclang-rt-14-dev  # clang++ and its libFuzzer/sanitizer runtimes: the fuzz tests
+  nodejs npm              # npm pack: scripts/fetch-face-detector.sh
 )
 
 missing=()

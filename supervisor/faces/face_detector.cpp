@@ -1,7 +1,6 @@
 #include "supervisor/faces/face_detector.h"
 
 #include <algorithm>
-#include <cmath>
 #include <utility>
 
 #include "common/file_util.h"
@@ -10,6 +9,7 @@
 
 #ifdef FRAMEMILL_HAVE_OPENCV_DNN
 #include <opencv2/core.hpp>
+#include <opencv2/core/utils/logger.hpp>
 #include <opencv2/dnn.hpp>
 #include <opencv2/imgproc.hpp>
 #endif
@@ -22,9 +22,8 @@ const char* Name(ChannelOrder order) { return order == ChannelOrder::kBgr ? "bgr
 
 namespace {
 
-// The size the probe run uses: any multiple of the models' largest stride works, since the
-// network is all convolutions; the answer's anchor count tells the model's own size.
-constexpr int kProbeSize = 128;
+// BlazeFace's input sizes: the short-range model's, the long-range one's.
+constexpr int kInputSizes[] = {128, 256};
 
 std::string ShapeText(const cv::Mat& m) {
   std::string s = "[";
@@ -64,9 +63,13 @@ struct FaceDetector::Impl {
 namespace {
 
 // Which output is which, told by shape: scores [1, N, 1], boxes [1, N, 16], the first map the
-// one with more anchors. The names in `impl->outputs` are reordered to match.
-Status SortOutputs(FaceDetector::Impl* impl, const std::vector<cv::Mat>& out, int* first_rows,
+// one with more anchors. `names` (the outputs' names, in the order of `out`) are reordered to:
+// scores of the first map, of the second, boxes of the first, of the second.
+Status SortOutputs(const std::vector<cv::Mat>& out, std::vector<std::string>* names,
                    int* total_rows) {
+  if (names->size() != out.size()) {
+    return Status(StatusCode::kModelInvalid, "its outputs and their names do not match");
+  }
   std::string shapes;
   for (const cv::Mat& m : out) shapes += (shapes.empty() ? "" : ", ") + ShapeText(m);
   const Status not_blazeface(StatusCode::kModelInvalid,
@@ -76,9 +79,9 @@ Status SortOutputs(FaceDetector::Impl* impl, const std::vector<cv::Mat>& out, in
   if (out.size() != 4) return not_blazeface;
   std::vector<std::pair<int, std::string>> scores, boxes;  // rows, name
   for (size_t i = 0; i < out.size(); ++i) {
-    if (Rows(out[i], 1) > 0) scores.emplace_back(Rows(out[i], 1), impl->outputs[i]);
+    if (Rows(out[i], 1) > 0) scores.emplace_back(Rows(out[i], 1), (*names)[i]);
     if (Rows(out[i], kBlazeFaceValuesPerAnchor) > 0) {
-      boxes.emplace_back(Rows(out[i], kBlazeFaceValuesPerAnchor), impl->outputs[i]);
+      boxes.emplace_back(Rows(out[i], kBlazeFaceValuesPerAnchor), (*names)[i]);
     }
   }
   if (scores.size() != 2 || boxes.size() != 2) return not_blazeface;
@@ -88,8 +91,7 @@ Status SortOutputs(FaceDetector::Impl* impl, const std::vector<cv::Mat>& out, in
   if (scores[0].first != boxes[0].first || scores[1].first != boxes[1].first) {
     return not_blazeface;
   }
-  impl->outputs = {scores[0].second, scores[1].second, boxes[0].second, boxes[1].second};
-  *first_rows = scores[0].first;
+  *names = {scores[0].second, scores[1].second, boxes[0].second, boxes[1].second};
   *total_rows = scores[0].first + scores[1].first;
   return Status::Ok();
 }
@@ -104,41 +106,67 @@ Result<FaceDetector> FaceDetector::Load(const std::string& path,
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   const std::string what = "face detector " + path;
-  try {
-    impl->net = cv::dnn::readNetFromONNX(path);
-  } catch (const cv::Exception& e) {
-    return Status(StatusCode::kModelInvalid,
-                  what + ": OpenCV " CV_VERSION " cannot read it as ONNX: " + e.what());
-  }
-  if (impl->net.empty()) {
-    return Status(StatusCode::kModelInvalid, what + ": OpenCV " CV_VERSION " read no network");
-  }
-  impl->net.setPreferableBackend(cv::dnn::DNN_BACKEND_OPENCV);
-  impl->net.setPreferableTarget(cv::dnn::DNN_TARGET_CPU);
-  impl->outputs = impl->net.getUnconnectedOutLayersNames();
+  // A net that failed to run is not run again (OpenCV 4.6 crashed doing so): each probe reads
+  // the file anew.
+  auto read = [&](cv::dnn::Net* net) -> Status {
+    try {
+      *net = cv::dnn::readNetFromONNX(path);
+    } catch (const cv::Exception& e) {
+      return Status(StatusCode::kModelInvalid,
+                    what + ": OpenCV " CV_VERSION " cannot read it as ONNX: " + e.what());
+    }
+    if (net->empty()) {
+      return Status(StatusCode::kModelInvalid, what + ": OpenCV " CV_VERSION " read no network");
+    }
+    net->setPreferableBackend(cv::dnn::DNN_BACKEND_OPENCV);
+    net->setPreferableTarget(cv::dnn::DNN_TARGET_CPU);
+    return Status::Ok();
+  };
 
-  // The probe: a blank picture at kProbeSize. The first map has 16 x 16 cells of 2 anchors at
-  // the model's own size S, so at the probe's size it has 512 * (kProbeSize / S)^2 anchors.
-  const int probe_dims[] = {1, kProbeSize, kProbeSize, 3};
-  cv::Mat probe(4, probe_dims, CV_32F, cv::Scalar(0));
-  Result<std::vector<cv::Mat>> out = impl->Run(probe);
-  if (!out.ok()) return out.status().WithContext(what);
-  int first_rows = 0, total_rows = 0;
-  Status sorted = SortOutputs(impl.get(), *out, &first_rows, &total_rows);
-  if (!sorted.ok()) return sorted.WithContext(what);
-  const int native_first = kBlazeFaceCellsFirstMap * kBlazeFaceCellsFirstMap * 2;
-  const double ratio = std::sqrt(static_cast<double>(native_first) / first_rows);
-  const int size = static_cast<int>(std::lround(kProbeSize * ratio));
-  impl->anchors = BlazeFaceAnchors(size);
-  // The second map must scale as the first: its count at the probe size, in proportion.
-  if (impl->anchors.empty() || int64_t{total_rows} * native_first !=
-                                   static_cast<int64_t>(impl->anchors.size()) * first_rows) {
-    return Status(StatusCode::kModelInvalid,
-                  what + ": its anchor counts (" + std::to_string(first_rows) + " and " +
-                      std::to_string(total_rows - first_rows) + " at " +
-                      std::to_string(kProbeSize) +
-                      " pixels) fit no BlazeFace input size (128 or 256)");
+  // The probe: a blank picture at each of BlazeFace's sizes; the model's own is the one it runs
+  // at and answers with 896 anchors (the long-range file pads with constants of its own size and
+  // fails at any other; the short-range one runs at 256 too, with four times the anchors).
+  // OpenCV logs its own errors as it fails; they are quiet here and the reasons are reported.
+  const cv::utils::logging::LogLevel level =
+      cv::utils::logging::setLogLevel(cv::utils::logging::LOG_LEVEL_SILENT);
+  std::string reasons;
+  int size = 0;
+  for (int s : kInputSizes) {
+    Status readable = read(&impl->net);
+    if (!readable.ok()) {
+      cv::utils::logging::setLogLevel(level);
+      return readable;
+    }
+    impl->outputs = impl->net.getUnconnectedOutLayersNames();
+    const int dims[] = {1, s, s, 3};
+    Result<std::vector<cv::Mat>> out = impl->Run(cv::Mat(4, dims, CV_32F, cv::Scalar(0)));
+    if (!out.ok()) {
+      reasons += "; at " + std::to_string(s) + " pixels: " + out.status().message();
+      continue;
+    }
+    std::vector<std::string> names = impl->outputs;
+    int total_rows = 0;
+    Status sorted = SortOutputs(*out, &names, &total_rows);
+    if (!sorted.ok()) {
+      reasons += "; at " + std::to_string(s) + " pixels: " + sorted.message();
+      continue;
+    }
+    if (static_cast<size_t>(total_rows) != BlazeFaceAnchors(s).size()) {
+      reasons += "; at " + std::to_string(s) + " pixels: " + std::to_string(total_rows) +
+                 " anchors, not " + std::to_string(BlazeFaceAnchors(s).size());
+      continue;
+    }
+    impl->outputs = names;
+    size = s;
+    break;
   }
+  cv::utils::logging::setLogLevel(level);
+  if (size == 0) {
+    return Status(StatusCode::kModelInvalid,
+                  what + ": OpenCV " CV_VERSION " reads it but it runs as no BlazeFace model" +
+                      reasons);
+  }
+  impl->anchors = BlazeFaceAnchors(size);
   impl->input_size = size;
   return FaceDetector(std::move(impl));
 }

@@ -20,8 +20,11 @@
 namespace framemill {
 
 struct FaceDetectorOptions {
-  // A face counts when the model's confidence is at least this (MediaPipe's default, 0.5).
-  float min_score = 0.5f;
+  // A face counts when the model's confidence is at least this. 0.75, as the Unity package these
+  // ONNX files come from uses, not MediaPipe's 0.5: on this project's test clips real faces
+  // scored 0.78 and more, while a clip with no face gave 0.51 (short range) and 0.62 (long
+  // range) on blurred leaves.
+  float min_score = 0.75f;
   // Detections whose boxes overlap by this much (intersection over union) are one face
   // (MediaPipe's face graphs use 0.3).
   float nms_iou = 0.3f;
@@ -43,9 +46,9 @@ struct ImageView {
 
 class FaceDetector {
  public:
-  // Reads the ONNX file at `path` and runs it once on a blank picture to learn its input size
-  // (128 or 256: told by the number of anchors it answers with) and check its outputs (two score
-  // tensors and two box tensors of 16 values per anchor, 896 anchors). Errors: kInputMissing
+  // Reads the ONNX file at `path` and runs it on a blank picture of 128, then 256 pixels a side
+  // to learn its input size (the one it runs at and answers with 896 anchors) and check its
+  // outputs (two score tensors and two box tensors of 16 values per anchor). Errors: kInputMissing
   // (no such file), kModelInvalid with OpenCV's own words when it cannot read or run the file,
   // or a description of the outputs that are not BlazeFace's; kInternal in a build without
   // OpenCV's dnn module.

@@ -222,7 +222,7 @@ void DefineCommands(CLI::App& app, Request& rq) {
       ->type_name("K");
   faces
       ->add_option("--min-score", rq.faces.detection.min_score,
-                   "Smallest confidence that counts as a face (0..1, default 0.5)")
+                   "Smallest confidence that counts as a face (0..1, default 0.75)")
       ->check(CLI::Range(0.0, 1.0))
       ->type_name("S");
   faces->add_option("--draw", rq.faces.draw_dir,

@@ -214,8 +214,13 @@ Result<std::vector<Face>> FaceDetector::Detect(const ImageView& image) {
   std::vector<Face> raw =
       DecodeBlazeFace(scores.data(), boxes.data(), d.anchors, s, d.options.min_score);
   std::vector<Face> faces = WeightedNms(std::move(raw), d.options.nms_iou, d.options.max_faces);
-  for (Face& f : faces) f = ToFrame(f, box, image.width, image.height);
-  return faces;
+  // A box wholly in the letterbox's padding has nothing of the frame in it: no face.
+  std::vector<Face> in_frame;
+  for (const Face& f : faces) {
+    Face mapped = ToFrame(f, box, image.width, image.height);
+    if (mapped.width > 0 && mapped.height > 0) in_frame.push_back(mapped);
+  }
+  return in_frame;
 }
 
 #else  // no OpenCV dnn in this build

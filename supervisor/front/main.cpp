@@ -23,6 +23,7 @@
 #include "common/log.h"
 #include "common/model_card.h"
 #include "common/shared_memory.h"
+#include "supervisor/faces/faces_in_video.h"
 #include "supervisor/front/completion.h"
 #include "supervisor/front/parts_options.h"
 #include "supervisor/front/slurm_commands.h"
@@ -182,6 +183,23 @@ int PreviewCommand(const std::string& job_path, int frames, bool json,
   return kExitOk;
 }
 
+// `framemill faces`: the faces found in sampled frames, as text or as one JSON document.
+int FacesCommand(const std::string& video, const framemill::FacesInVideoOptions& options,
+                 bool json, const framemill::Config& config) {
+  framemill::Result<framemill::FacesReport> report =
+      framemill::FindFacesInVideo(config, video, options, g_stop);
+  if (!report.ok()) {
+    std::fprintf(stderr, "framemill: faces failed: %s\n", report.status().ToString().c_str());
+    return framemill::ExitCodeOf(report.status().code());
+  }
+  if (json) {
+    std::printf("%s\n", framemill::DumpJson(report->ToJson(), 2).c_str());
+  } else {
+    std::fputs(report->ToText().c_str(), stdout);
+  }
+  return kExitOk;
+}
+
 // What the command line asked for, filled by CLI11.
 struct Request {
   std::string config_path;
@@ -196,6 +214,8 @@ struct Request {
   std::string model_name, model_path, model_target;  // model export, import, info
   std::string model_packages = ".deps/model-packages";  // model import
   std::string shell = "bash";                        // completion
+  std::string video;                                 // faces
+  framemill::FacesInVideoOptions faces;
 };
 
 // The parser: every command, option and argument, with its help. `rq` receives the values.
@@ -241,6 +261,32 @@ void DefineCommands(CLI::App& app, Request& rq) {
       ->check(CLI::Range(1, framemill::kMaxPreviewFrames))
       ->type_name("K");
   preview->add_flag("--json", rq.json, "Print the result and the estimate as one JSON document");
+
+  CLI::App* faces = app.add_subcommand(
+      "faces", "Detect faces (BlazeFace) in frames sampled across a video; print boxes, scores "
+               "and keypoints, and optionally draw them");
+  faces->add_option("video", rq.video, "The video")->required();
+  faces
+      ->add_option("--detector", rq.faces.detector,
+                   "The BlazeFace ONNX file (scripts/fetch-face-detector.sh puts both models in "
+                   ".deps/face-detector/)")
+      ->required()
+      ->type_name("FILE");
+  faces
+      ->add_option("--frames", rq.faces.frames,
+                   "Frames to sample (1.." + std::to_string(framemill::kMaxFaceFrames) +
+                       ", default " + std::to_string(framemill::kDefaultFaceFrames) + ")")
+      ->check(CLI::Range(1, framemill::kMaxFaceFrames))
+      ->type_name("K");
+  faces
+      ->add_option("--min-score", rq.faces.detection.min_score,
+                   "Smallest confidence that counts as a face (0..1, default 0.75)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->type_name("S");
+  faces->add_option("--draw", rq.faces.draw_dir,
+                    "Write each sampled frame with its faces drawn as DIR/faces-NNN.png")
+      ->type_name("DIR");
+  faces->add_flag("--json", rq.json, "Print one JSON document");
 
   app.add_subcommand("serve",
                      "Drain the spool directory (config spool_dir) until stopped; for systemd");
@@ -347,6 +393,7 @@ int Main(int argc, char** argv) {
   if (name == "stitch") return RunCommand(rq.job_path, "", true, *config);
   if (name == "slurm") return framemill::SlurmCommand(*cmd, rq.config_path, rq.job_path, rq.slurm, *config);
   if (name == "preview") return PreviewCommand(rq.job_path, rq.frames, rq.json, *config);
+  if (name == "faces") return FacesCommand(rq.video, rq.faces, rq.json, *config);
   if (name == "serve") {
     // The slurm backend's tasks run `framemill` with the submitting environment: the same config.
     if (!rq.config_path.empty()) {

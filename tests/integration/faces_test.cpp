@@ -1,0 +1,149 @@
+// `framemill faces`: the real binary, BlazeFace (the fetched ONNX files) through OpenCV's dnn, on
+// real footage. A face is found where a person sees one (the talking heads d0 and d20: exactly
+// one on every sampled frame, its box inside the frame and head-sized, its eyes above its mouth
+// and on the right sides; the film scene friday.mp4: faces on its frames), none on a clip without
+// a face (flower.webm); the drawn frame has its box where the JSON says; a corrupt detector file
+// fails before any frame, naming the file and OpenCV's reason.
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+
+#include "harness.h"
+
+using namespace framemill::test;
+
+namespace {
+
+const std::string kFront =
+    std::string(FRAMEMILL_TEST_FACE_DETECTOR_DIR) + "/face_detection_front_128x128_barracuda.onnx";
+const std::string kBack =
+    std::string(FRAMEMILL_TEST_FACE_DETECTOR_DIR) + "/face_detection_back_256x256_barracuda.onnx";
+
+RunResult Faces(const std::string& dir, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"faces"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  RunResult r = WaitJob(StartFramemill(dir, argv, {}, "faces"), 120);
+  // A build without OpenCV's dnn module (configure warns; the GPU image has none) refuses,
+  // saying so. On Debian the tests' own configure requires OpenCV, so this runs there.
+  if (r.exit_code != 0 && r.err.find("built without OpenCV") != std::string::npos) {
+    SkipTest("this framemill was built without OpenCV's dnn module: it cannot detect faces");
+  }
+  return r;
+}
+
+nlohmann::json FacesJson(const std::string& dir, const std::string& clip,
+                         const std::string& detector, int frames,
+                         const std::vector<std::string>& more = {}) {
+  std::vector<std::string> args = {TestClip(clip), "--detector", detector, "--frames",
+                                   std::to_string(frames), "--json"};
+  args.insert(args.end(), more.begin(), more.end());
+  RunResult r = Faces(dir, args);
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  nlohmann::json out = nlohmann::json::parse(r.out);
+  REQUIRE(out.at("frames").size() == static_cast<size_t>(frames));
+  return out;
+}
+
+double X(const nlohmann::json& face, const char* point) { return face["keypoints"][point][0]; }
+double Y(const nlohmann::json& face, const char* point) { return face["keypoints"][point][1]; }
+
+// One talking head per frame: the box inside the frame and between a fifth and the whole of its
+// width, a confident score, the person's right eye on the picture's left, both eyes above the
+// nose and the nose above the mouth, the eyes and the mouth inside the box.
+void CheckTalkingHead(const nlohmann::json& frame) {
+  INFO("frame: " << frame.dump());
+  REQUIRE(frame.at("faces").size() == 1);
+  const nlohmann::json& f = frame["faces"][0];
+  const double w = frame["width"], h = frame["height"];
+  const double bx = f["box"][0], by = f["box"][1], bw = f["box"][2], bh = f["box"][3];
+  CHECK(bx >= 0);
+  CHECK(by >= 0);
+  CHECK(bx + bw <= w);
+  CHECK(by + bh <= h);
+  CHECK(bw > w / 5);
+  CHECK(bw < w);
+  CHECK(bh > h / 5);
+  CHECK(f["score"].get<double>() > 0.7);
+  CHECK(X(f, "right_eye") < X(f, "left_eye"));
+  CHECK(Y(f, "right_eye") < Y(f, "nose_tip"));
+  CHECK(Y(f, "left_eye") < Y(f, "nose_tip"));
+  CHECK(Y(f, "nose_tip") < Y(f, "mouth"));
+  for (const char* p : {"right_eye", "left_eye", "mouth"}) {
+    CHECK(X(f, p) > bx);
+    CHECK(X(f, p) < bx + bw);
+    CHECK(Y(f, p) > by);
+    CHECK(Y(f, p) < by + bh);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("faces: one face, eyes above mouth, on each sampled frame of the talking heads") {
+  const std::string dir = ScratchDir("faces_talking_heads");
+  for (const char* clip : {"d0.mp4", "d20.mp4"}) {
+    for (const std::string& detector : {kFront, kBack}) {
+      INFO(clip << " with " << detector);
+      const nlohmann::json out = FacesJson(dir, clip, detector, 3);
+      CHECK(out.at("input_size") == (detector == kFront ? 128 : 256));
+      for (const nlohmann::json& frame : out["frames"]) CheckTalkingHead(frame);
+    }
+  }
+}
+
+TEST_CASE("faces: the film scene has faces, the flower none") {
+  const std::string dir = ScratchDir("faces_scene");
+  const nlohmann::json scene = FacesJson(dir, "friday.mp4", kBack, 3);
+  int with_faces = 0;
+  for (const nlohmann::json& frame : scene["frames"]) with_faces += !frame["faces"].empty();
+  CHECK(with_faces >= 2);
+  const nlohmann::json flower = FacesJson(dir, "flower.webm", kBack, 3);
+  for (const nlohmann::json& frame : flower["frames"]) CHECK(frame["faces"].empty());
+  const nlohmann::json flower_front = FacesJson(dir, "flower.webm", kFront, 3);
+  for (const nlohmann::json& frame : flower_front["frames"]) CHECK(frame["faces"].empty());
+}
+
+TEST_CASE("faces: --draw writes each frame with its box where the JSON says") {
+  const std::string dir = ScratchDir("faces_draw");
+  const nlohmann::json out = FacesJson(dir, "d20.mp4", kFront, 1, {"--draw", dir + "/drawn"});
+  const nlohmann::json& frame = out["frames"][0];
+  REQUIRE(frame.at("faces").size() == 1);
+  REQUIRE(frame.at("drawing") == dir + "/drawn/faces-001.png");
+  const cv::Mat png = cv::imread(frame["drawing"].get<std::string>(), cv::IMREAD_COLOR);
+  REQUIRE(png.cols == frame["width"]);
+  REQUIRE(png.rows == frame["height"]);
+  // The box's top edge, half way along, is pure green (drawn), as is its left edge.
+  const nlohmann::json& box = frame["faces"][0]["box"];
+  const int x = static_cast<int>(box[0].get<double>() + box[2].get<double>() / 2);
+  const int y = static_cast<int>(box[1].get<double>());
+  CHECK(png.at<cv::Vec3b>(y, x) == cv::Vec3b(0, 255, 0));  // B, G, R
+  CHECK(png.at<cv::Vec3b>(static_cast<int>(box[1].get<double>() + box[3].get<double>() / 2),
+                          static_cast<int>(box[0].get<double>())) == cv::Vec3b(0, 255, 0));
+}
+
+TEST_CASE("faces: a corrupt detector file fails before any frame, saying why") {
+  const std::string dir = ScratchDir("faces_corrupt");
+  // The real file cut in half, and a file that is not ONNX at all.
+  std::ifstream in(kFront, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE(bytes.size() > 1000);
+  std::ofstream(dir + "/half.onnx", std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  std::ofstream(dir + "/text.onnx") << "not a network\n";
+  for (const char* name : {"half.onnx", "text.onnx"}) {
+    const std::string path = dir + "/" + name;
+    RunResult r = Faces(dir, {TestClip("d0.mp4"), "--detector", path});
+    INFO("stderr: " << r.err);
+    CHECK(r.exit_code != 0);
+    CHECK(r.out.empty());
+    CHECK(r.err.find(path) != std::string::npos);
+    CHECK(r.err.find("cannot read it as ONNX") != std::string::npos);
+  }
+  RunResult missing = Faces(dir, {TestClip("d0.mp4"), "--detector", dir + "/none.onnx"});
+  CHECK(missing.exit_code != 0);
+  CHECK(missing.err.find("no such file") != std::string::npos);
+}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Quick start: installs dependencies, builds, fetches the published trained upscaler
 # esrgan-slim x2 (scripts/fetch-model-packages.sh) and imports it, makes a 320x180 input from a
-# real clip (tests/data/flower.webm, 5 seconds with audio), and upscales it to 640x360 through
+# real clip (tests/data/flower.webm, its first 3 seconds with audio), and upscales it to 640x360 through
 # framemill. Writes a before/after still (bicubic left, the model right). Prints where the
 # output is.
 set -euo pipefail
@@ -13,7 +13,7 @@ mkdir -p "$out"
 scripts/fetch-model-packages.sh
 ./build/framemill model import esrgan-slim-x2 "$out/esrgan-slim-x2.pt"
 if [[ ! -f $out/input.mp4 ]]; then
-  ffmpeg -nostdin -v error -y -i tests/data/flower.webm -vf scale=320:180:flags=area \
+  ffmpeg -nostdin -v error -y -i tests/data/flower.webm -t 3 -vf scale=320:180:flags=area \
     -c:v libx264 -preset veryfast -crf 16 -pix_fmt yuv420p -c:a aac -b:a 96k "$out/input.mp4"
 fi
 cat > "$out/job.json" <<JSON
@@ -37,9 +37,9 @@ cat > "$out/framemill.json" <<JSON
 }
 JSON
 ./build/framemill --config "$out/framemill.json" run "$out/job.json"
-# Frame 75, bicubic (left) and the model (right), both 640x360.
+# Frame 45, bicubic (left) and the model (right), both 640x360.
 ffmpeg -nostdin -v error -y -i "$out/input.mp4" -i "$out/output.mp4" -filter_complex \
-  "[0:v]scale=640:360:flags=bicubic[a];[a][1:v]hstack,select=eq(n\,75)" -frames:v 1 \
+  "[0:v]scale=640:360:flags=bicubic[a];[a][1:v]hstack,select=eq(n\,45)" -frames:v 1 \
   "$out/before-after.png"
 echo "demo: input  $PWD/$out/input.mp4"
 echo "demo: output $PWD/$out/output.mp4"

@@ -28,6 +28,12 @@
 #               pixels a side), the worker's .pt2 unit tests on CUDA, framemill-bench on each
 #               (device colour, 2 encoders, 1 worker), and one `framemill run` of the package
 #               with worker_sandbox required (the package unpacks into the private root's /tmp)
+#   models      the imported trained models on the GPU (carry .deps/model-packages/esrgan-*
+#               and waifu2x-*): each imported here (LibTorch 2.11), then framemill-bench fp16,
+#               device colour, 2 encoders, 1 worker on $MODEL_FRAMES frames (default 300): the
+#               x2 models at 1080p, the x4 models at 720p; then `framemill run` of a 1080p clip
+#               through realesr-animevideov3-x4 (7680x4320 out) and of a 4K clip through
+#               esrgan-slim-x2, each with tile auto and chunk_frames 4: fps, model_fallbacks
 #   longinput   the long run's input, once, kept in build-gpu/long (it outlives a call while the
 #               machine stays warm): real footage (tests/data/friday.mp4, speech audio) scaled to
 #               1080p without B-frames (so that the loop stays constant-rate), looped by stream
@@ -204,6 +210,36 @@ PY
         >"$OUT/pt2-run.log" 2>&1
       echo "exit $?"
       grep -i "sandbox\|error\|fps\|frames" "$OUT/pt2-run.log" | tail -6
+      ;;
+    models)
+      mf=${MODEL_FRAMES:-300}
+      mkdir -p "$OUT/models"
+      for size in 1920x1080 1280x720 3840x2160; do
+        [ -f "$OUT/models/in$size.mp4" ] || ffmpeg -nostdin -v error -y -f lavfi \
+          -i "testsrc2=size=$size:rate=30" -frames:v "$mf" -c:v libx264 -preset veryfast -crf 20 \
+          -pix_fmt yuv420p "$OUT/models/in$size.mp4"
+      done
+      for name in esrgan-slim-x2 esrgan-medium-x2 realesr-animevideov3-x2 esrgan-slim-x4 \
+          realesr-animevideov3-x4; do
+        m="$OUT/models/$name.pt"
+        ./build-gpu/framemill model import "$name" "$m" --packages .deps/model-packages || continue
+        case $name in *x4) in="$OUT/models/in1280x720.mp4" ;; *) in="$OUT/models/in1920x1080.mp4" ;; esac
+        log "models: $name fp16 on $(basename "$in"), device colour, 2 encoders, 1 worker"
+        (cd build-gpu && FRAMEMILL_BENCH_PRECISION=fp16 FRAMEMILL_BENCH_COLOR=device \
+          FRAMEMILL_BENCH_ENCODERS=2 ./framemill-bench "$in" "$m" cuda 1 2>&1 | grep -v "^  model (batch")
+      done
+      for pair in "realesr-animevideov3-x4 1920x1080" "esrgan-slim-x2 3840x2160"; do
+        set -- $pair
+        log "models: $1 on $2 in tiles (tile auto, chunk_frames 4, fp16)"
+        printf '{"input": "%s", "output": "%s", "model": "%s", "device": "cuda", "workers": 1,
+          "precision": "fp16", "color_conversion": "device", "encoders": 2, "overwrite": true,
+          "chunk_frames": 4, "tile": "auto", "encoder": {"preset": "ultrafast"}}\n' \
+          "$OUT/models/in$2.mp4" "$OUT/models/$1-$2.mkv" "$OUT/models/$1.pt" >"$OUT/models/job.json"
+        printf '{"arena_mb": 16384}\n' >"$OUT/models/config.json"
+        /usr/bin/time -f "%e s wall" ./build-gpu/framemill run --config "$OUT/models/config.json" \
+          "$OUT/models/job.json" >"$OUT/models/$1-$2.log" 2>&1
+        echo "exit $?"; grep -i "fps\|out of memory\|error\|s wall" "$OUT/models/$1-$2.log" | tail -5
+      done
       ;;
     soak)
       log "soak on cuda"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Which compiler AOTInductor links a package with, and whether the package then carries its own
-# static C++ runtime (the crash on load): the small net of pt2-diagnose.sh packaged twice, each
+# static C++ runtime (the crash on load): the small net of scripts/gpu/tinynet.py packaged twice, each
 # with a fresh Inductor cache, once by scripts/export-pt2.py (its compiler wrapper) and once with
 # Inductor's own choice of compiler; for each, the package's NEEDED libraries and whether it
 # defines libstdc++'s locale ids, and whether it loads.
@@ -10,19 +10,6 @@ OUT=${OUT:-$PWD/gpu-out}; mkdir -p "$OUT/cc"
 which -a g++ c++ gcc | tr '\n' ' '; echo; readlink -f "$(which g++)"; g++ --version | head -1
 env | grep -i '^CXX\|^CC=\|TORCHINDUCTOR' || true
 python3 -c 'from torch._inductor import cpp_builder as c; print("inductor compiler:", c.get_cpp_compiler())' 2>&1 | tail -1
-cp "$OUT/pt2/tinynet.py" "$OUT/cc/" 2>/dev/null || cat >"$OUT/cc/tinynet.py" <<'PY'
-import torch
-class Net(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        torch.manual_seed(0)
-        self.a = torch.nn.Conv2d(3, 16, 3, padding=1)
-        self.b = torch.nn.Conv2d(16, 3, 3, padding=1)
-    def forward(self, x):
-        return x + 0.1 * self.b(torch.relu(self.a(x)))
-def model():
-    return Net()
-PY
 inspect() {  # PACKAGE
   python3 - "$1" <<'PY'
 import sys, zipfile, subprocess, tempfile, os
@@ -34,11 +21,11 @@ print("  NEEDED:", " ".join(needed), "| defines std::locale::id::_M_id:", "std::
 PY
 }
 echo "== export-pt2.py (its wrapper)"
-TORCHINDUCTOR_CACHE_DIR="$OUT/cc/cache1" PYTHONPATH="$OUT/cc" timeout 200 python3 scripts/export-pt2.py \
+TORCHINDUCTOR_CACHE_DIR="$OUT/cc/cache1" PYTHONPATH=scripts/gpu timeout 200 python3 scripts/export-pt2.py \
   --module tinynet:model "$OUT/cc/a.pt2" --max-size 512 --max-batch 4 2>&1 | grep export-pt2 | tail -3
 [ -f "$OUT/cc/a.pt2" ] && inspect "$OUT/cc/a.pt2" || inspect "$OUT/cc/a.pt2.tmp.pt2"
 echo "== Inductor's own compiler"
-TORCHINDUCTOR_CACHE_DIR="$OUT/cc/cache2" PYTHONPATH="$OUT/cc" timeout 200 python3 - "$OUT/cc/b.pt2" <<'PY' 2>&1 | grep -v Warn | tail -2
+TORCHINDUCTOR_CACHE_DIR="$OUT/cc/cache2" PYTHONPATH=scripts/gpu timeout 200 python3 - "$OUT/cc/b.pt2" <<'PY' 2>&1 | grep -v Warn | tail -2
 import sys, torch, tinynet
 m = tinynet.model().cuda().half().eval()
 x = torch.rand(1, 3, 64, 64, device="cuda", dtype=torch.half)

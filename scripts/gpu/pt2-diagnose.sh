@@ -20,22 +20,9 @@ PY
 lib=$(python3 -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
 ldd "$lib/libtorch_cpu.so" | grep -E "stdc|gcc_s"
 strings "$lib/libtorch_cpu.so" | grep -E "^GCC: \(" | sort | uniq -c | head -5
-cat >"$OUT/pt2/tinynet.py" <<'PY'
-import torch
-class Net(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        torch.manual_seed(0)
-        self.a = torch.nn.Conv2d(3, 16, 3, padding=1)
-        self.b = torch.nn.Conv2d(16, 3, 3, padding=1)
-    def forward(self, x):
-        return x + 0.1 * self.b(torch.relu(self.a(x)))
-def model():
-    return Net()
-PY
 log "export"
 t0=$(date +%s.%N)
-PYTHONPATH="$OUT/pt2" python3 scripts/export-pt2.py --module tinynet:model "$OUT/pt2/tiny.pt2" \
+PYTHONPATH=scripts/gpu python3 scripts/export-pt2.py --module tinynet:model "$OUT/pt2/tiny.pt2" \
   --max-size 1024 --max-batch 8 2>&1 | grep -v Warning | tail -20
 echo "export took $(echo "$(date +%s.%N) - $t0" | bc) s"
 ls -la "$OUT/pt2"

@@ -162,17 +162,13 @@ int RunCommand(const std::string& job_path, const std::string& part, bool stitch
   return kExitOk;
 }
 
-// `framemill preview`: the contact sheet and the estimate, as text or as one JSON document.
-int PreviewCommand(const std::string& job_path, int frames, bool json,
-                   const framemill::Config& config) {
-  framemill::Result<framemill::JobSpec> job = LoadJobForCommand(job_path, config);
-  if (!job.ok()) return kExitFailed;
-  framemill::PreviewOptions options;
-  options.frames = frames;
-  framemill::Result<framemill::PreviewReport> report =
-      framemill::RunPreview(*job, config, g_stop, options);
+// A command's report (anything with ToJson() and ToText()) on stdout, as one JSON document or as
+// text; or its failure on stderr, with the exit code of its status.
+template <typename Report>
+int PrintReport(const char* command, const framemill::Result<Report>& report, bool json) {
   if (!report.ok()) {
-    std::fprintf(stderr, "framemill: preview failed: %s\n", report.status().ToString().c_str());
+    std::fprintf(stderr, "framemill: %s failed: %s\n", command,
+                 report.status().ToString().c_str());
     return framemill::ExitCodeOf(report.status().code());
   }
   if (json) {
@@ -183,21 +179,24 @@ int PreviewCommand(const std::string& job_path, int frames, bool json,
   return kExitOk;
 }
 
+// `framemill preview`: the contact sheet and the estimate, as text or as one JSON document.
+int PreviewCommand(const std::string& job_path, int frames, bool json,
+                   const framemill::Config& config) {
+  framemill::Result<framemill::JobSpec> job = LoadJobForCommand(job_path, config);
+  if (!job.ok()) return kExitFailed;
+  framemill::PreviewOptions options;
+  options.frames = frames;
+  framemill::Result<framemill::PreviewReport> report =
+      framemill::RunPreview(*job, config, g_stop, options);
+  return PrintReport("preview", report, json);
+}
+
 // `framemill faces`: the faces found in sampled frames, as text or as one JSON document.
 int FacesCommand(const std::string& video, const framemill::FacesInVideoOptions& options,
                  bool json, const framemill::Config& config) {
   framemill::Result<framemill::FacesReport> report =
       framemill::FindFacesInVideo(config, video, options, g_stop);
-  if (!report.ok()) {
-    std::fprintf(stderr, "framemill: faces failed: %s\n", report.status().ToString().c_str());
-    return framemill::ExitCodeOf(report.status().code());
-  }
-  if (json) {
-    std::printf("%s\n", framemill::DumpJson(report->ToJson(), 2).c_str());
-  } else {
-    std::fputs(report->ToText().c_str(), stdout);
-  }
-  return kExitOk;
+  return PrintReport("faces", report, json);
 }
 
 // What the command line asked for, filled by CLI11.

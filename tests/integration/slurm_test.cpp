@@ -121,3 +121,72 @@ TEST_CASE("slurm: the service with backend slurm files a submitted job in done/ 
   const std::string logs = s.spool + "/done/j1/job.json.slurm";
   CHECK(ReadText(logs + "/slurm.json").find("\"parts\": 2") != std::string::npos);
 }
+
+TEST_CASE("slurm: resume runs again only the part whose task failed, then stitches") {
+  UseLocalSlurm();
+  const std::string dir = ScratchDir("slurm_resume");
+  const std::string clip = MakePartsClip(dir);
+  WritePartsJob(dir, "whole", clip, dir + "/whole.mp4");
+  RunResult whole = Framemill(dir, "run whole.json");
+  REQUIRE_MESSAGE(whole.exit_code == 0, whole.err);
+
+  // Part 2 (segment 1, frames 32..63) loses its worker once at frame 40; with one attempt per
+  // chunk its `framemill run` fails, and the stitch's dependency can never be satisfied.
+  WritePartsJob(dir, "job", clip, dir + "/out.mp4", {{"max_attempts", 1}});
+  const std::string once = dir + "/exit.once";
+  RunResult submit = Framemill(dir, "slurm submit job.json --parts 3 -- --time=10",
+                               "FRAMEMILL_TEST_FAULT=exit:3@40,once=" + once);
+  REQUIRE_MESSAGE(submit.exit_code == 0, submit.err);
+  std::istringstream ids(submit.out);
+  std::string array_job, stitch_job;
+  ids >> array_job >> stitch_job;
+  REQUIRE_FALSE(stitch_job.empty());
+
+  // While the array's tasks are queued or running, resume refuses and names them.
+  RunResult early = Framemill(dir, "slurm resume job.json");
+  CHECK(early.exit_code != 0);
+  CHECK(early.err.find("still has tasks queued or running") != std::string::npos);
+
+  const bool stuck = WaitUntil(
+      [&] {
+        return Shell("squeue -h -j " + stitch_job + " -o %r 2>/dev/null")
+                   .out.find("DependencyNeverSatisfied") != std::string::npos &&
+               !InQueue(array_job);
+      },
+      120);
+  REQUIRE_MESSAGE(stuck, Shell("squeue").out);
+  REQUIRE(std::filesystem::exists(once));
+
+  RunResult resume = Framemill(dir, "slurm resume job.json");
+  REQUIRE_MESSAGE(resume.exit_code == 0, resume.err);
+  std::istringstream new_ids(resume.out);
+  std::string array2, stitch2;
+  new_ids >> array2 >> stitch2;
+  REQUIRE_FALSE(stitch2.empty());
+  CHECK(array2 != array_job);
+  CHECK(resume.err.find("part(s) 2 of") != std::string::npos);
+  const bool finished = WaitUntil(
+      [&] { return !InQueue(array2) && !InQueue(stitch2) && !InQueue(stitch_job); }, 180);
+  REQUIRE_MESSAGE(finished, Shell("squeue").out);
+
+  const std::string logs = dir + "/job.json.slurm";
+  // Only part 2 ran again: parts 1 and 3 kept the segments their first tasks made.
+  CHECK(std::filesystem::exists(logs + "/slurm-" + array2 + "_2.out"));
+  CHECK_FALSE(std::filesystem::exists(logs + "/slurm-" + array2 + "_1.out"));
+  CHECK_FALSE(std::filesystem::exists(logs + "/slurm-" + array2 + "_3.out"));
+  const std::string record = ReadText(logs + "/slurm.json");
+  CHECK(record.find("\"stitch_job\": \"" + stitch_job + "\"") != std::string::npos);  // history
+  CHECK(record.find("\"array_job\": \"" + array2 + "\"") != std::string::npos);
+  INFO(ReadText(logs + "/slurm-" + stitch2 + "-stitch.out"));
+  REQUIRE(std::filesystem::exists(dir + "/out.mp4"));
+  const std::vector<uint64_t> a =
+      FrameHashes(dir + "/whole.mp4", kPartsClipWidth, kPartsClipHeight);
+  const std::vector<uint64_t> b = FrameHashes(dir + "/out.mp4", kPartsClipWidth, kPartsClipHeight);
+  CHECK(a.size() == static_cast<size_t>(kPartsClipFrames));
+  CHECK(a == b);
+
+  // Finished and stitched: nothing left to resume.
+  RunResult again = Framemill(dir, "slurm resume job.json");
+  CHECK(again.exit_code != 0);
+  CHECK(again.err.find("nothing to resume") != std::string::npos);
+}

@@ -190,3 +190,38 @@ TEST_CASE("slurm: resume runs again only the part whose task failed, then stitch
   CHECK(again.exit_code != 0);
   CHECK(again.err.find("nothing to resume") != std::string::npos);
 }
+
+TEST_CASE("slurm: the service resumes once a job whose part failed, and files it in done/") {
+  UseLocalSlurm();
+  Service s = MakeService("slurm_service_resume", {{"backend", "slurm"},
+                                                   {"slurm_parts", 2},
+                                                   {"slurm_poll_s", 0.2},
+                                                   {"slurm_options", {"--time=10"}}});
+  const std::string clip = MakePartsClip(s.dir);
+  const std::string model = ModelCopy("identity", s.dir);
+  // Part 1 (frames 0..63) loses its worker once at frame 40; one attempt per chunk fails it.
+  BackgroundJob serve =
+      Serve(s, {{"FRAMEMILL_TEST_FAULT", "exit:3@40,once=" + s.dir + "/exit.once"}});
+  KillOnExit guard{serve};
+  Drop(s, "j1",
+       nlohmann::json{{"input", clip},
+                      {"output", s.dir + "/out.mp4"},
+                      {"model", model},
+                      {"workers", 1},
+                      {"max_attempts", 1},
+                      {"chunk_frames", 4},
+                      {"segment_seconds", 1.0}}
+           .dump());
+  const std::string result = s.spool + "/done/j1/result.json";
+  const bool done = WaitUntil([&] { return std::filesystem::exists(result); }, 180);
+  const std::string log = ReadText(s.dir + "/serve.stderr");
+  INFO(log);
+  REQUIRE(done);
+  CHECK(std::filesystem::exists(s.dir + "/exit.once"));
+  CHECK(log.find("resubmitted part(s)") != std::string::npos);
+  CHECK(ReadJson(result)["status"] == "done");
+  CHECK(CountFrames(s.dir + "/out.mp4") == kPartsClipFrames);
+  const nlohmann::json record = ReadJson(s.spool + "/done/j1/job.json.slurm/slurm.json");
+  CHECK(record["history"].size() == 1);
+  CHECK(record["resumed_parts"] == nlohmann::json::array({1}));
+}

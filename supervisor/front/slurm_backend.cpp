@@ -17,8 +17,8 @@ namespace {
 // The ids recorded by SubmitToSlurm, if any.
 SlurmIds RecordedIds(const std::string& job_path) {
   SlurmIds ids;
-  Result<nlohmann::json> record = ReadJsonFile(SlurmLogsDirFor(job_path) + "/slurm.json", 1 << 20,
-                                               StatusCode::kIo);
+  Result<nlohmann::json> record =
+      ReadJsonFile(SlurmLogsDirFor(job_path) + "/" + kSlurmRecord, 1 << 20, StatusCode::kIo);
   if (record.ok()) {
     ids.array_job = record->value("array_job", "");
     ids.stitch_job = record->value("stitch_job", "");

@@ -86,8 +86,8 @@ Result<SlurmResumed> ResumeOnSlurm(const std::string& job_path, const JobSpec& j
     Result<CommandOutput> c = RunAndCapture({"scancel", old_stitch});
     if (!c.ok()) return c.status().WithContext("scancel " + old_stitch);
     if (c->exit_code != 0) {
-      return Status(StatusCode::kIo, "scancel " + old_stitch + " failed (" + DescribeExit(*c) +
-                                         "): " + c->err);
+      return Status(StatusCode::kIo,
+                    "scancel " + old_stitch + " failed (" + DescribeExit(*c) + "): " + c->err);
     }
   }
   std::vector<std::string> options = extra;
@@ -102,13 +102,13 @@ Result<SlurmResumed> ResumeOnSlurm(const std::string& job_path, const JobSpec& j
   SlurmResumed resumed;
   resumed.parts = left;
   if (!left.empty()) {
-    Result<std::string> array = RunSbatch(
-        SbatchArrayArgs(self, config_abs, job_abs, logs, count, job, options, left));
+    Result<std::string> array =
+        RunSbatch(SbatchArrayArgs(self, config_abs, job_abs, logs, count, job, options, left));
     if (!array.ok()) return array.status();
     resumed.ids.array_job = *array;
   }
-  Result<std::string> stitch = RunSbatch(
-      SbatchStitchArgs(self, config_abs, job_abs, logs, resumed.ids.array_job, options));
+  Result<std::string> stitch =
+      RunSbatch(SbatchStitchArgs(self, config_abs, job_abs, logs, resumed.ids.array_job, options));
   if (!stitch.ok()) return stitch.status();
   resumed.ids.stitch_job = *stitch;
 

@@ -7,6 +7,7 @@
 #include "common/json_fields.h"
 #include "common/log.h"
 #include "supervisor/front/slurm_commands.h"
+#include "supervisor/front/slurm_resume.h"
 #include "supervisor/job/parts_dir.h"
 #include "supervisor/process/subprocess.h"
 
@@ -16,8 +17,8 @@ namespace {
 // The ids recorded by SubmitToSlurm, if any.
 SlurmIds RecordedIds(const std::string& job_path) {
   SlurmIds ids;
-  Result<nlohmann::json> record = ReadJsonFile(SlurmLogsDirFor(job_path) + "/slurm.json", 1 << 20,
-                                               StatusCode::kIo);
+  Result<nlohmann::json> record =
+      ReadJsonFile(SlurmLogsDirFor(job_path) + "/" + kSlurmRecord, 1 << 20, StatusCode::kIo);
   if (record.ok()) {
     ids.array_job = record->value("array_job", "");
     ids.stitch_job = record->value("stitch_job", "");
@@ -30,6 +31,14 @@ std::string QueueState(const std::string& id) {
   Result<CommandOutput> r = RunAndCapture({"squeue", "-h", "-j", id, "-o", "%T %r"});
   if (!r.ok() || r->exit_code != 0) return "";
   return r->out.substr(0, r->out.find('\n'));
+}
+
+// Whether a task of `array_job` is still queued or running.
+bool TasksQueued(const std::string& array_job) {
+  for (const auto& [task, state] : SlurmTaskStates(array_job)) {
+    if (!SlurmStateEnded(state)) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -68,6 +77,8 @@ Result<JobReport> RunOnSlurm(const std::string& job_path, const JobSpec& job, co
   if (!plan.ok()) return plan.status();
   const std::string logs = SlurmLogsDirFor(job_path);
   const auto poll = std::chrono::milliseconds(static_cast<int64_t>(config.slurm_poll_s * 1000));
+  bool resumed = false;  // at most one resume per job
+  std::string resume_error;
   for (;;) {
     if (options.on_progress) {
       JobProgress p;
@@ -83,10 +94,27 @@ Result<JobReport> RunOnSlurm(const std::string& job_path, const JobSpec& job, co
     const std::string state = QueueState(ids.stitch_job);
     if (state.empty()) break;
     if (state.find("DependencyNeverSatisfied") != std::string::npos) {
-      (void)RunAndCapture({"scancel", ids.stitch_job});
-      return Status(StatusCode::kWorkerFailed,
-                    "a part (Slurm array job " + ids.array_job +
-                        ") failed, so the stitch cannot run; see " + logs);
+      // Once per job: the unfinished parts again, then a new stitch (slurm_resume.h), after
+      // the array's other tasks have ended.
+      if (!resumed && !TasksQueued(ids.array_job)) {
+        resumed = true;
+        Result<SlurmResumed> again = ResumeOnSlurm(job_path, job, config.slurm_options, "");
+        if (again.ok()) {
+          spdlog::warn("{}: a part of Slurm array job {} failed; resubmitted part(s) as array "
+                       "job {}, stitch job {}",
+                       job_path, ids.array_job, again->ids.array_job, again->ids.stitch_job);
+          ids = again->ids;
+          continue;
+        }
+        resume_error = "; resuming failed: " + again.status().ToString();
+      }
+      if (resumed) {
+        (void)RunAndCapture({"scancel", ids.stitch_job});
+        return Status(StatusCode::kWorkerFailed,
+                      "a part (Slurm array job " + ids.array_job + ") failed" +
+                          (resume_error.empty() ? " again after a resume" : resume_error) +
+                          ", so the stitch cannot run; see " + logs);
+      }
     }
     std::this_thread::sleep_for(poll);
   }

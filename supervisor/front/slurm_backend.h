@@ -21,7 +21,9 @@ namespace framemill {
 // Returns the report once the stitch job has put the output in place. `stop` ends the wait with
 // kCancelled and leaves the Slurm jobs as they are (CancelSlurmJobs ends them). Errors: the
 // plan's and sbatch's; kWorkerFailed when the stitch job ended without the output, or can never
-// start because a part failed (the message names the logs).
+// start because a part failed (the message names the logs). The first time a part fails, once
+// the array's other tasks have ended, the job is resumed (ResumeOnSlurm, slurm_resume.h) and
+// followed under its new ids; a second failure, or a refused resume, is the error.
 Result<JobReport> RunOnSlurm(const std::string& job_path, const JobSpec& job, const Config& config,
                              const std::atomic<bool>& stop, const JobOptions& options);
 

@@ -6,6 +6,7 @@
 
 #include "common/file_util.h"
 #include "common/json_fields.h"
+#include "supervisor/front/slurm_resume.h"
 #include "supervisor/job/job_state.h"
 #include "supervisor/job/parts_dir.h"
 #include "supervisor/process/subprocess.h"
@@ -13,8 +14,6 @@
 
 namespace framemill {
 namespace {
-
-constexpr const char* kSlurmRecord = "slurm.json";
 
 // The single-quoted shell word of `s` (for sbatch --wrap, which runs it with sh).
 std::string ShellQuote(const std::string& s) {
@@ -38,12 +37,12 @@ std::string FramemillLine(const std::string& framemill, const std::string& confi
   return line + " " + args;
 }
 
-std::string ThisBinary() {
+}  // namespace
+
+std::string FramemillSelfPath() {
   std::string self = ResolvePath("/proc/self/exe");
   return self.empty() ? "framemill" : self;
 }
-
-}  // namespace
 
 std::string SlurmLogsDirFor(const std::string& job_path) {
   return ResolvePath(DirName(job_path)) + "/" + BaseName(job_path) + ".slurm";
@@ -52,12 +51,18 @@ std::string SlurmLogsDirFor(const std::string& job_path) {
 std::vector<std::string> SbatchArrayArgs(const std::string& framemill, const std::string& config_path,
                                          const std::string& job_path, const std::string& logs_dir,
                                          int parts, const JobSpec& job,
-                                         const std::vector<std::string>& extra) {
+                                         const std::vector<std::string>& extra,
+                                         const std::vector<int>& tasks) {
+  std::string array = "1-" + std::to_string(parts);
+  if (!tasks.empty()) {
+    array.clear();
+    for (int t : tasks) array += (array.empty() ? "" : ",") + std::to_string(t);
+  }
   std::vector<std::string> argv = {"sbatch",
                                    "--parsable",
                                    "--requeue",
                                    "--job-name=framemill-parts",
-                                   "--array=1-" + std::to_string(parts),
+                                   "--array=" + array,
                                    "--output=" + logs_dir + "/slurm-%A_%a.out"};
   bool gpus = false;
   for (const std::string& e : extra) gpus = gpus || AboutGpus(e);
@@ -78,12 +83,12 @@ std::vector<std::string> SbatchStitchArgs(const std::string& framemill,
                                           const std::string& job_path, const std::string& logs_dir,
                                           const std::string& array_job,
                                           const std::vector<std::string>& extra) {
-  std::vector<std::string> argv = {"sbatch",
-                                   "--parsable",
-                                   "--job-name=framemill-stitch",
-                                   "--dependency=afterok:" + array_job,
-                                   "--kill-on-invalid-dep=no",
-                                   "--output=" + logs_dir + "/slurm-%j-stitch.out"};
+  std::vector<std::string> argv = {"sbatch", "--parsable", "--job-name=framemill-stitch"};
+  if (!array_job.empty()) {
+    argv.push_back("--dependency=afterok:" + array_job);
+    argv.push_back("--kill-on-invalid-dep=no");
+  }
+  argv.push_back("--output=" + logs_dir + "/slurm-%j-stitch.out");
   for (const std::string& e : extra) {
     if (!AboutGpus(e) && e.rfind("--array", 0) != 0 && e.rfind("-a", 0) != 0) argv.push_back(e);
   }
@@ -102,9 +107,7 @@ Result<std::string> ParseParsableId(const std::string& out) {
   return id;
 }
 
-namespace {
-
-Result<std::string> Sbatch(const std::vector<std::string>& argv) {
+Result<std::string> RunSbatch(const std::vector<std::string>& argv) {
   Result<CommandOutput> r = RunAndCapture(argv);
   if (!r.ok()) return r.status().WithContext("sbatch");
   if (r->exit_code != 0) {
@@ -112,8 +115,6 @@ Result<std::string> Sbatch(const std::vector<std::string>& argv) {
   }
   return ParseParsableId(r->out);
 }
-
-}  // namespace
 
 Result<SlurmIds> SubmitToSlurm(const std::string& job_path, const JobSpec& job, int parts,
                                const std::vector<std::string>& extra,
@@ -124,21 +125,22 @@ Result<SlurmIds> SubmitToSlurm(const std::string& job_path, const JobSpec& job, 
   if (!plan.ok()) return plan.status();
   const std::string logs = SlurmLogsDirFor(job_abs);
   FM_RETURN_IF_ERROR(MakeDirectories(logs));
-  const std::string self = ThisBinary();
+  const std::string self = FramemillSelfPath();
   SlurmIds ids;
   Result<std::string> array =
-      Sbatch(SbatchArrayArgs(self, config_abs, job_abs, logs, parts, job, extra));
+      RunSbatch(SbatchArrayArgs(self, config_abs, job_abs, logs, parts, job, extra));
   if (!array.ok()) return array.status();
   ids.array_job = *array;
   Result<std::string> stitch =
-      Sbatch(SbatchStitchArgs(self, config_abs, job_abs, logs, ids.array_job, extra));
+      RunSbatch(SbatchStitchArgs(self, config_abs, job_abs, logs, ids.array_job, extra));
   if (!stitch.ok()) return stitch.status();
   ids.stitch_job = *stitch;
   nlohmann::json record = {{"version", 1},
                            {"job", job_abs},
                            {"parts", parts},
                            {"array_job", ids.array_job},
-                           {"stitch_job", ids.stitch_job}};
+                           {"stitch_job", ids.stitch_job},
+                           {"sbatch", extra}};
   FM_RETURN_IF_ERROR(AtomicWriteFile(logs + "/" + kSlurmRecord, DumpJson(record, 1) + "\n"));
   return ids;
 }
@@ -168,12 +170,19 @@ void DefineSlurmCommands(CLI::App& app, std::string& job_path, SlurmArgs* args) 
       ->required()
       ->type_name("JOB.json");
   status->add_flag("--json", args->json, "Print JSON");
+  CLI::App* resume = slurm->add_subcommand(
+      "resume",
+      "After a part's task was cancelled or failed: submit again the unfinished parts and a new "
+      "stitch after them; print the new ids like submit. Options after -- go to sbatch (default: "
+      "submit's)");
+  resume->add_option("job", job_path, "The job file given to `slurm submit`")
+      ->required()
+      ->type_name("JOB.json");
+  resume->add_option("sbatch", args->sbatch, "sbatch options, after --")
+      ->type_name("-- SBATCH_OPTION");
 }
 
-namespace {
-
-// squeue's state of each task of `array_job` still known to it: task index -> state.
-std::map<int, std::string> TaskStates(const std::string& array_job) {
+std::map<int, std::string> SlurmTaskStates(const std::string& array_job) {
   std::map<int, std::string> states;
   Result<CommandOutput> r =
       RunAndCapture({"squeue", "-h", "-r", "-j", array_job, "-o", "%K %T"});
@@ -192,6 +201,8 @@ std::map<int, std::string> TaskStates(const std::string& array_job) {
   }
   return states;
 }
+
+namespace {
 
 std::string JobStateOf(const std::string& id) {
   Result<CommandOutput> r = RunAndCapture({"squeue", "-h", "-j", id, "-o", "%T"});
@@ -225,7 +236,7 @@ int StatusCommand(const std::string& job_path, bool json, const Config& config) 
     return kExitFailed;
   }
   std::map<int, std::string> states;
-  if (!array_job.empty()) states = TaskStates(array_job);
+  if (!array_job.empty()) states = SlurmTaskStates(array_job);
   // The parts' done-logs: a JobPlan of the plan's sizes names the segments as the parts do.
   Result<JobPlan> sizes = MakePlan(plan->frame_count, plan->chunk_frames, plan->chunks_per_segment);
   if (!sizes.ok()) return kExitFailed;
@@ -276,6 +287,9 @@ int StatusCommand(const std::string& job_path, bool json, const Config& config) 
 int SlurmCommand(const CLI::App& slurm_cmd, const std::string& config_path,
                  const std::string& job_path, const SlurmArgs& args, const Config& config) {
   if (slurm_cmd.got_subcommand("status")) return StatusCommand(job_path, args.json, config);
+  if (slurm_cmd.got_subcommand("resume")) {
+    return SlurmResumeCommand(job_path, args.sbatch, config_path, config);
+  }
   Result<JobSpec> job = LoadJobFile(job_path, config.defaults);
   if (!job.ok()) {
     std::fprintf(stderr, "framemill: job rejected: %s\n", job.status().ToString().c_str());

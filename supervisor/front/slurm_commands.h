@@ -4,11 +4,13 @@
 // a requeued task resumes from its part's done-log) and a stitch job that depends on it
 // (`afterok`: it runs `framemill stitch JOB` once every part has finished). Both write their logs
 // into `<JOB>.slurm/` beside the job (SlurmLogsDirFor). Status reads the parts' done-logs and asks squeue about the tasks.
+// Resume (slurm_resume.h) submits again the parts a cancelled or failed task left unfinished.
 //
 // The job file, its input, model and output directory and the parts directory must be on
 // storage every node sees under the same names (README.md, "Shared storage").
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -22,7 +24,7 @@ namespace framemill {
 
 struct SlurmArgs {
   int parts = 0;                    // submit: N
-  std::vector<std::string> sbatch;  // submit: options passed to sbatch for the array job
+  std::vector<std::string> sbatch;  // submit, resume: options passed to sbatch for the array job
   bool json = false;                // status
 };
 
@@ -31,6 +33,10 @@ struct SlurmIds {
   std::string array_job;
   std::string stitch_job;
 };
+
+// `<logs dir>/slurm.json`: the ids of the submission (and of each resume: slurm_resume.h) and the
+// sbatch options given.
+inline constexpr const char* kSlurmRecord = "slurm.json";
 
 // `<job_path>.slurm`, absolute: the Slurm logs of the parts and the stitch (slurm-ARRAY_I.out,
 // slurm-ID-stitch.out) and slurm.json, the ids of the submission. Kept after the stitch.
@@ -41,16 +47,28 @@ std::string SlurmLogsDirFor(const std::string& job_path);
 // --export=ALL). Options in `extra` go to the array job; the stitch job gets those that are not
 // about GPUs (--gres, --gpus*, --gpus-per-*) nor about the array. A job whose device is CUDA
 // and whose `extra` names no GPUs asks for one GPU per task (`--gres=gpu:1`, or as many as its
-// `gpus` lists).
+// `gpus` lists). `tasks` (1-based) = the parts to run (`--array=2,3`); empty = all N. An empty
+// `array_job` gives a stitch job without a dependency.
 std::vector<std::string> SbatchArrayArgs(const std::string& framemill, const std::string& config_path,
                                          const std::string& job_path, const std::string& logs_dir,
                                          int parts, const JobSpec& job,
-                                         const std::vector<std::string>& extra);
+                                         const std::vector<std::string>& extra,
+                                         const std::vector<int>& tasks = {});
 std::vector<std::string> SbatchStitchArgs(const std::string& framemill,
                                           const std::string& config_path,
                                           const std::string& job_path, const std::string& logs_dir,
                                           const std::string& array_job,
                                           const std::vector<std::string>& extra);
+
+// Runs sbatch with `argv` (argv[0] "sbatch"); its job id. Errors: kIo with sbatch's message.
+Result<std::string> RunSbatch(const std::vector<std::string>& argv);
+
+// squeue's state of each task of `array_job` still queued (pending, running, completing):
+// task index -> state ("RUNNING"). Empty when squeue fails or knows none.
+std::map<int, std::string> SlurmTaskStates(const std::string& array_job);
+
+// This running binary's absolute path ("framemill" when /proc cannot say).
+std::string FramemillSelfPath();
 
 // The job id in sbatch --parsable output ("ID" or "ID;cluster"); kIo when there is none.
 Result<std::string> ParseParsableId(const std::string& out);
@@ -61,7 +79,7 @@ Result<SlurmIds> SubmitToSlurm(const std::string& job_path, const JobSpec& job, 
                                const std::vector<std::string>& extra,
                                const std::string& config_path, const Config& config);
 
-// Adds `slurm` with `submit` and `status` to `app`; values go to `job_path` and `args`.
+// Adds `slurm` with `submit`, `status` and `resume` to `app`; values go to `job_path` and `args`.
 void DefineSlurmCommands(CLI::App& app, std::string& job_path, SlurmArgs* args);
 
 // Runs the `slurm` command `slurm_cmd` parsed; returns the exit code.

@@ -103,20 +103,46 @@ Result<PartsPlan> PlanJobParts(const JobSpec& job, const Config& config, int cou
   return WritePartsPlanOnce(parts_dir, *mine);
 }
 
-int64_t PartsFramesDone(const std::string& parts_dir, const JobSpec& job, const PartsPlan& plan) {
+namespace {
+
+// Calls `each(part index from 0, its range, its done-log, the plan's sizes)` for every part.
+template <typename Each>
+void ForEachPartState(const std::string& parts_dir, const JobSpec& job, const PartsPlan& plan,
+                      Each each) {
   // A JobPlan of the plan's sizes names the segments as the parts do.
   Result<JobPlan> sizes = MakePlan(plan.frame_count, plan.chunk_frames, plan.chunks_per_segment);
-  if (!sizes.ok()) return 0;
+  if (!sizes.ok()) return;
   const int count = static_cast<int>(plan.parts.size());
-  int64_t frames = 0;
   for (int i = 0; i < count; ++i) {
     const PartRange& r = plan.parts[static_cast<size_t>(i)];
     JobState st(PartDir(parts_dir, PartRef{i + 1, count}), job, *sizes, plan.chunks_per_segment,
                 r.first_segment, r.end_segment());
     (void)st.Load(/*write_back=*/false);
-    for (int64_t k = 0; k < st.done(); ++k) frames += sizes->segments[r.first_segment + k].frames;
+    each(i, r, st, *sizes);
   }
+}
+
+}  // namespace
+
+int64_t PartsFramesDone(const std::string& parts_dir, const JobSpec& job, const PartsPlan& plan) {
+  int64_t frames = 0;
+  ForEachPartState(parts_dir, job, plan,
+                   [&](int, const PartRange& r, const JobState& st, const JobPlan& sizes) {
+                     for (int64_t k = 0; k < st.done(); ++k) {
+                       frames += sizes.segments[r.first_segment + k].frames;
+                     }
+                   });
   return frames;
+}
+
+std::vector<int> UnfinishedParts(const std::string& parts_dir, const JobSpec& job,
+                                 const PartsPlan& plan) {
+  std::vector<int> left;
+  ForEachPartState(parts_dir, job, plan,
+                   [&](int i, const PartRange&, const JobState& st, const JobPlan&) {
+                     if (!st.all_done()) left.push_back(i + 1);
+                   });
+  return left;
 }
 
 }  // namespace framemill

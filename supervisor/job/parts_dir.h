@@ -10,6 +10,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "common/job_file.h"
 #include "common/status.h"
@@ -41,6 +42,11 @@ Result<PartsPlan> PlanJobParts(const JobSpec& job, const Config& config, int cou
 
 // Frames of the job whose segments the parts' done-logs list as finished (read only).
 int64_t PartsFramesDone(const std::string& parts_dir, const JobSpec& job, const PartsPlan& plan);
+
+// The parts (1-based, ascending) whose done-logs do not list every one of their segments (read
+// only): what is left to run before the stitch.
+std::vector<int> UnfinishedParts(const std::string& parts_dir, const JobSpec& job,
+                                 const PartsPlan& plan);
 
 // plan.json of `parts_dir`. kInvalidJob when missing or malformed.
 Result<PartsPlan> ReadPartsPlan(const std::string& parts_dir);

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <sstream>
 #include <string>
+#include <tuple>
+#include <utility>
 
 #include "harness.h"
 #include "parts_harness.h"
@@ -33,27 +35,80 @@ bool InQueue(const std::string& id) {
   return !Trim(Shell("squeue -h -j " + id + " -o %i 2>/dev/null").out).empty();
 }
 
+// dir/clip.mp4 (MakePartsClip) and dir/whole.mp4, its one-machine run to compare with.
+std::string ClipAndWholeRun(const std::string& dir) {
+  const std::string clip = MakePartsClip(dir);
+  WritePartsJob(dir, "whole", clip, dir + "/whole.mp4");
+  RunResult whole = Framemill(dir, "run whole.json");
+  REQUIRE_MESSAGE(whole.exit_code == 0, whole.err);
+  return clip;
+}
+
+// The ids `framemill slurm submit` (or resume) printed, one a line: array job, stitch job.
+std::pair<std::string, std::string> PrintedIds(const RunResult& r) {
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  std::istringstream ids(r.out);
+  std::pair<std::string, std::string> both;
+  ids >> both.first >> both.second;
+  REQUIRE_FALSE(both.first.empty());
+  REQUIRE_FALSE(both.second.empty());
+  return both;
+}
+
+// Writes dir/job.json (`clip` into dir/out.mp4, `extra` added) and submits it as 3 parts with
+// FRAMEMILL_TEST_FAULT=`fault` in the tasks' environment; the ids printed.
+std::pair<std::string, std::string> SubmitThreeParts(const std::string& dir,
+                                                     const std::string& clip,
+                                                     const nlohmann::json& extra,
+                                                     const std::string& fault) {
+  WritePartsJob(dir, "job", clip, dir + "/out.mp4", extra);
+  return PrintedIds(Framemill(dir, "slurm submit job.json --parts 3 -- --time=10",
+                              "FRAMEMILL_TEST_FAULT=" + fault));
+}
+
+// A service with backend slurm (2 parts a job, squeue asked every 0.2 s).
+Service SlurmService(const std::string& name) {
+  return MakeService(name, {{"backend", "slurm"},
+                            {"slurm_parts", 2},
+                            {"slurm_poll_s", 0.2},
+                            {"slurm_options", {"--time=10"}}});
+}
+
+// Drops job j1: MakePartsClip through the identity model into s.dir/out.mp4 on one worker, in
+// chunks of 4 frames and segments of a second, `extra` added.
+void DropPartsJob(const Service& s, const nlohmann::json& extra = nlohmann::json::object()) {
+  nlohmann::json job = {{"input", MakePartsClip(s.dir)},
+                        {"output", s.dir + "/out.mp4"},
+                        {"model", ModelCopy("identity", s.dir)},
+                        {"workers", 1},
+                        {"chunk_frames", 4},
+                        {"segment_seconds", 1.0}};
+  job.update(extra);
+  Drop(s, "j1", job.dump());
+}
+
+// dir/out.mp4 equals dir/whole.mp4 frame for frame.
+void CheckSameAsWholeRun(const std::string& dir) {
+  REQUIRE(std::filesystem::exists(dir + "/out.mp4"));
+  const std::vector<uint64_t> a =
+      FrameHashes(dir + "/whole.mp4", kPartsClipWidth, kPartsClipHeight);
+  const std::vector<uint64_t> b = FrameHashes(dir + "/out.mp4", kPartsClipWidth, kPartsClipHeight);
+  CHECK(a.size() == static_cast<size_t>(kPartsClipFrames));
+  CHECK(a == b);
+}
+
 }  // namespace
 
 TEST_CASE("slurm: 3 parts and a stitch equal the one-machine run, and a requeued part resumes") {
   UseLocalSlurm();
   const std::string dir = ScratchDir("slurm_three");
-  const std::string clip = MakePartsClip(dir);
-  WritePartsJob(dir, "whole", clip, dir + "/whole.mp4");
-  RunResult whole = Framemill(dir, "run whole.json");
-  REQUIRE_MESSAGE(whole.exit_code == 0, whole.err);
+  const std::string clip = ClipAndWholeRun(dir);
 
   // Part 3 (segments 2 and 3, frames 64..119) hangs once at frame 100, after segment 2.
-  WritePartsJob(dir, "job", clip, dir + "/out.mp4", {{"hang_timeout_s", 120}});
   const std::string once = dir + "/hang.once";
-  RunResult submit = Framemill(dir, "slurm submit job.json --parts 3 -- --time=10",
-                               "FRAMEMILL_TEST_FAULT=hang@100,once=" + once);
-  REQUIRE_MESSAGE(submit.exit_code == 0, submit.err);
-  std::istringstream ids(submit.out);
   std::string array_job, stitch_job;
-  ids >> array_job >> stitch_job;
-  REQUIRE_FALSE(array_job.empty());
-  REQUIRE_FALSE(stitch_job.empty());
+  std::tie(array_job, stitch_job) =
+      SubmitThreeParts(dir, clip, {{"hang_timeout_s", 120}}, "hang@100,once=" + once);
 
   const std::string part3 = dir + "/job.json.parts/part-3-of-3";
   const bool hung = WaitUntil(
@@ -80,33 +135,16 @@ TEST_CASE("slurm: 3 parts and a stitch equal the one-machine run, and a requeued
   INFO(part3_log);
   CHECK(part3_log.find("resuming: 1 of 2 segments already finished") != std::string::npos);
   INFO(ReadText(logs + "/slurm-" + stitch_job + "-stitch.out"));
-  REQUIRE(std::filesystem::exists(dir + "/out.mp4"));
-  const std::vector<uint64_t> a =
-      FrameHashes(dir + "/whole.mp4", kPartsClipWidth, kPartsClipHeight);
-  const std::vector<uint64_t> b = FrameHashes(dir + "/out.mp4", kPartsClipWidth, kPartsClipHeight);
-  CHECK(a.size() == static_cast<size_t>(kPartsClipFrames));
-  CHECK(a == b);
+  CheckSameAsWholeRun(dir);
   CHECK_FALSE(FirstStream(Probe(dir + "/out.mp4"), "audio").is_null());
 }
 
 TEST_CASE("slurm: the service with backend slurm files a submitted job in done/ with its output") {
   UseLocalSlurm();
-  Service s = MakeService("slurm_service", {{"backend", "slurm"},
-                                            {"slurm_parts", 2},
-                                            {"slurm_poll_s", 0.2},
-                                            {"slurm_options", {"--time=10"}}});
-  const std::string clip = MakePartsClip(s.dir);
-  const std::string model = ModelCopy("identity", s.dir);
+  Service s = SlurmService("slurm_service");
   BackgroundJob serve = Serve(s);
   KillOnExit guard{serve};
-  Drop(s, "j1",
-       nlohmann::json{{"input", clip},
-                      {"output", s.dir + "/out.mp4"},
-                      {"model", model},
-                      {"workers", 1},
-                      {"chunk_frames", 4},
-                      {"segment_seconds", 1.0}}
-           .dump());
+  DropPartsJob(s);
   const std::string result = s.spool + "/done/j1/result.json";
   const bool done = WaitUntil([&] { return std::filesystem::exists(result); }, 180);
   INFO(ReadText(s.dir + "/serve.stderr"));
@@ -120,4 +158,79 @@ TEST_CASE("slurm: the service with backend slurm files a submitted job in done/ 
   // Two parts ran as one Slurm array: their logs are beside the spool's copy of the job.
   const std::string logs = s.spool + "/done/j1/job.json.slurm";
   CHECK(ReadText(logs + "/slurm.json").find("\"parts\": 2") != std::string::npos);
+}
+
+TEST_CASE("slurm: resume runs again only the part whose task failed, then stitches") {
+  UseLocalSlurm();
+  const std::string dir = ScratchDir("slurm_resume");
+  const std::string clip = ClipAndWholeRun(dir);
+
+  // Part 2 (segment 1, frames 32..63) loses its worker once at frame 40; with one attempt per
+  // chunk its `framemill run` fails, and the stitch's dependency can never be satisfied.
+  const std::string once = dir + "/exit.once";
+  std::string array_job, stitch_job;
+  std::tie(array_job, stitch_job) =
+      SubmitThreeParts(dir, clip, {{"max_attempts", 1}}, "exit:3@40,once=" + once);
+
+  // While the array's tasks are queued or running, resume refuses and names them.
+  RunResult early = Framemill(dir, "slurm resume job.json");
+  CHECK(early.exit_code != 0);
+  CHECK(early.err.find("still has tasks queued or running") != std::string::npos);
+
+  const bool stuck = WaitUntil(
+      [&] {
+        return Shell("squeue -h -j " + stitch_job + " -o %r 2>/dev/null")
+                       .out.find("DependencyNeverSatisfied") != std::string::npos &&
+               !InQueue(array_job);
+      },
+      120);
+  REQUIRE_MESSAGE(stuck, Shell("squeue").out);
+  REQUIRE(std::filesystem::exists(once));
+
+  RunResult resume = Framemill(dir, "slurm resume job.json");
+  std::string array2, stitch2;
+  std::tie(array2, stitch2) = PrintedIds(resume);
+  CHECK(array2 != array_job);
+  CHECK(resume.err.find("part(s) 2 of") != std::string::npos);
+  const bool finished =
+      WaitUntil([&] { return !InQueue(array2) && !InQueue(stitch2) && !InQueue(stitch_job); }, 180);
+  REQUIRE_MESSAGE(finished, Shell("squeue").out);
+
+  const std::string logs = dir + "/job.json.slurm";
+  // Only part 2 ran again: parts 1 and 3 kept the segments their first tasks made.
+  CHECK(std::filesystem::exists(logs + "/slurm-" + array2 + "_2.out"));
+  CHECK_FALSE(std::filesystem::exists(logs + "/slurm-" + array2 + "_1.out"));
+  CHECK_FALSE(std::filesystem::exists(logs + "/slurm-" + array2 + "_3.out"));
+  const std::string record = ReadText(logs + "/slurm.json");
+  CHECK(record.find("\"stitch_job\": \"" + stitch_job + "\"") != std::string::npos);  // history
+  CHECK(record.find("\"array_job\": \"" + array2 + "\"") != std::string::npos);
+  INFO(ReadText(logs + "/slurm-" + stitch2 + "-stitch.out"));
+  CheckSameAsWholeRun(dir);
+
+  // Finished and stitched: nothing left to resume.
+  RunResult again = Framemill(dir, "slurm resume job.json");
+  CHECK(again.exit_code != 0);
+  CHECK(again.err.find("nothing to resume") != std::string::npos);
+}
+
+TEST_CASE("slurm: the service resumes once a job whose part failed, and files it in done/") {
+  UseLocalSlurm();
+  Service s = SlurmService("slurm_service_resume");
+  // Part 1 (frames 0..63) loses its worker once at frame 40; one attempt per chunk fails it.
+  BackgroundJob serve =
+      Serve(s, {{"FRAMEMILL_TEST_FAULT", "exit:3@40,once=" + s.dir + "/exit.once"}});
+  KillOnExit guard{serve};
+  DropPartsJob(s, {{"max_attempts", 1}});
+  const std::string result = s.spool + "/done/j1/result.json";
+  const bool done = WaitUntil([&] { return std::filesystem::exists(result); }, 180);
+  const std::string log = ReadText(s.dir + "/serve.stderr");
+  INFO(log);
+  REQUIRE(done);
+  CHECK(std::filesystem::exists(s.dir + "/exit.once"));
+  CHECK(log.find("resubmitted part(s)") != std::string::npos);
+  CHECK(ReadJson(result)["status"] == "done");
+  CHECK(CountFrames(s.dir + "/out.mp4") == kPartsClipFrames);
+  const nlohmann::json record = ReadJson(s.spool + "/done/j1/job.json.slurm/slurm.json");
+  CHECK(record["history"].size() == 1);
+  CHECK(record["resumed_parts"] == nlohmann::json::array({1}));
 }

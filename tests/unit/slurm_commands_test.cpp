@@ -49,6 +49,19 @@ TEST_CASE("slurm: an array of parts, then a stitch after it, the GPU options to 
   }
 }
 
+TEST_CASE("slurm: a resume's array runs the named parts only, and a stitch alone has no dependency") {
+  JobSpec job;
+  const std::vector<std::string> a =
+      SbatchArrayArgs("f", "", "/j.json", "/l", 4, job, {"--time=10"}, {2, 4});
+  CHECK(Has(a, "--array=2,4"));
+  CHECK_FALSE(Has(a, "--array=1-4"));
+  // The task id is the part's index among all 4, not among those run again.
+  CHECK(a.back() == "--wrap=exec 'f' run '/j.json' --part \"$SLURM_ARRAY_TASK_ID/4\"");
+  const std::vector<std::string> s = SbatchStitchArgs("f", "", "/j.json", "/l", "", {"--time=10"});
+  for (const std::string& arg : s) CHECK(arg.rfind("--dependency", 0) != 0);
+  CHECK(Has(s, "--time=10"));
+}
+
 TEST_CASE("slurm: the job id of sbatch --parsable, with or without a cluster name") {
   CHECK(*ParseParsableId("1234\n") == "1234");
   CHECK(*ParseParsableId("1234;cluster\n") == "1234");

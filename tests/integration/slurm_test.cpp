@@ -160,23 +160,33 @@ TEST_CASE("slurm: the service with backend slurm files a submitted job in done/ 
   CHECK(ReadText(logs + "/slurm.json").find("\"parts\": 2") != std::string::npos);
 }
 
-TEST_CASE("slurm: resume runs again only the part whose task failed, then stitches") {
+TEST_CASE("slurm: a task cancelled mid-part is run again by resume, from its own done-log") {
   UseLocalSlurm();
   const std::string dir = ScratchDir("slurm_resume");
   const std::string clip = ClipAndWholeRun(dir);
 
-  // Part 2 (segment 1, frames 32..63) loses its worker once at frame 40; with one attempt per
-  // chunk its `framemill run` fails, and the stitch's dependency can never be satisfied.
-  const std::string once = dir + "/exit.once";
+  // Part 3 (segments 2 and 3, frames 64..119) hangs once at frame 100, after segment 2; then its
+  // task is cancelled, and the stitch's afterok dependency can never be satisfied.
+  const std::string once = dir + "/hang.once";
   std::string array_job, stitch_job;
   std::tie(array_job, stitch_job) =
-      SubmitThreeParts(dir, clip, {{"max_attempts", 1}}, "exit:3@40,once=" + once);
+      SubmitThreeParts(dir, clip, {{"hang_timeout_s", 120}}, "hang@100,once=" + once);
+  const std::string part3 = dir + "/job.json.parts/part-3-of-3";
+  const bool hung = WaitUntil(
+      [&] {
+        return std::filesystem::exists(once) &&
+               ReadText(part3 + "/state.json").find("\"index\": 2") != std::string::npos;
+      },
+      120);
+  REQUIRE_MESSAGE(hung, "part 3 did not reach its hang after segment 2");
 
   // While the array's tasks are queued or running, resume refuses and names them.
   RunResult early = Framemill(dir, "slurm resume job.json");
   CHECK(early.exit_code != 0);
   CHECK(early.err.find("still has tasks queued or running") != std::string::npos);
 
+  RunResult cancel = Shell("scancel " + array_job + "_3");
+  REQUIRE_MESSAGE(cancel.exit_code == 0, cancel.err);
   const bool stuck = WaitUntil(
       [&] {
         return Shell("squeue -h -j " + stitch_job + " -o %r 2>/dev/null")
@@ -185,22 +195,23 @@ TEST_CASE("slurm: resume runs again only the part whose task failed, then stitch
       },
       120);
   REQUIRE_MESSAGE(stuck, Shell("squeue").out);
-  REQUIRE(std::filesystem::exists(once));
 
   RunResult resume = Framemill(dir, "slurm resume job.json");
   std::string array2, stitch2;
   std::tie(array2, stitch2) = PrintedIds(resume);
   CHECK(array2 != array_job);
-  CHECK(resume.err.find("part(s) 2 of") != std::string::npos);
+  CHECK(resume.err.find("part(s) 3 of") != std::string::npos);
   const bool finished =
       WaitUntil([&] { return !InQueue(array2) && !InQueue(stitch2) && !InQueue(stitch_job); }, 180);
   REQUIRE_MESSAGE(finished, Shell("squeue").out);
 
   const std::string logs = dir + "/job.json.slurm";
-  // Only part 2 ran again: parts 1 and 3 kept the segments their first tasks made.
-  CHECK(std::filesystem::exists(logs + "/slurm-" + array2 + "_2.out"));
+  // Only part 3 ran again, and it kept the segment it had finished before it was cancelled.
+  const std::string part3_log = ReadText(logs + "/slurm-" + array2 + "_3.out");
+  INFO(part3_log);
+  CHECK(part3_log.find("resuming: 1 of 2 segments already finished") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(logs + "/slurm-" + array2 + "_1.out"));
-  CHECK_FALSE(std::filesystem::exists(logs + "/slurm-" + array2 + "_3.out"));
+  CHECK_FALSE(std::filesystem::exists(logs + "/slurm-" + array2 + "_2.out"));
   const std::string record = ReadText(logs + "/slurm.json");
   CHECK(record.find("\"stitch_job\": \"" + stitch_job + "\"") != std::string::npos);  // history
   CHECK(record.find("\"array_job\": \"" + array2 + "\"") != std::string::npos);

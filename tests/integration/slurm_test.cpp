@@ -66,6 +66,25 @@ std::pair<std::string, std::string> SubmitThreeParts(const std::string& dir,
                               "FRAMEMILL_TEST_FAULT=" + fault));
 }
 
+// Submits 3 parts of ClipAndWholeRun's clip whose part 3 (segments 2 and 3, frames 64..119)
+// hangs once at frame 100, after finishing segment 2, and waits until it hangs there. Returns
+// the array and stitch job ids.
+std::pair<std::string, std::string> SubmitWithPart3Hung(const std::string& dir,
+                                                        const std::string& clip) {
+  const std::string once = dir + "/hang.once";
+  std::pair<std::string, std::string> ids =
+      SubmitThreeParts(dir, clip, {{"hang_timeout_s", 120}}, "hang@100,once=" + once);
+  const std::string part3 = dir + "/job.json.parts/part-3-of-3";
+  const bool hung = WaitUntil(
+      [&] {
+        return std::filesystem::exists(once) &&
+               ReadText(part3 + "/state.json").find("\"index\": 2") != std::string::npos;
+      },
+      120);
+  REQUIRE_MESSAGE(hung, "part 3 did not reach its hang after segment 2");
+  return ids;
+}
+
 // A service with backend slurm (2 parts a job, squeue asked every 0.2 s).
 Service SlurmService(const std::string& name) {
   return MakeService(name, {{"backend", "slurm"},
@@ -104,20 +123,8 @@ TEST_CASE("slurm: 3 parts and a stitch equal the one-machine run, and a requeued
   const std::string dir = ScratchDir("slurm_three");
   const std::string clip = ClipAndWholeRun(dir);
 
-  // Part 3 (segments 2 and 3, frames 64..119) hangs once at frame 100, after segment 2.
-  const std::string once = dir + "/hang.once";
   std::string array_job, stitch_job;
-  std::tie(array_job, stitch_job) =
-      SubmitThreeParts(dir, clip, {{"hang_timeout_s", 120}}, "hang@100,once=" + once);
-
-  const std::string part3 = dir + "/job.json.parts/part-3-of-3";
-  const bool hung = WaitUntil(
-      [&] {
-        return std::filesystem::exists(once) &&
-               ReadText(part3 + "/state.json").find("\"index\": 2") != std::string::npos;
-      },
-      120);
-  REQUIRE_MESSAGE(hung, "part 3 did not reach its hang after segment 2");
+  std::tie(array_job, stitch_job) = SubmitWithPart3Hung(dir, clip);
   RunResult status = Framemill(dir, "slurm status job.json");
   CHECK(status.exit_code == 0);
   CHECK(status.out.find("part 3/3") != std::string::npos);
@@ -165,20 +172,10 @@ TEST_CASE("slurm: a task cancelled mid-part is run again by resume, from its own
   const std::string dir = ScratchDir("slurm_resume");
   const std::string clip = ClipAndWholeRun(dir);
 
-  // Part 3 (segments 2 and 3, frames 64..119) hangs once at frame 100, after segment 2; then its
-  // task is cancelled, and the stitch's afterok dependency can never be satisfied.
-  const std::string once = dir + "/hang.once";
+  // Part 3 hangs after its first segment; then its task is cancelled, and the stitch's afterok
+  // dependency can never be satisfied.
   std::string array_job, stitch_job;
-  std::tie(array_job, stitch_job) =
-      SubmitThreeParts(dir, clip, {{"hang_timeout_s", 120}}, "hang@100,once=" + once);
-  const std::string part3 = dir + "/job.json.parts/part-3-of-3";
-  const bool hung = WaitUntil(
-      [&] {
-        return std::filesystem::exists(once) &&
-               ReadText(part3 + "/state.json").find("\"index\": 2") != std::string::npos;
-      },
-      120);
-  REQUIRE_MESSAGE(hung, "part 3 did not reach its hang after segment 2");
+  std::tie(array_job, stitch_job) = SubmitWithPart3Hung(dir, clip);
 
   // While the array's tasks are queued or running, resume refuses and names them.
   RunResult early = Framemill(dir, "slurm resume job.json");

@@ -82,10 +82,11 @@ for step in "${steps[@]}"; do
       # The GPU image lacks OpenCV and mkvmerge, both configure errors in tests/CMakeLists.txt:
       # the real-footage tests are turned off, and mkvmerge's find_program cache is pre-set to
       # /bin/true so that configure passes (the tests that need mkvmerge are not run here), and so is
-      # promtool's (the metrics tests are not run here).
+      # promtool's (the metrics tests are not run here), and node's (the TF.js reference test is
+      # not run here).
       cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_PREFIX_PATH="$prefix" \
         -DFRAMEMILL_FUZZ=OFF -DFRAMEMILL_REAL_FOOTAGE_TESTS=OFF -DFRAMEMILL_TEST_MKVMERGE=/bin/true \
-        -DFRAMEMILL_TEST_PROMTOOL=/bin/true \
+        -DFRAMEMILL_TEST_PROMTOOL=/bin/true -DFRAMEMILL_TEST_NODE=/bin/true \
         > "$OUT/cmake.log" 2>&1 || { tail -40 "$OUT/cmake.log"; exit 1; }
       grep -E "framemill:|CUDA" "$OUT/cmake.log" | head
       cmake --build build-gpu -j "$(nproc)" -- -k 0 > "$OUT/build.log" 2>&1 ||

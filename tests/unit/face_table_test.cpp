@@ -12,6 +12,7 @@
 #include "common/file_util.h"
 #include "supervisor/faces/face_pass.h"
 #include "supervisor/faces/face_table.h"
+#include "supervisor/faces/job_faces.h"
 #include "supervisor/report/face_figures.h"
 #include "supervisor/report/job_result.h"
 
@@ -192,4 +193,46 @@ TEST_CASE("face table: tracks become warps, and the figures of result.json") {
   CHECK_FALSE(DoneResultJson("j1", report, "a", "b").contains("faces"));
   report.faces = figures;
   CHECK(DoneResultJson("j1", report, "a", "b")["faces"] == j);
+}
+
+TEST_CASE("face table: a job with face_table gets its own frames of it, or a clear error") {
+  const std::string dir = TempDir("job");
+  const FaceTable t = Sample(300);  // frames 100..399 of a 400-frame video
+  REQUIRE(WriteFaceTable(dir + "/t.json", t).ok());
+  MediaInfo media;
+  media.video.display_width = 1920;
+  media.video.display_height = 1080;
+  media.video.frame_count = 400;
+  JobSettings settings;
+  settings.mode = JobMode::kFaces;
+  settings.faces.table = dir + "/t.json";
+  JobFacesInput input;
+  input.media = &media;
+  input.first = 150;
+  input.end = 250;
+  const std::atomic<bool> stop{false};
+  Result<FaceTable> mine = FacesForJob(Config{}, settings, input, stop);
+  REQUIRE(mine.ok());
+  CHECK(mine->first_frame == 150);
+  REQUIRE(mine->frames.size() == 100);
+  for (size_t f = 0; f < 100; ++f) {
+    REQUIRE(mine->frames[f].size() == t.frames[f + 50].size());
+    for (size_t i = 0; i < t.frames[f + 50].size(); ++i) {
+      CHECK(std::memcmp(&mine->frames[f][i], &t.frames[f + 50][i], sizeof(FaceWarp)) == 0);
+    }
+  }
+  // Sample's frames 50, 60, ..., 140 have no first face; 70 and 140 have the second.
+  CHECK(mine->stats.frames_without_faces == 10 - 2);
+
+  settings.faces.size = 256;
+  Result<FaceTable> other = FacesForJob(Config{}, settings, input, stop);
+  REQUIRE_FALSE(other.ok());
+  CHECK(other.status().code() == StatusCode::kInvalidJob);
+  CHECK(other.status().message().find("job.face_table " + dir + "/t.json: its face_size is 512") !=
+        std::string::npos);
+  settings.faces.table = dir + "/none.json";
+  Result<FaceTable> none = FacesForJob(Config{}, settings, input, stop);
+  CHECK(none.status().code() == StatusCode::kInputMissing);
+  CHECK(none.status().message().rfind("job.face_table: ", 0) == 0);
+  fs::remove_all(dir);
 }

@@ -91,3 +91,15 @@ TEST_CASE("face keys: bad values fail the job, naming the key") {
   // In frames mode the face keys are read but not required.
   CHECK(ParseJob(Job({{"blend", 40}, {"face_size", 64}}), JobSettings{}).ok());
 }
+
+TEST_CASE("face keys: config/framemill.json gives the built-in face defaults") {
+  Result<Config> file = LoadConfig(std::string(FRAMEMILL_SOURCE_DIR) + "/config/framemill.json");
+  REQUIRE(file.ok());
+  const JobSettings builtin;
+  CHECK(file->defaults.mode == builtin.mode);
+  CHECK(file->defaults.faces.size == builtin.faces.size);
+  CHECK(file->defaults.faces.margin == builtin.faces.margin);
+  CHECK(file->defaults.faces.min_size == builtin.faces.min_size);
+  CHECK(file->defaults.faces.max_faces == builtin.faces.max_faces);
+  CHECK(file->defaults.faces.blend == builtin.faces.blend);
+}

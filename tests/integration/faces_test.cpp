@@ -9,7 +9,8 @@
 // every frame. The talking head d0 has one face on every frame, one track, and crops that move
 // smoothly (the largest frame-to-frame jump of the crop's centre is a few pixels), the same with
 // one detection thread as with two; the flower clip has none; a corrupt detector fails before any
-// frame and writes no table.
+// frame and writes no table. The alignment's closed-form fit is OpenCV's
+// estimateAffinePartial2D on all four points (calib3d is here, not in framemill).
 #include <cmath>
 #include <fstream>
 #include <string>
@@ -17,10 +18,12 @@
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
+#include <opencv2/calib3d.hpp>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 
 #include "harness.h"
+#include "supervisor/faces/face_align.h"
 
 using namespace framemill::test;
 
@@ -244,4 +247,27 @@ TEST_CASE("face table: a corrupt detector fails before any frame and writes no t
   CHECK(r.err.find(dir + "/text.onnx") != std::string::npos);
   CHECK(r.err.find("cannot read it as ONNX") != std::string::npos);
   CHECK_FALSE(std::ifstream(dir + "/t.json").good());
+}
+
+TEST_CASE("face table: the alignment's fit is what cv::estimateAffinePartial2D finds") {
+  // Keypoints off a similarity by a few pixels each, so that the fit has something to average.
+  const std::array<framemill::FacePoint, framemill::kAlignPoints> from = {
+      framemill::FacePoint{210.0f, 180.0f}, {301.5f, 171.0f}, {262.0f, 236.0f}, {259.0f, 290.5f}};
+  const std::array<framemill::FacePoint, framemill::kAlignPoints> to =
+      framemill::TemplatePoints(512, 0.0);
+  std::optional<std::array<float, 6>> mine = framemill::FitSimilarity(from, to);
+  REQUIRE(mine.has_value());
+  std::vector<cv::Point2f> src, dst;
+  for (int i = 0; i < framemill::kAlignPoints; ++i) {
+    src.emplace_back(from[i].x, from[i].y);
+    dst.emplace_back(to[i].x, to[i].y);
+  }
+  // RANSAC with a threshold no point misses keeps all four, then refines on them (least squares).
+  const cv::Mat cv_fit =
+      cv::estimateAffinePartial2D(src, dst, cv::noArray(), cv::RANSAC, 1e6, 2000, 0.99, 100);
+  REQUIRE(!cv_fit.empty());
+  for (int i = 0; i < 6; ++i) {
+    INFO("element " << i);
+    CHECK((*mine)[i] == doctest::Approx(cv_fit.at<double>(i / 3, i % 3)).epsilon(1e-3));
+  }
 }

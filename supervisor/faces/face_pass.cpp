@@ -66,8 +66,11 @@ Result<FaceTable> RunFacePass(const FacePassInput& input, const FacePassOptions&
     detectors.push_back(std::move(*d));
   }
 
+  // Without a seek (frame 0, or a video without timestamps) ffmpeg starts at frame 0 and the
+  // frames before `first` are read and dropped here; either way it stops by itself at `end`.
   DecodeSeek seek = SeekFor(v, input.media->start_time, input.first, end - input.first);
   int64_t next = seek.seeks() ? input.first : 0;
+  seek.max_frames = end - next;
   Result<std::unique_ptr<FrameReader>> reader =
       FrameReader::Start(input.ffmpeg, *input.source, v, input.stderr_path, FrameFormat::kRgb24,
                          input.filters, /*accurate_color=*/false, seek);
@@ -122,7 +125,7 @@ Result<FaceTable> RunFacePass(const FacePassInput& input, const FacePassOptions&
       detections.push_back(std::move(d.faces));
     }
   }
-  (*reader).reset();  // stops ffmpeg if it would decode past `end` (no -frames:v without a seek)
+  FM_RETURN_IF_ERROR((*reader)->Finish());
 
   FaceTrackOptions tracking = options.tracking;
   tracking.min_size = options.face.min_size;

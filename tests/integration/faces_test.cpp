@@ -9,9 +9,13 @@
 // every frame. The talking head d0 has one face on every frame, one track, and crops that move
 // smoothly (the largest frame-to-frame jump of the crop's centre is a few pixels), the same with
 // one detection thread as with two; the flower clip has none; a corrupt detector fails before any
-// frame and writes no table. The alignment's closed-form fit is OpenCV's
+// frame and writes no table. A part of a job (frames 30..59, found by seeking; frames 0..19, the
+// decoder stopping by itself) gets the whole video's warps on the frames its smoothing window does
+// not reach past its ends. The alignment's closed-form fit is OpenCV's
 // estimateAffinePartial2D on all four points (calib3d is here, not in framemill).
 #include <cmath>
+#include <cstring>
+#include <fcntl.h>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -23,7 +27,10 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include "harness.h"
+#include "common/checked_file.h"
 #include "supervisor/faces/face_align.h"
+#include "supervisor/faces/job_faces.h"
+#include "supervisor/media/source_geometry.h"
 
 using namespace framemill::test;
 
@@ -269,5 +276,55 @@ TEST_CASE("face table: the alignment's fit is what cv::estimateAffinePartial2D f
   for (int i = 0; i < 6; ++i) {
     INFO("element " << i);
     CHECK((*mine)[i] == doctest::Approx(cv_fit.at<double>(i / 3, i % 3)).epsilon(1e-3));
+  }
+}
+
+TEST_CASE("face table: a part's face pass agrees with the whole video's inside the part") {
+  const std::string dir = ScratchDir("face_table_part");
+  const std::string path = TestClip("d0.mp4");
+  const framemill::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  REQUIRE(fd.valid());
+  framemill::Result<std::vector<std::string>> restrictions =
+      framemill::InputRestrictions("ffprobe", framemill::PlaylistInputs::kRefuse);
+  REQUIRE(restrictions.ok());
+  const framemill::SourceFile source{fd.get(), path, *restrictions};
+  framemill::Result<framemill::MediaInfo> media =
+      framemill::ProbeMedia("ffprobe", source, /*frame_times=*/true);
+  REQUIRE(media.ok());
+  framemill::Result<std::vector<std::string>> filters =
+      framemill::GeometryFilters(media->video, framemill::Deinterlace::kAuto);
+  REQUIRE(filters.ok());
+  framemill::JobSettings settings;
+  settings.mode = framemill::JobMode::kFaces;
+  settings.faces.detector = kFront;
+  settings.faces.size = 256;
+  const std::atomic<bool> stop{false};
+  auto pass = [&](int64_t first, int64_t end) {
+    framemill::JobFacesInput input;
+    input.source = &source;
+    input.media = &*media;
+    input.filters = *filters;
+    input.first = first;
+    input.end = end;
+    input.stderr_path = dir + "/decoder.log";
+    input.threads = 2;
+    framemill::Result<framemill::FaceTable> t =
+        framemill::FacesForJob(framemill::Config{}, settings, input, stop);
+    REQUIRE_MESSAGE(t.ok(), t.status().ToString());
+    CHECK(t->first_frame == first);
+    REQUIRE(static_cast<int64_t>(t->frames.size()) == end - first);
+    return *t;
+  };
+  const framemill::FaceTable whole = pass(0, 78);
+  // R = 2: frames 2 or more inside a part's ends see the same window as in the whole video.
+  for (const auto& [first, end] : {std::pair<int64_t, int64_t>{30, 60}, {0, 20}}) {
+    const framemill::FaceTable part = pass(first, end);
+    for (int64_t f = first + (first > 0 ? 2 : 0); f < end - 2; ++f) {
+      INFO("frame " << f << " of the part " << first << ".." << end - 1);
+      REQUIRE(part.frames[f - first].size() == 1);
+      REQUIRE(whole.frames[f].size() == 1);
+      CHECK(std::memcmp(&part.frames[f - first][0], &whole.frames[f][0],
+                        sizeof(framemill::FaceWarp)) == 0);
+    }
   }
 }

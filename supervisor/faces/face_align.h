@@ -17,8 +17,8 @@
 // Fit: the least-squares similarity (rotation, uniform scale, shift: 4 parameters) from the four
 // keypoints to the four template points, in closed form (centred coordinates; no reflection). It
 // is what cv::estimateAffinePartial2D finds on all four points (faces_test checks it) without
-// OpenCV's calib3d in framemill; its robust methods (RANSAC, LMEDS) fit 2-point subsets and can drop
-// a point, which four points cannot afford.
+// OpenCV's calib3d in framemill; its robust methods (RANSAC, LMEDS) fit 2-point subsets and can
+// drop a point, which four points cannot afford.
 #pragma once
 
 #include <array>

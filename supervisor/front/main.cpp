@@ -311,7 +311,7 @@ void DefineCommands(CLI::App& app, Request& rq) {
                     "Write each sampled frame with its faces drawn as DIR/faces-NNN.png")
       ->type_name("DIR");
   faces->add_flag("--json", rq.json, "Print one JSON document");
-  faces->add_option("--table", rq.face_table,
+  CLI::Option* table = faces->add_option("--table", rq.face_table,
                     "Detect, track and align the faces of every frame instead, and write them as "
                     "a face table (for the job key face_table)")
       ->type_name("OUT");
@@ -319,21 +319,26 @@ void DefineCommands(CLI::App& app, Request& rq) {
                     "key face_size, default 512)")
       ->check(CLI::Range(static_cast<int>(framemill::kMinFaceSize),
                          static_cast<int>(framemill::kMaxFaceSize)))
-      ->type_name("S");
+      ->type_name("S")
+      ->needs(table);
   faces->add_option("--face-margin", rq.face_pass.face.margin, "With --table: job key face_margin")
       ->check(CLI::Range(framemill::kMinFaceMargin, framemill::kMaxFaceMargin))
-      ->type_name("M");
+      ->type_name("M")
+      ->needs(table);
   faces->add_option("--face-min-size", rq.face_pass.face.min_size,
                     "With --table: job key face_min_size (pixels)")
       ->check(CLI::Range(1, framemill::kMaxFaceMinSize))
-      ->type_name("PX");
+      ->type_name("PX")
+      ->needs(table);
   faces->add_option("--max-faces", rq.face_pass.face.max_faces, "With --table: job key max_faces")
       ->check(CLI::Range(1, static_cast<int>(framemill::kMaxFacesPerFrame)))
-      ->type_name("N");
+      ->type_name("N")
+      ->needs(table);
   faces->add_option("--threads", rq.face_pass.threads,
                     "With --table: detection threads (default: the machine's cores)")
       ->check(CLI::Range(1, 256))
-      ->type_name("N");
+      ->type_name("N")
+      ->needs(table);
 
   app.add_subcommand("serve",
                      "Drain the spool directory (config spool_dir) until stopped; for systemd");

@@ -11,8 +11,8 @@
 // one detection thread as with two; the flower clip has none; a corrupt detector fails before any
 // frame and writes no table. A part of a job (frames 30..59, found by seeking; frames 0..19, the
 // decoder stopping by itself) gets the whole video's warps on the frames its smoothing window does
-// not reach past its ends. The alignment's closed-form fit is OpenCV's
-// estimateAffinePartial2D on all four points (calib3d is here, not in framemill).
+// not reach past its ends; a set stop flag cancels the pass. The alignment's closed-form fit is
+// OpenCV's estimateAffinePartial2D on all four points (calib3d is here, not in framemill).
 #include <cmath>
 #include <cstring>
 #include <fcntl.h>
@@ -316,6 +316,18 @@ TEST_CASE("face table: a part's face pass agrees with the whole video's inside t
     return *t;
   };
   const framemill::FaceTable whole = pass(0, 78);
+  {
+    // A set stop flag ends the pass before its first batch.
+    const std::atomic<bool> stopped{true};
+    framemill::JobFacesInput input;
+    input.source = &source;
+    input.media = &*media;
+    input.filters = *filters;
+    input.stderr_path = dir + "/decoder.log";
+    framemill::Result<framemill::FaceTable> t =
+        framemill::FacesForJob(framemill::Config{}, settings, input, stopped);
+    CHECK(t.status().code() == framemill::StatusCode::kCancelled);
+  }
   // R = 2: frames 2 or more inside a part's ends see the same window as in the whole video.
   for (const auto& [first, end] : {std::pair<int64_t, int64_t>{30, 60}, {0, 20}}) {
     const framemill::FaceTable part = pass(first, end);

@@ -11,7 +11,8 @@
 namespace framemill {
 namespace {
 
-constexpr int kFramesPerThread = 4;  // per batch
+constexpr int kFramesPerThread = 4;                 // per batch
+constexpr size_t kMaxBatchBytes = size_t{1} << 30;  // the decoded frames of one batch, at most
 
 // Detection results of one frame.
 struct Detected {
@@ -56,9 +57,16 @@ Result<FaceTable> RunFacePass(const FacePassInput& input, const FacePassOptions&
                                              std::to_string(end) + " of a video of " +
                                              std::to_string(v.frame_count));
   }
+  const int width = v.display_width, height = v.display_height;
+  const size_t frame_bytes = static_cast<size_t>(width) * height * 3;
+  // The batch's frames stay under kMaxBatchBytes: fewer threads for very large frames.
+  const int fit = static_cast<int>(std::max<size_t>(1, kMaxBatchBytes / frame_bytes));
   const int threads =
-      std::max(1, options.threads > 0 ? options.threads
-                                      : static_cast<int>(std::thread::hardware_concurrency()));
+      std::min(fit, std::max(1, options.threads > 0
+                                    ? options.threads
+                                    : static_cast<int>(std::thread::hardware_concurrency())));
+  const size_t batch =
+      static_cast<size_t>(std::max(threads, std::min(threads * kFramesPerThread, fit)));
   std::vector<FaceDetector> detectors;
   for (int t = 0; t < threads; ++t) {
     Result<FaceDetector> d = FaceDetector::Load(options.face.detector, options.detection);
@@ -75,9 +83,6 @@ Result<FaceTable> RunFacePass(const FacePassInput& input, const FacePassOptions&
       FrameReader::Start(input.ffmpeg, *input.source, v, input.stderr_path, FrameFormat::kRgb24,
                          input.filters, /*accurate_color=*/false, seek);
   if (!reader.ok()) return reader.status();
-  const int width = v.display_width, height = v.display_height;
-  const size_t frame_bytes = static_cast<size_t>(width) * height * 3;
-  const size_t batch = static_cast<size_t>(threads) * kFramesPerThread;
   std::vector<std::vector<uint8_t>> buffers(batch, std::vector<uint8_t>(frame_bytes));
   std::vector<std::vector<Face>> detections;
   detections.reserve(static_cast<size_t>(end - input.first));

@@ -4,9 +4,10 @@
 // FaceWarps that face mode sends the workers, and the figures of the pass.
 //
 // Frames are read in batches of 4 per thread: one thread decodes a batch, then each detection
-// thread takes every n-th frame of it; the batch's buffers (4 x threads frames of rgb24) are the
-// pass's memory. Detection is on the full frame: BlazeFace letterboxes it to its own 128 or 256
-// pixels, so a smaller decode would change nothing the detector sees above that.
+// thread takes every n-th frame of it; the batch's buffers (4 x threads frames of rgb24, at most
+// 1 GiB: fewer frames, then fewer threads, for very large frames) are the pass's memory. Detection
+// is on the full frame: BlazeFace letterboxes it to its own 128 or 256 pixels, so a smaller decode
+// would change nothing the detector sees above that.
 //
 // Thread safety: RunFacePass may run on any thread; it joins its own threads before it returns.
 // Cancellable: `stop` is read before each batch.

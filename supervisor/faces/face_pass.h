@@ -6,8 +6,9 @@
 // Frames are read in batches of 4 per thread: one thread decodes a batch, then each detection
 // thread takes every n-th frame of it; the batch's buffers (4 x threads frames of rgb24, at most
 // 1 GiB: fewer frames, then fewer threads, for very large frames) are the pass's memory. Detection
-// is on the full frame: BlazeFace letterboxes it to its own 128 or 256 pixels, so a smaller decode
-// would change nothing the detector sees above that.
+// is on the full frame, which BlazeFace letterboxes to its own 128 or 256 pixels (a downscale in
+// ffmpeg before the pipe would save bytes on very large frames; not done: the warps are in the
+// full frame's pixels, as the workers see it).
 //
 // Thread safety: RunFacePass may run on any thread; it joins its own threads before it returns.
 // Cancellable: `stop` is read before each batch.

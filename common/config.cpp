@@ -120,6 +120,8 @@ Status ReadJobSettings(const nlohmann::json& object, const std::string& path, St
       r.Adopt(tile.status());
     }
   }
+  ReadEnum(r, "mode", &s->mode, ParseJobMode, "frames or faces");
+  ReadFaceSetting(r, &s->faces);
   if (r.status().ok()) {
     // A hard limit under its soft limit would kill workers that should have been recycled.
     if (s->kill.rss_mb > 0 && s->recycle.rss_mb > 0 && s->kill.rss_mb <= s->recycle.rss_mb) {

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/face_setting.h"
 #include "common/status.h"
 #include "common/tile_setting.h"
 
@@ -144,6 +145,8 @@ struct JobSettings {
   KillSettings kill;
   Deinterlace deinterlace = Deinterlace::kAuto;  // see Deinterlace
   TileSetting tile;  // frames in tiles inside the worker, and out-of-memory fallbacks
+  JobMode mode = JobMode::kFrames;  // whole frames, or faces (common/face_setting.h)
+  FaceSetting faces;                // face mode's keys (face_size, face_margin, ...)
 };
 
 // How far a worker process is confined (worker/sandbox.h). Not a job setting: a job must not

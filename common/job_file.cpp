@@ -27,6 +27,7 @@ Result<JobSpec> ParseJob(const nlohmann::json& object, const JobSettings& defaul
   // value nests.)
   FM_RETURN_IF_ERROR(ReadJobSettings(object, "job", StatusCode::kInvalidJob, &job.settings,
                                      {"input", "output", "model", "overwrite", "priority"}));
+  FM_RETURN_IF_ERROR(CheckFaceSetting(job.settings.mode, job.settings.faces, "job"));
   if (job.input == job.output) {
     return Status(StatusCode::kInvalidJob, "job.output: must differ from job.input");
   }

@@ -24,6 +24,7 @@
 #include "common/model_card.h"
 #include "common/shared_memory.h"
 #include "supervisor/faces/faces_in_video.h"
+#include "supervisor/faces/video_face_table.h"
 #include "supervisor/front/completion.h"
 #include "supervisor/front/parts_options.h"
 #include "supervisor/front/slurm_commands.h"
@@ -192,8 +193,30 @@ int PreviewCommand(const std::string& job_path, int frames, bool json,
 }
 
 // `framemill faces`: the faces found in sampled frames, as text or as one JSON document.
+// With --table: the face pass over the whole video, written as a face table (face_table.h).
 int FacesCommand(const std::string& video, const framemill::FacesInVideoOptions& options,
-                 bool json, const framemill::Config& config) {
+                 const std::string& table_path, framemill::FacePassOptions pass, bool json,
+                 const framemill::Config& config) {
+  if (!table_path.empty()) {
+    pass.face.detector = options.detector;
+    pass.detection = options.detection;
+    framemill::Result<framemill::FaceTable> table =
+        framemill::MakeVideoFaceTable(config, video, pass, g_stop);
+    framemill::Status written =
+        table.ok() ? framemill::WriteFaceTable(table_path, *table) : table.status();
+    if (!written.ok()) {
+      std::fprintf(stderr, "framemill: faces failed: %s\n", written.ToString().c_str());
+      return framemill::ExitCodeOf(written.code());
+    }
+    if (json) {
+      nlohmann::json out = {{"table", table_path}, {"frames", table->frames.size()},
+                            {"stats", framemill::ToJson(table->stats)}};
+      std::printf("%s\n", framemill::DumpJson(out, 2).c_str());
+    } else {
+      std::printf("%s: %s\n", table_path.c_str(), framemill::DescribeFaceTable(*table).c_str());
+    }
+    return kExitOk;
+  }
   framemill::Result<framemill::FacesReport> report =
       framemill::FindFacesInVideo(config, video, options, g_stop);
   return PrintReport("faces", report, json);
@@ -215,6 +238,8 @@ struct Request {
   std::string shell = "bash";                        // completion
   std::string video;                                 // faces
   framemill::FacesInVideoOptions faces;
+  std::string face_table;                            // faces --table
+  framemill::FacePassOptions face_pass;
 };
 
 // The parser: every command, option and argument, with its help. `rq` receives the values.
@@ -286,6 +311,34 @@ void DefineCommands(CLI::App& app, Request& rq) {
                     "Write each sampled frame with its faces drawn as DIR/faces-NNN.png")
       ->type_name("DIR");
   faces->add_flag("--json", rq.json, "Print one JSON document");
+  CLI::Option* table = faces->add_option("--table", rq.face_table,
+                    "Detect, track and align the faces of every frame instead, and write them as "
+                    "a face table (for the job key face_table)")
+      ->type_name("OUT");
+  faces->add_option("--face-size", rq.face_pass.face.size, "With --table: the crop side (job "
+                    "key face_size, default 512)")
+      ->check(CLI::Range(static_cast<int>(framemill::kMinFaceSize),
+                         static_cast<int>(framemill::kMaxFaceSize)))
+      ->type_name("S")
+      ->needs(table);
+  faces->add_option("--face-margin", rq.face_pass.face.margin, "With --table: job key face_margin")
+      ->check(CLI::Range(framemill::kMinFaceMargin, framemill::kMaxFaceMargin))
+      ->type_name("M")
+      ->needs(table);
+  faces->add_option("--face-min-size", rq.face_pass.face.min_size,
+                    "With --table: job key face_min_size (pixels)")
+      ->check(CLI::Range(1, framemill::kMaxFaceMinSize))
+      ->type_name("PX")
+      ->needs(table);
+  faces->add_option("--max-faces", rq.face_pass.face.max_faces, "With --table: job key max_faces")
+      ->check(CLI::Range(1, static_cast<int>(framemill::kMaxFacesPerFrame)))
+      ->type_name("N")
+      ->needs(table);
+  faces->add_option("--threads", rq.face_pass.threads,
+                    "With --table: detection threads (default: the machine's cores)")
+      ->check(CLI::Range(1, 256))
+      ->type_name("N")
+      ->needs(table);
 
   app.add_subcommand("serve",
                      "Drain the spool directory (config spool_dir) until stopped; for systemd");
@@ -392,7 +445,9 @@ int Main(int argc, char** argv) {
   if (name == "stitch") return RunCommand(rq.job_path, "", true, *config);
   if (name == "slurm") return framemill::SlurmCommand(*cmd, rq.config_path, rq.job_path, rq.slurm, *config);
   if (name == "preview") return PreviewCommand(rq.job_path, rq.frames, rq.json, *config);
-  if (name == "faces") return FacesCommand(rq.video, rq.faces, rq.json, *config);
+  if (name == "faces") {
+    return FacesCommand(rq.video, rq.faces, rq.face_table, rq.face_pass, rq.json, *config);
+  }
   if (name == "serve") {
     // The slurm backend's tasks run `framemill` with the submitting environment: the same config.
     if (!rq.config_path.empty()) {

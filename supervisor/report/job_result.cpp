@@ -85,7 +85,7 @@ int TotalRecycles(const DispatchStats& d) {
 
 nlohmann::json DoneResultJson(const std::string& id, const JobReport& r,
                               const std::string& started_at, const std::string& finished_at) {
-  return {{"version", kResultVersion},
+  nlohmann::json result = {{"version", kResultVersion},
           {"id", id},
           {"status", "done"},
           {"output", r.output},
@@ -109,6 +109,8 @@ nlohmann::json DoneResultJson(const std::string& id, const JobReport& r,
           {"worker_start", r.dispatch.StartupFigures()},
           {"faults", r.FaultsJson()},
           {"model_fallbacks", ModelFallbacksJson(r.dispatch)}};
+  if (r.faces.present) result["faces"] = r.faces.ToJson();
+  return result;
 }
 
 nlohmann::json ModelFallbacksJson(const DispatchStats& d) {

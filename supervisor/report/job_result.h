@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
+#include "supervisor/report/face_figures.h"
 #include "supervisor/workers/dispatcher.h"
 
 namespace framemill {
@@ -71,6 +72,7 @@ struct JobReport {
   // matrix of an untagged source), one sentence each.
   std::string output_pix_fmt;
   std::vector<std::string> warnings;
+  FaceFigures faces;  // face mode: result.json's "faces" (absent in frames mode)
 };
 
 // The job report's file (<output>.report.html): where it was written, or why it was not.

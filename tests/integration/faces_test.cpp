@@ -4,16 +4,33 @@
 // and on the right sides; the film scene friday.mp4: faces on its frames), none on a clip without
 // a face (flower.webm); the drawn frame has its box where the JSON says; a corrupt detector file
 // fails before any frame, naming the file and OpenCV's reason.
+//
+// `framemill faces VIDEO --table OUT`: face mode's face pass (detection, tracking, alignment) over
+// every frame. The talking head d0 has one face on every frame, one track, and crops that move
+// smoothly (the largest frame-to-frame jump of the crop's centre is a few pixels), the same with
+// one detection thread as with two; the flower clip has none; a corrupt detector fails before any
+// frame and writes no table. A part of a job (frames 30..59, found by seeking; frames 0..19, the
+// decoder stopping by itself) gets the whole video's warps on the frames its smoothing window does
+// not reach past its ends; a set stop flag cancels the pass. The alignment's closed-form fit is
+// OpenCV's estimateAffinePartial2D on all four points (calib3d is here, not in framemill).
+#include <cmath>
+#include <cstring>
+#include <fcntl.h>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
+#include <opencv2/calib3d.hpp>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 
 #include "harness.h"
+#include "common/checked_file.h"
+#include "supervisor/faces/face_align.h"
+#include "supervisor/faces/job_faces.h"
+#include "supervisor/media/source_geometry.h"
 
 using namespace framemill::test;
 
@@ -82,6 +99,35 @@ void CheckTalkingHead(const nlohmann::json& frame) {
   }
 }
 
+// The face table of `clip` by `framemill faces --table` with `threads` detection threads.
+nlohmann::json Table(const std::string& dir, const std::string& clip, int threads = 2,
+                     const std::vector<std::string>& more = {}) {
+  const std::string path = dir + "/" + clip + "." + std::to_string(threads) + ".faces.json";
+  std::vector<std::string> args = {
+      TestClip(clip), "--detector", kFront, "--table", path, "--threads", std::to_string(threads),
+      "--json"};
+  args.insert(args.end(), more.begin(), more.end());
+  RunResult r = Faces(dir, args);
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json out = nlohmann::json::parse(r.out);
+  MESSAGE(clip << ": " << out.dump());
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+struct Point {
+  double x, y;
+};
+
+// Where the crop's centre lies in the frame: the inverse of [track, m0..m5] at ((S-1)/2, (S-1)/2).
+Point CropCentre(const nlohmann::json& face, int size) {
+  const double a = face[1], b = face[2], c = face[3], d = face[4], e = face[5], f = face[6];
+  const double u = (size - 1) / 2.0 - c, v = (size - 1) / 2.0 - f;
+  const double det = a * e - b * d;
+  return {(e * u - b * v) / det, (a * v - d * u) / det};
+}
+
 }  // namespace
 
 TEST_CASE("faces: one face, eyes above mouth, on each sampled frame of the talking heads") {
@@ -146,4 +192,151 @@ TEST_CASE("faces: a corrupt detector file fails before any frame, saying why") {
   RunResult missing = Faces(dir, {TestClip("d0.mp4"), "--detector", dir + "/none.onnx"});
   CHECK(missing.exit_code != 0);
   CHECK(missing.err.find("no such file") != std::string::npos);
+}
+
+TEST_CASE("face table: the talking head has one face on every frame, its crop moving smoothly") {
+  const std::string dir = ScratchDir("face_table_d0");
+  const nlohmann::json t = Table(dir, "d0.mp4", 2, {"--face-size", "256"});
+  CHECK(t["format"] == "framemill-face-table");
+  CHECK(t["width"] == 512);
+  CHECK(t["height"] == 512);
+  CHECK(t["face_size"] == 256);
+  CHECK(t["video_frames"] == 78);
+  CHECK(t["first_frame"] == 0);
+  REQUIRE(t["frames"].size() == 78);
+  CHECK(t["stats"]["tracks"] == 1);
+  CHECK(t["stats"]["frames_without_faces"] == 0);
+  double largest_jump = 0;
+  Point last{0, 0};
+  for (size_t f = 0; f < t["frames"].size(); ++f) {
+    const nlohmann::json& frame = t["frames"][f];
+    INFO("frame " << f << ": " << frame.dump());
+    REQUIRE(frame.size() == 1);
+    CHECK(frame[0][0] == 0);  // the one track
+    // The face fills a good part of the 256-pixel crop: the frame is scaled by between a third
+    // and three times (d0's face is about 200 frame pixels wide).
+    const double scale = std::hypot(frame[0][1].get<double>(), frame[0][4].get<double>());
+    CHECK(scale > 0.33);
+    CHECK(scale < 3.0);
+    const Point c = CropCentre(frame[0], 256);
+    CHECK(c.x > 0);
+    CHECK(c.x < 512);
+    CHECK(c.y > 0);
+    CHECK(c.y < 512);
+    if (f > 0) largest_jump = std::max(largest_jump, std::hypot(c.x - last.x, c.y - last.y));
+    last = c;
+  }
+  MESSAGE("d0: largest frame-to-frame jump of the crop's centre: " << largest_jump << " px");
+  CHECK(largest_jump < 6.0);
+  // Frames are shared among the detection threads; the table does not depend on how.
+  CHECK(Table(dir, "d0.mp4", 1, {"--face-size", "256"})["frames"] == t["frames"]);
+}
+
+TEST_CASE("face table: the flower clip has no face on any frame") {
+  const std::string dir = ScratchDir("face_table_flower");
+  const nlohmann::json t = Table(dir, "flower.webm");
+  CHECK(t["width"] == 960);
+  CHECK(t["height"] == 540);
+  CHECK(t["face_size"] == 512);
+  REQUIRE(t["frames"].size() == 150);
+  CHECK(t["stats"]["tracks"] == 0);
+  CHECK(t["stats"]["frames_without_faces"] == 150);
+  for (const nlohmann::json& frame : t["frames"]) CHECK(frame.empty());
+}
+
+TEST_CASE("face table: a corrupt detector fails before any frame and writes no table") {
+  const std::string dir = ScratchDir("face_table_corrupt");
+  std::ofstream(dir + "/text.onnx") << "not a network\n";
+  RunResult r = Faces(
+      dir, {TestClip("d0.mp4"), "--detector", dir + "/text.onnx", "--table", dir + "/t.json"});
+  INFO("stderr: " << r.err);
+  CHECK(r.exit_code != 0);
+  CHECK(r.err.find(dir + "/text.onnx") != std::string::npos);
+  CHECK(r.err.find("cannot read it as ONNX") != std::string::npos);
+  CHECK_FALSE(std::ifstream(dir + "/t.json").good());
+}
+
+TEST_CASE("face table: the alignment's fit is what cv::estimateAffinePartial2D finds") {
+  // Keypoints off a similarity by a few pixels each, so that the fit has something to average.
+  const std::array<framemill::FacePoint, framemill::kAlignPoints> from = {
+      framemill::FacePoint{210.0f, 180.0f}, {301.5f, 171.0f}, {262.0f, 236.0f}, {259.0f, 290.5f}};
+  const std::array<framemill::FacePoint, framemill::kAlignPoints> to =
+      framemill::TemplatePoints(512, 0.0);
+  std::optional<std::array<float, 6>> mine = framemill::FitSimilarity(from, to);
+  REQUIRE(mine.has_value());
+  std::vector<cv::Point2f> src, dst;
+  for (int i = 0; i < framemill::kAlignPoints; ++i) {
+    src.emplace_back(from[i].x, from[i].y);
+    dst.emplace_back(to[i].x, to[i].y);
+  }
+  // RANSAC with a threshold no point misses keeps all four, then refines on them (least squares).
+  const cv::Mat cv_fit =
+      cv::estimateAffinePartial2D(src, dst, cv::noArray(), cv::RANSAC, 1e6, 2000, 0.99, 100);
+  REQUIRE(!cv_fit.empty());
+  for (int i = 0; i < 6; ++i) {
+    INFO("element " << i);
+    CHECK((*mine)[i] == doctest::Approx(cv_fit.at<double>(i / 3, i % 3)).epsilon(1e-3));
+  }
+}
+
+TEST_CASE("face table: a part's face pass agrees with the whole video's inside the part") {
+  const std::string dir = ScratchDir("face_table_part");
+  const std::string path = TestClip("d0.mp4");
+  const framemill::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  REQUIRE(fd.valid());
+  framemill::Result<std::vector<std::string>> restrictions =
+      framemill::InputRestrictions("ffprobe", framemill::PlaylistInputs::kRefuse);
+  REQUIRE(restrictions.ok());
+  const framemill::SourceFile source{fd.get(), path, *restrictions};
+  framemill::Result<framemill::MediaInfo> media =
+      framemill::ProbeMedia("ffprobe", source, /*frame_times=*/true);
+  REQUIRE(media.ok());
+  framemill::Result<std::vector<std::string>> filters =
+      framemill::GeometryFilters(media->video, framemill::Deinterlace::kAuto);
+  REQUIRE(filters.ok());
+  framemill::JobSettings settings;
+  settings.mode = framemill::JobMode::kFaces;
+  settings.faces.detector = kFront;
+  settings.faces.size = 256;
+  const std::atomic<bool> stop{false};
+  auto pass = [&](int64_t first, int64_t end) {
+    framemill::JobFacesInput input;
+    input.source = &source;
+    input.media = &*media;
+    input.filters = *filters;
+    input.first = first;
+    input.end = end;
+    input.stderr_path = dir + "/decoder.log";
+    input.threads = 2;
+    framemill::Result<framemill::FaceTable> t =
+        framemill::FacesForJob(framemill::Config{}, settings, input, stop);
+    REQUIRE_MESSAGE(t.ok(), t.status().ToString());
+    CHECK(t->first_frame == first);
+    REQUIRE(static_cast<int64_t>(t->frames.size()) == end - first);
+    return *t;
+  };
+  const framemill::FaceTable whole = pass(0, 78);
+  {
+    // A set stop flag ends the pass before its first batch.
+    const std::atomic<bool> stopped{true};
+    framemill::JobFacesInput input;
+    input.source = &source;
+    input.media = &*media;
+    input.filters = *filters;
+    input.stderr_path = dir + "/decoder.log";
+    framemill::Result<framemill::FaceTable> t =
+        framemill::FacesForJob(framemill::Config{}, settings, input, stopped);
+    CHECK(t.status().code() == framemill::StatusCode::kCancelled);
+  }
+  // R = 2: frames 2 or more inside a part's ends see the same window as in the whole video.
+  for (const auto& [first, end] : {std::pair<int64_t, int64_t>{30, 60}, {0, 20}}) {
+    const framemill::FaceTable part = pass(first, end);
+    for (int64_t f = first + (first > 0 ? 2 : 0); f < end - 2; ++f) {
+      INFO("frame " << f << " of the part " << first << ".." << end - 1);
+      REQUIRE(part.frames[f - first].size() == 1);
+      REQUIRE(whole.frames[f].size() == 1);
+      CHECK(std::memcmp(&part.frames[f - first][0], &whole.frames[f][0],
+                        sizeof(framemill::FaceWarp)) == 0);
+    }
+  }
 }

@@ -1,0 +1,61 @@
+// The face pass: frames [first, end) of a video, decoded by ffmpeg as the model sees them, run
+// through BlazeFace (several threads, one FaceDetector each), tracked and smoothed
+// (face_track.h) and aligned (face_align.h) into a FaceTable (face_table.h): per frame the
+// FaceWarps that face mode sends the workers, and the figures of the pass.
+//
+// Frames are read in batches of 4 per thread: one thread decodes a batch, then each detection
+// thread takes every n-th frame of it; the batch's buffers (4 x threads frames of rgb24, at most
+// 1 GiB: fewer frames, then fewer threads, for very large frames) are the pass's memory. Detection
+// is on the full frame, which BlazeFace letterboxes to its own 128 or 256 pixels (a downscale in
+// ffmpeg before the pipe would save bytes on very large frames; not done: the warps are in the
+// full frame's pixels, as the workers see it).
+//
+// Thread safety: RunFacePass may run on any thread; it joins its own threads before it returns.
+// Cancellable: `stop` is read before each batch.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/face_setting.h"
+#include "common/status.h"
+#include "supervisor/faces/face_detector.h"
+#include "supervisor/faces/face_table.h"
+#include "supervisor/faces/face_track.h"
+#include "supervisor/media/media_probe.h"
+
+namespace framemill {
+
+struct FacePassOptions {
+  FaceSetting face;  // face_size, face_margin, face_min_size, max_faces; detector: the ONNX file
+  int threads = 0;   // detection threads; 0 = the machine's cores
+  FaceDetectorOptions detection;
+  FaceTrackOptions tracking;  // min_size and max_faces are taken from `face`
+};
+
+struct FacePassInput {
+  std::string ffmpeg = "ffmpeg";
+  const SourceFile* source = nullptr;  // the open video (not owned)
+  const MediaInfo* media = nullptr;    // its probe (frame count, timestamps, upright size)
+  // ffmpeg's -vf filters that turn frames upright as the model sees them (GeometryFilters of
+  // source_geometry.h, colour filters if wanted); frames come out display_width x display_height.
+  std::vector<std::string> filters;
+  int64_t first = 0;        // the first frame (0-based, sequential decode order)
+  int64_t end = 0;          // one past the last; 0 = the video's end
+  std::string stderr_path;  // ffmpeg's log
+};
+
+// Errors: the detector's Load errors (no file, not BlazeFace: OpenCV's words; kInternal in a
+// build without OpenCV's dnn module), the decoder's (kInputInvalid, kDecoderCrashed), kInputInvalid
+// when the video ends before `end`, kCancelled when `stop` is set.
+Result<FaceTable> RunFacePass(const FacePassInput& input, const FacePassOptions& options,
+                              const std::atomic<bool>& stop);
+
+// The table of `tracks` (faces aligned for options.face, frames from `first`), its counts filled;
+// the detection figures are the caller's. A face whose keypoints coincide is left out.
+FaceTable TableFromTracks(const FaceTracks& tracks, const FaceSetting& face, int width, int height,
+                          int64_t video_frames, int64_t first);
+
+}  // namespace framemill

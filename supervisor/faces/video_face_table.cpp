@@ -1,0 +1,58 @@
+#include "supervisor/faces/video_face_table.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <unistd.h>
+
+#include "common/checked_file.h"
+#include "common/file_util.h"
+#include "supervisor/media/source_geometry.h"
+
+namespace framemill {
+
+Result<FaceTable> MakeVideoFaceTable(const Config& config, const std::string& video,
+                                     const FacePassOptions& options,
+                                     const std::atomic<bool>& stop) {
+  Result<UniqueFd> fd = OpenCheckedFile(CheckedKind::kInput, video, {});
+  if (!fd.ok()) return fd.status();
+  Result<std::vector<std::string>> restrictions =
+      InputRestrictions(config.ffprobe, config.allow_playlist_inputs ? PlaylistInputs::kAllow
+                                                                     : PlaylistInputs::kRefuse);
+  if (!restrictions.ok()) return restrictions.status();
+  const SourceFile source{fd->get(), video, *restrictions};
+  Result<MediaInfo> media = ProbeMedia(config.ffprobe, source, /*frame_times=*/true);
+  if (!media.ok()) return media.status();
+  Result<std::vector<std::string>> filters =
+      GeometryFilters(media->video, config.defaults.deinterlace);
+  if (!filters.ok()) return filters.status().WithContext(video);
+
+  const char* tmp = std::getenv("TMPDIR");
+  std::string dir =
+      std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/framemill-faces-XXXXXX";
+  if (::mkdtemp(dir.data()) == nullptr) {
+    return Status(StatusCode::kIo, "cannot make a temporary directory for ffmpeg's log");
+  }
+  FacePassInput input;
+  input.ffmpeg = config.ffmpeg;
+  input.source = &source;
+  input.media = &*media;
+  input.filters = std::move(*filters);
+  input.stderr_path = dir + "/decoder.log";
+  Result<FaceTable> table = RunFacePass(input, options, stop);
+  (void)RemoveTree(dir);
+  return table;
+}
+
+std::string DescribeFaceTable(const FaceTable& t) {
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "%zu frames (%dx%d), %lld faces in %d tracks (%lld filled), %lld frames without "
+                "faces; detection %.1f ms a frame on %d threads",
+                t.frames.size(), t.width, t.height, static_cast<long long>(t.stats.faces_found),
+                t.stats.tracks, static_cast<long long>(t.stats.faces_filled),
+                static_cast<long long>(t.stats.frames_without_faces),
+                t.stats.detection_ms_per_frame, t.stats.threads);
+  return line;
+}
+
+}  // namespace framemill

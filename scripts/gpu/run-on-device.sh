@@ -28,7 +28,8 @@
 #               pixels a side), the worker's .pt2 unit tests on CUDA, framemill-bench on each
 #               (device colour, 2 encoders, 1 worker), and one `framemill run` of the package
 #               with worker_sandbox required (the package unpacks into the private root's /tmp)
-#   models      the imported trained models on the GPU (carry .deps/model-packages/esrgan-*
+#   models      the imported trained models on the GPU (carry .deps/model-packages/esrgan-*, or
+#               a trimmed copy named by $PACKAGES,
 #               and waifu2x-*): each imported here (LibTorch 2.11), then framemill-bench fp16,
 #               device colour, 2 encoders, 1 worker on $MODEL_FRAMES frames (default 300): the
 #               x2 models at 1080p, the x4 models at 720p; then `framemill run` of a 1080p clip
@@ -223,7 +224,7 @@ PY
       for name in esrgan-slim-x2 esrgan-medium-x2 realesr-animevideov3-x2 esrgan-slim-x4 \
           realesr-animevideov3-x4; do
         m="$OUT/models/$name.pt"
-        ./build-gpu/framemill model import "$name" "$m" --packages .deps/model-packages || continue
+        ./build-gpu/framemill model import "$name" "$m" --packages "${PACKAGES:-.deps/model-packages}" || continue
         case $name in *x4) in="$OUT/models/in1280x720.mp4" ;; *) in="$OUT/models/in1920x1080.mp4" ;; esac
         log "models: $name fp16 on $(basename "$in"), device colour, 2 encoders, 1 worker"
         (cd build-gpu && FRAMEMILL_BENCH_PRECISION=fp16 FRAMEMILL_BENCH_COLOR=device \

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <ftw.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -140,17 +141,36 @@ Status DurableRename(const std::string& from, const std::string& to) {
   return SyncDirectory(DirName(to));
 }
 
+// With mkdir, not std::filesystem, for the reason RemoveTree gives.
 Status MakeDirectories(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return Status(StatusCode::kIo, "create directory " + dir + ": " + ec.message());
+  for (size_t at = 1; at <= dir.size(); ++at) {
+    if (at < dir.size() && dir[at] != '/') continue;
+    const std::string prefix = dir.substr(0, at);
+    if (::mkdir(prefix.c_str(), 0777) == 0 || errno == EEXIST) continue;
+    return Errno("create directory " + prefix);
+  }
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return Status(StatusCode::kIo, "create directory " + dir + ": a file of that name is there");
+  }
   return Status::Ok();
 }
 
+// With nftw, not std::filesystem::remove_all: LibTorch 2.11's libtorch.so (the pip wheel's)
+// exports its own std::filesystem symbols, and a process that links it calls remove_all there,
+// through a null pointer (seen on the GPU machine: SIGSEGV in remove_all from libtorch.so).
 Status RemoveTree(const std::string& path) {
-  std::error_code ec;
-  std::filesystem::remove_all(path, ec);
-  if (ec) return Status(StatusCode::kIo, "remove " + path + ": " + ec.message());
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    return errno == ENOENT ? Status::Ok() : Errno("remove " + path);
+  }
+  auto remove_one = [](const char* p, const struct stat*, int, struct FTW*) -> int {
+    return ::remove(p) == 0 || errno == ENOENT ? 0 : -1;
+  };
+  // Depth first (children before their directory), not following symbolic links.
+  if (::nftw(path.c_str(), remove_one, 16, FTW_DEPTH | FTW_PHYS) != 0) {
+    return Errno("remove " + path);
+  }
   return Status::Ok();
 }
 

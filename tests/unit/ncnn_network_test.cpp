@@ -4,12 +4,12 @@
 #include "doctest_with_torch.h"
 
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <string>
 
 #include <torch/cuda.h>
 
+#include "common/file_util.h"
 #include "ncnn_files.h"
 #include "worker/frame_model.h"
 #include "worker/model_import/ncnn_network.h"
@@ -29,10 +29,12 @@ void Write(const std::string& path, const std::string& bytes) {
 struct TempDir {
   std::string path;
   TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "fm-ncnn-XXXXXX").string();
+    const char* tmp = std::getenv("TMPDIR");
+    std::string tmpl = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/fm-ncnn-XXXXXX";
     path = ::mkdtemp(tmpl.data());
   }
-  ~TempDir() { std::filesystem::remove_all(path); }
+  // RemoveTree, not std::filesystem: see common/file_util.cpp.
+  ~TempDir() { (void)RemoveTree(path); }
 };
 
 // Imports a copy of the x4 network with `param` and `bin` as its files' contents; returns the

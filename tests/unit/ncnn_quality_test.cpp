@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "common/file_util.h"
 #include "ncnn_files.h"
 #include "worker/model_import/ncnn_network.h"
 
@@ -103,8 +104,9 @@ TEST_CASE(
     "ncnn quality: realesr-animevideov3 x2, x3, x4 upscale a downscaled real clip about as "
     "well as bicubic, in the right colours") {
   std::string dir = std::string(FRAMEMILL_TEST_OUTPUT_DIR) + "/ncnn_quality";
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  // common/file_util.h, not std::filesystem, which crashes in a LibTorch 2.11 process.
+  REQUIRE(RemoveTree(dir).ok());
+  REQUIRE(MakeDirectories(dir).ok());
   torch::NoGradGuard no_grad;
   for (int scale : {2, 3, 4}) {
     INFO("x" << scale);

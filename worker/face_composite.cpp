@@ -192,7 +192,7 @@ Result<torch::Tensor> FaceCompositor::Run(const torch::Tensor& frames, const Fac
       }
       outputs.push_back(t.narrow(0, 0, n));
     }
-    torch::Tensor out = frames.clone();
+    torch::Tensor out = frames;  // a handle on the caller's tensor: written in place
     int64_t i = 0;
     for (const torch::Tensor& batch : outputs) {
       for (int64_t j = 0; j < batch.size(0); ++j, ++i) {

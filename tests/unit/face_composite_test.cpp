@@ -144,7 +144,7 @@ TEST_CASE("face composite: outside every face's mask the output is the input, bi
     warps[4] = Similarity(12, 9, 2.0, 40);
     std::unique_ptr<FrameModel> invert = test::ExampleModel("invert", device);
     FaceCompositor compositor(*invert, Settings(3, 6, 2));
-    Result<torch::Tensor> out = compositor.Run(frames, warps.data(), 2);
+    Result<torch::Tensor> out = compositor.Run(frames.clone(), warps.data(), 2);
     REQUIRE(out.ok());
     CHECK(compositor.stats().faces == 3);
     for (int64_t f = 0; f < 2; ++f) {
@@ -177,7 +177,7 @@ TEST_CASE("face composite: an invert face model gets the right crop, inverted in
     constexpr int64_t kBlend = 8;
     Recording model(test::ExampleModel("invert", device));
     FaceCompositor compositor(model, Settings(1, kBlend, 1));
-    Result<torch::Tensor> out = compositor.Run(frames, &warp, 1);
+    Result<torch::Tensor> out = compositor.Run(frames.clone(), &warp, 1);
     REQUIRE(out.ok());
 
     // The crop: crop pixel (u, v) holds the pattern at inverse(to_crop) (u, v).
@@ -225,7 +225,7 @@ TEST_CASE("face composite: a 2x face model's output is pasted back where its fac
       const FaceWarp warp = Shift(30, 20);
       Recording model(test::ExampleModel("upscale2x", device));
       FaceCompositor compositor(model, Settings(1, 0, 1));
-      Result<torch::Tensor> out = compositor.Run(frames, &warp, 1);
+      Result<torch::Tensor> out = compositor.Run(frames.clone(), &warp, 1);
       REQUIRE(out.ok());
       REQUIRE(model.inputs.size() == 1);
       const torch::Tensor in_f = Cpu(frames[0]), out_f = Cpu((*out)[0]);
@@ -241,7 +241,7 @@ TEST_CASE("face composite: a 2x face model's output is pasted back where its fac
       const FaceWarp warp = Similarity(81.2, 57.9, 1.4, -35);
       FunctionModel model = BilinearX2(device);
       FaceCompositor compositor(model, Settings(1, 0, 1));
-      Result<torch::Tensor> out = compositor.Run(frames, &warp, 1);
+      Result<torch::Tensor> out = compositor.Run(frames.clone(), &warp, 1);
       REQUIRE(out.ok());
       // Away from the crop's edges, where the 2x output's own edge handling stops being linear.
       const torch::Tensor inner = (EdgeDistance(warp) > 2.0).expand({3, kH, kW});
@@ -259,13 +259,13 @@ TEST_CASE("face composite: a batch without faces makes no face model call") {
   warps[1].to_crop[0] = 1.0f;                  // (a stale entry, not present)
   Recording model(test::ExampleModel("identity", torch::kCPU));
   FaceCompositor compositor(model, Settings(2, 4, 2));
-  Result<torch::Tensor> out = compositor.Run(frames, warps.data(), 2);
+  Result<torch::Tensor> out = compositor.Run(frames.clone(), warps.data(), 2);
   REQUIRE(out.ok());
   CHECK(model.inputs.empty());
   CHECK(compositor.stats().model_calls == 0);
   CHECK(torch::equal(*out, frames));
   // Padding rows only (frames_with_faces 0): no warp is read.
-  REQUIRE(compositor.Run(frames, nullptr, 0).ok());
+  REQUIRE(compositor.Run(frames.clone(), nullptr, 0).ok());
   CHECK(model.inputs.empty());
 }
 
@@ -284,7 +284,7 @@ TEST_CASE("face composite: crops go to the face model in calls of a fixed size, 
   auto run = [&](int64_t per_call, std::vector<torch::Tensor>* inputs) {
     Recording model(test::ExampleModel("invert", torch::kCPU));
     FaceCompositor compositor(model, Settings(3, 4, per_call));
-    Result<torch::Tensor> out = compositor.Run(frames, warps.data(), 3);
+    Result<torch::Tensor> out = compositor.Run(frames.clone(), warps.data(), 3);
     REQUIRE(out.ok());
     CHECK(compositor.stats().faces == 5);
     CHECK(compositor.stats().model_calls == static_cast<int64_t>(model.inputs.size()));
@@ -314,7 +314,7 @@ TEST_CASE("face composite: a warp with no inverse and a face model of the wrong 
   FaceWarp flat = Similarity(60, 60, 1.0, 0);
   flat.to_crop[4] = 0.0f;  // v no longer depends on y: the map squashes the frame to a line
   FaceCompositor compositor(*identity, Settings(1, 0, 1));
-  Result<torch::Tensor> bad_warp = compositor.Run(frames, &flat, 1);
+  Result<torch::Tensor> bad_warp = compositor.Run(frames.clone(), &flat, 1);
   REQUIRE_FALSE(bad_warp.ok());
   CHECK(bad_warp.status().code() == StatusCode::kInternal);
 
@@ -323,7 +323,7 @@ TEST_CASE("face composite: a warp with no inverse and a face model of the wrong 
                          torch::kCPU);
   const FaceWarp warp = Similarity(60, 60, 1.0, 0);
   FaceCompositor with_cropping(cropping, Settings(1, 0, 1));
-  Result<torch::Tensor> bad_shape = with_cropping.Run(frames, &warp, 1);
+  Result<torch::Tensor> bad_shape = with_cropping.Run(frames.clone(), &warp, 1);
   REQUIRE_FALSE(bad_shape.ok());
   CHECK(bad_shape.status().code() == StatusCode::kModelInvalid);
 }

@@ -5,9 +5,9 @@
 // Frames of random values, faces turned and scaled at random spots, all inside the frame.
 //
 // usage: framemill-face-bench [--device cpu|cuda] [--size WxH] [--face S] [--blend B]
-//                             [--frames N] [--faces-per-frame F,...] [--repeat R]
-// defaults: cpu, 1920x1080, S 512, B 16, N 4 frames a batch, F 0,1,2,4, R 5. Prints, per F, the
-// best of R runs: ms per batch, and ms per face over the batch without faces.
+//                             [--frames N] [--faces-per-frame F,...] [--repeat R] [--dtype fp16]
+// defaults: cpu, 1920x1080, S 512, B 16, N 4 frames a batch, F 0,1,2,4, R 5, fp32. Prints, per F,
+// the best of R runs: ms per batch, and ms per face over the batch without faces.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -36,7 +36,8 @@ double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(
 // Returns its input; times its calls (the device finished before and after).
 class TimedIdentity : public FrameModel {
  public:
-  explicit TimedIdentity(const torch::Device& device) : device_(device) {}
+  TimedIdentity(const torch::Device& device, torch::ScalarType dtype)
+      : device_(device), dtype_(dtype) {}
   Result<torch::Tensor> Run(const torch::Tensor& x) override {
     const Clock::time_point t0 = Clock::now();
     (void)x.sum().item<float>();
@@ -44,11 +45,12 @@ class TimedIdentity : public FrameModel {
     return x;
   }
   const torch::Device& device() const override { return device_; }
-  torch::ScalarType dtype() const override { return torch::kFloat32; }
+  torch::ScalarType dtype() const override { return dtype_; }
   double spent_ms = 0;
 
  private:
   torch::Device device_;
+  torch::ScalarType dtype_;
 };
 
 std::vector<int> ParseList(const std::string& text) {
@@ -63,6 +65,7 @@ std::vector<int> ParseList(const std::string& text) {
 
 int main(int argc, char** argv) {
   std::string device_name = "cpu";
+  bool half = false;
   int64_t w = 1920, h = 1080, size = 512, blend = 16, frames = 4, repeat = 5;
   std::vector<int> per_frame = {0, 1, 2, 4};
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -79,6 +82,8 @@ int main(int argc, char** argv) {
       frames = std::atol(value.c_str());
     } else if (key == "--faces-per-frame") {
       per_frame = ParseList(value);
+    } else if (key == "--dtype") {
+      half = value == "fp16";
     } else if (key == "--repeat") {
       repeat = std::atol(value.c_str());
     } else {
@@ -88,11 +93,14 @@ int main(int argc, char** argv) {
   }
   torch::InferenceMode guard;
   const torch::Device device(device_name);
+  const torch::ScalarType dtype = half ? torch::kHalf : torch::kFloat32;
   std::printf(
-      "face compositor on %s: %ldx%ld frames, %ld a batch, crops %ld, blend %ld, %d threads\n",
-      device.str().c_str(), w, h, frames, size, blend, torch::get_num_threads());
-  const torch::Tensor batch =
-      torch::rand({frames, 3, h, w}).to(device).contiguous(torch::MemoryFormat::ChannelsLast);
+      "face compositor on %s: %ldx%ld frames, %ld a batch, crops %ld, blend %ld, %s, %d threads\n",
+      device.str().c_str(), w, h, frames, size, blend, half ? "fp16" : "fp32",
+      torch::get_num_threads());
+  const torch::Tensor batch = torch::rand({frames, 3, h, w})
+                                  .to(device, dtype)
+                                  .contiguous(torch::MemoryFormat::ChannelsLast);
   std::mt19937 rng(1);
   double base_ms = 0;
   for (int f : per_frame) {
@@ -119,7 +127,7 @@ int main(int argc, char** argv) {
     settings.per_call = frames;
     double best = 1e30;
     for (int64_t r = 0; r < repeat; ++r) {
-      TimedIdentity model(device);
+      TimedIdentity model(device, dtype);
       FaceCompositor compositor(model, settings);
       torch::Tensor work = batch.clone();  // composited in place
       (void)work.sum().item<float>();

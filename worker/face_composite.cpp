@@ -106,7 +106,7 @@ torch::Tensor Crops(const torch::Tensor& frames, const std::vector<Face>& faces,
     const int64_t k = static_cast<int64_t>(grids.size());
     torch::Tensor frame = frames.narrow(0, f, 1).to(torch::kFloat32);
     torch::Tensor sampled = Sample(frame, torch::cat(grids, 0).unsqueeze(0));  // [1,3,k*S,S]
-    crops.push_back(sampled.view({3, k, size, size}).transpose(0, 1));
+    crops.push_back(sampled.reshape({3, k, size, size}).transpose(0, 1));
   }
   return torch::cat(crops, 0);
 }

@@ -22,6 +22,7 @@
 #include "common/face_warp.h"
 #include "common/shared_memory.h"
 #include "common/shm_protocol.h"
+#include "real_worker.h"
 #include "supervisor/workers/worker_pool.h"
 
 using namespace framemill;
@@ -61,10 +62,6 @@ TEST_CASE("face worker: the real worker composites each frame's faces from the a
       fs::temp_directory_path().string() + "/framemill-face-worker-" + std::to_string(::getpid());
   fs::remove_all(dir);
   fs::create_directories(dir);
-  const std::string model = dir + "/invert.pt";
-  const std::string export_cmd =
-      std::string(FRAMEMILL_BIN) + " model export invert " + model + " >/dev/null 2>&1";
-  REQUIRE(std::system(export_cmd.c_str()) == 0);
 
   ArenaGeometry shape;
   shape.chunk_frames = kFrames;
@@ -92,13 +89,7 @@ TEST_CASE("face worker: the real worker composites each frame's faces from the a
   warps[1] = Square(50, 20, 24);
   warps[4] = Square(40.5, 10.5, 48);
 
-  WorkerOptions o;
-  o.worker_binary = FRAMEMILL_WORKER_BIN;
-  o.model = model;
-  o.device = *ParseDevice("cpu");
-  o.log_dir = dir;
-  o.log_level = "debug";
-  auto pool = WorkerPool::Create(o, 1);
+  auto pool = WorkerPool::Create(test::RealWorker(dir, "invert", "debug"), 1);
   REQUIRE(pool.ok());
   REQUIRE((*pool)->Spawn(0).ok());
   ChunkRequest rq{};

@@ -127,8 +127,9 @@ struct ArenaHeader {
 
 // Supervisor -> worker. kind kChunk: run the model over `frames` frames of `slot`.
 // kind kStop: finish and exit 0. kind kWarmup: map `arena_name` and run the model once on a
-// random batch of `batch` frames of the arena's size, so that the first real chunk does not pay
-// for kernel selection and first-use allocation (sent to a warm standby); no result is posted.
+// random batch of `batch` frames of the arena's size (in face mode: of `batch` face crops), so
+// that the first real chunk does not pay for kernel selection and first-use allocation (sent to a
+// warm standby); no result is posted.
 struct ChunkRequest {
   enum Kind : uint32_t { kChunk = 1, kStop = 2, kWarmup = 3 };
   uint32_t kind;
@@ -136,7 +137,7 @@ struct ChunkRequest {
   uint64_t chunk_id;            // index of the chunk in the job's plan
   uint64_t first_frame;         // index of the chunk's first frame in the source
   uint32_t frames;              // frames in this chunk (<= arena chunk_frames)
-  uint32_t batch;               // frames per model call
+  uint32_t batch;               // frames per model call; in face mode, crops per model call
   ArenaGeometry arena;          // kChunk, kWarmup: the arena's layout
   char arena_name[kNameBytes];  // full path of the arena object
 };

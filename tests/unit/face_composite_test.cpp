@@ -211,6 +211,26 @@ TEST_CASE("face composite: an invert face model gets the right crop, inverted in
   }
 }
 
+TEST_CASE("face composite: a bfloat16 model samples in float32 and leaves the rest untouched") {
+  // The frames and the model in bfloat16 (8 bits of mantissa): the crops and the paste are still
+  // sampled in float32, and the pixels outside the face keep their bfloat16 values exactly.
+  torch::InferenceMode guard;
+  const torch::Tensor frames = Ramps(1, torch::kCPU).to(torch::kBFloat16);
+  const FaceWarp warp = Similarity(75.3, 58.6, 1.7, 30);
+  std::unique_ptr<FrameModel> invert = test::ExampleModel("invert", torch::kCPU, torch::kBFloat16);
+  FaceCompositor compositor(*invert, Settings(1, 4, 1));
+  Result<torch::Tensor> out = compositor.Run(frames.clone(), &warp, 1);
+  REQUIRE(out.ok());
+  CHECK((out->scalar_type() == torch::kBFloat16));
+  const torch::Tensor d = EdgeDistance(warp);
+  const torch::Tensor in_f = Cpu(frames[0]), out_f = Cpu((*out)[0]);
+  const torch::Tensor outside = (d < -1e-3).expand({3, kH, kW});
+  CHECK(torch::equal(out_f.masked_select(outside), in_f.masked_select(outside)));
+  const torch::Tensor deep = (d > 4.0).expand({3, kH, kW});
+  // bfloat16 holds a value in [0.5, 1] to 1/256: the frame's and the result's rounding.
+  CHECK(((out_f + in_f - 1.0).abs().masked_select(deep)).max().item<double>() < 2.0 / 256);
+}
+
 TEST_CASE("face composite: a 2x face model's output is pasted back where its face was") {
   for (const torch::Device& device : test::TorchTestDevices()) {
     torch::InferenceMode guard;

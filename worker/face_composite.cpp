@@ -171,7 +171,9 @@ Result<torch::Tensor> FaceCompositor::Run(const torch::Tensor& frames, const Fac
     if (faces.empty()) return frames;
     const int64_t count = static_cast<int64_t>(faces.size());
     const torch::Tensor crops = Crops(frames, faces, size);
-    std::vector<torch::Tensor> outputs;
+    // Each call's faces are pasted before the next call: a model may hand back a buffer it owns
+    // and reuses. The crops were all taken before the first paste.
+    torch::Tensor out = frames;  // a handle on the caller's tensor: written in place
     for (int64_t off = 0; off < count; off += per_call) {
       const int64_t n = std::min(per_call, count - off);
       torch::Tensor in = crops.narrow(0, off, n);
@@ -190,13 +192,8 @@ Result<torch::Tensor> FaceCompositor::Run(const torch::Tensor& frames, const Fac
                           std::to_string(size) + "; expected [" + std::to_string(per_call) +
                           ", 3, S, S] with S a whole multiple of " + std::to_string(size));
       }
-      outputs.push_back(t.narrow(0, 0, n));
-    }
-    torch::Tensor out = frames;  // a handle on the caller's tensor: written in place
-    int64_t i = 0;
-    for (const torch::Tensor& batch : outputs) {
-      for (int64_t j = 0; j < batch.size(0); ++j, ++i) {
-        Paste(out, faces[static_cast<size_t>(i)], batch[j], size, settings_.blend);
+      for (int64_t j = 0; j < n; ++j) {
+        Paste(out, faces[static_cast<size_t>(off + j)], t[j], size, settings_.blend);
       }
     }
     stats_.faces += count;

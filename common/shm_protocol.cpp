@@ -34,8 +34,7 @@ Result<SharedMemory> CreateWithHeader(const char* what, size_t bytes, uint64_t m
 
 Result<ArenaGeometry> SizeArena(const ArenaGeometry& shape, const ArenaDemand& demand) {
   ArenaGeometry g = shape;
-  const uint64_t slot_bytes =
-      AlignUp((uint64_t{g.InFrameBytes()} + g.OutFrameBytes()) * g.chunk_frames, kSlotAlignment);
+  const uint64_t slot_bytes = AlignUp(g.FacesOffset() + g.FacesBytes(), kSlotAlignment);
   if (slot_bytes == 0) {
     return Status(StatusCode::kInternal, "an arena slot must hold at least one frame");
   }

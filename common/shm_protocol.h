@@ -14,7 +14,9 @@
 //    nothing in it can block the supervisor.
 //  - a frame arena ("arena-...") per job, mapped by every worker of the job: a header and
 //    `slot_count` slots. A slot holds one chunk: its input frames (rgb24, rgb48 or planar YUV
-//    4:2:0, see frame_format.h), then room for its output frames (rgb24 or rgb48), packed rows.
+//    4:2:0, see frame_format.h), then room for its output frames (rgb24 or rgb48), packed rows,
+//    and in face mode (face_slots > 0) the FaceWarps of its frames (common/face_warp.h), written
+//    by the supervisor with the input frames and only read by the worker.
 //    The supervisor alone decides which slot belongs to which chunk; a worker touches only the
 //    slot of a request it holds.
 //
@@ -36,6 +38,7 @@
 #include <poll.h>
 #include <string>
 
+#include "common/face_warp.h"
 #include "common/frame_format.h"
 #include "common/shared_memory.h"
 #include "common/spsc_ring.h"
@@ -43,7 +46,7 @@
 
 namespace framemill {
 
-inline constexpr uint32_t kProtocolVersion = 9;
+inline constexpr uint32_t kProtocolVersion = 10;
 inline constexpr uint64_t kControlMagic = 0x4c54434d4d52464dull;  // "MFRMMCTL"
 inline constexpr uint64_t kArenaMagic = 0x4e5241414d52464dull;    // "MFRMAARN"
 inline constexpr uint32_t kMaxWorkerChannels = 64;                // per supervisor
@@ -53,6 +56,9 @@ inline constexpr size_t kMessageBytes = 480;
 inline constexpr size_t kDeviceBytes = 32;
 inline constexpr size_t kSandboxBytes = 160;
 inline constexpr size_t kSlotAlignment = 4096;
+// Where a slot's FaceWarps start, after its frames: rounded up to this (a FaceWarp's fields need
+// their natural alignment; an odd frame size leaves the frames' end anywhere).
+inline constexpr size_t kFaceWarpAlignment = 64;
 
 // Chunks the supervisor sends a worker before its answers: one running, one waiting, so a worker
 // never idles between chunks. The dispatcher keeps to it (supervisor/workers/dispatcher.cpp) and
@@ -64,6 +70,8 @@ static_assert(kInflightPerWorker < static_cast<int>(kRingCapacity),
 // Arena slots beyond those in the workers' hands: chunks decoded ahead of the workers and
 // finished ones waiting for the encoder.
 inline constexpr uint64_t kArenaSpareSlots = 4;
+
+inline uint64_t AlignUp(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
 // Where the frames of a job's arena lie. Written by the supervisor, which keeps its own copy and
 // sends it in every request; the copy in the arena header is for people reading a dump.
@@ -78,6 +86,15 @@ struct ArenaGeometry {
   uint64_t slot_bytes = 0;                       // distance between slots
   uint64_t data_offset = 0;                      // from the start of the object to slot 0
   uint64_t total_bytes = 0;                      // size of the whole object
+  // Face mode (common/face_warp.h): FaceWarps per frame, at most kMaxFacesPerFrame; 0 = the model
+  // sees whole frames (face_size and face_blend 0 then). With faces the output frame is the input's
+  // size (the faces are pasted back into it); face_size is the face model's square input side
+  // (kMinFaceSize..kMaxFaceSize) and face_blend the paste's feather width in crop pixels (at most
+  // face_size / 2). face_reserved is zero: it keeps the struct without padding.
+  uint32_t face_slots = 0;
+  uint32_t face_size = 0;
+  uint32_t face_blend = 0;
+  uint32_t face_reserved = 0;
 
   size_t InFrameBytes() const { return FrameBytes(in_format, in_width, in_height); }
   size_t OutFrameBytes() const { return FrameBytes(out_format, out_width, out_height); }
@@ -88,6 +105,16 @@ struct ArenaGeometry {
   }
   uint8_t* SlotOut(uint8_t* base, uint32_t slot) const {
     return SlotIn(base, slot) + InFrameBytes() * chunk_frames;
+  }
+  // Offset of a slot's FaceWarps from its start, and their bytes (0 in whole-frame mode).
+  uint64_t FacesOffset() const {
+    return AlignUp((uint64_t{InFrameBytes()} + OutFrameBytes()) * chunk_frames, kFaceWarpAlignment);
+  }
+  uint64_t FacesBytes() const { return uint64_t{chunk_frames} * face_slots * sizeof(FaceWarp); }
+  // The slot's chunk_frames * face_slots FaceWarps: frame f's at [f * face_slots, (f + 1) *
+  // face_slots), the present ones first.
+  FaceWarp* SlotFaces(uint8_t* base, uint32_t slot) const {
+    return reinterpret_cast<FaceWarp*>(SlotIn(base, slot) + FacesOffset());
   }
 };
 
@@ -100,8 +127,9 @@ struct ArenaHeader {
 
 // Supervisor -> worker. kind kChunk: run the model over `frames` frames of `slot`.
 // kind kStop: finish and exit 0. kind kWarmup: map `arena_name` and run the model once on a
-// random batch of `batch` frames of the arena's size, so that the first real chunk does not pay
-// for kernel selection and first-use allocation (sent to a warm standby); no result is posted.
+// random batch of `batch` frames of the arena's size (in face mode: of `batch` face crops), so
+// that the first real chunk does not pay for kernel selection and first-use allocation (sent to a
+// warm standby); no result is posted.
 struct ChunkRequest {
   enum Kind : uint32_t { kChunk = 1, kStop = 2, kWarmup = 3 };
   uint32_t kind;
@@ -109,7 +137,7 @@ struct ChunkRequest {
   uint64_t chunk_id;            // index of the chunk in the job's plan
   uint64_t first_frame;         // index of the chunk's first frame in the source
   uint32_t frames;              // frames in this chunk (<= arena chunk_frames)
-  uint32_t batch;               // frames per model call
+  uint32_t batch;               // frames per model call; in face mode, crops per model call
   ArenaGeometry arena;          // kChunk, kWarmup: the arena's layout
   char arena_name[kNameBytes];  // full path of the arena object
 };
@@ -183,8 +211,6 @@ struct ControlHeader {
 // Size of the square frame a worker runs once at load to find the model's scale.
 inline constexpr uint32_t kProbeSize = 64;
 
-inline uint64_t AlignUp(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
-
 // Copies a C string into a fixed buffer, always terminated.
 template <size_t N>
 inline void CopyString(char (&dst)[N], const std::string& src) {
@@ -205,8 +231,9 @@ struct ArenaDemand {
 };
 
 // The arena for a job: `shape` gives the frames (chunk_frames, the input and output sizes and
-// formats, the input's matrix and range; its other fields are ignored), and SizeArena fills in
-// the slots: each holds one chunk's input and output frames, rounded up to kSlotAlignment; there
+// formats, the input's matrix and range, the face fields; its other fields are ignored), and
+// SizeArena fills in the slots: each holds one chunk's input and output frames and, in face mode,
+// its FaceWarps (from FacesOffset()), rounded up to kSlotAlignment; there
 // are as many as the workers hold in flight (workers * kInflightPerWorker) plus kArenaSpareSlots,
 // plus encoders * chunks_per_segment when encoders > 1 (each encoder's segment waits whole in the
 // arena), but no more than the plan's chunks + 1 and than fit in arena_mb MiB. The header lies in

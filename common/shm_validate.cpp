@@ -188,11 +188,34 @@ Status ValidateArenaGeometry(const ArenaGeometry& g, uint64_t mapping_bytes) {
     return bad("unknown YUV matrix");
   }
   if (g.in_full_range > 1) return bad("range flag is neither 0 nor 1");
+  if (g.face_slots > kMaxFacesPerFrame) {
+    return bad("face_slots " + std::to_string(g.face_slots) + " is above " +
+               std::to_string(kMaxFacesPerFrame));
+  }
+  if (g.face_slots == 0 && (g.face_size != 0 || g.face_blend != 0)) {
+    return bad("face size or blend without face slots");
+  }
+  if (g.face_slots > 0) {
+    if (g.face_size < kMinFaceSize || g.face_size > kMaxFaceSize) {
+      return bad("face_size " + std::to_string(g.face_size) + " is outside " +
+                 std::to_string(kMinFaceSize) + ".." + std::to_string(kMaxFaceSize));
+    }
+    if (g.face_blend > g.face_size / 2) {
+      return bad("face_blend " + std::to_string(g.face_blend) + " is above half the face size");
+    }
+    if (g.out_width != g.in_width || g.out_height != g.in_height) {
+      return bad("face mode with an output frame of another size than the input");
+    }
+  }
+  if (g.face_reserved != 0) return bad("reserved field is not zero");
   if (g.data_offset < sizeof(ArenaHeader)) return bad("slots overlap the header");
   // Frame sides are at most 2^18, so a frame is below 2^39 bytes: no overflow until the products.
+  // The FaceWarps come after the frames (FacesOffset), at most 2^32 * 16 * 32 bytes of them.
   const uint64_t frame = g.InFrameBytes() + g.OutFrameBytes();
-  uint64_t per_slot = 0, slots = 0, end = 0;
-  if (!Mul(frame, g.chunk_frames, &per_slot) || per_slot > g.slot_bytes) {
+  uint64_t frames = 0, rounded = 0, per_slot = 0, slots = 0, end = 0;
+  if (!Mul(frame, g.chunk_frames, &frames) || !Add(frames, kFaceWarpAlignment - 1, &rounded) ||
+      !Add(rounded / kFaceWarpAlignment * kFaceWarpAlignment, g.FacesBytes(), &per_slot) ||
+      per_slot > g.slot_bytes) {
     return bad("a slot is smaller than its frames");
   }
   if (!Mul(g.slot_bytes, g.slot_count, &slots) || !Add(slots, g.data_offset, &end) ||

@@ -12,6 +12,19 @@
 #endif
 
 namespace framemill {
+namespace {
+
+// A batch's output: the model's on the whole frames `x`, or in face mode `x` with its faces
+// composited (face_composite.h). `off`: the batch's first frame in the chunk; `b`: its real frames
+// (a padded batch's rows past them have no faces).
+Result<torch::Tensor> RunBatch(FrameModel& model, const ChunkFrames& c, const torch::Tensor& x,
+                               int64_t off, int64_t b) {
+  if (c.face.slots == 0) return model.Run(x);
+  FaceCompositor compositor(model, c.face);
+  return compositor.Run(x, c.faces + off * c.face.slots, b);
+}
+
+}  // namespace
 
 Status CheckOutputShape(const torch::Tensor& y, int64_t b, int64_t oh, int64_t ow) {
   if (y.dim() == 4 && y.size(0) == b && y.size(1) == 3 && y.size(2) == oh && y.size(3) == ow) {
@@ -65,8 +78,8 @@ Status BatchRunner::RunOnCpu(const ChunkFrames& c,
     before_batch(c.first_frame + off, b);
     torch::Tensor frames =
         torch::from_blob(const_cast<uint8_t*>(c.in) + off * in_bytes, {b, in_bytes}, torch::kUInt8);
-    Result<torch::Tensor> y =
-        model_.Run(ToModelInput(frames.to(model_.device()), c.layout, model_.dtype()));
+    Result<torch::Tensor> y = RunBatch(
+        model_, c, ToModelInput(frames.to(model_.device()), c.layout, model_.dtype()), off, b);
     if (!y.ok()) return y.status();
     FM_RETURN_IF_ERROR(CheckOutputShape(*y, b, c.out_h, c.out_w));
     torch::Tensor dst =
@@ -141,7 +154,7 @@ Status BatchRunner::Run(const ChunkFrames& c,
       torch::Tensor x = ToModelInput(buf.up, c.layout, model_.dtype());
       buf.consumed.record(compute);
       profile_.Mark(i, ProfileMark::kModelStart);
-      Result<torch::Tensor> y = model_.Run(x);
+      Result<torch::Tensor> y = RunBatch(model_, c, x, off, b);
       profile_.Mark(i, ProfileMark::kModelEnd);
       if (!y.ok()) {
         status = y.status();

@@ -5,6 +5,10 @@
 //   (frame_convert.h) ──► model ──► clamp, x255 (x65535), round, uint8 (16-bit), [N,H,W,3] on
 //   the device ──copy──► straight into the arena's output slot
 //
+// In face mode (ChunkFrames::face.slots > 0) the model is a face model and never sees the whole
+// frames: between the two conversions the batch's faces are cropped, run and pasted back
+// (face_composite.h), and the output frames are the input's size.
+//
 // Integers cross the bus (8-bit: a quarter of float's bytes; YUV 4:2:0 half of rgb24's; 16-bit:
 // half of float's) and every conversion runs on the device, with the same torch code on the CPU
 // and on CUDA.
@@ -22,6 +26,8 @@
 
 #include "common/status.h"
 #include "worker/batch_profile.h"
+#include "common/face_warp.h"
+#include "worker/face_composite.h"
 #include "worker/frame_convert.h"
 #include "worker/frame_model.h"
 
@@ -37,6 +43,11 @@ struct ChunkFrames {
   FrameFormat out_format = FrameFormat::kRgb24;  // kRgb24 or kRgb48
   int64_t first_frame = 0;  // the chunk's first frame in the source (for `before_batch`)
   bool pinned = false;      // in/out are page-locked (cudaHostRegister): copies can be async
+  // Face mode: `face` from the arena geometry (per_call: the crops per face model call), and
+  // `faces` the chunk's frames * face.slots FaceWarps (frame f's at [f * slots, (f + 1) * slots)),
+  // read while the chunk runs. face.slots 0 (the default): whole frames, `faces` unused.
+  FaceSettings face;
+  const FaceWarp* faces = nullptr;
 
   int64_t OutFrameBytes() const {
     return static_cast<int64_t>(

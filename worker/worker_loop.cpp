@@ -26,6 +26,7 @@
 #include "common/shm_protocol.h"
 #include "common/shm_validate.h"
 #include "worker/batch_runner.h"
+#include "worker/face_composite.h"
 #include "worker/fault_injection.h"
 #include "worker/frame_convert.h"
 #include "worker/frame_model.h"
@@ -48,6 +49,33 @@ InputLayout ArenaLayout(const ArenaGeometry& arena) {
   layout.matrix = arena.in_matrix;
   layout.full_range = arena.in_full_range != 0;
   return layout;
+}
+
+// A face-mode arena's face settings (face_composite.h); face crops go to the model `batch` at a
+// time, as whole frames otherwise do. slots 0 in whole-frame mode.
+FaceSettings ArenaFaces(const ArenaGeometry& arena, uint32_t batch) {
+  FaceSettings face;
+  face.slots = arena.face_slots;
+  face.size = arena.face_size;
+  face.blend = arena.face_blend;
+  face.per_call = batch;
+  return face;
+}
+
+// Random frames in the arena's layout through the same conversion as real ones: the model then
+// sees the dtype, shape and memory format (channels-last) that cuDNN tunes for.
+Status WarmUpWholeFrames(FrameModel& model, const InputLayout& layout, uint32_t batch) {
+  try {
+    torch::Tensor frames =
+        torch::randint(0, 256, {static_cast<int64_t>(batch), layout.FrameBytes()},
+                       torch::TensorOptions().device(model.device()).dtype(torch::kUInt8));
+    Result<torch::Tensor> y = model.Run(ToModelInput(frames, layout, model.dtype()));
+    if (!y.ok()) return y.status();
+    (void)y->sum().item<float>();  // wait for the device to finish
+    return Status::Ok();
+  } catch (const std::exception& e) {
+    return Status(StatusCode::kModelInvalid, FirstLine(e.what()));
+  }
 }
 
 class Worker {
@@ -192,6 +220,8 @@ ChunkResult Worker::Process(const ChunkRequest& rq) {
   c.out_format = arena.out_format;
   c.first_frame = static_cast<int64_t>(rq.first_frame);
   c.pinned = arena_registered_;
+  c.face = ArenaFaces(arena, rq.batch);
+  if (c.face.slots > 0) c.faces = arena.SlotFaces(base, rq.slot);
   Status escape = TryEscapeFault(fault_, c.first_frame, c.frames);
   if (!escape.ok()) return fail(escape.message());
   // A kScribble fault (tests) overwrites all this worker can reach of the supervisor's memory.
@@ -228,23 +258,16 @@ void Worker::Warmup(const ChunkRequest& rq) {
   if (Arena(rq, &error) == nullptr || rq.batch == 0) return;  // the first real chunk reports it
   uint64_t t0 = MonotonicMs();
   torch::InferenceMode guard;
-  // Random frames in the arena's layout through the same conversion as real ones: the model
-  // then sees the dtype, shape and memory format (channels-last) that cuDNN tunes for.
-  InputLayout layout = ArenaLayout(rq.arena);
-  try {
-    torch::Tensor frames =
-        torch::randint(0, 256, {static_cast<int64_t>(rq.batch), layout.FrameBytes()},
-                       torch::TensorOptions().device(model_->device()).dtype(torch::kUInt8));
-    Result<torch::Tensor> y = model_->Run(ToModelInput(frames, layout, model_->dtype()));
-    if (y.ok()) (void)y->sum().item<float>();  // wait for the device to finish
-  } catch (const std::exception& e) {
-    // Out of memory, say: the first real chunk meets it again and reports it.
-    LogWarn("worker " + std::to_string(channel_) + ": warm-up failed: " + FirstLine(e.what()));
-  }
+  const bool faces = rq.arena.face_slots > 0;  // the face model sees crops, never whole frames
+  Status s = faces ? WarmUpFaceModel(*model_, ArenaFaces(rq.arena, rq.batch))
+                   : WarmUpWholeFrames(*model_, ArenaLayout(rq.arena), rq.batch);
+  // Out of memory, say: the first real chunk meets it again and reports it.
+  if (!s.ok()) LogWarn("worker " + std::to_string(channel_) + ": warm-up failed: " + s.message());
   PublishTelemetry(ch_.telemetry, model_->device(), nvml_.get());
   LogDebug("worker " + std::to_string(channel_) + ": warm-up at " +
-           std::to_string(rq.arena.in_width) + "x" + std::to_string(rq.arena.in_height) + " took " +
-           std::to_string(MonotonicMs() - t0) + " ms");
+           std::to_string(rq.arena.in_width) + "x" + std::to_string(rq.arena.in_height) +
+           (faces ? " (face crops of " + std::to_string(rq.arena.face_size) + " px)" : "") +
+           " took " + std::to_string(MonotonicMs() - t0) + " ms");
 }
 
 void Worker::Publish(const ChunkResult& result) {

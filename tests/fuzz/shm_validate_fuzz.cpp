@@ -128,13 +128,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   // An arena geometry (as a worker would read from a request or a scribbled header) and the
-  // size of its mapping: accepted means every slot lies inside.
+  // size of its mapping: accepted means every slot, its FaceWarps included, lies inside.
   ArenaGeometry g = in.Get<ArenaGeometry>();
   uint64_t mapping = in.Get<uint64_t>();
   if (ValidateArenaGeometry(g, mapping).ok()) {
-    uint64_t last_out_end = g.data_offset + uint64_t{g.slot_count - 1} * g.slot_bytes +
-                            (g.InFrameBytes() + g.OutFrameBytes()) * g.chunk_frames;
-    Require(last_out_end <= mapping);
+    const uint64_t last_slot = g.data_offset + uint64_t{g.slot_count - 1} * g.slot_bytes;
+    const uint64_t frames = (g.InFrameBytes() + g.OutFrameBytes()) * g.chunk_frames;
+    Require(last_slot + frames <= mapping);
+    Require(g.FacesOffset() >= frames && last_slot + g.FacesOffset() + g.FacesBytes() <= mapping);
+    Require(g.face_slots <= kMaxFacesPerFrame);
+    Require(g.face_slots == 0 || (g.out_width == g.in_width && g.out_height == g.in_height));
   }
 
   // Ring indices alone.

@@ -90,6 +90,48 @@ TEST_CASE("shm protocol: the input format sets the slot size") {
   CHECK(g->slot_bytes == (9216 + 2 * 36864) * 8);
 }
 
+TEST_CASE("shm protocol: in face mode a slot holds its frames' FaceWarps after them, aligned") {
+  // 33x17 rgb24 in and out, 3 frames: 2 * 1,683 * 3 = 10,098 bytes of frames, which leaves the
+  // warps' start to the alignment (10,112); 3 frames * 5 slots * 32 bytes of warps after it.
+  ArenaGeometry faces = Shape();
+  faces.chunk_frames = 3;
+  faces.in_width = faces.out_width = 33;
+  faces.in_height = faces.out_height = 17;
+  faces.face_slots = 5;
+  faces.face_size = 256;
+  faces.face_blend = 16;
+  Result<ArenaGeometry> g = SizeArena(faces, Demand(1));
+  REQUIRE(g.ok());
+  CHECK(g->FacesOffset() == 10112);
+  CHECK(g->FacesOffset() % alignof(FaceWarp) == 0);
+  CHECK(g->FacesBytes() == 3 * 5 * sizeof(FaceWarp));
+  CHECK(g->slot_bytes == 3 * kSlotAlignment);  // 10,112 + 480 bytes, rounded up
+  CHECK(g->face_slots == 5);
+  CHECK(ValidateArenaGeometry(*g, g->total_bytes).ok());
+  // The warps of a slot lie after its output frames and end inside it.
+  Result<SharedMemory> arena = CreateFrameArena(*g);
+  REQUIRE(arena.ok());
+  auto* base = static_cast<uint8_t*>(arena->data());
+  for (uint32_t slot = 0; slot < g->slot_count; ++slot) {
+    const auto* warps = reinterpret_cast<const uint8_t*>(g->SlotFaces(base, slot));
+    CHECK(warps >= g->SlotOut(base, slot) + g->OutFrameBytes() * g->chunk_frames);
+    CHECK(warps + g->FacesBytes() <= g->SlotIn(base, slot) + g->slot_bytes);
+  }
+  const auto* last = reinterpret_cast<const uint8_t*>(g->SlotFaces(base, g->slot_count - 1));
+  CHECK(last + g->FacesBytes() <= base + arena->size());
+
+  // The most warps a frame may carry: 8 frames of 16, a page of them after the frames.
+  ArenaGeometry many = Shape();
+  many.out_width = many.in_width;
+  many.out_height = many.in_height;
+  many.chunk_frames = 8;
+  many.face_slots = kMaxFacesPerFrame;
+  many.face_size = 512;
+  Result<ArenaGeometry> m = SizeArena(many, Demand(1));
+  REQUIRE(m.ok());
+  CHECK(m->slot_bytes == AlignUp(2 * 9216 * 8 + 8 * 16 * 32, kSlotAlignment));
+}
+
 TEST_CASE("shm protocol: slots for the workers' chunks in flight, the spares and the encoders") {
   const uint32_t spare = static_cast<uint32_t>(kArenaSpareSlots);
   CHECK(Slots(Shape(), Demand(1)) == 1 * kInflightPerWorker + spare);

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "common/shm_validate.h"
@@ -169,6 +170,73 @@ TEST_CASE("shm validate: an arena geometry must fit its mapping") {
   SUBCASE("an unknown output format") { bad.out_format = static_cast<FrameFormat>(9); }
   SUBCASE("YUV as the output format") { bad.out_format = FrameFormat::kYuv420p; }
   CHECK_FALSE(ValidateArenaGeometry(bad, UINT64_MAX).ok());
+}
+
+TEST_CASE("shm validate: face fields are bounded, need the output at the input's size, and room") {
+  ArenaGeometry g = GoodGeometry();
+  g.out_width = g.in_width;
+  g.out_height = g.in_height;
+  g.face_slots = 4;
+  g.face_size = 256;
+  g.face_blend = 16;
+  g.slot_bytes = AlignUp(g.FacesOffset() + g.FacesBytes(), kSlotAlignment);
+  g.total_bytes = g.data_offset + g.slot_count * g.slot_bytes;
+  CHECK(ValidateArenaGeometry(g, g.total_bytes).ok());
+  ArenaGeometry edge = g;
+  edge.face_slots = kMaxFacesPerFrame;
+  edge.face_size = kMaxFaceSize;
+  edge.face_blend = kMaxFaceSize / 2;
+  edge.slot_bytes = AlignUp(edge.FacesOffset() + edge.FacesBytes(), kSlotAlignment);
+  edge.total_bytes = edge.data_offset + edge.slot_count * edge.slot_bytes;
+  CHECK(ValidateArenaGeometry(edge, edge.total_bytes).ok());
+  edge.face_size = kMinFaceSize;
+  edge.face_blend = 0;
+  CHECK(ValidateArenaGeometry(edge, edge.total_bytes).ok());
+
+  ArenaGeometry bad = g;
+  std::string expect;
+  SUBCASE("more face slots than a frame may carry") {
+    bad.face_slots = kMaxFacesPerFrame + 1;
+    expect = "face_slots 17";
+  }
+  SUBCASE("a face size below the smallest") {
+    bad.face_size = kMinFaceSize - 1;
+    expect = "face_size 31";
+  }
+  SUBCASE("a face size above the largest") {
+    bad.face_size = kMaxFaceSize + 1;
+    expect = "face_size 2049";
+  }
+  SUBCASE("a feather wider than half the crop") {
+    bad.face_blend = 129;
+    expect = "face_blend 129";
+  }
+  SUBCASE("an output of another size") {
+    bad.out_width = 2 * bad.in_width;
+    expect = "another size";
+  }
+  SUBCASE("a face size in whole-frame mode") {
+    bad.face_slots = 0;
+    expect = "without face slots";
+  }
+  SUBCASE("the reserved field set") {
+    bad.face_reserved = 1;
+    expect = "reserved";
+  }
+  SUBCASE("no room for the warps") {
+    bad.slot_bytes = AlignUp(bad.FacesOffset() + bad.FacesBytes(), 64) - 32;
+    bad.total_bytes = bad.data_offset + bad.slot_count * bad.slot_bytes;
+    expect = "smaller than its frames";
+  }
+  SUBCASE("so many frames that the warps' offset would overflow") {
+    bad.chunk_frames = UINT32_MAX;
+    bad.in_width = bad.out_width = kMaxFrameSide;
+    bad.in_height = bad.out_height = kMaxFrameSide;
+    expect = "smaller than its frames";
+  }
+  Status s = ValidateArenaGeometry(bad, UINT64_MAX);
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.message().find(expect) != std::string::npos);
 }
 
 TEST_CASE("shm validate: 16-bit frames need twice the room of 8-bit ones") {

@@ -12,6 +12,7 @@
 
 #include <torch/torch.h>
 
+#include "example_model.h"
 #include "torch_devices.h"
 #include "worker/example_models.h"
 #include "worker/frame_model.h"
@@ -29,15 +30,8 @@ constexpr float kTileBound = 1e-5f;
 
 std::vector<torch::Device> Devices() { return test::TorchTestDevices(); }
 
-// An example model, exported by the worker's own code and loaded as a worker loads it.
 std::unique_ptr<FrameModel> Example(const std::string& name, const torch::Device& device) {
-  const std::string path =
-      "/tmp/framemill-tiled-test-" + std::to_string(::getpid()) + "-" + name + ".pt";
-  REQUIRE(ExportExampleModel(name, path, "").ok());
-  Result<std::unique_ptr<FrameModel>> m = LoadTorchScriptModel(path, device);
-  ::unlink(path.c_str());
-  REQUIRE(m.ok());
-  return std::move(*m);
+  return test::ExampleModel(name, device);
 }
 
 TileSetting Fixed(int size, int overlap) { return {TileMode::kFixed, size, overlap}; }

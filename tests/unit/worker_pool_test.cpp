@@ -19,6 +19,7 @@
 #include "common/clock.h"
 #include "common/shared_memory.h"
 #include "common/shm_protocol.h"
+#include "real_worker.h"
 #include "supervisor/workers/worker_pool.h"
 
 using namespace framemill;
@@ -208,17 +209,7 @@ TEST_CASE("worker pool: the sandbox text a worker writes is read back printable 
 
 TEST_CASE("worker pool: the real worker loads a model, reports ready, and stops cleanly") {
   std::string dir = TempDir("real");
-  std::string model = dir + "/invert.pt";
-  std::string export_cmd = std::string(FRAMEMILL_BIN) + " model export invert " + model +
-                           " >/dev/null 2>&1";
-  REQUIRE(std::system(export_cmd.c_str()) == 0);
-  WorkerOptions o;
-  o.worker_binary = FRAMEMILL_WORKER_BIN;
-  o.model = model;
-  o.device = *ParseDevice("cpu");
-  o.log_dir = dir;
-  o.log_level = "info";
-  auto pool = WorkerPool::Create(o, 1);
+  auto pool = WorkerPool::Create(test::RealWorker(dir, "invert", "info"), 1);
   REQUIRE(pool.ok());
   REQUIRE((*pool)->Spawn(0).ok());
   uint64_t deadline = MonotonicMs() + 60000;

@@ -28,6 +28,13 @@ Result<JobSpec> ParseJob(const nlohmann::json& object, const JobSettings& defaul
   FM_RETURN_IF_ERROR(ReadJobSettings(object, "job", StatusCode::kInvalidJob, &job.settings,
                                      {"input", "output", "model", "overwrite", "priority"}));
   FM_RETURN_IF_ERROR(CheckFaceSetting(job.settings.mode, job.settings.faces, "job"));
+  // A face model sees whole crops of face_size; tiles of a crop would cut the face it restores.
+  // ("auto" stays allowed: it only halves the crops per call on out-of-memory, and tiles last.)
+  if (job.settings.mode == JobMode::kFaces && job.settings.tile.mode == TileMode::kFixed) {
+    return Status(StatusCode::kInvalidJob,
+                  "job.tile: tiles do not apply in face mode (the face model sees whole crops of "
+                  "face_size); leave tile out or \"auto\"");
+  }
   if (job.input == job.output) {
     return Status(StatusCode::kInvalidJob, "job.output: must differ from job.input");
   }

@@ -28,6 +28,7 @@ constexpr const char* kUsage =
     "usage: framemill-worker --control PATH --channel K --wake-fd N --model-fd FD\n"
     "                        [--model-label TEXT] --device DEV [--precision fp32|fp16|bf16]\n"
     "                        [--optimize auto|on|off] [--tile off|auto|SIZE:OVERLAP]\n"
+    "                        [--probe-size N]\n"
     "                        [--log-level L]\n"
     "                        [--sandbox required|auto|off]\n"
     "       framemill-worker ... --model PATH ...  (tools: the worker opens the file itself,\n"
@@ -143,6 +144,13 @@ int main(int argc, char** argv) {
       std::optional<TileSetting> tile = ParseTileSetting(value);
       if (!tile) return Usage();
       args.tile = *tile;
+    } else if (key == "--probe-size") {
+      char* end = nullptr;
+      const long n = std::strtol(value.c_str(), &end, 10);
+      if (end == value.c_str() || *end != '\0' || n < 1 || n > static_cast<long>(kMaxFaceSize)) {
+        return Usage();
+      }
+      args.probe_size = static_cast<int>(n);
     } else if (key == "--log-level") {
       level = value;
     } else if (key == "--sandbox") {

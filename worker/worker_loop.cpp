@@ -312,7 +312,7 @@ int Worker::Run(const WorkerArgs& args) {
   model_ = std::move(tiled);
   runner_ = std::make_unique<BatchRunner>(*model_);
   nvml_ = std::make_unique<NvmlMemory>(PciBusId(*device));
-  Result<std::pair<int64_t, int64_t>> size = ProbeOutputSize(*model_, kProbeSize);
+  Result<std::pair<int64_t, int64_t>> size = ProbeOutputSize(*model_, args.probe_size);
   if (!size.ok()) return Fail(kWorkerExitModel, size.status().message());
   ch_.probe_out_width.store(static_cast<uint32_t>(size->first));
   ch_.probe_out_height.store(static_cast<uint32_t>(size->second));

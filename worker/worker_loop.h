@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/config.h"
+#include "common/shm_protocol.h"
 #include "common/tile_setting.h"
 
 namespace framemill {
@@ -22,6 +23,9 @@ struct WorkerArgs {
   Precision precision = Precision::kFp32;                     // common/config.h
   ModelOptimization optimization = ModelOptimization::kAuto;  // common/config.h
   TileSetting tile;           // common/tile_setting.h: tiles and out-of-memory fallbacks
+  // The square the model is run on once at load to learn its output size (kProbeSize; in face
+  // mode the job's face_size: a face model may take no other size).
+  int probe_size = static_cast<int>(kProbeSize);
   std::string sandbox;        // the sandbox in place (worker/sandbox.h), for the supervisor
   std::string sandbox_error;  // a required sandbox that failed: reported, then exit
 };

@@ -22,6 +22,8 @@
 #include "common/log.h"
 #include "common/shared_memory.h"
 #include "common/shm_protocol.h"
+#include "supervisor/faces/face_table.h"
+#include "supervisor/faces/job_faces.h"
 #include "supervisor/job/color_choice.h"
 #include "supervisor/job/model_fit.h"
 #include "supervisor/job/free_space.h"
@@ -125,6 +127,12 @@ class JobRun {
   Result<bool> ReadFrame(uint8_t* dst);
   Status StartWorkers();
   std::string JobWarmKey() const;
+  // The square the workers probe the model with: kProbeSize, or face_size in face mode (a face
+  // model may take nothing else: GFPGAN's and CodeFormer's networks are built for 512).
+  uint32_t ProbeSize() const {
+    return settings_.mode == JobMode::kFaces ? static_cast<uint32_t>(settings_.faces.size)
+                                             : kProbeSize;
+  }
   Status CreateArena();
   Status PlanGeometry();
   // The decoder's -vf: geometry's filters (deinterlace, turn upright), then the colour path's
@@ -137,6 +145,11 @@ class JobRun {
                        double* busy_s, double* wait_s);
   Status SegmentFinished(int64_t index, int64_t bytes);
   Status ChoosePart();
+  // Face mode: the face table of the frames this run renders (job_faces.h), kept in the job's
+  // workspace so that a resumed job pastes the very faces the first run would have.
+  Status FindFaces();
+  // Face mode: the FaceWarps of chunk frames [first, first + frames) into the slot's face region.
+  void WriteChunkFaces(int64_t first, int32_t frames, uint32_t slot);
   Result<JobReport> Stitch();
   Status Mux(const std::vector<std::string>& segments, const std::vector<int64_t>& frames);
   void FillReport(uint64_t t0);
@@ -188,6 +201,7 @@ class JobRun {
   ArenaGeometry arena_;  // our own copy: the header in shared memory is never read back
   std::unique_ptr<ChunkBoard> board_;
   std::unique_ptr<StillCapture> stills_;  // the report's stills, taken by the encoder threads
+  std::optional<FaceTable> faces_;        // face mode: this run's frames' faces
   JobReport report_;
   StageTimes& stages_ = report_.stages;  // decode_* written by the decoder thread only,
                                          // encode_* under stages_mu_
@@ -300,8 +314,11 @@ Status JobRun::Prepare() {
   // The card beside the model (supervisor/job/model_fit.h), read beside its resolved path: an
   // input or a setting the model cannot take fails here, before a worker starts or a frame is
   // decoded.
-  FM_RETURN_IF_ERROR(
-      CheckModelFitsJob(FdRealPath(model_fd_.get()), settings_, v.display_width, v.display_height));
+  // In face mode the model sees face_size x face_size crops, never a whole frame.
+  const bool faces = settings_.mode == JobMode::kFaces;
+  FM_RETURN_IF_ERROR(CheckModelFitsJob(FdRealPath(model_fd_.get()), settings_,
+                                       faces ? settings_.faces.size : v.display_width,
+                                       faces ? settings_.faces.size : v.display_height));
   FM_RETURN_IF_ERROR(ResolveDepth());
   if (!v.constant_rate) {
     spdlog::info("{}: variable frame rate; every frame keeps its source timestamp", job_.input);
@@ -391,6 +408,7 @@ Status JobRun::StartWorkers() {
     opts.precision = settings_.precision;
     opts.model_optimization = settings_.model_optimization;
     opts.tile = settings_.tile;
+    opts.probe_size = ProbeSize();
     opts.log_level = config_.log_level;
     opts.log_dir = options_.worker_log_dir.empty() ? scratch_ : options_.worker_log_dir;
     opts.pytorch_alloc_conf = config_.pytorch_alloc_conf;
@@ -419,26 +437,42 @@ Status JobRun::StartWorkers() {
   } else {
     spdlog::info("worker sandbox: {}", first->sandbox);
   }
-  spdlog::info("model maps {}x{} to {}x{} on {}", kProbeSize, kProbeSize, probe_w_, probe_h_,
+  spdlog::info("model maps {}x{} to {}x{} on {}", ProbeSize(), ProbeSize(), probe_w_, probe_h_,
                worker_device_);
   return Status::Ok();
 }
 
 Status JobRun::CreateArena() {
   const VideoStreamInfo& v = media_.video;
-  // The model's scale, from its output for a kProbeSize square; the frame must scale exactly.
-  // The model sees upright frames: display_width x display_height (source_geometry.h).
-  uint64_t ow = static_cast<uint64_t>(v.display_width) * probe_w_;
-  uint64_t oh = static_cast<uint64_t>(v.display_height) * probe_h_;
-  if (probe_w_ == 0 || probe_h_ == 0 || ow % kProbeSize != 0 || oh % kProbeSize != 0) {
-    return Status(StatusCode::kModelInvalid,
-                  "model output size " + std::to_string(probe_w_) + "x" + std::to_string(probe_h_) +
-                      " for a " + std::to_string(kProbeSize) + "x" + std::to_string(kProbeSize) +
-                      " input is not a whole scale of " + std::to_string(v.display_width) + "x" +
-                      std::to_string(v.display_height));
+  const bool faces = settings_.mode == JobMode::kFaces;
+  if (faces) {
+    // The faces are pasted back into the frame: the output is the frame's size, whatever the
+    // face model's scale (the worker samples its output back down). The model must map its
+    // square to a square of a whole multiple of its side.
+    if (probe_w_ != probe_h_ || probe_w_ == 0 || probe_w_ % ProbeSize() != 0) {
+      return Status(StatusCode::kModelInvalid,
+                    "face model maps a " + std::to_string(ProbeSize()) + "x" +
+                        std::to_string(ProbeSize()) + " face to " + std::to_string(probe_w_) +
+                        "x" + std::to_string(probe_h_) +
+                        "; face mode needs the same square or a whole multiple of it");
+    }
+    out_w_ = v.display_width;
+    out_h_ = v.display_height;
+  } else {
+    // The model's scale, from its output for a kProbeSize square; the frame must scale exactly.
+    // The model sees upright frames: display_width x display_height (source_geometry.h).
+    uint64_t ow = static_cast<uint64_t>(v.display_width) * probe_w_;
+    uint64_t oh = static_cast<uint64_t>(v.display_height) * probe_h_;
+    if (probe_w_ == 0 || probe_h_ == 0 || ow % kProbeSize != 0 || oh % kProbeSize != 0) {
+      return Status(StatusCode::kModelInvalid,
+                    "model output size " + std::to_string(probe_w_) + "x" +
+                        std::to_string(probe_h_) + " for a " + std::to_string(kProbeSize) + "x" +
+                        std::to_string(kProbeSize) + " input is not a whole scale of " +
+                        std::to_string(v.display_width) + "x" + std::to_string(v.display_height));
+    }
+    out_w_ = static_cast<int>(ow / kProbeSize);
+    out_h_ = static_cast<int>(oh / kProbeSize);
   }
-  out_w_ = static_cast<int>(ow / kProbeSize);
-  out_h_ = static_cast<int>(oh / kProbeSize);
   FM_RETURN_IF_ERROR(PlanGeometry());
   // color_conversion device: the source's 4:2:0 planes go to the workers as they are.
   color_conversion_ =
@@ -458,6 +492,11 @@ Status JobRun::CreateArena() {
   shape.out_format = out_format_;
   shape.out_width = static_cast<uint32_t>(out_w_);
   shape.out_height = static_cast<uint32_t>(out_h_);
+  if (faces) {
+    shape.face_slots = static_cast<uint32_t>(settings_.faces.max_faces);
+    shape.face_size = static_cast<uint32_t>(settings_.faces.size);
+    shape.face_blend = static_cast<uint32_t>(settings_.faces.BlendPixels());
+  }
   ArenaDemand demand;
   demand.workers = settings_.workers;
   demand.encoders = settings_.encoders;
@@ -667,6 +706,7 @@ void JobRun::DecodeLoop() {
                                (finished.ok() ? "" : "; " + finished.message())));
       }
     }
+    if (faces_) WriteChunkFaces(chunk.first_frame, chunk.frames, *slot);
     stages_.decode_s += static_cast<double>(MonotonicUs() - t_read) / 1e6;
     board_->MarkDecoded(chunk.index, *slot);
     dispatcher_->Wake();
@@ -779,6 +819,71 @@ Status JobRun::EncodeSegment(const SegmentPlan& seg, const SegmentFormat& fmt, i
   return Status::Ok();
 }
 
+Status JobRun::FindFaces() {
+  const VideoStreamInfo& v = media_.video;
+  const int64_t first = first_chunk_ < end_chunk_ ? plan_.chunks[first_chunk_].first_frame : 0;
+  const int64_t end = end_chunk_ < static_cast<int64_t>(plan_.chunks.size())
+                          ? plan_.chunks[end_chunk_].first_frame
+                          : plan_.frame_count;
+  const std::string kept = scratch_ + "/faces.json";
+  FaceTableNeed need;
+  need.width = v.display_width;
+  need.height = v.display_height;
+  need.face_size = settings_.faces.size;
+  need.video_frames = plan_.frame_count;
+  need.first_frame = first;
+  need.frames = end - first;
+  // A resumed run: the table the first run made covers these frames (it began at or before them).
+  Result<FaceTable> table = ReadFaceTable(kept);
+  if (table.ok()) {
+    FaceTableNeed whole = need;
+    whole.first_frame = table->first_frame;
+    whole.frames = end - table->first_frame;
+    if (table->first_frame <= first && table->face_margin == settings_.faces.margin &&
+        CheckFaceTable(*table, whole, kept).ok()) {
+      spdlog::info("faces: the table of the first run ({}), frames {} to {}", kept, first, end);
+      faces_ = std::move(*table);
+    }
+  }
+  if (!faces_) {
+    Result<std::vector<std::string>> filters = GeometryFilters(v, settings_.deinterlace);
+    if (!filters.ok()) return filters.status().WithContext(job_.input);
+    JobFacesInput in;
+    in.source = &source_;
+    in.media = &media_;
+    in.filters = std::move(*filters);
+    in.first = first;
+    in.end = end;
+    in.stderr_path = scratch_ + "/faces-decoder.log";
+    Result<FaceTable> made = FacesForJob(config_, settings_, in, stop_);
+    if (!made.ok()) return made.status();
+    FM_RETURN_IF_ERROR(WriteFaceTable(kept, *made));
+    faces_ = std::move(*made);
+  }
+  report_.faces = FaceFiguresOf(*faces_, v.frame_rate.value());
+  // Only this run's frames count in its figures.
+  spdlog::info("faces: {} in frames {} to {} ({} frames without a face, {} tracks)",
+               report_.faces.faces_found, first, end, report_.faces.frames_without_faces,
+               faces_->stats.tracks);
+  return Status::Ok();
+}
+
+void JobRun::WriteChunkFaces(int64_t first, int32_t frames, uint32_t slot) {
+  FaceWarp* dst = arena_.SlotFaces(arena_base_, slot);
+  const uint32_t per_frame = arena_.face_slots;
+  std::memset(dst, 0, sizeof(FaceWarp) * per_frame * static_cast<size_t>(frames));
+  for (int32_t f = 0; f < frames; ++f) {
+    const int64_t row = first + f - faces_->first_frame;
+    if (row < 0 || row >= static_cast<int64_t>(faces_->frames.size())) continue;
+    const std::vector<FaceWarp>& in = faces_->frames[static_cast<size_t>(row)];
+    const size_t n = std::min<size_t>(in.size(), per_frame);
+    for (size_t k = 0; k < n; ++k) {
+      dst[static_cast<size_t>(f) * per_frame + k] = in[k];
+      dst[static_cast<size_t>(f) * per_frame + k].present = 1;
+    }
+  }
+}
+
 Status JobRun::SegmentFinished(int64_t index, int64_t bytes) {
   FM_RETURN_IF_ERROR(state_->Finished(index, bytes));
   if (state_->all_done()) {
@@ -861,6 +966,10 @@ Result<JobReport> JobRun::RunPipeline() {
                                         BaseName(timeline));
     if (!fd.ok()) return fd.status();
     FM_RETURN_IF_ERROR(timeline_.Adopt(::fcntl(fd->get(), F_DUPFD_CLOEXEC, 0), timeline, t0));
+  }
+  if (settings_.mode == JobMode::kFaces) {
+    FM_RETURN_IF_ERROR(FindFaces());
+    lap(&stages_.faces_s);
   }
   Status s = StartWorkers();
   if (s.ok()) s = CreateArena();

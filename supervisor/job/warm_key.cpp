@@ -34,6 +34,8 @@ std::string WarmKey(const FileIdentity& model, const JobSettings& settings,
          std::to_string(model.mtime_ns) + "|" + Name(settings.device) + "|" +
          Name(settings.precision) + "|" + Name(settings.model_optimization) + "|" +
          Name(settings.tile) + "|" + std::to_string(settings.workers) + "|" +
+         // The probe square (--probe-size) differs in face mode.
+         Name(settings.mode) + ":" + std::to_string(settings.faces.size) + "|" +
          DumpJson(nlohmann::json(settings.gpus)) + "|" + log_dir_key;
 }
 

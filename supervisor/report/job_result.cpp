@@ -34,17 +34,19 @@ std::string StageTimes::Summary() const {
   };
   double capacity = pipeline_s * std::max(1, workers);
   double encode_capacity = pipeline_s * std::max(1, encoders);
+  const std::string faces = faces_s > 0 ? fmt::format("faces {:.2f} s, ", faces_s) : "";
   return fmt::format(
-      "prepare {:.2f} s, start {:.2f} s, pipeline {:.2f} s [decode {:.2f} s busy "
+      "prepare {:.2f} s, {}start {:.2f} s, pipeline {:.2f} s [decode {:.2f} s busy "
       "({}%), {:.2f} s waiting for a slot; workers {:.2f} s busy ({}% of {}); "
       "encode {:.2f} s busy ({}% of {}), {:.2f} s waiting for output], mux {:.2f} s",
-      prepare_s, start_s, pipeline_s, decode_s, pct(decode_s, pipeline_s), decode_wait_s,
+      prepare_s, faces, start_s, pipeline_s, decode_s, pct(decode_s, pipeline_s), decode_wait_s,
       workers_busy_s, pct(workers_busy_s, capacity), workers, encode_s,
       pct(encode_s, encode_capacity), encoders, encode_wait_s, mux_s);
 }
 
 nlohmann::json StageTimes::ToJson() const {
   return {{"prepare_s", prepare_s},
+          {"faces_s", faces_s},
           {"start_s", start_s},
           {"pipeline_s", pipeline_s},
           {"decode_s", decode_s},
@@ -168,6 +170,14 @@ std::string RunSummary(const JobReport& r) {
           r.seconds > 0 ? r.frames / r.seconds : 0.0, static_cast<long long>(r.chunks),
           static_cast<long long>(r.segments));
   Appendf(&out, "framemill: output pixel format %s\n", r.output_pix_fmt.c_str());
+  if (r.faces.present) {
+    Appendf(&out,
+            "framemill: faces: %lld in %lld frames (%.2f per second of video), %lld frames without "
+            "a face, %d tracks\n",
+            static_cast<long long>(r.faces.faces_found), static_cast<long long>(r.faces.frames),
+            r.faces.faces_per_second, static_cast<long long>(r.faces.frames_without_faces),
+            r.faces.tracks);
+  }
   for (const std::string& w : r.warnings) Appendf(&out, "framemill: warning: %s\n", w.c_str());
   std::string by_reason;
   for (const auto& [reason, n] : d.recycles) {

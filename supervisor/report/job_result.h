@@ -27,6 +27,7 @@ namespace framemill {
 // run at once: the stage that seldom waits is the bottleneck, the others wait for it.
 struct StageTimes {
   double prepare_s = 0;       // path checks, probing the input, the plan
+  double faces_s = 0;         // face mode: the face pass (or reading its table), before workers
   double start_s = 0;         // workers started and loaded, arena made
   double pipeline_s = 0;      // decoder and encoder threads running
   double decode_s = 0;        // decoder thread reading frames from ffmpeg into the arena

@@ -144,6 +144,7 @@ std::vector<std::string> WorkerArguments(const WorkerOptions& options, int k, in
           "--precision",   Name(options.precision),
           "--optimize",    Name(options.model_optimization),
           "--tile",        Name(options.tile),
+          "--probe-size",  std::to_string(options.probe_size),
           "--log-level",   options.log_level,
           "--sandbox",     Name(options.sandbox)};
 }

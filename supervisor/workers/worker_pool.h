@@ -38,6 +38,9 @@ struct WorkerOptions {
   Precision precision = Precision::kFp32;
   ModelOptimization model_optimization = ModelOptimization::kAuto;
   TileSetting tile;  // the job's tile (common/tile_setting.h), passed as --tile
+  // The square side the worker probes its model with (--probe-size): kProbeSize, or face mode's
+  // face_size.
+  uint32_t probe_size = kProbeSize;
   std::string log_level;
   std::string log_dir;             // each worker's stderr goes to log_dir/worker-<k>-<gen>.log
   std::string pytorch_alloc_conf;  // "" = inherit the environment as it is

@@ -1,0 +1,267 @@
+// Face mode (`"mode": "faces"`) end to end: the real framemill and its workers.
+//
+// - Exactness: a generated clip and a face table written by the test, whose faces sit where the
+//   test put them (squares moved by whole pixels, so a crop is exactly the frame's pixels). The
+//   face model is `invert`. Every pixel away from the faces' squares is the whole-frame `identity`
+//   run's, bit for bit (lossless output); inside each square, past the feather, it is the inverse
+//   of that run's pixel; frames without a face are identical whole.
+// - Real footage: d0 (a talking head) with the BlazeFace detector and `invert`: the job says it
+//   found one face on every frame; every pixel outside the face's crop (as `framemill faces
+//   --table`, the same face pass, places it) is the identity run's, and inside it is inverted.
+// - Memory: the `leak` model (it keeps every batch it is given) as the face model, with a memory
+//   limit: workers are recycled and every frame comes out in its place.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness.h"
+
+using namespace framemill::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kW = 320, kH = 240, kFrames = 24, kFace = 64, kBlend = 8;
+
+struct Square {
+  int x = 0, y = 0;  // the top-left pixel of the face's kFace x kFace square in the frame
+};
+
+// Frame f's faces: A moves right by 2 pixels a frame on frames 0-19; B sits still on the even
+// frames 0-18; frames 20-23 have none.
+std::vector<Square> FacesOf(int f) {
+  std::vector<Square> faces;
+  if (f < 20) faces.push_back({40 + 2 * f, 30});
+  if (f < 20 && f % 2 == 0) faces.push_back({200, 120});
+  return faces;
+}
+
+// A face table (supervisor/faces/face_table.h) with FacesOf's squares: crop (u, v) = (x - sx,
+// y - sy), a shift by whole pixels.
+void WriteTable(const std::string& path) {
+  nlohmann::json frames = nlohmann::json::array();
+  for (int f = 0; f < kFrames; ++f) {
+    nlohmann::json faces = nlohmann::json::array();
+    int track = 0;
+    for (const Square& s : FacesOf(f)) {
+      faces.push_back({track++, 1.0, 0.0, -s.x, 0.0, 1.0, -s.y});
+    }
+    frames.push_back(faces);
+  }
+  nlohmann::json t = {{"format", "framemill-face-table"},
+                      {"version", 1},
+                      {"width", kW},
+                      {"height", kH},
+                      {"face_size", kFace},
+                      {"face_margin", 0.0},
+                      {"video_frames", kFrames},
+                      {"first_frame", 0},
+                      {"frame_count", kFrames},
+                      {"frames", frames}};
+  std::ofstream(path) << t.dump();
+}
+
+nlohmann::json LosslessJob(const std::string& input, const std::string& output,
+                           const std::string& model) {
+  return {{"input", input},
+          {"output", output},
+          {"model", model},
+          {"device", TestDevice()},
+          {"workers", 1},
+          {"batch", 4},
+          {"chunk_frames", 8},
+          {"overwrite", true},
+          {"encoder",
+           {{"codec", "libx264"}, {"crf", 0}, {"preset", "ultrafast"}, {"pix_fmt", "yuv444p"}}}};
+}
+
+std::vector<std::vector<uint8_t>> Frames(const std::string& path, int w, int h) {
+  std::vector<std::vector<uint8_t>> frames;
+  DecodeFrames(path, w, h, [&](const uint8_t* rgb) {
+    frames.emplace_back(rgb, rgb + static_cast<size_t>(w) * h * 3);
+  });
+  return frames;
+}
+
+// Pixel (x, y)'s distance inside square s (negative: outside it), in pixels.
+int Inside(const Square& s, int x, int y) {
+  return std::min({x - s.x, s.x + kFace - 1 - x, y - s.y, s.y + kFace - 1 - y});
+}
+
+}  // namespace
+
+TEST_CASE("face mode: outside the faces every pixel is the identity run's, inside the face model's") {
+  const std::string dir = ScratchDir("face_mode_exact");
+  const std::string clip = dir + "/in.mp4";
+  RunResult made = Shell("ffmpeg -nostdin -v error -y -f lavfi -i testsrc2=size=" +
+                         std::to_string(kW) + "x" + std::to_string(kH) + ":rate=25 -frames:v " +
+                         std::to_string(kFrames) +
+                         " -c:v libx264 -preset ultrafast -qp 0 -pix_fmt yuv444p " + clip);
+  REQUIRE_MESSAGE(made.exit_code == 0, made.err);
+  WriteTable(dir + "/faces.json");
+
+  RunResult ident = RunJob(dir, LosslessJob(clip, dir + "/identity.mp4", ModelPath("identity")));
+  REQUIRE_MESSAGE(ident.exit_code == 0, ident.err);
+  nlohmann::json job = LosslessJob(clip, dir + "/faces.mp4", ModelPath("invert"));
+  job["mode"] = "faces";
+  job["face_table"] = dir + "/faces.json";
+  job["face_size"] = kFace;
+  job["blend"] = kBlend;
+  RunResult faces = RunJob(dir, job);
+  REQUIRE_MESSAGE(faces.exit_code == 0, faces.err);
+  // The job says what it pasted: 20 faces A, 10 faces B, 4 frames without one.
+  CHECK(faces.out.find("framemill: faces: 30 in 24 frames") != std::string::npos);
+  CHECK(faces.out.find("4 frames without a face") != std::string::npos);
+
+  const auto a = Frames(dir + "/identity.mp4", kW, kH);
+  const auto b = Frames(dir + "/faces.mp4", kW, kH);
+  REQUIRE(a.size() == static_cast<size_t>(kFrames));
+  REQUIRE(b.size() == a.size());
+  int outside_changed = 0, inside_wrong = 0, inside_checked = 0, worst_inside = 0;
+  for (int f = 0; f < kFrames; ++f) {
+    const std::vector<Square> squares = FacesOf(f);
+    for (int y = 0; y < kH; ++y) {
+      for (int x = 0; x < kW; ++x) {
+        int deepest = -1000;
+        for (const Square& s : squares) deepest = std::max(deepest, Inside(s, x, y));
+        for (int c = 0; c < 3; ++c) {
+          const size_t i = (static_cast<size_t>(y) * kW + x) * 3 + c;
+          const int id = a[f][i], fm = b[f][i];
+          if (deepest < 0) {
+            outside_changed += id != fm;  // outside every square: untouched, bit for bit
+          } else if (deepest >= kBlend + 1) {
+            // Past the feather: the inverse, to the rounding of the YUV 4:4:4 round trip.
+            const int err = std::abs(fm - (255 - id));
+            worst_inside = std::max(worst_inside, err);
+            inside_wrong += err > 3;
+            ++inside_checked;
+          }
+        }
+      }
+    }
+  }
+  INFO("worst difference from the inverse inside a face: " << worst_inside);
+  CHECK(outside_changed == 0);
+  CHECK(inside_checked > 0);
+  CHECK(inside_wrong == 0);
+}
+
+TEST_CASE("face mode: a talking head with the detector: one face a frame, changed, the rest not") {
+#ifdef FRAMEMILL_TEST_FACE_DETECTOR_DIR
+  const std::string detector =
+      std::string(FRAMEMILL_TEST_FACE_DETECTOR_DIR) + "/face_detection_front_128x128_barracuda.onnx";
+#else
+  SkipTest("built without the real-footage tests (FRAMEMILL_REAL_FOOTAGE_TESTS): no detector");
+  const std::string detector;
+#endif
+  const std::string dir = ScratchDir("face_mode_d0");
+  const std::string clip = TestClip("d0.mp4");  // 512x512, 78 frames, one face
+  constexpr int kSide = 512, kClip = 78, kS = 128, kFeather = 8;
+  // The faces the job will find: `framemill faces --table` runs the same face pass.
+  const std::string table = dir + "/d0-faces.json";
+  RunResult made = WaitJob(StartFramemill(dir,
+                                          {"faces", clip, "--detector", detector, "--table", table,
+                                           "--face-size", std::to_string(kS)},
+                                          {}, "faces"),
+                           120);
+  if (made.exit_code != 0 && made.err.find("built without OpenCV") != std::string::npos) {
+    SkipTest("this framemill was built without OpenCV's dnn module: it cannot detect faces");
+  }
+  REQUIRE_MESSAGE(made.exit_code == 0, made.err);
+  nlohmann::json t = nlohmann::json::parse(std::ifstream(table));
+
+  RunResult ident = RunJob(dir, LosslessJob(clip, dir + "/identity.mp4", ModelPath("identity")));
+  REQUIRE_MESSAGE(ident.exit_code == 0, ident.err);
+  nlohmann::json job = LosslessJob(clip, dir + "/faces.mp4", ModelPath("invert"));
+  job["mode"] = "faces";
+  job["face_detector"] = detector;
+  job["face_size"] = kS;
+  job["blend"] = kFeather;
+  RunResult faces = RunJob(dir, job);
+  REQUIRE_MESSAGE(faces.exit_code == 0, faces.err);
+  CHECK(faces.out.find("framemill: faces: 78 in 78 frames") != std::string::npos);
+  CHECK(faces.out.find("0 frames without a face") != std::string::npos);
+
+  const auto a = Frames(dir + "/identity.mp4", kSide, kSide);
+  const auto b = Frames(dir + "/faces.mp4", kSide, kSide);
+  REQUIRE(a.size() == static_cast<size_t>(kClip));
+  REQUIRE(b.size() == a.size());
+  REQUIRE(t.at("frames").size() == a.size());
+  // Each pixel's place in its frame's face crop (the table's warp): outside the crop square (with
+  // a pixel to spare for the bilinear reach) it must be the identity run's; well inside, past
+  // the feather, the inverse of it (to resampling: the face went through two bilinear warps).
+  int64_t outside = 0, outside_changed = 0, inside = 0, inside_inverted = 0;
+  for (int f = 0; f < kClip; ++f) {
+    const nlohmann::json& fs_ = t.at("frames")[f];
+    REQUIRE(fs_.size() == 1u);
+    std::vector<double> m;
+    for (int k = 1; k <= 6; ++k) m.push_back(fs_[0][k].get<double>());
+    for (int y = 0; y < kSide; ++y) {
+      for (int x = 0; x < kSide; ++x) {
+        const double u = m[0] * x + m[1] * y + m[2], v = m[3] * x + m[4] * y + m[5];
+        const double depth = std::min({u, kS - 1 - u, v, kS - 1 - v});
+        const size_t i = (static_cast<size_t>(y) * kSide + x) * 3;
+        if (depth < -2) {
+          ++outside;
+          for (int c = 0; c < 3; ++c) outside_changed += a[f][i + c] != b[f][i + c];
+        } else if (depth > kFeather + 2) {
+          ++inside;
+          int worst = 0;
+          for (int c = 0; c < 3; ++c) worst = std::max(worst, std::abs(b[f][i + c] - (255 - a[f][i + c])));
+          inside_inverted += worst <= 24;
+        }
+      }
+    }
+  }
+  INFO("outside " << outside << ", inside " << inside << ", inverted " << inside_inverted);
+  CHECK(outside > 0);
+  CHECK(outside_changed == 0);
+  CHECK(inside > 0);
+  CHECK(inside_inverted > inside * 9 / 10);
+}
+
+TEST_CASE("face mode: a leaking face model is recycled by its memory limit, every frame in place") {
+  const std::string dir = ScratchDir("face_mode_leak");
+  constexpr int kIw = 320, kIh = 240, kIndexFrames = 1000;
+  const std::string clip = dir + "/index.mp4";
+  MakeIndexVideo(clip, kIndexFrames, kIw, kIh, 25, /*tone_hz=*/0);
+  // Two faces of 256 on every frame, moved by whole pixels (the leak is the identity: the frame
+  // comes back as it went in). A crop batch is 0.79 MB a face in float: 50 MB a chunk of 32.
+  nlohmann::json frames = nlohmann::json::array();
+  for (int f = 0; f < kIndexFrames; ++f) {
+    frames.push_back({{0, 1.0, 0.0, -10.0, 0.0, 1.0, 0.0}, {1, 1.0, 0.0, -60.0, 0.0, 1.0, 0.0}});
+  }
+  nlohmann::json t = {{"format", "framemill-face-table"}, {"version", 1},
+                      {"width", kIw},  {"height", kIh},  {"face_size", 256},
+                      {"video_frames", kIndexFrames},  {"first_frame", 0},
+                      {"frame_count", kIndexFrames},   {"frames", frames}};
+  std::ofstream(dir + "/faces.json") << t.dump();
+  nlohmann::json job = {{"input", clip},
+                        {"output", dir + "/out.mp4"},
+                        {"model", ModelCopy("leak", dir)},
+                        {"workers", 2},
+                        {"chunk_frames", 32},
+                        {"device", TestDevice()},
+                        {"overwrite", true},
+                        {"mode", "faces"},
+                        {"face_table", dir + "/faces.json"},
+                        {"face_size", 256}};
+  const bool cuda = TestDevice() != "cpu";
+  const char* key = cuda ? "gpu_reserved_mb" : "rss_mb";
+  job["recycle"] = {{key, cuda ? 300 : 400}};
+  job["kill"] = {{key, cuda ? 1500 : 1200}};
+  RunResult r = RunJob(dir, job);
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(OutOfPlace(FrameIndices(dir + "/out.mp4", kIw, kIh), kIndexFrames) == 0);
+  CHECK(r.out.find("recycled") != std::string::npos);
+  CHECK(r.out.find("recycled 0") == std::string::npos);
+  CHECK(r.out.find("crashed 0, killed 0") != std::string::npos);
+}

@@ -8,20 +8,26 @@
 // - Real footage: d0 (a talking head) with the BlazeFace detector and `invert`: the job says it
 //   found one face on every frame; every pixel outside the face's crop (as `framemill faces
 //   --table`, the same face pass, places it) is the identity run's, and inside it is inverted.
+// - Resume: a face-mode job of the service killed (SIGKILL) after two of its four segments, then
+//   served again, reads back its face table instead of detecting again and writes the very
+//   frames an uninterrupted run writes.
 // - Memory: the `leak` model (it keeps every batch it is given) as the face model, with a memory
 //   limit: workers are recycled and every frame comes out in its place.
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <sys/types.h>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "harness.h"
+#include "service_harness.h"
 
 using namespace framemill::test;
 namespace fs = std::filesystem;
@@ -68,19 +74,39 @@ void WriteTable(const std::string& path) {
   std::ofstream(path) << t.dump();
 }
 
-nlohmann::json LosslessJob(const std::string& input, const std::string& output,
+// LosslessJob (harness.h) in chunks of 8 frames, 4 frames a model call, output replaced.
+nlohmann::json FaceTestJob(const std::string& input, const std::string& output,
                            const std::string& model) {
-  return {{"input", input},
-          {"output", output},
-          {"model", model},
-          {"device", TestDevice()},
-          {"workers", 1},
-          {"batch", 4},
-          {"chunk_frames", 8},
-          {"overwrite", true},
-          {"encoder",
-           {{"codec", "libx264"}, {"crf", 0}, {"preset", "ultrafast"}, {"pix_fmt", "yuv444p"}}}};
+  nlohmann::json job = LosslessJob(input, output, model);
+  job["batch"] = 4;
+  job["chunk_frames"] = 8;
+  job["overwrite"] = true;
+  return job;
 }
+
+// The short-range BlazeFace file, or the test ends as skipped where it is not built in.
+std::string FrontDetectorOrSkip() {
+#ifdef FRAMEMILL_TEST_FACE_DETECTOR_DIR
+  return std::string(FRAMEMILL_TEST_FACE_DETECTOR_DIR) +
+         "/face_detection_front_128x128_barracuda.onnx";
+#else
+  SkipTest("built without the real-footage tests (FRAMEMILL_REAL_FOOTAGE_TESTS): no detector");
+#endif
+}
+
+// Ends the test as skipped when `r` failed because this framemill cannot detect faces.
+void SkipWithoutDetection(const RunResult& r) {
+  if (r.exit_code != 0 && r.err.find("built without OpenCV") != std::string::npos) {
+    SkipTest("this framemill was built without OpenCV's dnn module: it cannot detect faces");
+  }
+}
+
+// Runs `clip` whole through `identity` and in face mode (`face_keys` added) through `invert`, both
+// lossless; returns the face run and fills the decoded frames of each (w x h).
+RunResult IdentityAndFaces(const std::string& dir, const std::string& clip,
+                           const nlohmann::json& face_keys, int w, int h,
+                           std::vector<std::vector<uint8_t>>* identity,
+                           std::vector<std::vector<uint8_t>>* faces);
 
 std::vector<std::vector<uint8_t>> Frames(const std::string& path, int w, int h) {
   std::vector<std::vector<uint8_t>> frames;
@@ -88,6 +114,31 @@ std::vector<std::vector<uint8_t>> Frames(const std::string& path, int w, int h) 
     frames.emplace_back(rgb, rgb + static_cast<size_t>(w) * h * 3);
   });
   return frames;
+}
+
+RunResult IdentityAndFaces(const std::string& dir, const std::string& clip,
+                           const nlohmann::json& face_keys, int w, int h,
+                           std::vector<std::vector<uint8_t>>* identity,
+                           std::vector<std::vector<uint8_t>>* faces) {
+  RunResult ident = RunJob(dir, FaceTestJob(clip, dir + "/identity.mp4", ModelPath("identity")));
+  REQUIRE_MESSAGE(ident.exit_code == 0, ident.err);
+  nlohmann::json job = FaceTestJob(clip, dir + "/faces.mp4", ModelPath("invert"));
+  job["mode"] = "faces";
+  job.update(face_keys);
+  RunResult r = RunJob(dir, job);
+  SkipWithoutDetection(r);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  *identity = Frames(dir + "/identity.mp4", w, h);
+  *faces = Frames(dir + "/faces.mp4", w, h);
+  REQUIRE(faces->size() == identity->size());
+  return r;
+}
+
+// Segments a job's done-log (state.json) lists as finished.
+int SegmentsDone(const std::string& state_path) {
+  nlohmann::json st = ReadJson(state_path);
+  if (!st.is_object()) return 0;
+  return static_cast<int>(st.value("segments_done", nlohmann::json::array()).size());
 }
 
 // Pixel (x, y)'s distance inside square s (negative: outside it), in pixels.
@@ -107,23 +158,15 @@ TEST_CASE("face mode: outside the faces every pixel is the identity run's, insid
   REQUIRE_MESSAGE(made.exit_code == 0, made.err);
   WriteTable(dir + "/faces.json");
 
-  RunResult ident = RunJob(dir, LosslessJob(clip, dir + "/identity.mp4", ModelPath("identity")));
-  REQUIRE_MESSAGE(ident.exit_code == 0, ident.err);
-  nlohmann::json job = LosslessJob(clip, dir + "/faces.mp4", ModelPath("invert"));
-  job["mode"] = "faces";
-  job["face_table"] = dir + "/faces.json";
-  job["face_size"] = kFace;
-  job["blend"] = kBlend;
-  RunResult faces = RunJob(dir, job);
-  REQUIRE_MESSAGE(faces.exit_code == 0, faces.err);
+  std::vector<std::vector<uint8_t>> a, b;
+  RunResult faces = IdentityAndFaces(
+      dir, clip, {{"face_table", dir + "/faces.json"}, {"face_size", kFace}, {"blend", kBlend}},
+      kW, kH, &a, &b);
   // The job says what it pasted: 20 faces A, 10 faces B, 4 frames without one.
   CHECK(faces.out.find("framemill: faces: 30 in 24 frames") != std::string::npos);
   CHECK(faces.out.find("4 frames without a face") != std::string::npos);
 
-  const auto a = Frames(dir + "/identity.mp4", kW, kH);
-  const auto b = Frames(dir + "/faces.mp4", kW, kH);
   REQUIRE(a.size() == static_cast<size_t>(kFrames));
-  REQUIRE(b.size() == a.size());
   int outside_changed = 0, inside_wrong = 0, inside_checked = 0, worst_inside = 0;
   for (int f = 0; f < kFrames; ++f) {
     const std::vector<Square> squares = FacesOf(f);
@@ -154,13 +197,7 @@ TEST_CASE("face mode: outside the faces every pixel is the identity run's, insid
 }
 
 TEST_CASE("face mode: a talking head with the detector: one face a frame, changed, the rest not") {
-#ifdef FRAMEMILL_TEST_FACE_DETECTOR_DIR
-  const std::string detector =
-      std::string(FRAMEMILL_TEST_FACE_DETECTOR_DIR) + "/face_detection_front_128x128_barracuda.onnx";
-#else
-  SkipTest("built without the real-footage tests (FRAMEMILL_REAL_FOOTAGE_TESTS): no detector");
-  const std::string detector;
-#endif
+  const std::string detector = FrontDetectorOrSkip();
   const std::string dir = ScratchDir("face_mode_d0");
   const std::string clip = TestClip("d0.mp4");  // 512x512, 78 frames, one face
   constexpr int kSide = 512, kClip = 78, kS = 128, kFeather = 8;
@@ -171,28 +208,18 @@ TEST_CASE("face mode: a talking head with the detector: one face a frame, change
                                            "--face-size", std::to_string(kS)},
                                           {}, "faces"),
                            120);
-  if (made.exit_code != 0 && made.err.find("built without OpenCV") != std::string::npos) {
-    SkipTest("this framemill was built without OpenCV's dnn module: it cannot detect faces");
-  }
+  SkipWithoutDetection(made);
   REQUIRE_MESSAGE(made.exit_code == 0, made.err);
   nlohmann::json t = nlohmann::json::parse(std::ifstream(table));
 
-  RunResult ident = RunJob(dir, LosslessJob(clip, dir + "/identity.mp4", ModelPath("identity")));
-  REQUIRE_MESSAGE(ident.exit_code == 0, ident.err);
-  nlohmann::json job = LosslessJob(clip, dir + "/faces.mp4", ModelPath("invert"));
-  job["mode"] = "faces";
-  job["face_detector"] = detector;
-  job["face_size"] = kS;
-  job["blend"] = kFeather;
-  RunResult faces = RunJob(dir, job);
-  REQUIRE_MESSAGE(faces.exit_code == 0, faces.err);
+  std::vector<std::vector<uint8_t>> a, b;
+  RunResult faces = IdentityAndFaces(
+      dir, clip, {{"face_detector", detector}, {"face_size", kS}, {"blend", kFeather}}, kSide,
+      kSide, &a, &b);
   CHECK(faces.out.find("framemill: faces: 78 in 78 frames") != std::string::npos);
   CHECK(faces.out.find("0 frames without a face") != std::string::npos);
 
-  const auto a = Frames(dir + "/identity.mp4", kSide, kSide);
-  const auto b = Frames(dir + "/faces.mp4", kSide, kSide);
   REQUIRE(a.size() == static_cast<size_t>(kClip));
-  REQUIRE(b.size() == a.size());
   REQUIRE(t.at("frames").size() == a.size());
   // Each pixel's place in its frame's face crop (the table's warp): outside the crop square (with
   // a pixel to spare for the bilinear reach) it must be the identity run's; well inside, past
@@ -264,4 +291,48 @@ TEST_CASE("face mode: a leaking face model is recycled by its memory limit, ever
   CHECK(r.out.find("recycled") != std::string::npos);
   CHECK(r.out.find("recycled 0") == std::string::npos);
   CHECK(r.out.find("crashed 0, killed 0") != std::string::npos);
+}
+
+TEST_CASE("face mode: a service killed mid-job resumes with its face table, frame for frame") {
+  const std::string detector = FrontDetectorOrSkip();
+  Service s = MakeService("face_resume");
+  constexpr int kSide = 512;
+  nlohmann::json job =
+      FaceTestJob(TestClip("d0.mp4"), s.dir + "/out.mp4", ModelCopy("invert", s.dir));
+  job.erase("overwrite");
+  job["mode"] = "faces";
+  job["face_detector"] = detector;
+  job["face_size"] = 128;
+  job["segment_seconds"] = 1;  // d0 is 25 fps: segments of 3 chunks of 8, four of them
+  // The uninterrupted run.
+  nlohmann::json whole = job;
+  whole["output"] = s.dir + "/whole.mp4";
+  whole["overwrite"] = true;
+  RunResult ref = RunJob(s.dir, whole);
+  SkipWithoutDetection(ref);
+  REQUIRE_MESSAGE(ref.exit_code == 0, ref.err);
+
+  Drop(s, "talk", job.dump());
+  const std::string work = s.spool + "/active/talk/work";
+  // The worker stops at frame 60 (the third segment) and never comes back: the service is killed
+  // there, with two segments finished.
+  BackgroundJob first = Serve(s, {{"FRAMEMILL_TEST_FAULT", "hang@60"}});
+  KillOnExit guard_first{first};
+  REQUIRE(WaitUntil([&] { return SegmentsDone(work + "/state.json") >= 2; }, 120));
+  CHECK(fs::exists(work + "/faces.json"));
+  ::kill(first.pid, SIGKILL);
+  WaitJob(first, 10);
+  CHECK(WaitUntil([&] { return WorkerPids(s.dir).empty(); }, 20));
+
+  BackgroundJob second = Serve(s, {}, "serve2");
+  KillOnExit guard_second{second};
+  REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/done/talk/result.json"); }, 120));
+  nlohmann::json r = ReadJson(s.spool + "/done/talk/result.json");
+  CHECK(r["segments_resumed"].get<int>() >= 2);
+  CHECK(r["faces"]["faces_found"].get<int>() == 78);
+  ::kill(second.pid, SIGTERM);
+  RunResult served = WaitJob(second, 60);
+  CHECK(served.err.find("faces: the table of the first run") != std::string::npos);
+  CHECK(FrameHashes(s.dir + "/out.mp4", kSide, kSide) ==
+        FrameHashes(s.dir + "/whole.mp4", kSide, kSide));
 }

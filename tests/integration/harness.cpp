@@ -172,6 +172,18 @@ void SkipTest(const std::string& reason) {
   std::_Exit(kSkipExitCode);
 }
 
+nlohmann::json LosslessJob(const std::string& input, const std::string& output,
+                           const std::string& model) {
+  return {{"input", input},
+          {"output", output},
+          {"model", model},
+          {"device", TestDevice()},
+          {"workers", 1},
+          {"batch", 8},
+          {"encoder",
+           {{"codec", "libx264"}, {"crf", 0}, {"preset", "ultrafast"}, {"pix_fmt", "yuv444p"}}}};
+}
+
 std::string TestDevice() {
   const char* d = std::getenv("FRAMEMILL_TEST_DEVICE");
   return d != nullptr && *d != '\0' ? d : "cpu";

@@ -65,6 +65,11 @@ RunResult RunJob(const std::string& dir, const nlohmann::json& job,
 inline constexpr int kSkipExitCode = 77;
 [[noreturn]] void SkipTest(const std::string& reason);
 
+// A job of one worker on the test device whose output is lossless (x264 crf 0, 4:4:4), so that
+// equal model output gives equal decoded frames; tests add their own keys.
+nlohmann::json LosslessJob(const std::string& input, const std::string& output,
+                           const std::string& model);
+
 // The device the tests run models on: $FRAMEMILL_TEST_DEVICE, default "cpu".
 std::string TestDevice();
 

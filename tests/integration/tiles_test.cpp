@@ -21,19 +21,6 @@ namespace {
 constexpr int kSide = 512;  // d0.mp4 is 512x512
 constexpr int kClipFrames = 78;
 
-// Lossless output, so that equal model output gives equal decoded frames.
-nlohmann::json LosslessJob(const std::string& input, const std::string& output,
-                           const std::string& model) {
-  return {{"input", input},
-          {"output", output},
-          {"model", model},
-          {"device", TestDevice()},
-          {"workers", 1},
-          {"batch", 8},
-          {"encoder",
-           {{"codec", "libx264"}, {"crf", 0}, {"preset", "ultrafast"}, {"pix_fmt", "yuv444p"}}}};
-}
-
 // The largest difference of any value between two outputs' decoded frames (rgb24), and whether
 // they have the same number of frames.
 int WorstValueDifference(const std::string& a, const std::string& b) {

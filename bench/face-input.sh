@@ -15,12 +15,16 @@
 # DETECTOR --table ... --face-size FACE_SIZE` (BlazeFace: needs a framemill built with OpenCV's dnn
 # module). A GPU machine without OpenCV makes the clip alone and takes the table made elsewhere.
 set -euo pipefail
-cd "$(dirname "$0")/.."
 if [ $# -lt 4 ]; then
   echo "usage: bench/face-input.sh OUT_DIR WxH K FRAMES [--table FACE_SIZE DETECTOR FRAMEMILL]" >&2
   exit 2
 fi
-out=$1 size=$2 k=$3 frames=$4
+# Paths as given, from the caller's directory; the clips from the repository's tests/data.
+out=$(realpath -m "$1") size=$2 k=$3 frames=$4
+table_args=("${@:5}")
+[ ${#table_args[@]} -eq 4 ] && table_args[2]=$(realpath "${table_args[2]}") &&
+  table_args[3]=$(realpath "${table_args[3]}")
+cd "$(dirname "$0")/.."
 w=${size%x*} h=${size#*x}
 [ "$k" -ge 1 ] && [ "$k" -le 4 ] || { echo "K must be 1..4" >&2; exit 2; }
 mkdir -p "$out"
@@ -45,7 +49,9 @@ ffmpeg -nostdin -v error -y -f lavfi -i "color=c=0x36454f:s=${w}x${h}:r=25" \
   -filter_complex "$graph" -map "[$last]" -frames:v "$frames" -an -c:v libx264 -preset veryfast \
   -crf 20 -pix_fmt yuv420p "$clip"
 echo "$clip"
-if [ "${5:-}" = "--table" ]; then
-  [ $# -eq 8 ] || { echo "--table needs FACE_SIZE DETECTOR FRAMEMILL" >&2; exit 2; }
-  "$8" faces "$clip" --detector "$7" --face-size "$6" --table "$out/faces-$size-k$k-f$frames-s$6.table.json"
+if [ "${table_args[0]:-}" = "--table" ]; then
+  [ ${#table_args[@]} -eq 4 ] || { echo "--table needs FACE_SIZE DETECTOR FRAMEMILL" >&2; exit 2; }
+  s=${table_args[1]}
+  "${table_args[3]}" faces "$clip" --detector "${table_args[2]}" --face-size "$s" \
+    --table "$out/faces-$size-k$k-f$frames-s$s.table.json"
 fi

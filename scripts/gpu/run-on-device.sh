@@ -381,7 +381,7 @@ PY
           log "faces: K=$k, $m fp16 at face_size 512, device colour, 2 encoders, 1 worker"
           (cd build-gpu && FRAMEMILL_BENCH_FACE_TABLE=$table FRAMEMILL_BENCH_PRECISION=fp16 \
             FRAMEMILL_BENCH_COLOR=device FRAMEMILL_BENCH_ENCODERS=2 timeout "${FACE_TIMEOUT:-240}" \
-            ./framemill-bench "../$clip" "$OUT/face-$m.pt" cuda 1 >"$OUT/faces-k$k-$m.log" 2>&1)
+            ./framemill-bench "$clip" "$OUT/face-$m.pt" cuda 1 >"$OUT/faces-k$k-$m.log" 2>&1)
           echo "exit $?"
           grep -vE "^  model \(batch|^run " "$OUT/faces-k$k-$m.log" | grep -E "^face mode|^(naive|transcode|model|framemill|steady)" |
             cut -c1-160

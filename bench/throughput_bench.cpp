@@ -13,11 +13,12 @@
 // usage: framemill-bench INPUT MODEL DEVICE [WORKERS...]     (default workers: 1 2 4)
 // $FRAMEMILL_BENCH_PRECISION (fp32 | fp16 | bf16, default fp32) and $FRAMEMILL_BENCH_COLOR
 // (accurate | fast, default accurate) apply to every run; $FRAMEMILL_BENCH_ENCODERS (default 1)
-// and $FRAMEMILL_BENCH_OPTIMIZE (model_optimization, default auto) to framemill's. $FRAMEMILL_BENCH_GPUS ("0,1") adds framemill rows with WORKERS per GPU on each
-// listed GPU, beside the one-device rows. $FRAMEMILL_BENCH_BASELINES=0 runs framemill's rows
-// alone (to compare framemill settings with each other when the baselines are already known).
-// Run from the build directory (it starts ./framemill). Scratch files go to /tmp, removed at
-// the end unless $FRAMEMILL_BENCH_KEEP is set (to compare the rows' outputs: naive.nut, fm-N.mkv).
+// and $FRAMEMILL_BENCH_OPTIMIZE (model_optimization, default auto) to framemill's.
+// $FRAMEMILL_BENCH_GPUS ("0,1") adds framemill rows with WORKERS per GPU on each listed GPU, beside
+// the one-device rows. $FRAMEMILL_BENCH_BASELINES=0 runs framemill's rows alone (to compare
+// framemill settings with each other when the baselines are already known). Run from the build
+// directory (it starts ./framemill). Scratch files go to /tmp, removed at the end unless
+// $FRAMEMILL_BENCH_KEEP is set (to compare the rows' outputs: naive.nut, fm-N.mkv).
 //
 // Face mode: $FRAMEMILL_BENCH_FACE_TABLE=TABLE (a face table of INPUT, `framemill faces INPUT
 // --table`; bench/face-input.sh makes both) makes MODEL a face model (face_size the table's):
@@ -204,14 +205,14 @@ Row Loop(const std::string& name, const std::string& input, const fm::VideoStrea
     fm::Result<bool> got = (*reader)->Read(frame.data());
     if (!got.ok() || !*got) break;
     const size_t index = static_cast<size_t>(row.frames);
-    const bool no_faces = g_faces != nullptr &&
-                          (index >= g_faces->frames.size() || g_faces->frames[index].empty());
+    const bool no_faces =
+        g_faces != nullptr && (index >= g_faces->frames.size() || g_faces->frames[index].empty());
     if (model == nullptr || no_faces) {
       (void)(*enc)->Write(frame.data(), frame.size());
     } else if (g_faces != nullptr) {
-      fm::Result<torch::Tensor> y = FrameFaces(
-          *model, ToModel(frame.data(), 1, v.height, v.width, model->device()),
-          g_faces->frames[index]);
+      fm::Result<torch::Tensor> y =
+          FrameFaces(*model, ToModel(frame.data(), 1, v.height, v.width, model->device()),
+                     g_faces->frames[index]);
       if (!y.ok()) {
         std::fprintf(stderr, "%s\n", y.status().ToString().c_str());
         break;
@@ -452,11 +453,12 @@ int main(int argc, char** argv) {
   fm::FaceTable faces;
   if (const char* table = std::getenv("FRAMEMILL_BENCH_FACE_TABLE")) {
     fm::Result<fm::FaceTable> read = fm::ReadFaceTable(table);
-    fm::Status fits = read.ok() ? fm::CheckFaceTable(*read,
-                                                     {v.width, v.height, read->face_size,
-                                                      v.frame_count, 0, v.frame_count},
-                                                     table)
-                                : read.status();
+    fm::Status fits =
+        read.ok()
+            ? fm::CheckFaceTable(
+                  *read, {v.width, v.height, read->face_size, v.frame_count, 0, v.frame_count},
+                  table)
+            : read.status();
     if (!fits.ok()) {
       std::fprintf(stderr, "%s\n", fits.ToString().c_str());
       return 1;
@@ -466,13 +468,14 @@ int main(int argc, char** argv) {
     g_faces_path = std::filesystem::absolute(table).string();
     out_w = v.width;  // face mode pastes the faces back into the input's frames
     out_h = v.height;
-    std::printf("face mode: %s, face_size %d, %lld faces in %zu frames (%.2f a frame); detection "
-                "where the table was made: %.1f ms a frame on %d threads (not in the rows below)\n",
-                table, faces.face_size, static_cast<long long>(faces.stats.faces_found),
-                faces.frames.size(),
-                static_cast<double>(faces.stats.faces_found) /
-                    static_cast<double>(std::max<size_t>(1, faces.frames.size())),
-                faces.stats.detection_ms_per_frame, faces.stats.threads);
+    std::printf(
+        "face mode: %s, face_size %d, %lld faces in %zu frames (%.2f a frame); detection "
+        "where the table was made: %.1f ms a frame on %d threads (not in the rows below)\n",
+        table, faces.face_size, static_cast<long long>(faces.stats.faces_found),
+        faces.frames.size(),
+        static_cast<double>(faces.stats.faces_found) /
+            static_cast<double>(std::max<size_t>(1, faces.frames.size())),
+        faces.stats.detection_ms_per_frame, faces.stats.threads);
   }
   std::printf("input %s: %lld frames %dx%d -> %dx%d; model %s on %s; %u CPU threads\n",
               input.c_str(), static_cast<long long>(v.frame_count), v.width, v.height, out_w, out_h,
@@ -509,8 +512,7 @@ int main(int argc, char** argv) {
     // As loaded (TorchScript as the file has it), then frozen and optimized for inference
     // (model_optimization on): the faster of the two is the model at its best.
     model_only = ModelOnly(input, v, **model, tmp);
-    auto frozen =
-        fm::LoadFrameModel(model_path, *device, *dtype, fm::ModelOptimization::kOn);
+    auto frozen = fm::LoadFrameModel(model_path, *device, *dtype, fm::ModelOptimization::kOn);
     if (frozen.ok()) {
       Row r = ModelOnly(input, v, **frozen, tmp, ", frozen");
       if (r.fps() > model_only.fps()) model_only = r;

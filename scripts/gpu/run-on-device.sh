@@ -50,6 +50,8 @@
 #               (FRAMEMILL_BENCH_FACE_TABLE, fp16, device colour, 2 encoders, 1 worker) through
 #               `restore` and `identity` at face_size 512: the per-frame face loop beside
 #               `framemill run` in face mode; logs $OUT/faces-kK-MODEL.log, then one table.
+#               All within $FACES_BUDGET s (default 420); what does not fit is skipped, saying
+#               so (run again with FACES_K naming the rest).
 #               The tables come from a machine with OpenCV (this one has none): before the call,
 #               there, `for k in 1 2 4; do bench/face-input.sh .device/faces 1920x1080 $k 600
 #               --table 512 .deps/face-detector/face_detection_back_256x256_barracuda.onnx
@@ -368,6 +370,10 @@ PY
       ;;
     faces)
       ff=${FACE_FRAMES:-600}
+      # One deadline for the whole step ($FACES_BUDGET s, default 420: with `build` first, the
+      # call stays under the device tool's 600 s), each command's timeout what is left of it.
+      faces_end=$(( $(date +%s) + ${FACES_BUDGET:-420} ))
+      left() { echo $(( faces_end - $(date +%s) )); }
       mkdir -p build-gpu/faces
       for m in restore identity; do
         ./build-gpu/framemill model export $m "$OUT/face-$m.pt" >/dev/null
@@ -375,12 +381,14 @@ PY
       for k in ${FACES_K:-1 2 4}; do
         table=$PWD/.device/faces/faces-1920x1080-k$k-f$ff-s512.table.json
         [ -f "$table" ] || { echo "faces: no $table (carry .device/faces: see this step's comment)"; continue; }
-        clip=$(timeout 300 bench/face-input.sh build-gpu/faces 1920x1080 "$k" "$ff") ||
+        [ "$(left)" -gt 30 ] || { echo "faces: out of time (FACES_BUDGET) before K=$k"; break; }
+        clip=$(timeout "$(left)" bench/face-input.sh build-gpu/faces 1920x1080 "$k" "$ff") ||
           { echo "faces: bench/face-input.sh failed for K=$k"; continue; }
         for m in restore identity; do
+          [ "$(left)" -gt 30 ] || { echo "faces: out of time (FACES_BUDGET) before K=$k $m"; break 2; }
           log "faces: K=$k, $m fp16 at face_size 512, device colour, 2 encoders, 1 worker"
           (cd build-gpu && FRAMEMILL_BENCH_FACE_TABLE=$table FRAMEMILL_BENCH_PRECISION=fp16 \
-            FRAMEMILL_BENCH_COLOR=device FRAMEMILL_BENCH_ENCODERS=2 timeout "${FACE_TIMEOUT:-240}" \
+            FRAMEMILL_BENCH_COLOR=device FRAMEMILL_BENCH_ENCODERS=2 timeout "$(left)" \
             ./framemill-bench "$clip" "$OUT/face-$m.pt" cuda 1 >"$OUT/faces-k$k-$m.log" 2>&1)
           echo "exit $?"
           grep -vE "^  model \(batch|^run " "$OUT/faces-k$k-$m.log" | grep -E "^face mode|^(naive|transcode|model|framemill|steady)" |

@@ -13,10 +13,24 @@
 // usage: framemill-bench INPUT MODEL DEVICE [WORKERS...]     (default workers: 1 2 4)
 // $FRAMEMILL_BENCH_PRECISION (fp32 | fp16 | bf16, default fp32) and $FRAMEMILL_BENCH_COLOR
 // (accurate | fast, default accurate) apply to every run; $FRAMEMILL_BENCH_ENCODERS (default 1)
-// and $FRAMEMILL_BENCH_OPTIMIZE (model_optimization, default auto) to framemill's. $FRAMEMILL_BENCH_GPUS ("0,1") adds framemill rows with WORKERS per GPU on each
-// listed GPU, beside the one-device rows. $FRAMEMILL_BENCH_BASELINES=0 runs framemill's rows
-// alone (to compare framemill settings with each other when the baselines are already known).
-// Run from the build directory (it starts ./framemill). Scratch files go to $TMPDIR.
+// and $FRAMEMILL_BENCH_OPTIMIZE (model_optimization, default auto) to framemill's.
+// $FRAMEMILL_BENCH_GPUS ("0,1") adds framemill rows with WORKERS per GPU on each listed GPU, beside
+// the one-device rows. $FRAMEMILL_BENCH_BASELINES=0 runs framemill's rows alone (to compare
+// framemill settings with each other when the baselines are already known). Run from the build
+// directory (it starts ./framemill). Scratch files go to /tmp, removed at the end unless
+// $FRAMEMILL_BENCH_KEEP is set (to compare the rows' outputs: naive.nut, fm-N.mkv).
+//
+// Face mode: $FRAMEMILL_BENCH_FACE_TABLE=TABLE (a face table of INPUT, `framemill faces INPUT
+// --table`; bench/face-input.sh makes both) makes MODEL a face model (face_size the table's):
+//   naive        per frame: decode, the frame's faces from the table, crop them, the model on
+//                them (batch = the frame's faces), paste back (worker/face_composite.h, the
+//                worker's own code, on the model's device), encode; a frame without faces goes
+//                to the encoder untouched
+//   model        the model alone on crops already on the device (best of batch 1-16), as frames
+//                per second at the table's mean faces per frame
+//   framemill    `framemill run` with "mode": "faces" and "face_table": TABLE (no detection)
+// Detection is not in any row (the table has it): its cost, measured where the table was made, is
+// printed from the table.
 #include <cstdint>
 #include <optional>
 #include <fcntl.h>
@@ -27,6 +41,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -40,8 +55,10 @@
 #include "common/checked_file.h"
 #include "common/clock.h"
 #include "common/proc_status.h"
+#include "supervisor/faces/face_table.h"
 #include "supervisor/media/ffmpeg_pipes.h"
 #include "supervisor/media/media_probe.h"
+#include "worker/face_composite.h"
 #include "worker/frame_model.h"
 
 #ifdef FRAMEMILL_WITH_CUDA
@@ -150,6 +167,23 @@ fm::SourceFile Source(const fm::UniqueFd& fd, const std::string& name) {
                         restrictions.ok() ? *restrictions : std::vector<std::string>{}};
 }
 
+// Face mode's table ($FRAMEMILL_BENCH_FACE_TABLE) and its absolute path, or none.
+const fm::FaceTable* g_faces = nullptr;
+std::string g_faces_path;
+
+// One frame through a face model as a per-frame face loop does it: the frame's faces cropped,
+// run in one call (batch = its faces), pasted back. `frame` is the model input [1,3,H,W].
+fm::Result<torch::Tensor> FrameFaces(fm::FrameModel& model, torch::Tensor frame,
+                                     const std::vector<fm::FaceWarp>& warps) {
+  fm::FaceSettings settings;
+  settings.slots = static_cast<int64_t>(warps.size());
+  settings.size = g_faces->face_size;
+  settings.blend = g_faces->face_size / 16;  // the job's default blend
+  settings.per_call = settings.slots;
+  fm::FaceCompositor compositor(model, settings);
+  return compositor.Run(frame, warps.data(), 1);
+}
+
 // Decode -> (model) -> encode, frame by frame, in this process.
 Row Loop(const std::string& name, const std::string& input, const fm::VideoStreamInfo& v,
          fm::FrameModel* model, int out_w, int out_h, bool empty_cache, const std::string& tmp) {
@@ -170,8 +204,22 @@ Row Loop(const std::string& name, const std::string& input, const fm::VideoStrea
   while (true) {
     fm::Result<bool> got = (*reader)->Read(frame.data());
     if (!got.ok() || !*got) break;
-    if (model == nullptr) {
+    const size_t index = static_cast<size_t>(row.frames);
+    const bool no_faces =
+        g_faces != nullptr && (index >= g_faces->frames.size() || g_faces->frames[index].empty());
+    if (model == nullptr || no_faces) {
       (void)(*enc)->Write(frame.data(), frame.size());
+    } else if (g_faces != nullptr) {
+      fm::Result<torch::Tensor> y =
+          FrameFaces(*model, ToModel(frame.data(), 1, v.height, v.width, model->device()),
+                     g_faces->frames[index]);
+      if (!y.ok()) {
+        std::fprintf(stderr, "%s\n", y.status().ToString().c_str());
+        break;
+      }
+      torch::Tensor out = FromModel(*y);
+      (void)(*enc)->Write(out.data_ptr<uint8_t>(), static_cast<size_t>(out.numel()));
+      if (empty_cache) EmptyCache(model->device());
     } else {
       torch::Tensor y =
           FromModel(*model->Run(ToModel(frame.data(), 1, v.height, v.width, model->device())));
@@ -200,6 +248,8 @@ void Synchronize(const torch::Device& d) {
 // upload, conversion or download timed), every batch size of 1-16 with channels-last and with
 // contiguous (NCHW) input, two warm-up calls per shape (cuDNN autotuning). The row is the fastest
 // of them, named with its settings. Up to 128 frames on CUDA, 16 on the CPU.
+// Face mode: face_size crops of random pixels instead of frames (a convolution's cost does not
+// depend on the pixels), the row's seconds scaled to frames at the table's mean faces per frame.
 Row ModelOnly(const std::string& input, const fm::VideoStreamInfo& v, fm::FrameModel& model,
               const std::string& tmp, const std::string& tag = "") {
   torch::InferenceMode guard;
@@ -208,14 +258,26 @@ Row ModelOnly(const std::string& input, const fm::VideoStreamInfo& v, fm::FrameM
       "ffmpeg", Source(*in, input), v, tmp + "/dec.log", fm::FrameFormat::kRgb24,
       fm::ColorFilters(fm::ResolveColorPath(v), fm::FrameFormat::kRgb24, AccurateColor()),
       AccurateColor());
-  const size_t fb = static_cast<size_t>(v.width) * v.height * 3;
+  const int height = g_faces != nullptr ? g_faces->face_size : v.height;
+  const int width = g_faces != nullptr ? g_faces->face_size : v.width;
+  const size_t fb = static_cast<size_t>(width) * height * 3;
   const int64_t max_frames = model.device().is_cuda() ? 128 : 16;
   std::vector<uint8_t> frames;
   int64_t n = 0;
   for (; n < max_frames; ++n) {
     frames.resize(fb * (n + 1));
+    if (g_faces != nullptr) {
+      torch::Tensor noise = torch::randint(256, {static_cast<int64_t>(fb)}, torch::kUInt8);
+      std::copy_n(noise.data_ptr<uint8_t>(), fb, frames.data() + fb * n);
+      continue;
+    }
     fm::Result<bool> got = (*reader)->Read(frames.data() + fb * n);
     if (!got.ok() || !*got) break;
+  }
+  double faces_per_frame = 1;
+  if (g_faces != nullptr && !g_faces->frames.empty()) {
+    faces_per_frame = static_cast<double>(g_faces->stats.faces_found) /
+                      static_cast<double>(g_faces->frames.size());
   }
   Row best{"model"};
   for (int64_t batch : {1, 2, 4, 8, 16}) {
@@ -223,8 +285,7 @@ Row ModelOnly(const std::string& input, const fm::VideoStreamInfo& v, fm::FrameM
     for (bool channels_last : {true, false}) {
       std::vector<torch::Tensor> inputs;
       for (int64_t off = 0; off + batch <= n; off += batch) {
-        torch::Tensor x = ToModel(frames.data() + fb * off, batch, v.height, v.width,
-                                  model.device());
+        torch::Tensor x = ToModel(frames.data() + fb * off, batch, height, width, model.device());
         inputs.push_back(x.contiguous(channels_last ? torch::MemoryFormat::ChannelsLast
                                                     : torch::MemoryFormat::Contiguous));
       }
@@ -236,8 +297,8 @@ Row ModelOnly(const std::string& input, const fm::VideoStreamInfo& v, fm::FrameM
       Synchronize(model.device());
       Row r{"model (batch " + std::to_string(batch) +
             (channels_last ? ", channels-last" : ", NCHW") + tag + ")"};
-      r.seconds = std::max<uint64_t>(1, fm::MonotonicUs() - t0) / 1e6;
-      r.cpu_seconds = CpuSeconds(RUSAGE_SELF) - cpu0;
+      r.seconds = std::max<uint64_t>(1, fm::MonotonicUs() - t0) / 1e6 * faces_per_frame;
+      r.cpu_seconds = (CpuSeconds(RUSAGE_SELF) - cpu0) * faces_per_frame;
       r.frames = batch * static_cast<int64_t>(inputs.size());
       r.peak_rss_mb = MaxRssMb(RUSAGE_SELF);
       r.peak_gpu_mb = PeakGpuMb(model.device());
@@ -267,6 +328,11 @@ Row Framemill(const std::string& input, const std::string& model, const std::str
                       {"encoders", encoders != nullptr ? std::atoi(encoders) : 1},
                       {"overwrite", true},
                       {"encoder", {{"preset", "veryfast"}}}};
+  if (g_faces != nullptr) {
+    j["mode"] = "faces";
+    j["face_table"] = g_faces_path;
+    j["face_size"] = g_faces->face_size;
+  }
   if (gpus.empty()) {
     j["workers"] = workers;
   } else {
@@ -384,6 +450,33 @@ int main(int argc, char** argv) {
   auto size = fm::ProbeOutputSize(**model, 64);
   int out_w = static_cast<int>(v.width * size->first / 64),
       out_h = static_cast<int>(v.height * size->second / 64);
+  fm::FaceTable faces;
+  if (const char* table = std::getenv("FRAMEMILL_BENCH_FACE_TABLE")) {
+    fm::Result<fm::FaceTable> read = fm::ReadFaceTable(table);
+    fm::Status fits =
+        read.ok()
+            ? fm::CheckFaceTable(
+                  *read, {v.width, v.height, read->face_size, v.frame_count, 0, v.frame_count},
+                  table)
+            : read.status();
+    if (!fits.ok()) {
+      std::fprintf(stderr, "%s\n", fits.ToString().c_str());
+      return 1;
+    }
+    faces = std::move(*read);
+    g_faces = &faces;
+    g_faces_path = std::filesystem::absolute(table).string();
+    out_w = v.width;  // face mode pastes the faces back into the input's frames
+    out_h = v.height;
+    std::printf(
+        "face mode: %s, face_size %d, %lld faces in %zu frames (%.2f a frame); detection "
+        "where the table was made: %.1f ms a frame on %d threads (not in the rows below)\n",
+        table, faces.face_size, static_cast<long long>(faces.stats.faces_found),
+        faces.frames.size(),
+        static_cast<double>(faces.stats.faces_found) /
+            static_cast<double>(std::max<size_t>(1, faces.frames.size())),
+        faces.stats.detection_ms_per_frame, faces.stats.threads);
+  }
   std::printf("input %s: %lld frames %dx%d -> %dx%d; model %s on %s; %u CPU threads\n",
               input.c_str(), static_cast<long long>(v.frame_count), v.width, v.height, out_w, out_h,
               model_path.c_str(), device->str().c_str(), std::thread::hardware_concurrency());
@@ -419,8 +512,7 @@ int main(int argc, char** argv) {
     // As loaded (TorchScript as the file has it), then frozen and optimized for inference
     // (model_optimization on): the faster of the two is the model at its best.
     model_only = ModelOnly(input, v, **model, tmp);
-    auto frozen =
-        fm::LoadFrameModel(model_path, *device, *dtype, fm::ModelOptimization::kOn);
+    auto frozen = fm::LoadFrameModel(model_path, *device, *dtype, fm::ModelOptimization::kOn);
     if (frozen.ok()) {
       Row r = ModelOnly(input, v, **frozen, tmp, ", frozen");
       if (r.fps() > model_only.fps()) model_only = r;
@@ -469,6 +561,10 @@ int main(int argc, char** argv) {
     if (r.peak_gpu_mb > 0)
       std::printf("%s GPU reserved MiB per worker, first chunk -> last: %s\n", r.name.c_str(),
                   r.gpu_flat.c_str());
+  }
+  if (std::getenv("FRAMEMILL_BENCH_KEEP") != nullptr) {
+    std::printf("kept: %s\n", tmp.c_str());
+    return 0;
   }
   std::string cleanup = "rm -rf '" + tmp + "'";
   return std::system(cleanup.c_str()) == 0 ? 0 : 1;

@@ -44,6 +44,18 @@
 #               2 encoders, 1 worker, recycled every $LONG_RECYCLE chunks (default 150) with warm
 #               standby, audio kept; then per worker generation the host RSS and GPU memory at
 #               its first and last chunk (scripts/gpu/timeline-summary.py)
+#   faces       face mode's throughput (BENCHMARKS.md): for K = $FACES_K (default "1 2 4") faces
+#               a frame, the 1080p clip of bench/face-input.sh ($FACE_FRAMES frames, default 600,
+#               made here in build-gpu/faces), then framemill-bench with its face table
+#               (FRAMEMILL_BENCH_FACE_TABLE, fp16, device colour, 2 encoders, 1 worker) through
+#               `restore` and `identity` at face_size 512: the per-frame face loop beside
+#               `framemill run` in face mode; logs $OUT/faces-kK-MODEL.log, then one table.
+#               All within $FACES_BUDGET s (default 420); what does not fit is skipped, saying
+#               so (run again with FACES_K naming the rest).
+#               The tables come from a machine with OpenCV (this one has none): before the call,
+#               there, `for k in 1 2 4; do bench/face-input.sh .device/faces 1920x1080 $k 600
+#               --table 512 .deps/face-detector/face_detection_back_256x256_barracuda.onnx
+#               build/framemill; done` (about 100 KB a table), and carry .device/faces
 #
 # Expects the static ffmpeg from scripts/build-static-ffmpeg.sh in .deps/ffmpeg-static, and the
 # CLI11 headers in .deps/include/CLI (the GPU image has no libcli11-dev): before the call, here,
@@ -355,6 +367,46 @@ PY
       python3 scripts/gpu/timeline-summary.py "$OUT/long.timeline.jsonl"
       ffprobe -v error -count_packets -show_entries stream=codec_type,nb_read_packets,duration \
         -of compact build-gpu/long/long-out.mkv
+      ;;
+    faces)
+      ff=${FACE_FRAMES:-600}
+      # One deadline for the whole step ($FACES_BUDGET s, default 420: with `build` first, the
+      # call stays under the device tool's 600 s), each command's timeout what is left of it.
+      faces_end=$(( $(date +%s) + ${FACES_BUDGET:-420} ))
+      left() { echo $(( faces_end - $(date +%s) )); }
+      mkdir -p build-gpu/faces
+      for m in restore identity; do
+        ./build-gpu/framemill model export $m "$OUT/face-$m.pt" >/dev/null
+      done
+      for k in ${FACES_K:-1 2 4}; do
+        table=$PWD/.device/faces/faces-1920x1080-k$k-f$ff-s512.table.json
+        [ -f "$table" ] || { echo "faces: no $table (carry .device/faces: see this step's comment)"; continue; }
+        [ "$(left)" -gt 30 ] || { echo "faces: out of time (FACES_BUDGET) before K=$k"; break; }
+        clip=$(timeout "$(left)" bench/face-input.sh build-gpu/faces 1920x1080 "$k" "$ff") ||
+          { echo "faces: bench/face-input.sh failed for K=$k"; continue; }
+        for m in restore identity; do
+          [ "$(left)" -gt 30 ] || { echo "faces: out of time (FACES_BUDGET) before K=$k $m"; break 2; }
+          log "faces: K=$k, $m fp16 at face_size 512, device colour, 2 encoders, 1 worker"
+          (cd build-gpu && FRAMEMILL_BENCH_FACE_TABLE=$table FRAMEMILL_BENCH_PRECISION=fp16 \
+            FRAMEMILL_BENCH_COLOR=device FRAMEMILL_BENCH_ENCODERS=2 timeout "$(left)" \
+            ./framemill-bench "$clip" "$OUT/face-$m.pt" cuda 1 >"$OUT/faces-k$k-$m.log" 2>&1)
+          echo "exit $?"
+          grep -vE "^  model \(batch|^run " "$OUT/faces-k$k-$m.log" | grep -E "^face mode|^(naive|transcode|model|framemill|steady)" |
+            cut -c1-160
+        done
+      done
+      log "faces: fps (whole job; framemill's steady-state pipeline in brackets)"
+      printf '%-3s %-9s %8s %8s %8s %8s %14s\n' K model naive "naive+ec" transcode model "framemill 1w"
+      for k in ${FACES_K:-1 2 4}; do
+        for m in restore identity; do
+          f=$OUT/faces-k$k-$m.log
+          [ -f "$f" ] || continue
+          fps() { awk -v r="$1" 'index($0, r) == 1 && $0 !~ /^  / { print $(NF-4); exit }' "$f"; }
+          steady=$(sed -n 's/^steady state: framemill 1w pipeline \([0-9.]*\) fps.*/\1/p' "$f")
+          printf '%-3s %-9s %8s %8s %8s %8s %8s (%s)\n' "$k" "$m" "$(fps 'naive ')" \
+            "$(fps 'naive+empty_cache')" "$(fps transcode)" "$(fps 'model (')" "$(fps 'framemill 1w')" "$steady"
+        done
+      done
       ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac

@@ -17,6 +17,11 @@ Result<FaceTable> FacesForJob(const Config& config, const JobSettings& settings,
     const auto from = table->frames.begin() + (input.first - table->first_frame);
     table->frames = std::vector<std::vector<FaceWarp>>(from, from + (end - input.first));
     table->first_frame = input.first;
+    // The job's max_faces holds for a table too (its faces are largest first): the arena has
+    // room for that many a frame, and the figures count what is pasted.
+    for (std::vector<FaceWarp>& faces : table->frames) {
+      if (faces.size() > static_cast<size_t>(face.max_faces)) faces.resize(face.max_faces);
+    }
     table->CountFaces();
     table->stats.detection_s = 0;  // detected elsewhere
     return table;

@@ -223,6 +223,23 @@ TEST_CASE("face table: a job with face_table gets its own frames of it, or a cle
   }
   // Sample's frames 50, 60, ..., 140 have no first face; 70 and 140 have the second.
   CHECK(mine->stats.frames_without_faces == 10 - 2);
+  // max_faces holds for a table too: the first (largest) face of each frame is kept.
+  {
+    JobSettings one = settings;
+    one.faces.max_faces = 1;
+    Result<FaceTable> capped = FacesForJob(Config{}, one, input, stop);
+    REQUIRE(capped.ok());
+    int64_t faces = 0;
+    for (size_t f = 0; f < 100; ++f) {
+      REQUIRE(capped->frames[f].size() == std::min<size_t>(1, t.frames[f + 50].size()));
+      if (!capped->frames[f].empty()) {
+        CHECK(std::memcmp(&capped->frames[f][0], &t.frames[f + 50][0], sizeof(FaceWarp)) == 0);
+      }
+      faces += static_cast<int64_t>(capped->frames[f].size());
+    }
+    CHECK(capped->stats.faces_found == faces);
+    CHECK(faces < mine->stats.faces_found);  // the sample has frames with two faces
+  }
 
   settings.faces.size = 256;
   Result<FaceTable> other = FacesForJob(Config{}, settings, input, stop);

@@ -70,7 +70,8 @@ BatchProfile::BatchProfile(bool on_device, bool enabled) {
 
 BatchProfile::~BatchProfile() {
   if (state_ == nullptr) return;
-  if (state_->sums.later().chunks > 0 || (!state_->first_reported && state_->sums.first().chunks > 0)) {
+  if (state_->sums.later().chunks > 0 ||
+      (!state_->first_reported && state_->sums.first().chunks > 0)) {
     Report();
   }
 }

@@ -41,12 +41,14 @@ void ProfileSums::AddChunk(StageSums chunk) {
 std::string ProfileSums::Line() const {
   if (first_.chunks == 0) return "";
   char head[160];
-  std::snprintf(head, sizeof head, "profile: first chunk: %lld frames, wall %.3f ms, per frame ms: ",
+  std::snprintf(head, sizeof head,
+                "profile: first chunk: %lld frames, wall %.3f ms, per frame ms: ",
                 static_cast<long long>(first_.frames), first_.wall);
   std::string line = head + first_.PerFrame() + "; later chunks: ";
   if (later_.chunks == 0) return line + "none";
-  std::snprintf(head, sizeof head, "%lld chunks, %lld frames, per frame ms: ",
-                static_cast<long long>(later_.chunks), static_cast<long long>(later_.frames));
+  std::snprintf(head, sizeof head,
+                "%lld chunks, %lld frames, per frame ms: ", static_cast<long long>(later_.chunks),
+                static_cast<long long>(later_.frames));
   return line + head + later_.PerFrame();
 }
 

@@ -36,11 +36,11 @@ std::string StageTimes::Summary() const {
   double encode_capacity = pipeline_s * std::max(1, encoders);
   const std::string faces = faces_s > 0 ? fmt::format("faces {:.2f} s, ", faces_s) : "";
   return fmt::format(
-      "prepare {:.2f} s, {}start {:.2f} s ({:.2f} s until a worker was ready), pipeline {:.2f} s [decode {:.2f} s busy "
-      "({}%), {:.2f} s waiting for a slot; workers {:.2f} s busy ({}% of {}); "
-      "encode {:.2f} s busy ({}% of {}), {:.2f} s waiting for output], mux {:.2f} s",
-      prepare_s, faces, start_s, workers_wait_s, pipeline_s, decode_s, pct(decode_s, pipeline_s), decode_wait_s,
-      workers_busy_s, pct(workers_busy_s, capacity), workers, encode_s,
+      "prepare {:.2f} s, {}start {:.2f} s ({:.2f} s until a worker was ready), pipeline {:.2f} s "
+      "[decode {:.2f} s busy ({}%), {:.2f} s waiting for a slot; workers {:.2f} s busy ({}% of "
+      "{}); encode {:.2f} s busy ({}% of {}), {:.2f} s waiting for output], mux {:.2f} s",
+      prepare_s, faces, start_s, workers_wait_s, pipeline_s, decode_s, pct(decode_s, pipeline_s),
+      decode_wait_s, workers_busy_s, pct(workers_busy_s, capacity), workers, encode_s,
       pct(encode_s, encode_capacity), encoders, encode_wait_s, mux_s);
 }
 

@@ -35,8 +35,9 @@ void Pass(uint64_t us) {
 TEST_CASE("profile sums: the first chunk is kept apart from the later ones") {
   ProfileSums sums;
   CHECK(sums.Line().empty());
-  sums.AddChunk(Chunk(800, 8));  // warm-up: 100 ms a frame
-  for (int i = 0; i < 3; ++i) sums.AddChunk(Chunk(80, 8));  // steady: 10 ms a frame
+  // The warm-up at 100 ms a frame, then the steady state at 10.
+  sums.AddChunk(Chunk(800, 8));
+  for (int i = 0; i < 3; ++i) sums.AddChunk(Chunk(80, 8));
   CHECK(sums.first().chunks == 1);
   CHECK(sums.first().frames == 8);
   CHECK(sums.first().model == doctest::Approx(800));
@@ -83,7 +84,7 @@ TEST_CASE("batch profile: on the host the marks come from the clock, the first c
   CHECK(first.model >= 2.0);  // two batches of at least 1 ms each
   CHECK(first.to_model >= 0.4);
   CHECK(first.from_model >= 0.4);
-  CHECK(first.upload == 0);    // no upload or download on the host
+  CHECK(first.upload == 0);  // no upload or download on the host
   CHECK(first.download == 0);
   CHECK(first.span >= first.to_model + first.model + first.from_model);
   CHECK(first.wall >= first.span);

@@ -4,7 +4,8 @@
 //   naive+empty_cache  the same with the CUDA cache emptied after every frame (the usual fix)
 //   transcode          decode and encode alone, same encoder settings (the I/O limit)
 //   model              the model alone on frames already on the device, best of batch 1-16 with
-//                      channels-last or NCHW input (the compute limit)
+//                      channels-last or NCHW input (the compute limit); beside it, the time
+//                      of the first call at that shape (warm-up, not in its fps)
 //   framemill Nw       `framemill run` with N workers
 //
 // Prints frames per second, CPU seconds per frame, peak RSS and (on CUDA) peak GPU memory, then
@@ -79,6 +80,9 @@ struct Row {
   std::string stages;           // framemill's own account of where the time went
   double pipeline_seconds = 0;  // of it: decoding to the last segment, without start-up and mux
   std::string gpu_flat;  // per worker: GPU reserved MiB after its first chunk -> after its last
+  // The model row: its first call at its shape, before the timed calls (cuDNN's algorithm search,
+  // TorchScript's profiling runs), in ms; not in its fps. 0 for the other rows.
+  double first_call_ms = 0;
   double fps() const { return seconds > 0 ? frames / seconds : 0; }
 };
 
@@ -247,7 +251,8 @@ void Synchronize(const torch::Device& d) {
 // The model alone, at its best: frames already on the device in the model's dtype (no decode,
 // upload, conversion or download timed), every batch size of 1-16 with channels-last and with
 // contiguous (NCHW) input, two warm-up calls per shape (cuDNN autotuning). The row is the fastest
-// of them, named with its settings. Up to 128 frames on CUDA, 16 on the CPU.
+// of them, named with its settings, with the time of its shape's first call (the warm-up a
+// worker's first chunk pays; the timed calls do not). Up to 128 frames on CUDA, 16 on the CPU.
 // Face mode: face_size crops of random pixels instead of frames (a convolution's cost does not
 // depend on the pixels), the row's seconds scaled to frames at the table's mean faces per frame.
 Row ModelOnly(const std::string& input, const fm::VideoStreamInfo& v, fm::FrameModel& model,
@@ -289,7 +294,11 @@ Row ModelOnly(const std::string& input, const fm::VideoStreamInfo& v, fm::FrameM
         inputs.push_back(x.contiguous(channels_last ? torch::MemoryFormat::ChannelsLast
                                                     : torch::MemoryFormat::Contiguous));
       }
-      for (int i = 0; i < 2; ++i) (void)model.Run(inputs.front());
+      const uint64_t t_first = fm::MonotonicUs();
+      (void)model.Run(inputs.front());
+      Synchronize(model.device());
+      const double first_call_ms = (fm::MonotonicUs() - t_first) / 1e3;
+      (void)model.Run(inputs.front());
       Synchronize(model.device());
       double cpu0 = CpuSeconds(RUSAGE_SELF);
       uint64_t t0 = fm::MonotonicUs();
@@ -302,7 +311,9 @@ Row ModelOnly(const std::string& input, const fm::VideoStreamInfo& v, fm::FrameM
       r.frames = batch * static_cast<int64_t>(inputs.size());
       r.peak_rss_mb = MaxRssMb(RUSAGE_SELF);
       r.peak_gpu_mb = PeakGpuMb(model.device());
-      std::printf("  %-36s %8.2f fps\n", r.name.c_str(), r.fps());
+      r.first_call_ms = first_call_ms;
+      std::printf("  %-36s %8.2f fps, first call %.1f ms\n", r.name.c_str(), r.fps(),
+                  first_call_ms);
       if (r.fps() > best.fps()) best = r;
     }
   }
@@ -402,6 +413,11 @@ void Print(const Row& r) {
   std::printf("%-22s %8.1f %10.4f %9.0f %9.0f %8.1f\n", r.name.c_str(), r.fps(),
               r.frames > 0 ? r.cpu_seconds / r.frames : 0.0, r.peak_rss_mb, r.peak_gpu_mb,
               r.seconds);
+  // The warm-up framemill's first chunk pays and the model row's fps leaves out.
+  if (r.first_call_ms > 0) {
+    std::printf("%-22s first call at its shape %.1f ms (warm-up, before the timed calls)\n", "",
+                r.first_call_ms);
+  }
 }
 
 }  // namespace

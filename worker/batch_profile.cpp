@@ -1,7 +1,6 @@
 #include "worker/batch_profile.h"
 
 #include <array>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -16,107 +15,132 @@
 #endif
 
 namespace framemill {
-
-#ifdef FRAMEMILL_WITH_CUDA
 namespace {
 constexpr int kMarks = static_cast<int>(ProfileMark::kCount);
-// Milliseconds between two recorded events, 0 when either was not recorded.
-double Between(at::cuda::CUDAEvent& a, at::cuda::CUDAEvent& b) {
-  if (!a.isCreated() || !b.isCreated()) return 0;
-  return static_cast<double>(a.elapsed_time(b));
-}
 }  // namespace
 
 struct BatchProfile::State {
+  bool on_device = false;
+#ifdef FRAMEMILL_WITH_CUDA
   // One set of events per batch of the current chunk (grown, never shrunk).
   std::vector<std::array<at::cuda::CUDAEvent, kMarks>> events;
+#endif
+  // On the host: each batch's marks in µs, 0 = not recorded.
+  std::vector<std::array<uint64_t, kMarks>> host;
   int64_t batches = 0;
   uint64_t chunk_start_us = 0, last_end_us = 0;
-  // Sums since the last report, in ms.
-  double upload = 0, to_model = 0, model = 0, from_model = 0, download = 0;
-  double span = 0, wall = 0, between = 0;
-  int64_t frames = 0, chunks = 0;
+  double between = 0;  // ms before the current chunk
+  bool first_reported = false;
+  ProfileSums sums;
+
+  bool Recorded(int64_t b, ProfileMark m) const {
+#ifdef FRAMEMILL_WITH_CUDA
+    if (on_device) return events[b][static_cast<int>(m)].isCreated();
+#endif
+    return host[b][static_cast<int>(m)] != 0;
+  }
+  // Milliseconds from mark `a` of batch `ba` to mark `z` of batch `bz`, 0 when either was not
+  // recorded.
+  double Between(int64_t ba, ProfileMark a, int64_t bz, ProfileMark z) {
+    if (!Recorded(ba, a) || !Recorded(bz, z)) return 0;
+#ifdef FRAMEMILL_WITH_CUDA
+    if (on_device) {
+      return static_cast<double>(
+          events[ba][static_cast<int>(a)].elapsed_time(events[bz][static_cast<int>(z)]));
+    }
+#endif
+    return static_cast<double>(host[bz][static_cast<int>(z)] - host[ba][static_cast<int>(a)]) /
+           1000.0;
+  }
 };
 
-BatchProfile::BatchProfile() {
+bool BatchProfile::EnabledByEnvironment() {
   const char* v = std::getenv("FRAMEMILL_WORKER_PROFILE");
-  if (v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0) state_ = std::make_unique<State>();
+  return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
+}
+
+BatchProfile::BatchProfile(bool on_device, bool enabled) {
+#ifndef FRAMEMILL_WITH_CUDA
+  if (on_device) return;  // no device events to record
+#endif
+  if (!enabled) return;
+  state_ = std::make_unique<State>();
+  state_->on_device = on_device;
 }
 
 BatchProfile::~BatchProfile() {
-  if (state_ != nullptr && state_->chunks > 0) Report();
+  if (state_ == nullptr) return;
+  if (state_->sums.later().chunks > 0 ||
+      (!state_->first_reported && state_->sums.first().chunks > 0)) {
+    Report();
+  }
+}
+
+const ProfileSums* BatchProfile::sums() const {
+  return state_ == nullptr ? nullptr : &state_->sums;
 }
 
 void BatchProfile::BeginChunk(int64_t batches) {
   if (state_ == nullptr) return;
   State& s = *state_;
   s.chunk_start_us = MonotonicUs();
-  if (s.last_end_us != 0) s.between += (s.chunk_start_us - s.last_end_us) / 1000.0;
+  s.between = s.last_end_us != 0 ? (s.chunk_start_us - s.last_end_us) / 1000.0 : 0.0;
   s.batches = batches;
-  while (static_cast<int64_t>(s.events.size()) < batches) {
-    s.events.emplace_back();
-    for (auto& e : s.events.back()) e = at::cuda::CUDAEvent(cudaEventDefault);  // timing on
+#ifdef FRAMEMILL_WITH_CUDA
+  if (s.on_device) {
+    while (static_cast<int64_t>(s.events.size()) < batches) {
+      s.events.emplace_back();
+      for (auto& e : s.events.back()) e = at::cuda::CUDAEvent(cudaEventDefault);  // timing on
+    }
+    return;
   }
+#endif
+  s.host.assign(static_cast<size_t>(batches), {});
 }
 
 void BatchProfile::Mark(int64_t batch, ProfileMark mark) {
   if (state_ == nullptr || batch >= state_->batches) return;
-  state_->events[batch][static_cast<int>(mark)].record();
+#ifdef FRAMEMILL_WITH_CUDA
+  if (state_->on_device) {
+    state_->events[batch][static_cast<int>(mark)].record();
+    return;
+  }
+#endif
+  state_->host[batch][static_cast<int>(mark)] = MonotonicUs();
 }
 
 void BatchProfile::EndChunk(int64_t frames) {
   if (state_ == nullptr) return;
   State& s = *state_;
-  auto at = [&](int64_t b, ProfileMark m) -> at::cuda::CUDAEvent& {
-    return s.events[b][static_cast<int>(m)];
-  };
+  using M = ProfileMark;
+  StageSums chunk;
   for (int64_t b = 0; b < s.batches; ++b) {
-    s.upload += Between(at(b, ProfileMark::kUploadStart), at(b, ProfileMark::kUploadEnd));
-    s.to_model += Between(at(b, ProfileMark::kToModelStart), at(b, ProfileMark::kModelStart));
-    s.model += Between(at(b, ProfileMark::kModelStart), at(b, ProfileMark::kModelEnd));
-    s.from_model += Between(at(b, ProfileMark::kModelEnd), at(b, ProfileMark::kFromModelEnd));
-    s.download += Between(at(b, ProfileMark::kDownloadStart), at(b, ProfileMark::kDownloadEnd));
+    chunk.upload += s.Between(b, M::kUploadStart, b, M::kUploadEnd);
+    chunk.to_model += s.Between(b, M::kToModelStart, b, M::kModelStart);
+    chunk.model += s.Between(b, M::kModelStart, b, M::kModelEnd);
+    chunk.from_model += s.Between(b, M::kModelEnd, b, M::kFromModelEnd);
+    chunk.download += s.Between(b, M::kDownloadStart, b, M::kDownloadEnd);
   }
   if (s.batches > 0) {
-    s.span += Between(at(0, ProfileMark::kUploadStart), at(s.batches - 1, ProfileMark::kDownloadEnd));
+    // On the CPU there is no upload or download: the span runs from conversion to conversion.
+    const int64_t last = s.batches - 1;
+    const M begin = s.Recorded(0, M::kUploadStart) ? M::kUploadStart : M::kToModelStart;
+    const M end = s.Recorded(last, M::kDownloadEnd) ? M::kDownloadEnd : M::kFromModelEnd;
+    chunk.span = s.Between(0, begin, last, end);
   }
   s.last_end_us = MonotonicUs();
-  s.wall += (s.last_end_us - s.chunk_start_us) / 1000.0;
-  s.frames += frames;
-  if (++s.chunks % kReportEvery == 0) Report();
+  chunk.wall = (s.last_end_us - s.chunk_start_us) / 1000.0;
+  chunk.between = s.between;
+  chunk.frames = frames;
+  s.sums.AddChunk(chunk);
+  if (s.sums.later().chunks >= kReportEvery) Report();
 }
 
 void BatchProfile::Report() {
   State& s = *state_;
-  if (s.frames == 0) return;
-  const double f = static_cast<double>(s.frames);
-  char line[512];
-  std::snprintf(line, sizeof line,
-                "profile: %lld frames, per frame ms: upload %.3f, to_model %.3f, model %.3f, "
-                "from_model %.3f, download %.3f; chunk span %.3f, chunk wall %.3f, between "
-                "chunks %.3f",
-                static_cast<long long>(s.frames), s.upload / f, s.to_model / f, s.model / f,
-                s.from_model / f, s.download / f, s.span / f, s.wall / f, s.between / f);
-  LogInfo(line);
-  const int64_t chunks = s.chunks;
-  const uint64_t last_end = s.last_end_us;
-  auto events = std::move(s.events);
-  s = State();
-  s.events = std::move(events);
-  s.chunks = chunks;
-  s.last_end_us = last_end;
+  LogInfo(s.sums.Line());
+  s.first_reported = true;
+  s.sums.ClearLater();
 }
-
-#else  // no CUDA: nothing to time
-
-struct BatchProfile::State {};
-BatchProfile::BatchProfile() = default;
-BatchProfile::~BatchProfile() = default;
-void BatchProfile::BeginChunk(int64_t) {}
-void BatchProfile::Mark(int64_t, ProfileMark) {}
-void BatchProfile::EndChunk(int64_t) {}
-void BatchProfile::Report() {}
-
-#endif
 
 }  // namespace framemill

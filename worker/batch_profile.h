@@ -1,23 +1,31 @@
-// Where a CUDA worker's time goes, stage by stage, measured with CUDA events: a diagnostic for
-// the question "why is the worker slower than its model alone?", turned on by
-// FRAMEMILL_WORKER_PROFILE=1 in the worker's environment (off: every call is a no-op).
+// Where a worker's time goes, stage by stage: a diagnostic for the question "why is the worker
+// slower than its model alone?", turned on by FRAMEMILL_WORKER_PROFILE=1 in the worker's
+// environment (off: every call returns at its first test, nothing is allocated or timed).
 //
-// Per batch it times, on the stream each runs on: the upload (up stream), the conversion to the
-// model's input, the model, the conversion of its output (compute stream) and the download (down
-// stream). Per chunk: the span from the first upload's start to the last download's end on the
-// device, the host's wall time in BatchRunner::Run, and the host's time between two chunks (the
-// worker waiting for work). Every `kReportEvery` chunks and at destruction it logs the figures per
-// frame (info level, the worker's log):
-//   profile: 640 frames, per frame ms: upload 0.21, to_model 0.05, model 13.90, from_model 0.07,
-//   download 0.30; chunk span 14.4, chunk wall 14.5, between chunks 0.2
-// The stages overlap (that is the point of the streams): their sum exceeds the span when the
-// overlap works. Timing costs a few events per batch; it is not for production runs.
+// Per batch it times the upload (up stream), the conversion to the model's input, the model, the
+// conversion of its output (compute stream) and the download (down stream). On CUDA with CUDA
+// events, each on the stream it runs on; on the CPU, where the steps run in line, with the host's
+// monotonic clock (no upload or download there: they read 0). Per chunk: the span from the first
+// batch's first mark to the last batch's last, the host's wall time in BatchRunner::Run, and the
+// host's time between two chunks (the worker waiting for work).
+//
+// The worker's first chunk is summed apart from the later ones (profile_sums.h): it pays the
+// warm-up (cuDNN's algorithm search, TorchScript's profiling runs), the later ones show the
+// steady state. Every `kReportEvery` later chunks, and at destruction when something is not
+// reported yet, it logs one line (info level, the worker's log), figures per frame in ms:
+//   profile: first chunk: 32 frames, wall 812.000 ms, per frame ms: upload 0.210, to_model 0.050,
+//   model 24.900, from_model 0.070, download 0.300; chunk span 25.300, chunk wall 25.375, between
+//   chunks 0.000; later chunks: 10 chunks, 320 frames, per frame ms: upload 0.210, ...
+// The stages overlap on CUDA (that is the point of the streams): their sum exceeds the span when
+// the overlap works. Timing costs a few events per batch; it is not for production runs.
 //
 // Not thread-safe: one per BatchRunner.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+
+#include "worker/profile_sums.h"
 
 namespace framemill {
 
@@ -35,9 +43,14 @@ enum class ProfileMark {
 
 class BatchProfile {
  public:
-  static constexpr int kReportEvery = 10;  // chunks
+  static constexpr int kReportEvery = 10;  // later chunks
 
-  BatchProfile();  // enabled when FRAMEMILL_WORKER_PROFILE is set and not "0"
+  // FRAMEMILL_WORKER_PROFILE is set and not "0".
+  static bool EnabledByEnvironment();
+
+  // `on_device`: the marks are recorded on the current CUDA stream (CUDA builds; without CUDA the
+  // profile stays off), else read from the host's monotonic clock.
+  explicit BatchProfile(bool on_device, bool enabled = EnabledByEnvironment());
   ~BatchProfile();  // logs what is not reported yet
   BatchProfile(const BatchProfile&) = delete;
   BatchProfile& operator=(const BatchProfile&) = delete;
@@ -45,10 +58,12 @@ class BatchProfile {
   bool enabled() const { return state_ != nullptr; }
   // A chunk starts (host time) with `batches` batches.
   void BeginChunk(int64_t batches);
-  // Records `mark` of batch `batch` on the current CUDA stream.
+  // Records `mark` of batch `batch` (on the current CUDA stream, or the host's clock).
   void Mark(int64_t batch, ProfileMark mark);
-  // The chunk's device work is finished (the host has synchronized): reads the events.
+  // The chunk's work is finished (on CUDA: the host has synchronized): reads the marks.
   void EndChunk(int64_t frames);
+  // The sums so far (the later chunks' since the last report); null when off.
+  const ProfileSums* sums() const;
 
  private:
   struct State;

@@ -59,7 +59,8 @@ struct BatchRunner::CudaState {
 struct BatchRunner::CudaState {};
 #endif
 
-BatchRunner::BatchRunner(FrameModel& model) : model_(model) {
+BatchRunner::BatchRunner(FrameModel& model)
+    : model_(model), profile_(/*on_device=*/model.device().is_cuda()) {
 #ifdef FRAMEMILL_WITH_CUDA
   if (model_.device().is_cuda()) cuda_ = std::make_unique<CudaState>(model_.device().index());
 #endif
@@ -73,21 +74,27 @@ Status BatchRunner::RunOnCpu(const ChunkFrames& c,
   const int64_t in_bytes = c.layout.FrameBytes();
   const size_t out_bytes = static_cast<size_t>(c.OutFrameBytes());
   const torch::ScalarType out_type = OutputElementType(c.out_format);
+  profile_.BeginChunk((c.frames + c.batch - 1) / c.batch);
   for (int64_t off = 0; off < c.frames; off += c.batch) {
-    const int64_t b = std::min(c.batch, c.frames - off);
+    const int64_t b = std::min(c.batch, c.frames - off), i = off / c.batch;
     before_batch(c.first_frame + off, b);
     torch::Tensor frames =
         torch::from_blob(const_cast<uint8_t*>(c.in) + off * in_bytes, {b, in_bytes}, torch::kUInt8);
-    Result<torch::Tensor> y = RunBatch(
-        model_, c, ToModelInput(frames.to(model_.device()), c.layout, model_.dtype()), off, b);
+    profile_.Mark(i, ProfileMark::kToModelStart);
+    torch::Tensor x = ToModelInput(frames.to(model_.device()), c.layout, model_.dtype());
+    profile_.Mark(i, ProfileMark::kModelStart);
+    Result<torch::Tensor> y = RunBatch(model_, c, x, off, b);
+    profile_.Mark(i, ProfileMark::kModelEnd);
     if (!y.ok()) return y.status();
     FM_RETURN_IF_ERROR(CheckOutputShape(*y, b, c.out_h, c.out_w));
     torch::Tensor dst =
         torch::from_blob(c.out + off * out_bytes, {b, c.out_h, c.out_w, 3}, out_type);
     // One pass: NCHW float -> NHWC integers, written straight into the arena.
     dst.permute({0, 3, 1, 2}).copy_(ToOutputValues(*y, c.out_format));
+    profile_.Mark(i, ProfileMark::kFromModelEnd);
     after_batch(b);
   }
+  profile_.EndChunk(c.frames);
   return Status::Ok();
 }
 

@@ -75,7 +75,7 @@ class BatchRunner {
   FrameModel& model_;
   struct CudaState;  // streams, events, device buffers (CUDA builds only)
   std::unique_ptr<CudaState> cuda_;
-  BatchProfile profile_;  // FRAMEMILL_WORKER_PROFILE=1: where the time goes (CUDA only)
+  BatchProfile profile_;  // FRAMEMILL_WORKER_PROFILE=1: where the time goes
 };
 
 // Checks a model's output for a batch against [b, 3, oh, ow].

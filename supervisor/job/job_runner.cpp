@@ -382,6 +382,7 @@ std::string JobRun::JobWarmKey() const {
 }
 
 Status JobRun::StartWorkers() {
+  const uint64_t t_wait = MonotonicUs();
   std::unique_ptr<WorkerPool> pool;
   WarmWorkers* warm = options_.warm;
   const bool offered = warm != nullptr && warm->pool != nullptr;
@@ -424,6 +425,8 @@ Status JobRun::StartWorkers() {
                                    static_cast<uint64_t>(config_.worker_start_timeout_s * 1000));
   Result<FirstWorker> first = dispatcher_->Start(stop_);
   if (!first.ok()) return first.status();
+  stages_.workers_wait_s = static_cast<double>(MonotonicUs() - t_wait) / 1e6;
+  report_.workers_warm = first->warm;
   probe_w_ = first->probe_w;
   probe_h_ = first->probe_h;
   worker_device_ = first->device;

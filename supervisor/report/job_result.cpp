@@ -36,11 +36,11 @@ std::string StageTimes::Summary() const {
   double encode_capacity = pipeline_s * std::max(1, encoders);
   const std::string faces = faces_s > 0 ? fmt::format("faces {:.2f} s, ", faces_s) : "";
   return fmt::format(
-      "prepare {:.2f} s, {}start {:.2f} s, pipeline {:.2f} s [decode {:.2f} s busy "
-      "({}%), {:.2f} s waiting for a slot; workers {:.2f} s busy ({}% of {}); "
-      "encode {:.2f} s busy ({}% of {}), {:.2f} s waiting for output], mux {:.2f} s",
-      prepare_s, faces, start_s, pipeline_s, decode_s, pct(decode_s, pipeline_s), decode_wait_s,
-      workers_busy_s, pct(workers_busy_s, capacity), workers, encode_s,
+      "prepare {:.2f} s, {}start {:.2f} s ({:.2f} s until a worker was ready), pipeline {:.2f} s "
+      "[decode {:.2f} s busy ({}%), {:.2f} s waiting for a slot; workers {:.2f} s busy ({}% of "
+      "{}); encode {:.2f} s busy ({}% of {}), {:.2f} s waiting for output], mux {:.2f} s",
+      prepare_s, faces, start_s, workers_wait_s, pipeline_s, decode_s, pct(decode_s, pipeline_s),
+      decode_wait_s, workers_busy_s, pct(workers_busy_s, capacity), workers, encode_s,
       pct(encode_s, encode_capacity), encoders, encode_wait_s, mux_s);
 }
 
@@ -48,6 +48,7 @@ nlohmann::json StageTimes::ToJson() const {
   return {{"prepare_s", prepare_s},
           {"faces_s", faces_s},
           {"start_s", start_s},
+          {"workers_wait_s", workers_wait_s},
           {"pipeline_s", pipeline_s},
           {"decode_s", decode_s},
           {"decode_wait_s", decode_wait_s},
@@ -109,6 +110,8 @@ nlohmann::json DoneResultJson(const std::string& id, const JobReport& r,
           {"warnings", r.warnings},
           {"worker_sandbox", r.worker_sandbox},
           {"worker_start", r.dispatch.StartupFigures()},
+          {"workers_wait_s", r.stages.workers_wait_s},
+          {"workers_warm", r.workers_warm},
           {"faults", r.FaultsJson()},
           {"model_fallbacks", ModelFallbacksJson(r.dispatch)}};
   if (r.faces.present) result["faces"] = r.faces.ToJson();
@@ -200,6 +203,9 @@ std::string RunSummary(const JobReport& r) {
   if (!fallbacks.empty()) Appendf(&out, "framemill: %s\n", fallbacks.c_str());
   Appendf(&out, "framemill: worker sandbox: %s\n", r.worker_sandbox.c_str());
   Appendf(&out, "framemill: worker start: %s\n", d.StartupSummary().c_str());
+  Appendf(&out, "framemill: workers %s, first ready after %.2f s\n",
+          r.workers_warm ? "warm (kept loaded from the previous job)" : "started for this job",
+          r.stages.workers_wait_s);
   Appendf(&out, "framemill: stages: %s\n", r.stages.Summary().c_str());
   Appendf(&out, "framemill: memory timeline: %s\n", r.timeline.c_str());
   if (!r.report.empty()) Appendf(&out, "framemill: report: %s\n", r.report.c_str());

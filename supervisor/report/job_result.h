@@ -29,6 +29,7 @@ struct StageTimes {
   double prepare_s = 0;       // path checks, probing the input, the plan
   double faces_s = 0;         // face mode: the face pass (or reading its table), before workers
   double start_s = 0;         // workers started and loaded, arena made
+  double workers_wait_s = 0;  // of start_s: until the first worker was ready (near 0 when warm)
   double pipeline_s = 0;      // decoder and encoder threads running
   double decode_s = 0;        // decoder thread reading frames from ffmpeg into the arena
   double decode_wait_s = 0;   // decoder thread waiting for a free arena slot
@@ -60,6 +61,9 @@ struct JobReport {
   DispatchStats dispatch;        // workers started, recycles, crashes, kills, retries, peaks
   int64_t segments_resumed = 0;  // segments found finished in the workspace and kept
   StageTimes stages;
+  // The workers were warm: the first ready one was kept loaded from the service's previous job
+  // (warm_key.h), not started for this one. stages.workers_wait_s is the wait either way.
+  bool workers_warm = false;
   // The sandbox the workers got, as the first one reported it: "landlock abi 7 (fs, tcp,
   // scopes), seccomp, ...", "partial: ...", "none ...", "off" (worker/sandbox.h).
   std::string worker_sandbox;
@@ -118,8 +122,8 @@ std::string IsoNow();
 // {"version", "id", "status": "done", "output", "frames", "seconds", "started_at",
 // "finished_at", "workers_started", "recycles", "recycles_by_reason", "crashes", "kills",
 // "chunk_retries", "segments", "segments_resumed", "stages", "worker_input_format",
-// "output_pix_fmt", "warnings", "worker_sandbox", "worker_start", "faults", "model_fallbacks"}
-// of a finished job.
+// "output_pix_fmt", "warnings", "worker_sandbox", "worker_start", "workers_wait_s",
+// "workers_warm", "faults", "model_fallbacks"} of a finished job.
 nlohmann::json DoneResultJson(const std::string& id, const JobReport& r,
                               const std::string& started_at, const std::string& finished_at);
 // {"version", "id", "status": "failed", "reason": {"code", "message"}} of a job that failed, was

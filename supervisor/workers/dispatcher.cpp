@@ -177,6 +177,7 @@ Result<FirstWorker> Dispatcher::Start(const std::atomic<bool>& stop) {
   }
   if (adopted > 0) {
     for (const WorkerExit& e : pool_->ReapExited()) channels_[e.channel] = DispatchChannel{};
+    first.warm = true;  // a ready worker kept from the previous job leads
     return first;  // Run() starts any missing workers
   }
   // Channels of workers killed above are reused below: wait for their exits (a killed worker's

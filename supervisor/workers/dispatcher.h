@@ -46,6 +46,7 @@ struct FirstWorker {
   uint32_t probe_w = 0, probe_h = 0;  // the model's output size for a kProbeSize square input
   std::string device;                 // where it runs: "cpu", "cuda:0"
   std::string sandbox;                // the sandbox it got (WorkerPool::Sandbox)
+  bool warm = false;                  // it was kept loaded from the previous job (Release)
 };
 
 class Dispatcher {

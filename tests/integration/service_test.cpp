@@ -217,6 +217,47 @@ TEST_CASE("service: drains 30 jobs, good ones to done/, bad ones to failed/ with
   CHECK(ProcessesMentioning(s.dir).empty());
 }
 
+TEST_CASE("service: result.json says how long a job waited for its workers and if they were warm") {
+  Service s = MakeService("svc_warm_wait");
+  const std::string identity = ModelCopy("identity", s.dir);
+  const std::string invert = ModelCopy("invert", s.dir);
+  const std::string input = SmallVideo(s.dir, 24);
+  fs::create_directories(s.dir + "/out");
+  BackgroundJob serve = Serve(s);
+  KillOnExit guard_serve{serve};
+  // One job at a time, so that each finds what the one before left.
+  auto run = [&](const std::string& id, const std::string& model) {
+    Drop(s, id,
+         nlohmann::json{{"input", input},
+                        {"output", s.dir + "/out/" + id + ".mp4"},
+                        {"model", model},
+                        {"workers", 1}}
+             .dump());
+    REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/done/" + id + "/result.json"); }, 60));
+    return DoneResult(s, id, 24);
+  };
+  const nlohmann::json cold = run("cold", identity);
+  const nlohmann::json warm = run("warm", identity);  // same model: the loaded worker goes on
+  const nlohmann::json other = run("other", invert);  // another model: a worker is started
+  INFO(cold.dump() << "\n" << warm.dump() << "\n" << other.dump());
+  CHECK(cold["workers_warm"] == false);
+  CHECK(warm["workers_warm"] == true);
+  CHECK(other["workers_warm"] == false);
+  CHECK(warm["workers_started"] == 0);
+  CHECK(other["workers_started"] == 1);
+  // A warm job does not wait for a model load; a cold one does (spawn, sandbox, load, probe).
+  CHECK(warm["workers_wait_s"].get<double>() < cold["workers_wait_s"].get<double>());
+  CHECK(warm["workers_wait_s"].get<double>() < other["workers_wait_s"].get<double>());
+  for (const nlohmann::json* r : {&cold, &warm, &other}) {
+    const nlohmann::json& st = (*r)["stages"];
+    CHECK(st["workers_wait_s"] == (*r)["workers_wait_s"]);
+    CHECK(st["workers_wait_s"].get<double>() <= st["start_s"].get<double>());  // a part of it
+  }
+  CHECK(cold["workers_wait_s"].get<double>() > 0);
+  ::kill(serve.pid, SIGTERM);
+  CHECK(WaitJob(serve, 60).exit_code == 0);
+}
+
 TEST_CASE("service: a worker still loading when a short job ends is kept for the next ones") {
   Service s = MakeService("svc_slow_load");
   const std::string model = ModelCopy("identity", s.dir);

@@ -48,6 +48,8 @@ fm::JobReport FinishedReport() {
   r.dispatch.kills = 2;
   r.dispatch.chunk_retries = 4;
   r.dispatch.recycles = {{"rss", 2}, {"gpu", 1}};
+  r.stages.start_s = 1.5;
+  r.stages.workers_wait_s = 1.25;
   return r;
 }
 
@@ -101,6 +103,8 @@ TEST_CASE("job result: a finished job's result.json has every key, with the repo
                                          "warnings",
                                          "worker_sandbox",
                                          "worker_start",
+                                         "workers_wait_s",
+                                         "workers_warm",
                                          "faults",
                                          "model_fallbacks"});
   CHECK(j["model_fallbacks"] ==
@@ -126,6 +130,15 @@ TEST_CASE("job result: a finished job's result.json has every key, with the repo
   CHECK(j["warnings"] == nlohmann::json{"kept 8 bits"});
   CHECK(j["worker_sandbox"] == "off");
   CHECK(j["stages"].contains("pipeline_s"));
+  // The wait for the first ready worker, apart from the rest of the start, and whether the
+  // workers were kept loaded from the previous job.
+  CHECK(j["workers_wait_s"] == 1.25);
+  CHECK(j["stages"]["workers_wait_s"] == 1.25);
+  CHECK(j["stages"]["start_s"] == 1.5);
+  CHECK(j["workers_warm"] == false);
+  fm::JobReport warm = FinishedReport();
+  warm.workers_warm = true;
+  CHECK(fm::DoneResultJson("j1", warm, "", "")["workers_warm"] == true);
   CHECK(Keys(j["faults"]) ==
         std::set<std::string>{"decoder_restarts", "attempts", "faults_retried"});
   CHECK(fm::ResultReasonCode(j) == "");
@@ -215,11 +228,17 @@ TEST_CASE("job result: `framemill run`'s summary states the result's figures") {
                  "chunks retried 4\n"));
   CHECK(Contains(s, "framemill: memory timeline: /out/film.mkv.timeline.jsonl\n"));
   CHECK(Contains(s, "framemill: faults survived: decoder restarts 0, job attempts 1\n"));
+  CHECK(Contains(s, "framemill: workers started for this job, first ready after 1.25 s\n"));
+  CHECK(Contains(s, "start 1.50 s (1.25 s until a worker was ready)"));
   CHECK_FALSE(Contains(s, "framemill: report:"));  // none written
   r.report = "/out/film.mkv.report.html";
   r.dispatch.recycles.clear();
   const std::string t = fm::RunSummary(r);
   CHECK(Contains(t, "framemill: report: /out/film.mkv.report.html\n"));
   CHECK(Contains(t, "recycled 0, crashed 1"));
+  r.workers_warm = true;
+  CHECK(Contains(fm::RunSummary(r),
+                 "framemill: workers warm (kept loaded from the previous job), first ready after "
+                 "1.25 s\n"));
   CHECK(t.back() == '\n');
 }

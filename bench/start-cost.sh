@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# What the start costs a short job in the service: the rate a job of SECONDS reaches against the
+# steady-state rate, with cold workers (started for the job: a job of another model ran before)
+# and with warm ones (kept loaded from the previous job of the same model), each from its
+# result.json (seconds, frames, workers_warm, workers_wait_s, stages).
+#   steady state  frames / stages.pipeline_s of a job of 5 x SECONDS (start-up and mux left out)
+#   share         (frames / seconds) of the short job / steady state
+#   own           the same against the short job's own pipeline rate (stages.pipeline_s /
+#                 seconds): on a shared machine, where the load changes from job to job, the
+#                 steadier of the two
+#
+# usage: bench/start-cost.sh [DEVICE] [SIZE] [SECONDS] [MODEL] [WORKERS] [ROUNDS]
+#   defaults: cpu 320x240 60 sharpen 1 3
+# Needs a build in ./build (or $FRAMEMILL_BUILD_DIR) and ffmpeg on PATH.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+device=${1:-cpu} size=${2:-320x240} seconds=${3:-60} model=${4:-sharpen} workers=${5:-1}
+rounds=${6:-3}
+bin=$(realpath "${FRAMEMILL_BUILD_DIR:-build}/framemill")
+work=$(realpath -m "${FRAMEMILL_BENCH_DIR:-$(mktemp -d /tmp/framemill-bench.XXXXXX)}")
+mkdir -p "$work/out"
+"$bin" model export "$model" "$work/$model.pt" >/dev/null
+"$bin" model export identity "$work/other.pt" >/dev/null
+fps=25
+video() {  # video NAME SECONDS
+  ffmpeg -nostdin -v error -y -f lavfi -i "testsrc2=size=$size:rate=$fps" -t "$2" \
+    -c:v libx264 -preset veryfast -crf 20 -pix_fmt yuv420p "$work/$1.mp4"
+}
+video short "$seconds"
+video long $((5 * seconds))
+video tiny 1
+cat > "$work/config.json" <<JSON
+{"spool_dir": "$work/spool", "rescan_interval_s": 1, "allowed_input_roots": ["$work"],
+ "allowed_output_roots": ["$work"], "allowed_model_roots": ["$work"]}
+JSON
+"$bin" --config "$work/config.json" serve > "$work/serve.log" 2>&1 &
+serve=$!
+trap 'kill "$serve" 2>/dev/null || true; wait "$serve" 2>/dev/null || true' EXIT
+
+field() {  # field NAME FILE: the first value after "NAME": in the JSON file
+  grep -o "\"$1\": *[0-9a-z.eE+-]*" "$2" | head -1 | sed 's/.*: *//'
+}
+job() {  # job ID INPUT MODEL: runs it through the spool, waits for its result.json
+  mkdir -p "$work/spool/incoming"
+  cat > "$work/$1.tmp" <<JSON
+{"input": "$work/$2.mp4", "output": "$work/out/$1.mp4", "model": "$work/$3.pt",
+ "device": "$device", "workers": $workers, "overwrite": true}
+JSON
+  mv "$work/$1.tmp" "$work/spool/incoming/$1.json"
+  local result="$work/spool/done/$1/result.json"
+  until [[ -f $result || -f $work/spool/failed/$1/result.json ]]; do sleep 0.2; done
+  [[ -f $result ]] || { echo "job $1 failed: $(cat "$work/spool/failed/$1/result.json")" >&2; exit 1; }
+}
+
+job long long "$model"
+long="$work/spool/done/long/result.json"
+steady=$(awk -v f="$(field frames "$long")" -v p="$(field pipeline_s "$long")" \
+  'BEGIN { printf "%.1f", f / p }')
+echo "start cost: device $device, $size at $fps fps, model $model, $workers worker(s);" \
+  "steady state $steady fps (pipeline of a $((5 * seconds)) s job)"
+printf "%-8s %6s %9s %8s %8s %8s %9s %7s %7s\n" job warm "wait s" "start s" seconds fps \
+  "pipe fps" share own
+for r in $(seq 1 "$rounds"); do
+  job "other$r" tiny other  # another model: the next job finds no warm workers of its own
+  for kind in cold warm; do
+    job "$kind$r" short "$model"
+    f="$work/spool/done/$kind$r/result.json"
+    awk -v id="$kind$r" -v warm="$(field workers_warm "$f")" -v w="$(field workers_wait_s "$f")" \
+      -v st="$(field start_s "$f")" -v s="$(field seconds "$f")" -v n="$(field frames "$f")" \
+      -v p="$(field pipeline_s "$f")" -v steady="$steady" 'BEGIN {
+      printf "%-8s %6s %9.3f %8.3f %8.2f %8.1f %9.1f %7.3f %7.3f\n", id, warm, w, st, s, n / s,
+        n / p, n / s / steady, p / s }'
+  done
+done
+echo "files in $work"

@@ -1,0 +1,55 @@
+#include "worker/profile_sums.h"
+
+#include <cstdio>
+
+namespace framemill {
+
+void StageSums::Add(const StageSums& o) {
+  upload += o.upload;
+  to_model += o.to_model;
+  model += o.model;
+  from_model += o.from_model;
+  download += o.download;
+  span += o.span;
+  wall += o.wall;
+  between += o.between;
+  frames += o.frames;
+  chunks += o.chunks;
+}
+
+std::string StageSums::PerFrame() const {
+  if (frames <= 0) return "no frames";
+  const double f = static_cast<double>(frames);
+  char line[320];
+  std::snprintf(line, sizeof line,
+                "upload %.3f, to_model %.3f, model %.3f, from_model %.3f, download %.3f; chunk "
+                "span %.3f, chunk wall %.3f, between chunks %.3f",
+                upload / f, to_model / f, model / f, from_model / f, download / f, span / f,
+                wall / f, between / f);
+  return line;
+}
+
+void ProfileSums::AddChunk(StageSums chunk) {
+  chunk.chunks = 1;
+  if (first_.chunks == 0) {
+    first_ = chunk;
+  } else {
+    later_.Add(chunk);
+  }
+}
+
+std::string ProfileSums::Line() const {
+  if (first_.chunks == 0) return "";
+  char head[160];
+  std::snprintf(head, sizeof head,
+                "profile: first chunk: %lld frames, wall %.3f ms, per frame ms: ",
+                static_cast<long long>(first_.frames), first_.wall);
+  std::string line = head + first_.PerFrame() + "; later chunks: ";
+  if (later_.chunks == 0) return line + "none";
+  std::snprintf(head, sizeof head,
+                "%lld chunks, %lld frames, per frame ms: ", static_cast<long long>(later_.chunks),
+                static_cast<long long>(later_.frames));
+  return line + head + later_.PerFrame();
+}
+
+}  // namespace framemill

@@ -66,7 +66,9 @@ PreviewEstimate EstimateJob(const EstimateInputs& in) {
     e.limiting = PreviewStage::kEncode;
   }
   e.fixed_s = st.prepare_s + st.start_s + st.mux_s;
-  e.duration_s = e.fixed_s + slowest * static_cast<double>(in.source_frames);
+  e.faces_s_per_frame = PerFrame(st.faces_s, in.sampled_frames);
+  e.duration_s =
+      e.fixed_s + (slowest + e.faces_s_per_frame) * static_cast<double>(in.source_frames);
 
   e.video_bytes = static_cast<int64_t>(
       std::llround(PerFrame(static_cast<double>(in.encoded_bytes), in.encoder_frames) *
@@ -79,6 +81,12 @@ PreviewEstimate EstimateJob(const EstimateInputs& in) {
   }
 
   std::vector<std::string>& a = e.assumptions;
+  if (e.faces_s_per_frame > 0) {
+    a.push_back(fmt::format(
+        "Faces: the face pass's time per frame on the sampled stretches ({:.1f} ms, the "
+        "detectors' loading included), for every frame, before the workers start.",
+        1000 * e.faces_s_per_frame));
+  }
   a.push_back(fmt::format(
       "Duration: fixed costs of the preview's run ({:.1f} s: probe, one worker started and its "
       "model loaded, mux) plus {} frames at the slowest stage's time per frame; the real job's "
@@ -124,7 +132,8 @@ nlohmann::json PreviewEstimate::ToJson() const {
           {"seconds_per_frame",
            {{"decode", decode_s_per_frame},
             {"workers", workers_s_per_frame},
-            {"encode", encode_s_per_frame}}},
+            {"encode", encode_s_per_frame},
+            {"faces", faces_s_per_frame}}},
           {"worker_seconds_per_frame", worker_s_per_frame_one},
           {"warmup_excluded", warmup_excluded},
           {"fixed_s", fixed_s},
@@ -141,9 +150,12 @@ std::string PreviewEstimate::ToText() const {
   const double mib = 1048576.0;
   std::string text = fmt::format(
       "estimate: the job takes about {:.0f} s ({:.1f} min) on this machine; limited by {} "
-      "(per frame: decode {:.1f} ms, workers {:.1f} ms, encode {:.1f} ms)\n",
+      "(per frame: decode {:.1f} ms, workers {:.1f} ms, encode {:.1f} ms{})\n",
       duration_s, duration_s / 60, Name(limiting), 1000 * decode_s_per_frame,
-      1000 * workers_s_per_frame, 1000 * encode_s_per_frame);
+      1000 * workers_s_per_frame, 1000 * encode_s_per_frame,
+      faces_s_per_frame > 0
+          ? fmt::format("; before them the face pass {:.1f} ms", 1000 * faces_s_per_frame)
+          : std::string());
   text += fmt::format(
       "estimate: output at most about {:.1f} MiB (video {:.1f} MiB, audio {:.1f} MiB)\n",
       output_bytes / mib, video_bytes / mib, audio_bytes / mib);

@@ -54,6 +54,9 @@ struct PreviewEstimate {
   double worker_s_per_frame_one = 0;     // one worker's time per frame (before dividing)
   bool warmup_excluded = false;          // worker time measured on chunks after the first
   double fixed_s = 0;                    // start-up (probe, workers started, model loaded) + mux
+  // Face mode: the face pass's time per frame (detection, tracking; it runs before the workers
+  // start, so it adds to the duration rather than overlapping a stage); 0 in frames mode.
+  double faces_s_per_frame = 0;
   int64_t video_bytes = 0;               // the output's video stream, estimated (an upper bound)
   int64_t audio_bytes = 0;               // the source's audio, copied as it is
   int64_t output_bytes = 0;              // both
@@ -63,7 +66,7 @@ struct PreviewEstimate {
   std::vector<std::string> assumptions;  // each one sentence
 
   // Stable field names (README.md "framemill preview"): duration_s, limiting_stage,
-  // seconds_per_frame {decode, workers, encode}, worker_seconds_per_frame, warmup_excluded,
+  // seconds_per_frame {decode, workers, encode, faces}, worker_seconds_per_frame, warmup_excluded,
   // fixed_s, output_bytes, video_bytes, audio_bytes, peak_rss_bytes_per_worker,
   // peak_gpu_reserved_bytes_per_worker, workers, assumptions.
   nlohmann::json ToJson() const;

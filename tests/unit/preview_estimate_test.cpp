@@ -90,3 +90,21 @@ TEST_CASE("preview estimate: every worker's first chunk is its warm-up") {
   CHECK(e.worker_s_per_frame_one == doctest::Approx(0.25));  // 4 s over the 16 later frames
   CHECK(e.workers_s_per_frame == doctest::Approx(0.125));    // the job's 2 workers
 }
+
+TEST_CASE("preview estimate: in face mode the face pass adds its time for every frame") {
+  EstimateInputs in = Inputs();
+  in.run.stages.faces_s = 0.6;  // 50 ms a sampled frame
+  PreviewEstimate e = framemill::EstimateJob(in);
+  CHECK(e.faces_s_per_frame == doctest::Approx(0.05));
+  // Before the pipeline, not beside it: added to the slowest stage's time.
+  CHECK(e.duration_s == doctest::Approx(3.5 + 1000 * (0.05 + 0.05)));
+  CHECK(e.ToJson().at("seconds_per_frame").at("faces") == doctest::Approx(0.05));
+  CHECK(e.ToText().find("before them the face pass 50.0 ms") != std::string::npos);
+  bool said = false;
+  for (const std::string& a : e.assumptions) said = said || a.rfind("Faces: ", 0) == 0;
+  CHECK(said);
+  // Frames mode: nothing of it.
+  PreviewEstimate frames = framemill::EstimateJob(Inputs());
+  CHECK(frames.faces_s_per_frame == 0);
+  CHECK(frames.ToText().find("face pass") == std::string::npos);
+}

@@ -1,11 +1,23 @@
 #include "supervisor/report/face_figures.h"
 
+#include <cstdio>
+
 namespace framemill {
 
 nlohmann::json FaceFigures::ToJson() const {
   return {{"frames", frames},           {"frames_without_faces", frames_without_faces},
           {"faces_found", faces_found}, {"faces_per_second", faces_per_second},
           {"tracks", tracks},           {"detection_s", detection_s}};
+}
+
+std::string FaceFigures::Summary() const {
+  char line[256];
+  std::snprintf(line, sizeof(line),
+                "%lld in %lld frames (%.2f per second of video), %lld frames without a face, %d "
+                "tracks",
+                static_cast<long long>(faces_found), static_cast<long long>(frames),
+                faces_per_second, static_cast<long long>(frames_without_faces), tracks);
+  return line;
 }
 
 FaceFigures FaceFiguresOf(const FaceTable& table, double frame_rate) {

@@ -24,6 +24,9 @@ struct FaceFigures {
                            // read from a file
 
   nlohmann::json ToJson() const;  // {"frames", "frames_without_faces", "faces_found", ...}
+  // "30 in 24 frames (31.25 per second of video), 4 frames without a face, 2 tracks": the run
+  // summary's and the job report's line.
+  std::string Summary() const;
 };
 
 // The figures of `table`; `frame_rate` frames per second (<= 0: faces_per_second 0).

@@ -173,14 +173,7 @@ std::string RunSummary(const JobReport& r) {
           r.seconds > 0 ? r.frames / r.seconds : 0.0, static_cast<long long>(r.chunks),
           static_cast<long long>(r.segments));
   Appendf(&out, "framemill: output pixel format %s\n", r.output_pix_fmt.c_str());
-  if (r.faces.present) {
-    Appendf(&out,
-            "framemill: faces: %lld in %lld frames (%.2f per second of video), %lld frames without "
-            "a face, %d tracks\n",
-            static_cast<long long>(r.faces.faces_found), static_cast<long long>(r.faces.frames),
-            r.faces.faces_per_second, static_cast<long long>(r.faces.frames_without_faces),
-            r.faces.tracks);
-  }
+  if (r.faces.present) Appendf(&out, "framemill: faces: %s\n", r.faces.Summary().c_str());
   for (const std::string& w : r.warnings) Appendf(&out, "framemill: warning: %s\n", w.c_str());
   std::string by_reason;
   for (const auto& [reason, n] : d.recycles) {

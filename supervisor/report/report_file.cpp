@@ -48,6 +48,7 @@ ReportData MakeReportData(const JobSpec& job, const JobReport& r, const Status& 
                                       " to the workers) -> " + Size(r.out_width, r.out_height) +
                                       " " + r.output_pix_fmt});
     d.facts.push_back({"speed", Fixed(r.seconds > 0 ? r.frames / r.seconds : 0.0, "frames/s")});
+    if (r.faces.present) d.facts.push_back({"faces", r.faces.Summary()});
   }
   d.facts.push_back({"workers", std::to_string(s.workers_started) + " started, " +
                                     std::to_string(recycles) + " recycled" + by_reason + ", " +

@@ -165,6 +165,8 @@ TEST_CASE("face mode: outside the faces every pixel is the identity run's, insid
   // The job says what it pasted: 20 faces A, 10 faces B, 4 frames without one.
   CHECK(faces.out.find("framemill: faces: 30 in 24 frames") != std::string::npos);
   CHECK(faces.out.find("4 frames without a face") != std::string::npos);
+  // The job report has the same line.
+  CHECK(ReadText(dir + "/faces.mp4.report.html").find("30 in 24 frames") != std::string::npos);
 
   REQUIRE(a.size() == static_cast<size_t>(kFrames));
   int outside_changed = 0, inside_wrong = 0, inside_checked = 0, worst_inside = 0;

@@ -879,11 +879,9 @@ void JobRun::WriteChunkFaces(int64_t first, int32_t frames, uint32_t slot) {
     const int64_t row = first + f - faces_->first_frame;
     if (row < 0 || row >= static_cast<int64_t>(faces_->frames.size())) continue;
     const std::vector<FaceWarp>& in = faces_->frames[static_cast<size_t>(row)];
-    const size_t n = std::min<size_t>(in.size(), per_frame);
-    for (size_t k = 0; k < n; ++k) {
-      dst[static_cast<size_t>(f) * per_frame + k] = in[k];
-      dst[static_cast<size_t>(f) * per_frame + k].present = 1;
-    }
+    // A table's warps are present ones (face_align.h, face_table.h), largest first.
+    std::copy_n(in.begin(), std::min<size_t>(in.size(), per_frame),
+                dst + static_cast<size_t>(f) * per_frame);
   }
 }
 

@@ -25,8 +25,16 @@ using namespace framemill;
 namespace {
 
 // Tiled and whole-frame outputs agree to this, in [0, 1] (tiled_model.h: float rounding of
-// another convolution shape).
+// another convolution shape). On CUDA, cuDNN picks its algorithm by shape, so a tile and the
+// whole frame round differently: `restore` differed by 5.3e-5 on an H200, a 75th of an 8-bit
+// level. The CUDA bound is still ten times under what too small an overlap gives on the CPU
+// (the test after this one).
 constexpr float kTileBound = 1e-5f;
+constexpr float kCudaTileBound = 1e-4f;
+
+float TileBound(const torch::Device& device) {
+  return device.is_cuda() ? kCudaTileBound : kTileBound;
+}
 
 std::vector<torch::Device> Devices() { return test::TorchTestDevices(); }
 
@@ -110,16 +118,17 @@ TEST_CASE("tiled model: equals the whole frame for sharpen, upscale2x and restor
     INFO("device " << device.str());
     // Odd frame sizes, tiles that do not divide them, overlap >= each receptive field (sharpen
     // and upscale2x: 1 pixel; restore: 18).
-    CHECK(TiledDifference("sharpen", Fixed(64, 2), Frames(2, 101, 157, device)) <= kTileBound);
-    CHECK(TiledDifference("upscale2x", Fixed(64, 2), Frames(2, 99, 131, device)) <= kTileBound);
-    CHECK(TiledDifference("restore", Fixed(72, 20), Frames(1, 75, 97, device)) <= kTileBound);
+    const float bound = TileBound(device);
+    CHECK(TiledDifference("sharpen", Fixed(64, 2), Frames(2, 101, 157, device)) <= bound);
+    CHECK(TiledDifference("upscale2x", Fixed(64, 2), Frames(2, 99, 131, device)) <= bound);
+    CHECK(TiledDifference("restore", Fixed(72, 20), Frames(1, 75, 97, device)) <= bound);
   }
 }
 
 TEST_CASE("tiled model: an overlap under the receptive field differs (the test above can fail)") {
   const torch::Device cpu(torch::kCPU);
   CHECK(TiledDifference("sharpen", Fixed(64, 0), Frames(1, 101, 157, cpu)) > 0.01f);
-  CHECK(TiledDifference("restore", Fixed(72, 4), Frames(1, 75, 97, cpu)) > kTileBound * 10);
+  CHECK(TiledDifference("restore", Fixed(72, 4), Frames(1, 75, 97, cpu)) > kCudaTileBound);
 }
 
 TEST_CASE("tiled model: out of memory halves the calls, then tiles, and the output stays exact") {

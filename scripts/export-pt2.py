@@ -8,7 +8,9 @@ usage:
 
 --module names a Python callable that returns a torch.nn.Module (with its trained weights loaded)
 importable from the current directory or PYTHONPATH. The model must keep framemill's contract:
-float [N,3,H,W] RGB in [0,1] in, [N,3,H*s,W*s] out.
+float [N,3,H,W] RGB in [0,1] in, [N,3,H*s,W*s] out. Prefer it to --torchscript: with torch 2.11
+a TorchScript file does not export with dynamic sizes (the converter guards its example's sizes,
+the interpreter fixes them), and the script stops saying so.
 
 options:
   --device cuda|cpu       the device the package is compiled for (default cuda); a package runs
@@ -126,16 +128,16 @@ def load_source(args, device, dtype):
             from torch._export.converter import TS2EPConverter
             example = torch.rand(1, 3, 64, 64, device=device, dtype=dtype)
             # (An exported program's module is in inference form already: no .eval().)
-            return TS2EPConverter(script, (example,)).convert().module(), source
+            return TS2EPConverter(script, (example,)).convert().module(), source, script
         except Exception as e:  # an older torch, or a graph the converter does not take
             print(f"export-pt2: the TorchScript converter failed ({str(e).splitlines()[0]}); "
                   "tracing through the interpreter instead (sizes may end up fixed)")
-            return Wrapped(script).eval(), source
+            return Wrapped(script).eval(), source, script
     else:
         name, _, attr = args.module.partition(":")
         module = getattr(importlib.import_module(name), attr or "model")()
         source = f"module:{args.module}"
-    return module.to(device=device, dtype=dtype).eval(), source
+    return module.to(device=device, dtype=dtype).eval(), source, None
 
 
 def export(module, args, device, dtype):
@@ -147,7 +149,8 @@ def export(module, args, device, dtype):
     side = max(lo * m, min(64, hi * m))
     example = torch.rand(2, 3, side, side + m, device=device, dtype=dtype)
     with torch.inference_mode():
-        program = torch.export.export(module, (example,), dynamic_shapes={"x": dims}, strict=False)
+        # By position: a module converted from TorchScript names its argument x_1, not x.
+        program = torch.export.export(module, (example,), dynamic_shapes=(dims,), strict=False)
     return program, example
 
 
@@ -235,8 +238,29 @@ def main():
         sys.exit("export-pt2: OUT must end in .pt2")
     device = torch.device(args.device)
     dtype = torch.float16 if args.precision == "fp16" else torch.float32
-    module, source = load_source(args, device, dtype)
-    program, example = export(module, args, device, dtype)
+    module, source, script = load_source(args, device, dtype)
+    try:
+        program, example = export(module, args, device, dtype)
+    except Exception as e:
+        if script is None or isinstance(module, Wrapped):
+            raise
+        # torch 2.11's converter guards the program on its example's sizes ("Guard failed:
+        # x_1.size()[0] == 1"), which no dynamic export passes.
+        print(f"export-pt2: the converted program does not export with dynamic sizes "
+              f"({(str(e).splitlines() or [type(e).__name__])[0]}); "
+              "tracing through the interpreter instead")
+        module = Wrapped(script).eval()
+        try:
+            program, example = export(module, args, device, dtype)
+        except Exception as e2:
+            # Seen with torch 2.11: the interpreter turns every size it meets into a constant
+            # ("You marked batch as dynamic but your code specialized it").
+            sys.exit(f"export-pt2: torch {torch.__version__} cannot export this TorchScript file "
+                     "with a dynamic batch and frame size: its converter guards the example's "
+                     "sizes and tracing through the interpreter fixes them "
+                     f"({(str(e2).splitlines() or [type(e2).__name__])[0]}). Package the "
+                     "model from its Python module instead (--module), which exports with "
+                     "dynamic sizes.")
     tmp = args.out + ".tmp.pt2"
     torch._inductor.aoti_compile_and_package(program, package_path=tmp)
     scale = check(tmp, module, example, args)

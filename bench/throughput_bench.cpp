@@ -131,6 +131,12 @@ std::string Optimization() {
   return o != nullptr ? o : "auto";
 }
 
+// $FRAMEMILL_BENCH_CUDNN_AUTOTUNE=1: framemill's workers run with cudnn_autotune (default off).
+bool CudnnAutotune() {
+  const char* a = std::getenv("FRAMEMILL_BENCH_CUDNN_AUTOTUNE");
+  return a != nullptr && std::string(a) == "1";
+}
+
 fm::SegmentFormat Format(const fm::VideoStreamInfo& v, int w, int h) {
   fm::SegmentFormat f;
   f.width = w;
@@ -335,6 +341,7 @@ Row Framemill(const std::string& input, const std::string& model, const std::str
                       {"device", device},
                       {"precision", precision != nullptr ? precision : "fp32"},
                       {"model_optimization", Optimization()},
+                      {"cudnn_autotune", CudnnAutotune()},
                       {"color_conversion", ColorConversion()},
                       {"encoders", encoders != nullptr ? std::atoi(encoders) : 1},
                       {"overwrite", true},

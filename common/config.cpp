@@ -103,6 +103,7 @@ Status ReadJobSettings(const nlohmann::json& object, const std::string& path, St
   ReadEnum(r, "precision", &s->precision, ParsePrecision, "fp32, fp16 or bf16");
   ReadEnum(r, "model_optimization", &s->model_optimization, ParseModelOptimization,
            "auto, on or off");
+  r.Bool("cudnn_autotune", &s->cudnn_autotune);
   ReadEnum(r, "color_conversion", &s->color_conversion, ParseColorConversion,
            "auto, accurate, fast or device");
   r.Double("hang_timeout_s", &s->hang_timeout_s, 1.0, 24 * 3600.0);

@@ -137,6 +137,11 @@ struct JobSettings {
   DeviceSetting device;                    // auto | cpu | cuda | cuda:N
   Precision precision = Precision::kFp32;  // the model's weights and activations
   ModelOptimization model_optimization = ModelOptimization::kAuto;  // see ModelOptimization
+  // CUDA: cuDNN's algorithm search (benchmark mode) in each worker. Off by default: on an H200
+  // it made each worker's first call 1.3 s (`restore`) and 2.9 s (esrgan-slim-x2) longer and
+  // bought nothing in the steady state for either (docs/gpu.md); on, it may help a network
+  // that cuDNN's heuristics serve badly.
+  bool cudnn_autotune = false;
   ColorConversion color_conversion = ColorConversion::kAuto;        // see ColorConversion
   int max_attempts = 3;           // tries per chunk before the job fails
   double hang_timeout_s = 300.0;  // a busy worker without a heartbeat this long is killed

@@ -28,7 +28,7 @@ constexpr const char* kUsage =
     "usage: framemill-worker --control PATH --channel K --wake-fd N --model-fd FD\n"
     "                        [--model-label TEXT] --device DEV [--precision fp32|fp16|bf16]\n"
     "                        [--optimize auto|on|off] [--tile off|auto|SIZE:OVERLAP]\n"
-    "                        [--probe-size N]\n"
+    "                        [--probe-size N] [--cudnn-autotune on|off]\n"
     "                        [--log-level L]\n"
     "                        [--sandbox required|auto|off]\n"
     "       framemill-worker ... --model PATH ...  (tools: the worker opens the file itself,\n"
@@ -151,6 +151,9 @@ int main(int argc, char** argv) {
         return Usage();
       }
       args.probe_size = static_cast<int>(n);
+    } else if (key == "--cudnn-autotune") {
+      if (value != "on" && value != "off") return Usage();
+      args.cudnn_autotune = value == "on";
     } else if (key == "--log-level") {
       level = value;
     } else if (key == "--sandbox") {

@@ -295,8 +295,9 @@ int Worker::Run(const WorkerArgs& args) {
   Result<torch::ScalarType> dtype = ResolvePrecision(args.precision, *device);
   if (!dtype.ok()) return Fail(kWorkerExitModel, dtype.status().message());
 #ifdef FRAMEMILL_WITH_CUDA
-  // Frame size is fixed for a job: let cuDNN pick the fastest kernels once per shape.
-  if (device->is_cuda()) at::globalContext().setBenchmarkCuDNN(true);
+  // cuDNN's algorithm search per input shape: off unless the job asks (common/config.h's
+  // cudnn_autotune says why).
+  if (device->is_cuda()) at::globalContext().setBenchmarkCuDNN(args.cudnn_autotune);
 #endif
   Result<std::unique_ptr<FrameModel>> model =
       LoadFrameModel(args.model_fd, args.model_label, *device, *dtype, args.optimization);

@@ -26,6 +26,7 @@ struct WorkerArgs {
   // The square the model is run on once at load to learn its output size (kProbeSize; in face
   // mode the job's face_size: a face model may take no other size).
   int probe_size = static_cast<int>(kProbeSize);
+  bool cudnn_autotune = false;  // CUDA: cuDNN's algorithm search per input shape (job key)
   std::string sandbox;        // the sandbox in place (worker/sandbox.h), for the supervisor
   std::string sandbox_error;  // a required sandbox that failed: reported, then exit
 };

@@ -35,6 +35,7 @@
 #               x2 models at 1080p, the x4 models at 720p; then `framemill run` of a 1080p clip
 #               through realesr-animevideov3-x4 (7680x4320 out) and of a 4K clip through
 #               esrgan-slim-x2, each with tile auto and chunk_frames 4: fps, model_fallbacks
+#               ($MODELS names the models to run instead; MODEL_TILES=0 leaves out the tile runs)
 #   longinput   the long run's input, once, kept in build-gpu/long (it outlives a call while the
 #               machine stays warm): real footage (tests/data/friday.mp4, speech audio) scaled to
 #               1080p without B-frames (so that the loop stays constant-rate), looped by stream
@@ -233,8 +234,8 @@ PY
           -i "testsrc2=size=$size:rate=30" -frames:v "$mf" -c:v libx264 -preset veryfast -crf 20 \
           -pix_fmt yuv420p "$OUT/models/in$size.mp4"
       done
-      for name in esrgan-slim-x2 esrgan-medium-x2 realesr-animevideov3-x2 esrgan-slim-x4 \
-          realesr-animevideov3-x4; do
+      for name in ${MODELS:-esrgan-slim-x2 esrgan-medium-x2 realesr-animevideov3-x2 esrgan-slim-x4 \
+          realesr-animevideov3-x4}; do
         m="$OUT/models/$name.pt"
         ./build-gpu/framemill model import "$name" "$m" --packages "${PACKAGES:-.deps/model-packages}" || continue
         case $name in *x4) in="$OUT/models/in1280x720.mp4" ;; *) in="$OUT/models/in1920x1080.mp4" ;; esac
@@ -242,6 +243,7 @@ PY
         (cd build-gpu && FRAMEMILL_BENCH_PRECISION=fp16 FRAMEMILL_BENCH_COLOR=device \
           FRAMEMILL_BENCH_ENCODERS=2 ./framemill-bench "$in" "$m" cuda 1 2>&1 | grep -v "^  model (batch")
       done
+      [ "${MODEL_TILES:-1}" = 1 ] || continue
       for pair in "realesr-animevideov3-x4 1920x1080" "esrgan-slim-x2 3840x2160"; do
         set -- $pair
         log "models: $1 on $2 in tiles (tile auto, chunk_frames 4, fp16)"

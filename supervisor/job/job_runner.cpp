@@ -408,6 +408,7 @@ Status JobRun::StartWorkers() {
     opts.device = settings_.device;
     opts.precision = settings_.precision;
     opts.model_optimization = settings_.model_optimization;
+    opts.cudnn_autotune = settings_.cudnn_autotune;
     opts.tile = settings_.tile;
     opts.probe_size = ProbeSize();
     opts.log_level = config_.log_level;

@@ -33,6 +33,7 @@ std::string WarmKey(const FileIdentity& model, const JobSettings& settings,
          std::to_string(model.size) + "|" + std::to_string(model.mtime_s) + "." +
          std::to_string(model.mtime_ns) + "|" + Name(settings.device) + "|" +
          Name(settings.precision) + "|" + Name(settings.model_optimization) + "|" +
+         (settings.cudnn_autotune ? "autotune" : "heuristics") + "|" +
          Name(settings.tile) + "|" + std::to_string(settings.workers) + "|" +
          // The probe square (--probe-size) differs in face mode.
          Name(settings.mode) + ":" + std::to_string(settings.faces.size) + "|" +

@@ -145,6 +145,7 @@ std::vector<std::string> WorkerArguments(const WorkerOptions& options, int k, in
           "--optimize",    Name(options.model_optimization),
           "--tile",        Name(options.tile),
           "--probe-size",  std::to_string(options.probe_size),
+          "--cudnn-autotune", options.cudnn_autotune ? "on" : "off",
           "--log-level",   options.log_level,
           "--sandbox",     Name(options.sandbox)};
 }

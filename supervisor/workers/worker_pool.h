@@ -37,6 +37,7 @@ struct WorkerOptions {
   DeviceSetting device;       // auto | cpu | cuda | cuda:N
   Precision precision = Precision::kFp32;
   ModelOptimization model_optimization = ModelOptimization::kAuto;
+  bool cudnn_autotune = false;  // passed as --cudnn-autotune
   TileSetting tile;  // the job's tile (common/tile_setting.h), passed as --tile
   // The square side the worker probes its model with (--probe-size): kProbeSize, or face mode's
   // face_size.

@@ -198,6 +198,8 @@ TEST_CASE("bad gpus settings are refused with the key named") {
         std::string::npos);
   CHECK(fails({{"model_optimization", "off"}}).empty());
   CHECK(fails({{"model_optimization", "on"}}).empty());
+  CHECK(fails({{"cudnn_autotune", "yes"}}).find("job.cudnn_autotune") != std::string::npos);
+  CHECK(fails({{"cudnn_autotune", true}}).empty());
 }
 
 TEST_CASE("metrics_textfile: a .prom file, relative to the spool by default, \"\" for none") {

@@ -115,7 +115,7 @@ TEST_CASE("warm pool: the same model and settings give the same key") {
   CHECK(WarmKey(Model(), other, "logs") == WarmKey(Model(), s, "logs"));
 }
 
-TEST_CASE("warm pool: a changed model file, device, precision, worker count or GPUs changes it") {
+TEST_CASE("warm pool: a changed model file, device, precision, autotuning, worker count or GPUs changes it") {
   JobSettings s;
   const std::string key = WarmKey(Model(), s, "logs");
   FileIdentity m = Model();
@@ -138,6 +138,9 @@ TEST_CASE("warm pool: a changed model file, device, precision, worker count or G
   CHECK(WarmKey(Model(), t, "logs") != key);
   t = s;
   t.model_optimization = framemill::ModelOptimization::kOff;
+  CHECK(WarmKey(Model(), t, "logs") != key);
+  t = s;
+  t.cudnn_autotune = true;
   CHECK(WarmKey(Model(), t, "logs") != key);
   t = s;
   t.workers = s.workers + 1;

@@ -97,12 +97,16 @@ TEST_CASE("worker pool: a worker's arguments name its channel, model descriptor 
   CHECK(value("--device") == "cpu");
   CHECK(value("--precision") == "bf16");
   CHECK(value("--optimize") == "off");
+  CHECK(value("--cudnn-autotune") == "off");
   CHECK(value("--log-level") == "debug");
   CHECK(value("--sandbox") == Name(WorkerSandbox::kRequired));
   // Pinned to a GPU, the worker sees that one GPU only and runs on "cuda".
   o.device = *ParseDevice("cuda:3");
   CHECK(WorkerArguments(o, 0, 3, "c", 9)[11] == "cuda");
   CHECK(WorkerArguments(o, 0, -1, "c", 9)[11] == "cuda:3");
+  o.cudnn_autotune = true;
+  a = WorkerArguments(o, 2, -1, "/dev/shm/d/c", 9);
+  CHECK(value("--cudnn-autotune") == "on");
 }
 
 TEST_CASE("worker pool: a sandbox summary that lacks a layer reads as degraded") {

@@ -259,8 +259,14 @@ void Worker::Warmup(const ChunkRequest& rq) {
   uint64_t t0 = MonotonicMs();
   torch::InferenceMode guard;
   const bool faces = rq.arena.face_slots > 0;  // the face model sees crops, never whole frames
-  Status s = faces ? WarmUpFaceModel(*model_, ArenaFaces(rq.arena, rq.batch))
-                   : WarmUpWholeFrames(*model_, ArenaLayout(rq.arena), rq.batch);
+  // Two calls: TorchScript's profiling executor records shapes on the first and compiles the
+  // optimized graph on the second (on an H200 esrgan-slim-x2's second call took 126 ms, the
+  // later ones 40; BENCHMARKS.md, "cuDNN's autotuning in the worker").
+  Status s = Status::Ok();
+  for (int call = 0; call < 2 && s.ok(); ++call) {
+    s = faces ? WarmUpFaceModel(*model_, ArenaFaces(rq.arena, rq.batch))
+              : WarmUpWholeFrames(*model_, ArenaLayout(rq.arena), rq.batch);
+  }
   // Out of memory, say: the first real chunk meets it again and reports it.
   if (!s.ok()) LogWarn("worker " + std::to_string(channel_) + ": warm-up failed: " + s.message());
   PublishTelemetry(ch_.telemetry, model_->device(), nvml_.get());

@@ -14,7 +14,8 @@
 // usage: framemill-bench INPUT MODEL DEVICE [WORKERS...]     (default workers: 1 2 4)
 // $FRAMEMILL_BENCH_PRECISION (fp32 | fp16 | bf16, default fp32) and $FRAMEMILL_BENCH_COLOR
 // (accurate | fast, default accurate) apply to every run; $FRAMEMILL_BENCH_ENCODERS (default 1)
-// and $FRAMEMILL_BENCH_OPTIMIZE (model_optimization, default auto) to framemill's.
+// and $FRAMEMILL_BENCH_OPTIMIZE (model_optimization, default auto) to framemill's, and so does
+// $FRAMEMILL_BENCH_CUDNN_AUTOTUNE=1 (cudnn_autotune; the model row always autotunes).
 // $FRAMEMILL_BENCH_GPUS ("0,1") adds framemill rows with WORKERS per GPU on each listed GPU, beside
 // the one-device rows. $FRAMEMILL_BENCH_BASELINES=0 runs framemill's rows alone (to compare
 // framemill settings with each other when the baselines are already known). Run from the build
@@ -503,6 +504,10 @@ int main(int argc, char** argv) {
   std::printf("input %s: %lld frames %dx%d -> %dx%d; model %s on %s; %u CPU threads\n",
               input.c_str(), static_cast<long long>(v.frame_count), v.width, v.height, out_w, out_h,
               model_path.c_str(), device->str().c_str(), std::thread::hardware_concurrency());
+  if (device->is_cuda()) {
+    std::printf("cuDNN autotuning: %s in framemill's workers, on in the model row\n",
+                CudnnAutotune() ? "on" : "off");
+  }
   std::printf("%-22s %8s %10s %9s %9s %8s\n", "run", "fps", "cpu s/fr", "rss MiB", "gpu MiB",
               "seconds");
   // framemill first: the in-process runs grow this process's peak RSS, which fork would inherit

@@ -6,6 +6,7 @@
 #include <csignal>
 #include <cstring>
 #include <deque>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -205,6 +206,10 @@ class JobRun {
   JobReport report_;
   StageTimes& stages_ = report_.stages;  // decode_* written by the decoder thread only,
                                          // encode_* under stages_mu_
+  // The source's carried metadata for the mux, probed by its own thread while the frames are
+  // rendered (an ffprobe less at the end). Last member: destroyed first, so a job that ends
+  // early waits here for the probe, while the input it reads is still open.
+  std::future<Result<CarriedMetadata>> source_carried_;
 };
 
 // Opens and checks the input, the model and the output directory (once per RunJob: a retry uses
@@ -969,6 +974,9 @@ Result<JobReport> JobRun::RunPipeline() {
     if (!fd.ok()) return fd.status();
     FM_RETURN_IF_ERROR(timeline_.Adopt(::fcntl(fd->get(), F_DUPFD_CLOEXEC, 0), timeline, t0));
   }
+  if (options_.part.whole()) {
+    source_carried_ = std::async(std::launch::async, ProbeCarried, config_.ffprobe, source_);
+  }
   if (settings_.mode == JobMode::kFaces) {
     FM_RETURN_IF_ERROR(FindFaces());
     lap(&stages_.faces_s);
@@ -1033,15 +1041,18 @@ Result<JobReport> JobRun::RunPipeline() {
     dispatcher_->Shutdown();
     return board_->failure();
   }
-  // After a clean finish no request is in flight: idle workers can serve the next job.
-  if (options_.warm != nullptr) {
+  // After a clean finish no request is in flight: idle workers can serve the next job. Workers
+  // not kept are asked to stop now and reaped after the mux, which their exits overlap.
+  const bool kept = options_.warm != nullptr;
+  if (kept) {
     options_.warm->pool = dispatcher_->Release();
     options_.warm->key = JobWarmKey();
   } else {
-    dispatcher_->Shutdown();
+    dispatcher_->BeginShutdown();
   }
 
   if (!options_.part.whole()) {  // a part ends with its segments: the stitch muxes
+    if (!kept) dispatcher_->Shutdown();
     FillReport(t0);
     report_.output = options_.workspace;
     report_.frames = 0;
@@ -1056,7 +1067,9 @@ Result<JobReport> JobRun::RunPipeline() {
     segments.push_back(state_->SegmentPath(seg.index));
     frames.push_back(seg.frames);
   }
-  FM_RETURN_IF_ERROR(Mux(segments, frames));
+  Status muxed = Mux(segments, frames);
+  if (!kept) dispatcher_->Shutdown();
+  FM_RETURN_IF_ERROR(muxed);
   lap(&stages_.mux_s);
   spdlog::info("stages: {}", stages_.Summary());
   FillReport(t0);
@@ -1085,6 +1098,10 @@ Status JobRun::Mux(const std::vector<std::string>& segments, const std::vector<i
   mux.expected_pix_fmt = encoder_.pix_fmt;
   mux.expected_color = color_path_;
   mux.codec = encoder_.codec;
+  if (source_carried_.valid()) {
+    Result<CarriedMetadata> carried = source_carried_.get();
+    if (carried.ok()) mux.source_carried = std::move(*carried);  // else probed again, reported
+  }
   return MuxAndVerify(mux);
 }
 

@@ -210,7 +210,9 @@ Status MuxAndVerify(const MuxRequest& rq) {
   const MediaInfo& src = *rq.source_info;
   Result<std::string> muxer = MuxerForOutput(rq.output);
   if (!muxer.ok()) return muxer.status();
-  Result<CarriedMetadata> carried = ProbeCarried(rq.ffprobe, rq.source);
+  Result<CarriedMetadata> carried = rq.source_carried.has_value()
+                                        ? Result<CarriedMetadata>(*rq.source_carried)
+                                        : ProbeCarried(rq.ffprobe, rq.source);
   if (!carried.ok()) return carried.status();
   CarriedPlan plan = PlanCarried(*carried, src.video.index, FamilyOfMuxer(*muxer));
   for (const std::string& why : plan.left_out)

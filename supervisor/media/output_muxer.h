@@ -4,10 +4,12 @@
 
 #include <cstdint>
 #include <climits>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
+#include "supervisor/media/carried_metadata.h"
 #include "supervisor/media/color_path.h"
 #include "supervisor/media/media_probe.h"
 #include "supervisor/media/output_geometry.h"
@@ -42,6 +44,9 @@ struct MuxRequest {
   std::string expected_pix_fmt;
   std::string codec;
   ColorPath expected_color;
+  // The source's streams, chapters and tags (ProbeCarried), when the caller probed them ahead of
+  // the mux (the job runner does, while the frames are rendered); probed here when empty.
+  std::optional<CarriedMetadata> source_carried;
 };
 
 // The output is written into a file created exclusively under a random hidden name in the output

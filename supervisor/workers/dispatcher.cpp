@@ -552,6 +552,8 @@ std::vector<WorkerSnapshot> Dispatcher::LiveWorkers() const {
 
 void Dispatcher::Shutdown() { pool_->StopAll(kStopGraceMs); }
 
+void Dispatcher::BeginShutdown() { pool_->AskAllToStop(); }
+
 std::unique_ptr<WorkerPool> Dispatcher::Release() {
   for (int k = 0; k < static_cast<int>(channels_.size()); ++k) {
     if (pool_->Alive(k) && !KeptAtRelease(channels_[k])) {

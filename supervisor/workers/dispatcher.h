@@ -69,6 +69,9 @@ class Dispatcher {
 
   // Stops every worker (kStop, then SIGKILL after a grace period).
   void Shutdown();
+  // Asks every worker to stop and returns at once (their exits, a CUDA context's teardown
+  // included, overlap the mux); Shutdown then reaps them.
+  void BeginShutdown();
 
   // Stops every worker that is neither active and idle nor still loading (standby, retiring),
   // and hands the pool over with the rest (KeptAtRelease): the next job's Start adopts them.

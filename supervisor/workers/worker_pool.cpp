@@ -338,12 +338,16 @@ void WorkerPool::Wake() {
   (void)!::write(wake_fd_, &one, sizeof(one));
 }
 
-void WorkerPool::StopAll(int grace_ms) {
+void WorkerPool::AskAllToStop() {
   ChunkRequest stop{};
   stop.kind = ChunkRequest::kStop;
   for (int k = 0; k < channel_count_; ++k) {
     if (processes_[k] != nullptr) Send(k, stop);
   }
+}
+
+void WorkerPool::StopAll(int grace_ms) {
+  AskAllToStop();  // again for those asked before: a worker reads one kStop and exits
   uint64_t deadline = MonotonicMs() + static_cast<uint64_t>(grace_ms);
   while (MonotonicMs() < deadline) {
     ReapExited();

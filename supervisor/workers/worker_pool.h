@@ -144,6 +144,8 @@ class WorkerPool {
 
   // Asks every live worker to exit (kStop), waits up to `grace_ms`, then SIGKILLs the rest.
   void StopAll(int grace_ms);
+  // Asks every live worker to exit (kStop) and returns at once; StopAll later reaps them.
+  void AskAllToStop();
 
  private:
   WorkerPool(const WorkerOptions& options, int wake_fd, int channels, int model_fd);

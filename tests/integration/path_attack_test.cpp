@@ -135,6 +135,19 @@ class Swapper {
 // Every output a job wrote is the index video, frame for frame: nothing of the secret (a green
 // frame reads as index -1) and nothing of the outside model (inverted blocks read as another
 // index).
+// Every child of this process (every thread's) not yet reaped, zombies included: "pid stat...".
+std::vector<std::string> ChildrenLeft() {
+  std::vector<std::string> children;
+  for (const auto& task : fs::directory_iterator("/proc/self/task")) {
+    std::istringstream in(ReadAll(task.path().string() + "/children"));
+    for (std::string pid; in >> pid;) {
+      std::string stat = ReadAll("/proc/" + pid + "/stat");
+      children.push_back(pid + " " + stat.substr(0, 60));
+    }
+  }
+  return children;
+}
+
 void CheckOutputExact(const std::string& output) {
   std::vector<int> indices = FrameIndices(output, kW, kH);
   INFO(output);
@@ -534,16 +547,31 @@ TEST_CASE("faults: failed jobs in a long-lived process leave no child and no zom
     INFO(model << ": " << report.status().ToString());
     CHECK(report.status().code() == code);
     // Every child of this process (every thread's) is gone, reaped: none left, none a zombie.
-    std::vector<std::string> children;
-    for (const auto& task : fs::directory_iterator("/proc/self/task")) {
-      std::istringstream in(ReadAll(task.path().string() + "/children"));
-      for (std::string pid; in >> pid;) {
-        std::string stat = ReadAll("/proc/" + pid + "/stat");
-        children.push_back(pid + " " + stat.substr(0, 60));
-      }
-    }
+    std::vector<std::string> children = ChildrenLeft();
     INFO("children left: " << children.size() << (children.empty() ? "" : " " + children[0]));
     CHECK(children.empty());
     CHECK_FALSE(fs::exists(t.out + "/result.mp4"));
+  }
+}
+
+TEST_CASE("faults: a finished job leaves no child and no zombie, its workers stopped over the mux") {
+  // The workers are asked to stop before the mux and reaped after it; the source's metadata is
+  // probed by a thread of its own while the frames render. Neither may outlive the job.
+  Tree t = MakeTree("finished");
+  framemill::Result<framemill::Config> config = framemill::ParseConfig(t.config);
+  REQUIRE(config.ok());
+  std::atomic<bool> stop{false};
+  for (int run = 0; run < 2; ++run) {
+    const std::string output = t.out + "/finished-" + std::to_string(run) + ".mp4";
+    framemill::Result<framemill::JobSpec> job =
+        framemill::ParseJob(Job(t, t.good, output, t.models + "/identity.pt"), config->defaults);
+    REQUIRE(job.ok());
+    framemill::Result<framemill::JobReport> report = framemill::RunJob(*job, *config, stop);
+    INFO(report.status().ToString());
+    REQUIRE(report.ok());
+    std::vector<std::string> children = ChildrenLeft();
+    INFO("children left: " << children.size() << (children.empty() ? "" : " " + children[0]));
+    CHECK(children.empty());
+    CheckOutputExact(output);
   }
 }

@@ -113,8 +113,9 @@ nlohmann::json FirstStream(const nlohmann::json& probe, const std::string& type)
 int64_t CountFrames(const std::string& path);
 
 // framemill shared memory in /dev/shm left behind: the private directories (and the objects in
-// them) whose creating process is gone. (Those of live processes, say a benchmark running beside
-// the tests, are not leftovers.)
+// them) whose creating process is gone, when this test process started it (StartFramemill) or is
+// it (a job run in-process). (Those of live processes, say a benchmark running beside the tests,
+// are not leftovers, nor are those of supervisors another test killed.)
 std::vector<std::string> SharedMemoryObjects();
 // Every framemill shared-memory directory and object in /dev/shm, live or not.
 std::vector<std::string> AllSharedMemoryObjects();

@@ -32,6 +32,14 @@ Result<SharedMemory> CreateWithHeader(const char* what, size_t bytes, uint64_t m
 
 }  // namespace
 
+uint64_t ArenaSlotsWanted(const ArenaDemand& demand) {
+  uint64_t wanted = static_cast<uint64_t>(demand.workers) * kInflightPerWorker + kArenaSpareSlots;
+  if (demand.encoders > 1) {
+    wanted += static_cast<uint64_t>(demand.encoders * demand.chunks_per_segment);
+  }
+  return std::min<uint64_t>(wanted, static_cast<uint64_t>(demand.chunks) + 1);
+}
+
 Result<ArenaGeometry> SizeArena(const ArenaGeometry& shape, const ArenaDemand& demand) {
   ArenaGeometry g = shape;
   const uint64_t slot_bytes = AlignUp(g.FacesOffset() + g.FacesBytes(), kSlotAlignment);
@@ -39,12 +47,7 @@ Result<ArenaGeometry> SizeArena(const ArenaGeometry& shape, const ArenaDemand& d
     return Status(StatusCode::kInternal, "an arena slot must hold at least one frame");
   }
   const uint64_t budget = static_cast<uint64_t>(demand.arena_mb) << 20;
-  uint64_t wanted = static_cast<uint64_t>(demand.workers) * kInflightPerWorker + kArenaSpareSlots;
-  if (demand.encoders > 1) {
-    wanted += static_cast<uint64_t>(demand.encoders * demand.chunks_per_segment);
-  }
-  const uint64_t slots =
-      std::min<uint64_t>({budget / slot_bytes, wanted, static_cast<uint64_t>(demand.chunks) + 1});
+  const uint64_t slots = std::min<uint64_t>(budget / slot_bytes, ArenaSlotsWanted(demand));
   if (slots < 2) {
     return Status(StatusCode::kInvalidJob,
                   "arena_mb=" + std::to_string(demand.arena_mb) + " holds fewer than 2 chunks of " +

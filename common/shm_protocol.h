@@ -242,6 +242,12 @@ struct ArenaDemand {
 // kInternal for a shape with no frames in a slot.
 Result<ArenaGeometry> SizeArena(const ArenaGeometry& shape, const ArenaDemand& demand);
 
+// The slots SizeArena would give the job if arena_mb were no cap: the workers' in-flight chunks,
+// the spares and the encoders' segments, at most the plan's chunks + 1. A sized arena with fewer
+// slots than this makes the decoder wait for the encoders (each slot is freed only once its
+// segment is written), so its pipeline runs nearer one stage at a time.
+uint64_t ArenaSlotsWanted(const ArenaDemand& demand);
+
 // Creates a job's frame arena: a fresh shared-memory object ("arena-...") of g.total_bytes, its
 // header written (magic, version, the geometry for people reading a dump), the slots zero.
 // kInternal when `g` fails ValidateArenaGeometry against its own total_bytes; kIo when the object

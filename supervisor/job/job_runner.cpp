@@ -524,6 +524,16 @@ Status JobRun::CreateArena() {
   FM_RETURN_IF_ERROR(CheckFreeSpace());
   spdlog::info("arena {}: {} slots of {} MiB ({} -> {}x{})", arena_shm_.name(), arena_.slot_count,
                arena_.slot_bytes >> 20, plan_.chunk_frames, out_w_, out_h_);
+  if (const uint64_t wanted = ArenaSlotsWanted(demand); arena_.slot_count < wanted) {
+    // Large output frames (an upscaler's 4K-8K) fill the default arena with a few chunks; the
+    // decoder then waits for the encoders and the stages take turns instead of overlapping.
+    const uint64_t needed_mb = (wanted * arena_.slot_bytes + (1u << 20) - 1) >> 20;
+    spdlog::warn(
+        "arena_mb={} holds {} of the {} chunks this pipeline keeps in flight ({} MiB each): the "
+        "decoder will wait for the encoders; arena_mb={} or a smaller chunk_frames lets the "
+        "stages overlap",
+        config_.arena_mb, arena_.slot_count, wanted, arena_.slot_bytes >> 20, needed_mb);
+  }
   return Status::Ok();
 }
 

@@ -146,6 +146,9 @@ TEST_CASE("shm protocol: slots for the workers' chunks in flight, the spares and
   ArenaDemand short_job = Demand(4, 4, 3);
   short_job.chunks = 5;
   CHECK(Slots(Shape(), short_job) == 6);
+  // Uncapped, the arena gets exactly what the pipeline wants.
+  CHECK(ArenaSlotsWanted(Demand(4, 4, 3)) == Slots(Shape(), Demand(4, 4, 3)));
+  CHECK(ArenaSlotsWanted(short_job) == 6);
 }
 
 TEST_CASE("shm protocol: arena_mb caps the slots, and below two slots the job is refused") {
@@ -153,6 +156,8 @@ TEST_CASE("shm protocol: arena_mb caps the slots, and below two slots the job is
   // 1 MiB: 1,048,576 bytes.
   d.arena_mb = 1;
   CHECK(Slots(Shape(FrameFormat::kRgb24), d) == 1048576 / kSlotRgb24);  // 2
+  // Fewer than the pipeline wants: the job runner warns (the decoder will wait for the encoders).
+  CHECK(ArenaSlotsWanted(d) == 4 * kInflightPerWorker + kArenaSpareSlots);
   CHECK(Slots(Shape(FrameFormat::kRgb48), d) == 1048576 / kSlotRgb48);  // 2
   CHECK(Slots(Shape(FrameFormat::kYuv420p), d) == 1048576 / kSlotYuv);  // 3
   // The header is not counted in the budget.

@@ -207,6 +207,11 @@ struct Config {
   double failed_work_keep_days = 7.0;
   // Unset: kRequired for the service (framemill serve), kAuto for framemill run.
   std::optional<WorkerSandbox> worker_sandbox;
+  // The GPUs `framemill serve` owns and shares among its jobs (supervisor/front/gpu_scheduler.h):
+  // it runs several jobs at once, each on GPUs of its own (the job's `gpus`, or a share of the
+  // free ones), with warm workers kept per GPU set and model. Empty: one job at a time, each on
+  // the device and gpus it names.
+  std::vector<int> service_gpus;
   // The service's backend; with kSlurm, each job is submitted as slurm_parts parts and a stitch
   // (sbatch options slurm_options) and the service follows it until the stitch job ends.
   Backend backend = Backend::kLocal;

@@ -9,6 +9,10 @@
 #   gpus        framemill-bench, 1080p, `heavy` fp16: one GPU against every GPU ($COLOR colour
 #               conversion, default device; $ENCODERS encoders, default 4; $WORKERS workers per
 #               GPU, default "1 2")
+#   servicegpus the service's queue over every GPU of the machine (bench/service-gpus.sh):
+#               $SVC_JOBS jobs (default 8) of $SVC_SECONDS s (default 120) of 1080p through
+#               `restore` fp16, with the service owning GPU 0, then all GPUs; $RUNS as there
+#               (8 x 120 s is about 480 s on one H200: run "one" and "all" in two calls)
 #   decode      the decoding ceiling: ffmpeg decoding the 1080p input into a pipe, alone
 #   recycle     bench/recycle-cost.sh on the GPU
 #   soak        framemill-soak on CUDA: an hour of video, recycling by GPU reserved memory
@@ -256,6 +260,13 @@ PY
           "$OUT/models/job.json" >"$OUT/models/$1-$2.log" 2>&1
         echo "exit $?"; grep -i "fps\|out of memory\|error\|s wall" "$OUT/models/$1-$2.log" | tail -5
       done
+      ;;
+    servicegpus)
+      all=$(python3 -c 'import torch; print(",".join(map(str, range(torch.cuda.device_count()))))')
+      log "service over GPUs [$all]: ${SVC_JOBS:-8} jobs of ${SVC_SECONDS:-120} s"
+      FRAMEMILL_BUILD_DIR=build-gpu FRAMEMILL_BENCH_DIR=build-gpu/service-gpus \
+        bench/service-gpus.sh "$all" "${SVC_JOBS:-8}" "${SVC_SECONDS:-120}"
+      for d in one all; do cp "build-gpu/service-gpus/$d/serve.log" "$OUT/serve-$d.log" 2>/dev/null; done
       ;;
     soak)
       log "soak on cuda"

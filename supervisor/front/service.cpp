@@ -5,9 +5,17 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <functional>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <ctime>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <poll.h>
 #include <sys/inotify.h>
@@ -27,6 +35,7 @@ static int sd_watchdog_enabled(int, uint64_t*) { return 0; }
 #include "common/job_file.h"
 #include "common/json_fields.h"
 #include "common/log.h"
+#include "supervisor/front/gpu_scheduler.h"
 #include "supervisor/front/job_end_hook.h"
 #include "common/shared_memory.h"
 #include "supervisor/job/job_runner.h"
@@ -88,7 +97,7 @@ void AddCounts(const WorkerEventCounts& from, WorkerEventCounts* to) {
   }
 }
 
-// The running job's figures for the metrics, from its latest progress report.
+// A running job's figures for the metrics, from its latest progress report.
 struct LiveJob {
   int64_t frames = 0;           // through the model since this start of the job
   int64_t frames_resumed = -1;  // finished by an earlier start (-1: no report yet)
@@ -99,6 +108,7 @@ struct LiveJob {
   WorkerEventCounts ended_attempts;  // counts of the job's ended attempts (crash retries)
   WorkerEventCounts events;          // those and the running attempt's
   std::vector<WorkerMemory> workers;
+  uint64_t updated_ms = 0;  // when fps and workers were last taken
 };
 
 // Sends WATCHDOG=1 while the service loop keeps calling Alive(); silent once it stops, so that
@@ -132,6 +142,94 @@ class Watchdog {
   std::thread thread_;
 };
 
+// Test hook: FRAMEMILL_TEST_GPU_LABELS=1 makes the service's GPUs (config service_gpus) labels:
+// jobs are scheduled on them as on GPUs, also jobs on the CPU, but their workers run on the
+// device the job names and are not pinned. Lets the queue be tested where there is no GPU; never
+// set it in production.
+bool GpuLabelsOnly() {
+  const char* v = std::getenv("FRAMEMILL_TEST_GPU_LABELS");
+  return v != nullptr && std::string(v) == "1";
+}
+
+std::string GpuList(const std::vector<int>& gpus) {
+  std::string s;
+  for (int g : gpus) s += (s.empty() ? "" : ", ") + std::to_string(g);
+  return "[" + s + "]";
+}
+
+// Idle workers the service keeps loaded between jobs, on one set of GPUs (or on the job's own
+// device when the service has no GPU set). A running job holds the place it was given.
+struct WarmSlot {
+  WarmWorkers warm;
+  std::vector<int> gpus;  // the service GPUs its workers are on
+  std::string model;      // the model file the last job using it named
+  bool in_use = false;
+};
+
+// A claimed job the service has not started yet: what it asks of the GPU set.
+struct QueuedJob {
+  std::string id;
+  bool needs_gpus = false;  // takes service GPUs (the service has some and the job is no CPU job)
+  GpuAsk ask;
+  bool waiting_logged = false;
+};
+
+// A thread that runs the service's jobs one after another and lives as long as the service.
+// Jobs do not get threads of their own because a worker dies with the thread that started it
+// (the worker's PR_SET_PDEATHSIG follows the parent thread, not the process): warm workers a job
+// leaves behind must outlive that job's thread.
+class JobThread {
+ public:
+  JobThread() : thread_([this] { Loop(); }) {}
+  ~JobThread() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      quit_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+  bool busy() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return task_ != nullptr;
+  }
+  void Run(std::function<void()> task) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      task_ = std::move(task);
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [this] { return quit_ || task_ != nullptr; });
+      if (task_ == nullptr) return;  // quit with nothing to do
+      std::function<void()> task = task_;
+      lock.unlock();
+      task();
+      lock.lock();
+      task_ = nullptr;
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::function<void()> task_;
+  bool quit_ = false;
+  std::thread thread_;  // last: started once the rest is made
+};
+
+// A job running on one of the service's job threads.
+struct RunningJob {
+  std::string id;
+  std::vector<int> gpus;  // the service GPUs it holds
+  bool cpu = false;       // a CPU job beside GPU jobs (the service has a GPU set)
+  WarmSlot* slot = nullptr;
+  std::atomic<bool> ended{false};
+};
+
 class Service {
  public:
   Service(const Config& config, const std::atomic<bool>& stop)
@@ -142,13 +240,25 @@ class Service {
  private:
   // Takes the next job: an active one not yet run by this process (a resume or a retry), else
   // the first waiting one that can be claimed. Entries of incoming/ that are no job file are
-  // set aside on the way. Returns "" when there is none.
+  // set aside on the way. Returns "" when there is none. Under spool_mu_.
   std::string NextJob();
+  // Starts as many queued jobs as the GPUs (or, without a GPU set, one at a time) allow, in queue
+  // order; the head that cannot start yet waits, and nothing behind it starts.
+  void StartJobs();
+  // What a claimed job asks of the GPU set (its job file; a job that cannot be read asks nothing
+  // and fails on its thread).
+  QueuedJob Queue(const std::string& id);
+  // The warm place a job on `gpus` runs with; idle places on any of those GPUs are stopped first
+  // (their workers hold GPU memory the job needs).
+  WarmSlot* TakeWarmSlot(const std::vector<int>& gpus, const std::string& model);
+  void Launch(const QueuedJob& q, const std::vector<int>& gpus, bool cpu);
+  // Joins the jobs that ended, giving back their GPUs and warm places. True when any ended.
+  bool Reap();
+  std::set<std::string> RunningIds() const;  // running and queued: a cancel marks them
   // Runs the claimed job `id` with every exception from its handling caught: such a job is
-  // filed as failed with the exception's text. False when the service is stopping and the job
-  // was left in active/ to resume.
-  bool RunContained(const std::string& id);
-  bool RunClaimed(const std::string& id);
+  // filed as failed with the exception's text. On its own thread.
+  void RunContained(const std::string& id, const std::vector<int>& gpus, WarmWorkers* warm);
+  void RunClaimed(const std::string& id, const std::vector<int>& gpus, WarmWorkers* warm);
   // Files `id` under done/ or failed/; a job that cannot be filed stays in active/ and is not
   // taken again by this process.
   void File(const std::string& id, bool ok, const nlohmann::json& result);
@@ -156,38 +266,53 @@ class Service {
   void SetAside(const SpoolEntry& e, const Status& why);
   // Runs the config's on_job_end hook for a job just filed under `state` (done | failed).
   void JobEnded(const std::string& id, SpoolState state);
-  void WaitForWork(int inotify_fd);
+  // Waits up to `max_ms` for a spool change, a job's end or the stop.
+  void WaitForWork(int inotify_fd, uint64_t max_ms);
   void Housekeeping();
   // Metrics (supervisor/report/metrics.h): finds the file's path and writes the first file; then
-  // rewrites it from the counts of ended runs, the running job's figures and the spool. A failed
+  // rewrites it from the counts of ended runs, the running jobs' figures and the spool. A failed
   // write is logged once until a write succeeds again; it never stops the service.
   void StartMetrics();
   void WriteMetrics(bool up = true);
-  // Takes a progress report of the running job; `attempts` holds the counts of its attempts
+  // Takes a progress report of running job `id`; `attempts` holds the counts of its attempts
   // that ended. Writes the file when kMetricsIntervalMs passed since the last write.
-  void NoteProgress(const JobProgress& p, uint64_t run_ms,
+  void NoteProgress(const std::string& id, const JobProgress& p, uint64_t run_ms,
                     const std::vector<DispatchStats>& attempts);
-  // Takes the worker counts of the job's ended attempts (JobOptions::attempt_dispatch).
-  void AttemptEnded(const std::vector<DispatchStats>& attempts);
-  // Adds the running job's counts to the service's totals (every frame of its plan when it
-  // `finished`) and clears them.
-  void EndRun(bool finished);
+  // Takes the worker counts of the job's ended attempts (JobOptions::attempt_dispatch). Under
+  // metrics_mu_.
+  void AttemptEnded(LiveJob* live, const std::vector<DispatchStats>& attempts);
+  // Adds job `id`'s counts to the service's totals (every frame of its plan when it
+  // `finished`) and forgets its live figures.
+  void EndRun(const std::string& id, const std::vector<DispatchStats>& attempts, bool finished);
 
   const Config& config_;
   const std::atomic<bool>& stop_;
+  const bool gpu_labels_ = GpuLabelsOnly();
+  // The spool, the request handler and the sets below; recursive: filing a job writes the
+  // metrics, which count the spool.
+  std::recursive_mutex spool_mu_;
   Spool spool_;
   RequestHandler requests_;
   Watchdog watchdog_;
-  WarmWorkers warm_;  // loaded workers kept between jobs that use the same model
   const std::string fault_abort_ = FaultAbortNeedle();
   std::set<std::string> unfiled_;  // jobs left in active/ because they could not be filed
   // incoming/ entries that could not be claimed nor moved aside (name, inode): logged once,
   // then skipped until they change.
   std::set<std::pair<std::string, uint64_t>> stuck_;
   uint64_t last_housekeeping_ms_ = 0;
+  // The loop's own state (its thread only): the queue's head, the running jobs, the free GPUs
+  // and the warm places.
+  std::optional<QueuedJob> head_;
+  std::list<std::unique_ptr<RunningJob>> running_;
+  std::set<int> free_gpus_;
+  std::list<WarmSlot> warm_;  // a list: running jobs hold pointers into it
+  std::list<JobThread> threads_;  // as many as jobs ran at once; they end with the service
+  int wake_fds_[2] = {-1, -1};  // a job's thread writes a byte when it ends
+  // Metrics, written from the loop and the jobs' threads.
+  std::mutex metrics_mu_;
   std::string metrics_path_;  // "" = no metrics
   MetricsFigures totals_;     // counters of the runs that ended; version and start time
-  LiveJob live_;
+  std::map<std::string, LiveJob> live_;
   uint64_t last_metrics_ms_ = 0;
   bool metrics_failing_ = false;
 };
@@ -213,10 +338,15 @@ void Service::StartMetrics() {
 
 void Service::WriteMetrics(bool up) {
   if (metrics_path_.empty()) return;
+  SpoolCounts c;
+  {
+    std::lock_guard<std::recursive_mutex> spool_lock(spool_mu_);
+    c = spool_.Count();
+  }
+  std::lock_guard<std::mutex> lock(metrics_mu_);
   last_metrics_ms_ = MonotonicMs();
   MetricsFigures f = totals_;
   f.up = up;
-  const SpoolCounts c = spool_.Count();
   f.jobs_incoming = c.incoming;
   f.jobs_active = c.active;
   f.jobs_done = c.done;
@@ -225,10 +355,12 @@ void Service::WriteMetrics(bool up) {
     const double submitted_s = static_cast<double>(c.oldest_incoming_ns) / 1e9;
     f.oldest_waiting_age_s = std::max(0.0, WallSeconds() - submitted_s);
   }
-  f.frames_processed += live_.frames;
-  f.job_fps = live_.fps;
-  AddCounts(live_.events, &f.worker_events);
-  f.workers = live_.workers;
+  for (const auto& [id, live] : live_) {  // the running jobs, summed
+    f.frames_processed += live.frames;
+    f.job_fps += live.fps;
+    AddCounts(live.events, &f.worker_events);
+    f.workers.insert(f.workers.end(), live.workers.begin(), live.workers.end());
+  }
   Status s = WriteMetricsFile(metrics_path_, RenderMetrics(f));
   if (!s.ok() && !metrics_failing_) {
     spdlog::warn("metrics: {} (said once until a write works again)", s.message());
@@ -236,47 +368,58 @@ void Service::WriteMetrics(bool up) {
   metrics_failing_ = !s.ok();
 }
 
-void Service::NoteProgress(const JobProgress& p, uint64_t run_ms,
+void Service::NoteProgress(const std::string& id, const JobProgress& p, uint64_t run_ms,
                            const std::vector<DispatchStats>& attempts) {
-  if (attempts.size() != live_.attempts_ended) AttemptEnded(attempts);    // a crash retry runs
-  if (live_.frames_resumed < 0) live_.frames_resumed = p.frames_resumed;  // the job's first report
-  live_.frames = std::max<int64_t>(0, p.frames_done - live_.frames_resumed);
-  live_.frames_total = p.frames_total;
-  if (p.dispatch != nullptr) {
-    int seen = p.dispatch->crashes + p.dispatch->kills + TotalRecycles(*p.dispatch);
-    if (seen != live_.events_seen) {  // maps are rebuilt only when a count changed
-      live_.events_seen = seen;
-      live_.events = live_.ended_attempts;
-      AddCounts(EventCounts(*p.dispatch), &live_.events);
+  {
+    std::lock_guard<std::mutex> lock(metrics_mu_);
+    LiveJob& live = live_[id];
+    if (attempts.size() != live.attempts_ended) AttemptEnded(&live, attempts);  // a retry runs
+    if (live.frames_resumed < 0) live.frames_resumed = p.frames_resumed;  // the first report
+    live.frames = std::max<int64_t>(0, p.frames_done - live.frames_resumed);
+    live.frames_total = p.frames_total;
+    if (p.dispatch != nullptr) {
+      int seen = p.dispatch->crashes + p.dispatch->kills + TotalRecycles(*p.dispatch);
+      if (seen != live.events_seen) {  // maps are rebuilt only when a count changed
+        live.events_seen = seen;
+        live.events = live.ended_attempts;
+        AddCounts(EventCounts(*p.dispatch), &live.events);
+      }
     }
-  }
-  uint64_t now = MonotonicMs();
-  if (now - last_metrics_ms_ < kMetricsIntervalMs) return;
-  double secs = static_cast<double>(now - run_ms) / 1000.0;
-  live_.fps = secs > 0 ? static_cast<double>(live_.frames) / secs : 0.0;
-  live_.workers.clear();
-  for (const WorkerSnapshot& w : p.workers) {
-    live_.workers.push_back({w.worker, w.device, w.rss_bytes, w.gpu_reserved_bytes});
+    uint64_t now = MonotonicMs();
+    if (now - live.updated_ms >= kMetricsIntervalMs / 2) {  // each job's own figures, fresh
+      live.updated_ms = now;
+      double secs = static_cast<double>(now - run_ms) / 1000.0;
+      live.fps = secs > 0 ? static_cast<double>(live.frames) / secs : 0.0;
+      live.workers.clear();
+      for (const WorkerSnapshot& w : p.workers) {
+        live.workers.push_back({w.worker, w.device, w.rss_bytes, w.gpu_reserved_bytes});
+      }
+    }
+    if (now - last_metrics_ms_ < kMetricsIntervalMs) return;
   }
   WriteMetrics();
 }
 
-void Service::AttemptEnded(const std::vector<DispatchStats>& attempts) {
-  live_.attempts_ended = attempts.size();
-  live_.ended_attempts.clear();
-  for (const DispatchStats& d : attempts) AddCounts(EventCounts(d), &live_.ended_attempts);
-  live_.events = live_.ended_attempts;
-  live_.events_seen = -1;
+void Service::AttemptEnded(LiveJob* live, const std::vector<DispatchStats>& attempts) {
+  live->attempts_ended = attempts.size();
+  live->ended_attempts.clear();
+  for (const DispatchStats& d : attempts) AddCounts(EventCounts(d), &live->ended_attempts);
+  live->events = live->ended_attempts;
+  live->events_seen = -1;
 }
 
-void Service::EndRun(bool finished) {
-  if (finished && live_.frames_total > 0) {
+void Service::EndRun(const std::string& id, const std::vector<DispatchStats>& attempts,
+                     bool finished) {
+  std::lock_guard<std::mutex> lock(metrics_mu_);
+  LiveJob& live = live_[id];
+  AttemptEnded(&live, attempts);
+  if (finished && live.frames_total > 0) {
     // Every frame of the plan went through the model, less those an earlier start finished.
-    live_.frames = live_.frames_total - std::max<int64_t>(0, live_.frames_resumed);
+    live.frames = live.frames_total - std::max<int64_t>(0, live.frames_resumed);
   }
-  totals_.frames_processed += live_.frames;
-  AddCounts(live_.events, &totals_.worker_events);
-  live_ = LiveJob{};
+  totals_.frames_processed += live.frames;
+  AddCounts(live.events, &totals_.worker_events);
+  live_.erase(id);
 }
 
 Status Service::Run() {
@@ -289,6 +432,9 @@ Status Service::Run() {
   }
   FM_RETURN_IF_ERROR(spool_.Prepare());
   FM_RETURN_IF_ERROR(spool_.Lock());
+  if (::pipe2(wake_fds_, O_CLOEXEC | O_NONBLOCK) != 0) {
+    return Status(StatusCode::kIo, std::string("pipe: ") + std::strerror(errno));
+  }
   StartMetrics();
   int stale = RemoveStaleObjects();
   if (stale > 0) spdlog::info("removed {} shared-memory objects left by dead supervisors", stale);
@@ -302,6 +448,13 @@ Status Service::Run() {
     spdlog::warn("test hook FRAMEMILL_FAULT_SUPERVISOR_ABORT set: aborting on jobs matching {}",
                  fault_abort_);
   }
+  free_gpus_.insert(config_.service_gpus.begin(), config_.service_gpus.end());
+  if (!config_.service_gpus.empty()) {
+    spdlog::info("sharing GPUs {} among the jobs{}", GpuList(config_.service_gpus),
+                 gpu_labels_ ? " (test hook FRAMEMILL_TEST_GPU_LABELS: labels only, workers "
+                               "not pinned)"
+                             : "");
+  }
   int inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   if (inotify_fd >= 0) {
     for (const std::string& dir : {spool_.Dir(SpoolState::kIncoming), spool_.Dir("requests")}) {
@@ -313,37 +466,206 @@ Status Service::Run() {
   }
   spdlog::info("serving spool {}", spool_.root());
   sd_notify(0, "READY=1\nSTATUS=idle");
-  bool running = true;
-  while (running && !stop_.load()) {
+  bool was_idle = false;
+  while (!stop_.load()) {
     watchdog_.Alive();
     Housekeeping();
-    std::string id;
+    const bool reaped = Reap();
     try {
-      id = NextJob();
+      std::lock_guard<std::recursive_mutex> lock(spool_mu_);
+      requests_.Poll(RunningIds());
     } catch (const std::exception& e) {  // the spool's own files; never a reason to stop
-      spdlog::error("reading the spool: {}", e.what());
+      spdlog::error("reading the spool's requests: {}", e.what());
     }
-    if (id.empty()) {
+    const size_t before = running_.size();
+    StartJobs();
+    const bool idle = running_.empty() && !head_;
+    if (idle && (!was_idle || reaped)) {
       sd_notify(0, "STATUS=idle");
       WriteMetrics();  // the queue as this pass found it
-      WaitForWork(inotify_fd);
-      continue;
     }
-    running = RunContained(id);
+    was_idle = idle;
+    if (running_.size() > before) continue;  // more may start (another share, a CPU job)
+    // While jobs run, requests (cancel) are read four times a second.
+    WaitForWork(inotify_fd, idle ? static_cast<uint64_t>(config_.rescan_interval_s * 1000) : 250);
+  }
+  // Stopping: every running job sees the stop at its next progress report and ends with its
+  // finished segments in active/; a queued one stays there as it is.
+  while (!running_.empty()) {
+    watchdog_.Alive();
+    if (!Reap()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   if (inotify_fd >= 0) ::close(inotify_fd);
   sd_notify(0, "STOPPING=1");
-  if (warm_.pool != nullptr) warm_.pool->StopAll(5000);
-  warm_.pool.reset();
+  for (WarmSlot& slot : warm_) {
+    if (slot.warm.pool != nullptr) slot.warm.pool->StopAll(5000);
+    slot.warm.pool.reset();
+  }
+  threads_.clear();  // after the warm workers they started have stopped
   WriteMetrics(/*up=*/false);
+  ::close(wake_fds_[0]);
+  ::close(wake_fds_[1]);
   spdlog::info("stopped");
   return Status::Ok();
+}
+
+std::set<std::string> Service::RunningIds() const {
+  std::set<std::string> ids;
+  for (const auto& job : running_) ids.insert(job->id);
+  if (head_) ids.insert(head_->id);
+  return ids;
+}
+
+QueuedJob Service::Queue(const std::string& id) {
+  QueuedJob q;
+  q.id = id;
+  if (config_.service_gpus.empty()) return q;
+  Result<JobSpec> job =
+      LoadJobFile(spool_.JobDir(SpoolState::kActive, id) + "/job.json", config_.defaults);
+  if (!job.ok()) return q;  // fails on its thread, saying why
+  q.needs_gpus = gpu_labels_ || job->settings.device.kind != DeviceKind::kCpu;
+  q.ask.gpus = job->settings.gpus;
+  q.ask.model = job->model;
+  return q;
+}
+
+void Service::StartJobs() {
+  const bool gpu_set = !config_.service_gpus.empty();
+  while (!stop_.load()) {
+    if (!head_) {
+      if (!gpu_set && !running_.empty()) return;  // one job at a time
+      if (gpu_set && free_gpus_.empty() &&
+          std::any_of(running_.begin(), running_.end(), [](const auto& j) { return j->cpu; })) {
+        return;  // nothing could start: claim nothing yet
+      }
+      std::string id;
+      try {
+        std::lock_guard<std::recursive_mutex> lock(spool_mu_);
+        id = NextJob();
+      } catch (const std::exception& e) {  // the spool's own files; never a reason to stop
+        spdlog::error("reading the spool: {}", e.what());
+      }
+      if (id.empty()) return;
+      head_ = Queue(id);
+    }
+    QueuedJob& q = *head_;
+    if (!gpu_set) {
+      Launch(q, {}, /*cpu=*/false);
+    } else if (!q.needs_gpus) {
+      // A CPU job beside the GPU jobs: one at a time (it takes the host's cores).
+      if (std::any_of(running_.begin(), running_.end(), [](const auto& j) { return j->cpu; })) {
+        return;
+      }
+      Launch(q, {}, /*cpu=*/true);
+    } else if (!CheckGpuAsk(config_.service_gpus, q.ask).ok()) {
+      Launch(q, {}, /*cpu=*/false);  // its thread fails it, saying which GPUs there are
+    } else {
+      std::vector<WarmPlace> places;
+      for (const WarmSlot& w : warm_) {
+        if (!w.in_use && w.warm.pool != nullptr) places.push_back({w.gpus, w.model});
+      }
+      int waiting = 1;
+      {
+        std::lock_guard<std::recursive_mutex> lock(spool_mu_);
+        waiting += static_cast<int>(spool_.Count().incoming);
+      }
+      std::vector<int> gpus = ChooseGpus(free_gpus_, q.ask, waiting, places);
+      if (gpus.empty()) {
+        if (!q.waiting_logged) {
+          q.waiting_logged = true;
+          spdlog::info("job {} waits for GPUs {} (free: {})", q.id,
+                       q.ask.gpus.empty() ? std::string("(any)") : GpuList(q.ask.gpus),
+                       GpuList(std::vector<int>(free_gpus_.begin(), free_gpus_.end())));
+        }
+        return;
+      }
+      for (int g : gpus) free_gpus_.erase(g);
+      Launch(q, gpus, /*cpu=*/false);
+    }
+    head_.reset();
+  }
+}
+
+WarmSlot* Service::TakeWarmSlot(const std::vector<int>& gpus, const std::string& model) {
+  WarmSlot* mine = nullptr;
+  for (auto it = warm_.begin(); it != warm_.end();) {
+    WarmSlot& w = *it;
+    const bool overlaps = std::any_of(gpus.begin(), gpus.end(), [&](int g) {
+      return std::find(w.gpus.begin(), w.gpus.end(), g) != w.gpus.end();
+    });
+    if (!w.in_use && mine == nullptr && w.gpus == gpus) {
+      mine = &w;
+    } else if (!w.in_use && overlaps) {
+      // Idle workers on GPUs this job takes: their memory is the job's now.
+      if (w.warm.pool != nullptr) {
+        spdlog::info("stopping the idle workers on GPUs {} for the next job", GpuList(w.gpus));
+        w.warm.pool->StopAll(5000);
+        w.warm.pool.reset();
+      }
+    }
+    if (!w.in_use && &w != mine && w.warm.pool == nullptr) {
+      it = warm_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (mine == nullptr) {
+    warm_.emplace_back();
+    mine = &warm_.back();
+    mine->gpus = gpus;
+  }
+  mine->model = model;
+  mine->in_use = true;
+  return mine;
+}
+
+void Service::Launch(const QueuedJob& q, const std::vector<int>& gpus, bool cpu) {
+  auto job = std::make_unique<RunningJob>();
+  job->id = q.id;
+  job->gpus = gpus;
+  job->cpu = cpu;
+  job->slot = TakeWarmSlot(gpus, q.ask.model);
+  if (!gpus.empty()) spdlog::info("job {} on GPUs {}", q.id, GpuList(gpus));
+  RunningJob* raw = job.get();
+  WarmWorkers* warm = &raw->slot->warm;
+  JobThread* thread = nullptr;
+  for (JobThread& t : threads_) {
+    if (!t.busy()) {
+      thread = &t;
+      break;
+    }
+  }
+  if (thread == nullptr) thread = &threads_.emplace_back();
+  running_.push_back(std::move(job));
+  thread->Run([this, raw, warm] {
+    RunContained(raw->id, raw->gpus, warm);
+    raw->ended.store(true);
+    const char byte = 1;
+    (void)!::write(wake_fds_[1], &byte, 1);
+  });
+}
+
+bool Service::Reap() {
+  bool any = false;
+  for (auto it = running_.begin(); it != running_.end();) {
+    RunningJob& job = **it;
+    if (!job.ended.load()) {
+      ++it;
+      continue;
+    }
+    for (int g : job.gpus) free_gpus_.insert(g);
+    job.slot->in_use = false;
+    it = running_.erase(it);
+    any = true;
+  }
+  return any;
 }
 
 void Service::Housekeeping() {
   uint64_t now = MonotonicMs();
   if (last_housekeeping_ms_ != 0 && now - last_housekeeping_ms_ < 3600 * 1000) return;
   last_housekeeping_ms_ = now;
+  std::lock_guard<std::recursive_mutex> lock(spool_mu_);
   int removed = spool_.RemoveOldFailedWork(config_.failed_work_keep_days * 86400.0);
   if (removed > 0) {
     spdlog::info("removed the kept work of {} failed jobs older than {} days", removed,
@@ -352,9 +674,9 @@ void Service::Housekeeping() {
 }
 
 std::string Service::NextJob() {
-  requests_.Poll("");
+  const std::set<std::string> taken = RunningIds();
   for (const SpoolEntry& e : spool_.Active()) {  // left by a crash or a stop, or retried
-    if (unfiled_.count(e.id) == 0) {
+    if (unfiled_.count(e.id) == 0 && taken.count(e.id) == 0) {
       spdlog::info("resuming job {}", e.id);
       return e.id;
     }
@@ -391,11 +713,14 @@ void Service::SetAside(const SpoolEntry& e, const Status& why) {
 }
 
 void Service::File(const std::string& id, bool ok, const nlohmann::json& result) {
-  Status s = spool_.Finish(id, ok, result);
-  if (!s.ok()) {
-    spdlog::error("job {}: cannot file its result: {}; left in active/", id, s.message());
-    unfiled_.insert(id);
-    return;
+  {
+    std::lock_guard<std::recursive_mutex> lock(spool_mu_);
+    Status s = spool_.Finish(id, ok, result);
+    if (!s.ok()) {
+      spdlog::error("job {}: cannot file its result: {}; left in active/", id, s.message());
+      unfiled_.insert(id);
+      return;
+    }
   }
   JobEnded(id, ok ? SpoolState::kDone : SpoolState::kFailed);
 }
@@ -408,10 +733,12 @@ void Service::JobEnded(const std::string& id, SpoolState state) {
   if (!hook.ok()) spdlog::warn("job {}: {}", id, hook.message());
 }
 
-bool Service::RunContained(const std::string& id) {
+void Service::RunContained(const std::string& id, const std::vector<int>& gpus,
+                           WarmWorkers* warm) {
   std::string what;
   try {
-    return RunClaimed(id);
+    RunClaimed(id, gpus, warm);
+    return;
   } catch (const std::exception& e) {
     what = e.what();
   } catch (...) {
@@ -424,20 +751,22 @@ bool Service::RunContained(const std::string& id) {
   } catch (const std::exception& e) {
     spdlog::error("job {}: cannot file it: {}", id, e.what());
   }
-  return true;
 }
 
-void Service::WaitForWork(int inotify_fd) {
-  uint64_t until = MonotonicMs() + static_cast<uint64_t>(config_.rescan_interval_s * 1000);
+void Service::WaitForWork(int inotify_fd, uint64_t max_ms) {
+  uint64_t until = MonotonicMs() + max_ms;
   while (!stop_.load() && MonotonicMs() < until) {
     watchdog_.Alive();
-    if (inotify_fd < 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      continue;
+    pollfd p[2] = {{wake_fds_[0], POLLIN, 0}, {inotify_fd, POLLIN, 0}};
+    const nfds_t count = inotify_fd >= 0 ? 2 : 1;
+    const int wait_ms = static_cast<int>(std::min<uint64_t>(200, until - MonotonicMs()));
+    if (::poll(p, count, std::max(wait_ms, 1)) <= 0) continue;
+    char buf[4096];
+    if (p[0].revents != 0) {
+      while (::read(wake_fds_[0], buf, sizeof(buf)) > 0) {
+      }
     }
-    pollfd p{inotify_fd, POLLIN, 0};
-    if (::poll(&p, 1, 200) > 0) {
-      char buf[4096];
+    if (count == 2 && p[1].revents != 0) {
       bool overflow = false;
       ssize_t n;
       while ((n = ::read(inotify_fd, buf, sizeof(buf))) > 0) {
@@ -448,19 +777,23 @@ void Service::WaitForWork(int inotify_fd) {
         }
       }
       if (overflow) spdlog::warn("inotify queue overflow; rescanning");
-      return;  // something arrived (or was lost): rescan
     }
+    return;  // something arrived (or was lost), or a job ended: look again
   }
 }
 
-bool Service::RunClaimed(const std::string& id) {
+void Service::RunClaimed(const std::string& id, const std::vector<int>& gpus,
+                         WarmWorkers* warm) {
   std::string dir = spool_.JobDir(SpoolState::kActive, id);
   std::string started = IsoNow();
   // Counted before anything of the job is read: a job whose parsing kills the supervisor counts.
-  Result<int> starts = spool_.RaiseStarts(id);
+  Result<int> starts = [&] {
+    std::lock_guard<std::recursive_mutex> lock(spool_mu_);
+    return spool_.RaiseStarts(id);
+  }();
   if (!starts.ok()) {
     FileFailed(id, FailureResult(id, starts.status()));
-    return true;
+    return;
   }
   if (*starts > config_.max_job_starts) {
     std::string message = "the supervisor crashed or was killed while running this job " +
@@ -472,36 +805,54 @@ bool Service::RunClaimed(const std::string& id) {
     result["starts"] = *starts - 1;
     if (config_.failed_work_keep_days <= 0) (void)RemoveTree(dir + "/work");
     FileFailed(id, result);
-    return true;
+    return;
   }
   Result<Submitter> submitter = JobOwner(dir);
   if (!submitter.ok()) {
     FileFailed(id, FailureResult(id, submitter.status()));
-    return true;
+    return;
   }
   Result<JobSpec> job = LoadJobFile(dir + "/job.json", config_.defaults);
   Status allowed = job.ok() ? Status::Ok() : job.status();
   if (allowed.ok()) allowed = CheckMayRead(*submitter, job->input, "input");
   if (allowed.ok()) allowed = CheckMayRead(*submitter, job->model, "model");
   if (allowed.ok()) allowed = CheckMayWriteOutput(*submitter, job->output, job->overwrite);
+  if (allowed.ok() && !config_.service_gpus.empty()) {
+    allowed = CheckGpuAsk(config_.service_gpus, {job->settings.gpus, job->model});
+  }
   if (!allowed.ok()) {
     spdlog::warn("job {} rejected: {}", id, allowed.ToString());
     nlohmann::json result = FailureResult(id, allowed);
     result["submitter"] = submitter->ToJson();
     (void)RemoveTree(dir + "/work");
     FileFailed(id, result);
-    return true;
+    return;
+  }
+  if (!gpus.empty()) {
+    // The GPUs the service gave it: the job's own list, or a share of the free ones, with
+    // workers_per_gpu workers on each (else its `workers` spread over them, at least one each).
+    JobSettings& s = job->settings;
+    const int n = static_cast<int>(gpus.size());
+    const int per_gpu =
+        s.workers_per_gpu > 0 ? s.workers_per_gpu : std::max(1, (s.workers + n - 1) / n);
+    s.workers = std::min(kMaxWorkers, n * per_gpu);
+    if (gpu_labels_) {
+      s.gpus.clear();  // labels only: the workers run where the job says
+    } else {
+      s.gpus = gpus;
+      if (s.device.kind == DeviceKind::kAuto) s.device = DeviceSetting{DeviceKind::kCuda, -1};
+    }
   }
   spdlog::info("job {} for uid {}: {} -> {} with {} (start {} of at most {})", id, submitter->uid,
                job->input, job->output, job->model, *starts, config_.max_job_starts);
   WriteMetrics();  // the job is active
   std::atomic<bool> job_stop{false};
   bool cancelled = false;
-  uint64_t last_write = 0, last_requests = 0, start_ms = MonotonicMs();
+  uint64_t last_write = 0, start_ms = MonotonicMs();
   JobOptions options;
   options.workspace = dir + "/work";
   options.timeline = dir + "/timeline.jsonl";
-  options.warm = &warm_;
+  options.warm = warm;
   options.worker_log_dir = spool_.Dir("workers");
   options.output_reader_uid = submitter->uid;
   std::vector<DispatchStats> attempts;  // worker counts of each ended attempt, for the metrics
@@ -514,14 +865,10 @@ bool Service::RunClaimed(const std::string& id) {
   options.write_report = report_allowed.ok();
   options.on_progress = [&](const JobProgress& p) {
     watchdog_.Alive();
-    NoteProgress(p, start_ms, attempts);
+    NoteProgress(id, p, start_ms, attempts);
     if (!fault_abort_.empty() && id.find(fault_abort_) != std::string::npos) std::abort();
     if (stop_.load()) job_stop.store(true);
     uint64_t now = MonotonicMs();
-    if (now - last_requests >= 250) {
-      last_requests = now;
-      requests_.Poll(id);
-    }
     if (!cancelled && PathExists(dir + "/cancel")) {
       cancelled = true;
       job_stop.store(true);
@@ -540,13 +887,13 @@ bool Service::RunClaimed(const std::string& id) {
   Result<JobReport> report = config_.backend == Backend::kSlurm
                                  ? RunOnSlurm(dir + "/job.json", *job, config_, job_stop, options)
                                  : RunJob(*job, config_, job_stop, options);
-  AttemptEnded(attempts);
   if (cancelled && config_.backend == Backend::kSlurm) (void)CancelSlurmJobs(dir + "/job.json");
-  EndRun(report.ok());
+  EndRun(id, attempts, report.ok());
   if (!report.ok() && report.status().code() == StatusCode::kCancelled && !cancelled) {
+    std::lock_guard<std::recursive_mutex> lock(spool_mu_);
     spool_.LowerStarts(id);  // an orderly stop is no crash
     spdlog::info("job {} stopped; its finished segments stay for the next start", id);
-    return false;
+    return;
   }
   nlohmann::json result;
   if (report.ok()) {
@@ -571,10 +918,10 @@ bool Service::RunClaimed(const std::string& id) {
   } else if (!report.ok() && !report_file.warning.empty()) {  // a finished job's has it already
     result["warnings"].push_back(report_file.warning);
   }
+  if (!gpus.empty()) result["service_gpus"] = gpus;
   result["submitter"] = submitter->ToJson();
   result["starts"] = *starts;
   File(id, report.ok(), result);
-  return true;
 }
 
 }  // namespace

@@ -66,7 +66,7 @@ Result<Submitter> JobOwner(const std::string& dir) {
   return LookupSubmitter(st.st_uid, st.st_gid);
 }
 
-void RequestHandler::Poll(const std::string& running_id) {
+void RequestHandler::Poll(const std::set<std::string>& running) {
   std::vector<std::string> names;
   if (DIR* d = ::opendir(spool_.Dir("requests").c_str())) {
     while (dirent* e = ::readdir(d)) {
@@ -78,7 +78,7 @@ void RequestHandler::Poll(const std::string& running_id) {
   }
   for (const std::string& name : names) {
     try {
-      Handle(spool_.Dir("requests") + "/" + name, running_id);
+      Handle(spool_.Dir("requests") + "/" + name, running);
     } catch (const std::exception& e) {  // a request must not stop the service
       spdlog::error("request {}: {}", name, e.what());
       ::unlink((spool_.Dir("requests") + "/" + name).c_str());
@@ -86,7 +86,7 @@ void RequestHandler::Poll(const std::string& running_id) {
   }
 }
 
-void RequestHandler::Handle(const std::string& path, const std::string& running_id) {
+void RequestHandler::Handle(const std::string& path, const std::set<std::string>& running) {
   struct stat lst {};
   if (::lstat(path.c_str(), &lst) != 0) return;
   if (stuck_.count({path, lst.st_ino}) != 0) return;
@@ -118,7 +118,7 @@ void RequestHandler::Handle(const std::string& path, const std::string& running_
   Result<RequestAction> kind = ParseRequestAction(action);
   if (!kind.ok()) return remove(kind.status().message());
   Submitter from = LookupSubmitter(st.st_uid, st.st_gid);
-  s = *kind == RequestAction::kCancel ? Cancel(id, from, running_id) : Retry(id, from);
+  s = *kind == RequestAction::kCancel ? Cancel(id, from, running) : Retry(id, from);
   const char* name = Name(*kind);
   if (s.ok()) {
     spdlog::info("{} of job {} by {}: done", name, id, Describe(from));
@@ -129,7 +129,7 @@ void RequestHandler::Handle(const std::string& path, const std::string& running_
 }
 
 Status RequestHandler::Cancel(const std::string& id, const Submitter& from,
-                              const std::string& running_id) {
+                              const std::set<std::string>& running) {
   Result<SpoolEntry> e = spool_.Find(id);
   if (!e.ok()) return e.status();
   Result<Submitter> owner = Status(StatusCode::kInternal, "no owner");
@@ -152,7 +152,7 @@ Status RequestHandler::Cancel(const std::string& id, const Submitter& from,
   if (e->state == SpoolState::kIncoming) {
     return spool_.SetAside(*e, CancelledResult(id, message + " before it started")).status();
   }
-  if (id == running_id) return AtomicWriteFile(e->path + "/cancel", message + "\n");
+  if (running.count(id) != 0) return AtomicWriteFile(e->path + "/cancel", message + "\n");
   (void)RemoveTree(e->path + "/work");
   return spool_.Finish(id, false, CancelledResult(id, message));
 }

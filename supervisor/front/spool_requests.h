@@ -12,8 +12,7 @@
 //           marker its progress callback acts on; an active one not running is filed at once.
 //   retry   a failed job whose reason is retryable (RetryableReason) goes back to active/ with
 //           its kept work/, and resumes from its finished segments.
-// Not thread-safe: used by the service's one thread (and its progress callback, which runs while
-// that thread waits in RunJob).
+// Not thread-safe: the service calls it from its loop, under its lock.
 #pragma once
 
 #include <cstdint>
@@ -46,13 +45,13 @@ class RequestHandler {
  public:
   RequestHandler(Spool& spool, const Config& config) : spool_(spool), config_(config) {}
 
-  // Reads, acts on and removes every request now in requests/. `running_id` is the job the
-  // service runs now ("" when none).
-  void Poll(const std::string& running_id);
+  // Reads, acts on and removes every request now in requests/. `running` are the jobs the
+  // service runs now.
+  void Poll(const std::set<std::string>& running);
 
  private:
-  void Handle(const std::string& path, const std::string& running_id);
-  Status Cancel(const std::string& id, const Submitter& from, const std::string& running_id);
+  void Handle(const std::string& path, const std::set<std::string>& running);
+  Status Cancel(const std::string& id, const Submitter& from, const std::set<std::string>& running);
   Status Retry(const std::string& id, const Submitter& from);
 
   Spool& spool_;

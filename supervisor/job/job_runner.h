@@ -27,7 +27,8 @@ namespace framemill {
 // Workers kept loaded between jobs by a long-running caller (the service). RunJob takes the
 // pool when it fits the job (same model file, unchanged; same device and worker count) and,
 // after a successful job, gives it back with its idle workers still loaded; otherwise it stops
-// it and starts fresh workers. Not thread-safe: one job at a time uses it.
+// it and starts fresh workers. Not thread-safe: one job at a time uses it (the service keeps one
+// per GPU set and gives each to one running job).
 struct WarmWorkers {
   std::unique_ptr<WorkerPool> pool;
   std::string key;

@@ -158,7 +158,7 @@ std::string RenderMetrics(const MetricsFigures& f) {
          "Frames through the model since the service started (resumed frames not counted).");
   Sample(&out, "framemill_frames_processed_total", {}, f.frames_processed);
   Header(&out, "framemill_job_fps", "gauge",
-         "Frames per second of the running job in this run; 0 when no job runs.");
+         "Frames per second of the running jobs in this run, summed; 0 when no job runs.");
   Sample(&out, "framemill_job_fps", {}, f.job_fps);
 
   Header(&out, "framemill_worker_events_total", "counter",
@@ -173,7 +173,7 @@ std::string RenderMetrics(const MetricsFigures& f) {
   }
 
   Header(&out, "framemill_worker_rss_bytes", "gauge",
-         "Host resident memory of each live worker of the running job.");
+         "Host resident memory of each live worker of the running jobs.");
   for (const WorkerMemory& w : f.workers) {
     Sample(&out, "framemill_worker_rss_bytes",
            {{"worker", std::to_string(w.slot)}, {"device", w.device}}, w.rss_bytes);

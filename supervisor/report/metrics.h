@@ -50,9 +50,9 @@ struct MetricsFigures {
   int64_t jobs_failed = 0;
   double oldest_waiting_age_s = 0;  // wall-clock age of the oldest job in incoming/; 0 if none
   int64_t frames_processed = 0;     // frames through the model since the service started
-  double job_fps = 0;               // the running job's frames per second in this run; 0 when idle
+  double job_fps = 0;               // the running jobs' frames per second in this run, summed
   WorkerEventCounts worker_events;  // since the service started
-  std::vector<WorkerMemory> workers;  // the running job's live workers; empty when idle
+  std::vector<WorkerMemory> workers;  // the running jobs' live workers; empty when idle
 };
 
 // Escapes a label value as the text format requires: backslash, double quote and newline.

@@ -236,3 +236,18 @@ TEST_CASE("backend: local by default, slurm with its part count and options, any
   CHECK(bad.status().message().find("backend") != std::string::npos);
   CHECK_FALSE(ParseConfig(json{{"slurm_parts", 0}}).ok());
 }
+
+TEST_CASE("service_gpus: none by default, a list of GPUs, each once") {
+  auto none = ParseConfig(json::object());
+  REQUIRE(none.ok());
+  CHECK(none->service_gpus.empty());
+  auto four = ParseConfig(json{{"service_gpus", {3, 0, 1, 2}}});
+  REQUIRE(four.ok());
+  CHECK(four->service_gpus == std::vector<int>{3, 0, 1, 2});
+  auto twice = ParseConfig(json{{"service_gpus", {0, 1, 0}}});
+  REQUIRE_FALSE(twice.ok());
+  CHECK(twice.status().message().find("service_gpus") != std::string::npos);
+  CHECK(twice.status().message().find("0 is listed twice") != std::string::npos);
+  CHECK_FALSE(ParseConfig(json{{"service_gpus", {-1}}}).ok());
+  CHECK_FALSE(ParseConfig(json{{"service_gpus", "0,1"}}).ok());
+}

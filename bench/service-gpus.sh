@@ -63,8 +63,12 @@ JSON
   wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
   echo "$name: $jobs jobs of $seconds s on GPUs [$list]: $wall s wall," \
     "$(awk -v w="$wall" -v j="$jobs" -v s="$seconds" 'BEGIN { printf "%.2f", j * s / w }') s of video a second"
-  grep -ho '"service_gpus": *\[[0-9, ]*\]' "$dir"/spool/done/*/result.json | sort | uniq -c |
-    sed 's/^/  /'
+  python3 - "$dir"/spool/done/*/result.json <<'PY'
+import collections, json, sys
+got = collections.Counter(str(json.load(open(p)).get("service_gpus")) for p in sys.argv[1:])
+for gpus, n in sorted(got.items()):
+    print(f"  {n} jobs on GPUs {gpus}")
+PY
   eval "wall_$name=$wall"
 }
 

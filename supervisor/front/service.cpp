@@ -254,7 +254,9 @@ class Service {
   void Launch(const QueuedJob& q, const std::vector<int>& gpus, bool cpu);
   // Joins the jobs that ended, giving back their GPUs and warm places. True when any ended.
   bool Reap();
-  std::set<std::string> RunningIds() const;  // running and queued: a cancel marks them
+  // The running jobs: a cancel marks them; the queue's head, claimed but not running, is filed
+  // at once by a cancel (StartJobs then lets it go).
+  std::set<std::string> RunningIds() const;
   // Runs the claimed job `id` with every exception from its handling caught: such a job is
   // filed as failed with the exception's text. On its own thread.
   void RunContained(const std::string& id, const std::vector<int>& gpus, WarmWorkers* warm);
@@ -512,7 +514,6 @@ Status Service::Run() {
 std::set<std::string> Service::RunningIds() const {
   std::set<std::string> ids;
   for (const auto& job : running_) ids.insert(job->id);
-  if (head_) ids.insert(head_->id);
   return ids;
 }
 
@@ -549,6 +550,11 @@ void Service::StartJobs() {
       head_ = Queue(id);
     }
     QueuedJob& q = *head_;
+    if (!IsDirectory(spool_.JobDir(SpoolState::kActive, q.id))) {
+      spdlog::info("job {} left the queue while it waited (cancelled)", q.id);
+      head_.reset();
+      continue;
+    }
     if (!gpu_set) {
       Launch(q, {}, /*cpu=*/false);
     } else if (!q.needs_gpus) {
@@ -674,7 +680,7 @@ void Service::Housekeeping() {
 }
 
 std::string Service::NextJob() {
-  const std::set<std::string> taken = RunningIds();
+  const std::set<std::string> taken = RunningIds();  // (no head: it is being chosen)
   for (const SpoolEntry& e : spool_.Active()) {  // left by a crash or a stop, or retried
     if (unfiled_.count(e.id) == 0 && taken.count(e.id) == 0) {
       spdlog::info("resuming job {}", e.id);

@@ -203,3 +203,36 @@ TEST_CASE("service gpus: SIGTERM with two jobs running keeps both, and the resta
   ::kill(second.pid, SIGTERM);
   CHECK(WaitJob(second, 60).exit_code == 0);
 }
+
+TEST_CASE("service gpus: a job waiting for its GPUs is cancelled at once, the running one goes on") {
+  Service s = MakeService("svc_gpus_cancel", {{"service_gpus", {0}}});
+  const std::string model = ModelCopy("identity", s.dir);
+  const std::string input = s.dir + "/long.mp4";
+  MakeIndexVideo(input, 900, 160, 128, 25, 0);
+  fs::create_directories(s.dir + "/out");
+  Drop(s, "busy", JobFile(s, "busy", input, model, {{"batch", 2}}).dump());
+  BackgroundJob serve = Serve(s, kLabels);
+  KillOnExit guard_serve{serve};
+  REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/active/busy/progress.json"); }, 60));
+  Drop(s, "waiting",
+       JobFile(s, "waiting", input, model, {{"device", "auto"}, {"gpus", {0}}}).dump());
+  REQUIRE(WaitUntil(
+      [&] {
+        return ReadAll(s.dir + "/serve.stderr").find("job waiting waits for GPUs [0]") !=
+               std::string::npos;
+      },
+      30));
+  RunResult cancel = Cli(s, "cancel waiting");
+  INFO(cancel.err);
+  CHECK(cancel.exit_code == 0);
+  REQUIRE(WaitUntil([&] { return Filed(s, "waiting"); }, 30));
+  CHECK_FALSE(Filed(s, "busy"));  // the running job did not have to end first
+  const nlohmann::json waiting = Result(s, "waiting");
+  CHECK(waiting["reason"]["code"] == "cancelled");
+  REQUIRE(WaitUntil([&] { return Filed(s, "busy"); }, 120));
+  CHECK(Result(s, "busy")["status"] == "done");
+  ::kill(serve.pid, SIGTERM);
+  CHECK(WaitJob(serve, 60).exit_code == 0);
+  CHECK(ReadAll(s.dir + "/serve.stderr").find("job waiting left the queue while it waited") !=
+        std::string::npos);
+}

@@ -46,7 +46,8 @@
 #               copy to $LONG_FRAMES frames (default 30,000, rounded up to whole loops of 185); then framemill-bench on its first 1,500 frames (the
 #               per-frame loop's rate beside framemill's on the same content)
 #   long        one `framemill run` over the long input: `restore` fp16, device colour,
-#               2 encoders, 1 worker, recycled every $LONG_RECYCLE chunks (default 150) with warm
+#               2 encoders, 1 worker (or one on each GPU of $LONG_GPUS, say "0,1", with
+#               $LONG_ENCODERS encoders), recycled every $LONG_RECYCLE chunks (default 150) with warm
 #               standby, audio kept; then per worker generation the host RSS and GPU memory at
 #               its first and last chunk (scripts/gpu/timeline-summary.py)
 #   faces       face mode's throughput (BENCHMARKS.md): for K = $FACES_K (default "1 2 4") faces
@@ -366,12 +367,17 @@ PY
       ;;
     long)
       [ -f build-gpu/long/long-cfr.mp4 ] || { echo "long: run the longinput step first"; exit 1; }
-      log "long: framemill run, restore fp16, 1 worker, recycled every ${LONG_RECYCLE:-150} chunks"
-      printf '{"input": "%s", "output": "%s", "model": "%s", "device": "cuda", "workers": 1,
-        "precision": "fp16", "color_conversion": "device", "encoders": 2, "overwrite": true,
+      # $LONG_GPUS (say "0,1"): one worker on each of those GPUs and $LONG_ENCODERS encoders
+      # (default 2); unset: 1 worker on the first GPU.
+      spread='"workers": 1'
+      [ -n "${LONG_GPUS:-}" ] && spread="\"gpus\": [$LONG_GPUS], \"workers_per_gpu\": 1"
+      log "long: framemill run, restore fp16, $spread, recycled every ${LONG_RECYCLE:-150} chunks"
+      printf '{"input": "%s", "output": "%s", "model": "%s", "device": "cuda", %s,
+        "precision": "fp16", "color_conversion": "device", "encoders": %d, "overwrite": true,
         "encoder": {"preset": "veryfast"}, "recycle": {"max_chunks": %d, "warm_standby": true}}\n' \
         "$PWD/build-gpu/long/long-cfr.mp4" "$PWD/build-gpu/long/long-out.mkv" \
-        "$PWD/build-gpu/long/restore.pt" "${LONG_RECYCLE:-150}" >"$OUT/long.job.json"
+        "$PWD/build-gpu/long/restore.pt" "$spread" "${LONG_ENCODERS:-2}" "${LONG_RECYCLE:-150}" \
+        >"$OUT/long.job.json"
       /usr/bin/time -v ./build-gpu/framemill run "$OUT/long.job.json" >"$OUT/long.log" 2>"$OUT/long.time"
       echo "exit $?"
       grep -E "Maximum resident|Elapsed" "$OUT/long.time"

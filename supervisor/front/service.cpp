@@ -126,6 +126,7 @@ class Watchdog {
     if (thread_.joinable()) thread_.join();
   }
   void Alive() { alive_ms_.store(MonotonicMs()); }
+  uint64_t period_ms() const { return period_ms_; }  // 0: systemd asked for no watchdog
 
  private:
   void Loop() {
@@ -170,6 +171,9 @@ struct WarmSlot {
 struct QueuedJob {
   std::string id;
   bool needs_gpus = false;  // takes service GPUs (the service has some and the job is no CPU job)
+  // Resumed after the supervisor died while it ran (its `starts` above 0; an orderly stop
+  // lowers it): it runs alone, so that a crash it causes again is charged to it only.
+  bool alone = false;
   GpuAsk ask;
   bool waiting_logged = false;
 };
@@ -226,8 +230,13 @@ struct RunningJob {
   std::string id;
   std::vector<int> gpus;  // the service GPUs it holds
   bool cpu = false;       // a CPU job beside GPU jobs (the service has a GPU set)
+  bool alone = false;     // nothing starts beside it (QueuedJob::alone)
   WarmSlot* slot = nullptr;
+  std::string log_dir;    // its workers' logs: one folder per warm place
   std::atomic<bool> ended{false};
+  // When it last showed life (launched, or a progress report): the watchdog is fed only while
+  // every running job has.
+  std::atomic<uint64_t> alive_ms{0};
 };
 
 class Service {
@@ -254,13 +263,17 @@ class Service {
   void Launch(const QueuedJob& q, const std::vector<int>& gpus, bool cpu);
   // Joins the jobs that ended, giving back their GPUs and warm places. True when any ended.
   bool Reap();
+  // Tells the watchdog the loop is alive, but only while every running job has shown life
+  // within the watchdog's period: a job stuck without progress still gets the service
+  // restarted, as when the loop itself ran the job.
+  void FeedWatchdog();
   // The running jobs: a cancel marks them; the queue's head, claimed but not running, is filed
   // at once by a cancel (StartJobs then lets it go).
   std::set<std::string> RunningIds() const;
   // Runs the claimed job `id` with every exception from its handling caught: such a job is
   // filed as failed with the exception's text. On its own thread.
-  void RunContained(const std::string& id, const std::vector<int>& gpus, WarmWorkers* warm);
-  void RunClaimed(const std::string& id, const std::vector<int>& gpus, WarmWorkers* warm);
+  void RunContained(RunningJob* job);
+  void RunClaimed(RunningJob* job);
   // Files `id` under done/ or failed/; a job that cannot be filed stays in active/ and is not
   // taken again by this process.
   void File(const std::string& id, bool ok, const nlohmann::json& result);
@@ -468,33 +481,39 @@ Status Service::Run() {
   }
   spdlog::info("serving spool {}", spool_.root());
   sd_notify(0, "READY=1\nSTATUS=idle");
-  bool was_idle = false;
   while (!stop_.load()) {
-    watchdog_.Alive();
-    Housekeeping();
-    const bool reaped = Reap();
     try {
-      std::lock_guard<std::recursive_mutex> lock(spool_mu_);
-      requests_.Poll(RunningIds());
-    } catch (const std::exception& e) {  // the spool's own files; never a reason to stop
-      spdlog::error("reading the spool's requests: {}", e.what());
+      FeedWatchdog();
+      Housekeeping();
+      Reap();
+      try {
+        std::lock_guard<std::recursive_mutex> lock(spool_mu_);
+        requests_.Poll(RunningIds());
+      } catch (const std::exception& e) {  // the spool's own files; never a reason to stop
+        spdlog::error("reading the spool's requests: {}", e.what());
+      }
+      const size_t before = running_.size();
+      StartJobs();
+      const bool idle = running_.empty() && !head_;
+      if (idle) {
+        sd_notify(0, "STATUS=idle");
+        WriteMetrics();  // the queue as this pass found it
+      }
+      if (running_.size() > before) continue;  // more may start (another share, a CPU job)
+      // While jobs run, requests (cancel) are read four times a second.
+      WaitForWork(inotify_fd,
+                  idle ? static_cast<uint64_t>(config_.rescan_interval_s * 1000) : 250);
+    } catch (const std::exception& e) {
+      // A thread that cannot be made, a spool that cannot be read: the running jobs go on, and
+      // so does the loop, a second later.
+      spdlog::error("the service loop: {}; trying again in a second", e.what());
+      std::this_thread::sleep_for(std::chrono::seconds(1));
     }
-    const size_t before = running_.size();
-    StartJobs();
-    const bool idle = running_.empty() && !head_;
-    if (idle && (!was_idle || reaped)) {
-      sd_notify(0, "STATUS=idle");
-      WriteMetrics();  // the queue as this pass found it
-    }
-    was_idle = idle;
-    if (running_.size() > before) continue;  // more may start (another share, a CPU job)
-    // While jobs run, requests (cancel) are read four times a second.
-    WaitForWork(inotify_fd, idle ? static_cast<uint64_t>(config_.rescan_interval_s * 1000) : 250);
   }
   // Stopping: every running job sees the stop at its next progress report and ends with its
   // finished segments in active/; a queued one stays there as it is.
   while (!running_.empty()) {
-    watchdog_.Alive();
+    FeedWatchdog();
     if (!Reap()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   if (inotify_fd >= 0) ::close(inotify_fd);
@@ -520,6 +539,11 @@ std::set<std::string> Service::RunningIds() const {
 QueuedJob Service::Queue(const std::string& id) {
   QueuedJob q;
   q.id = id;
+  if (FILE* f = std::fopen((spool_.JobDir(SpoolState::kActive, id) + "/starts").c_str(), "re")) {
+    int starts = 0;
+    q.alone = std::fscanf(f, "%d", &starts) == 1 && starts > 0;
+    std::fclose(f);
+  }
   if (config_.service_gpus.empty()) return q;
   Result<JobSpec> job =
       LoadJobFile(spool_.JobDir(SpoolState::kActive, id) + "/job.json", config_.defaults);
@@ -533,6 +557,9 @@ QueuedJob Service::Queue(const std::string& id) {
 void Service::StartJobs() {
   const bool gpu_set = !config_.service_gpus.empty();
   while (!stop_.load()) {
+    if (std::any_of(running_.begin(), running_.end(), [](const auto& j) { return j->alone; })) {
+      return;
+    }
     if (!head_) {
       if (!gpu_set && !running_.empty()) return;  // one job at a time
       if (gpu_set && free_gpus_.empty() &&
@@ -555,6 +582,7 @@ void Service::StartJobs() {
       head_.reset();
       continue;
     }
+    if (q.alone && !running_.empty()) return;  // once the running jobs end
     if (!gpu_set) {
       Launch(q, {}, /*cpu=*/false);
     } else if (!q.needs_gpus) {
@@ -570,12 +598,17 @@ void Service::StartJobs() {
       for (const WarmSlot& w : warm_) {
         if (!w.in_use && w.warm.pool != nullptr) places.push_back({w.gpus, w.model});
       }
-      int waiting = 1;
+      int waiting = 1;  // the head, those in incoming/, and those in active/ to resume
       {
         std::lock_guard<std::recursive_mutex> lock(spool_mu_);
         waiting += static_cast<int>(spool_.Count().incoming);
+        const std::set<std::string> running = RunningIds();
+        for (const SpoolEntry& e : spool_.Active()) {
+          if (e.id != q.id && running.count(e.id) == 0 && unfiled_.count(e.id) == 0) ++waiting;
+        }
       }
-      std::vector<int> gpus = ChooseGpus(free_gpus_, q.ask, waiting, places);
+      // A job resuming alone takes every free GPU: nothing else runs beside it.
+      std::vector<int> gpus = ChooseGpus(free_gpus_, q.ask, q.alone ? 1 : waiting, places);
       if (gpus.empty()) {
         if (!q.waiting_logged) {
           q.waiting_logged = true;
@@ -585,7 +618,6 @@ void Service::StartJobs() {
         }
         return;
       }
-      for (int g : gpus) free_gpus_.erase(g);
       Launch(q, gpus, /*cpu=*/false);
     }
     head_.reset();
@@ -626,14 +658,6 @@ WarmSlot* Service::TakeWarmSlot(const std::vector<int>& gpus, const std::string&
 }
 
 void Service::Launch(const QueuedJob& q, const std::vector<int>& gpus, bool cpu) {
-  auto job = std::make_unique<RunningJob>();
-  job->id = q.id;
-  job->gpus = gpus;
-  job->cpu = cpu;
-  job->slot = TakeWarmSlot(gpus, q.ask.model);
-  if (!gpus.empty()) spdlog::info("job {} on GPUs {}", q.id, GpuList(gpus));
-  RunningJob* raw = job.get();
-  WarmWorkers* warm = &raw->slot->warm;
   JobThread* thread = nullptr;
   for (JobThread& t : threads_) {
     if (!t.busy()) {
@@ -641,14 +665,50 @@ void Service::Launch(const QueuedJob& q, const std::vector<int>& gpus, bool cpu)
       break;
     }
   }
-  if (thread == nullptr) thread = &threads_.emplace_back();
+  if (thread == nullptr) thread = &threads_.emplace_back();  // may throw: nothing taken yet
+  auto job = std::make_unique<RunningJob>();
+  job->id = q.id;
+  job->gpus = gpus;
+  job->cpu = cpu;
+  job->alone = q.alone;
+  job->alive_ms.store(MonotonicMs());
+  job->slot = TakeWarmSlot(gpus, q.ask.model);
+  // Workers number their logs per pool (worker-K-GEN.log): jobs running at once log into
+  // folders of their own, one per warm place.
+  job->log_dir = spool_.Dir("workers");
+  if (!config_.service_gpus.empty()) {
+    std::string name = cpu || gpus.empty() ? "cpu" : "gpus";
+    for (int g : gpus) name += "-" + std::to_string(g);
+    job->log_dir += "/" + name;
+    if (!IsDirectory(job->log_dir)) {
+      Status made = MakeDirectories(job->log_dir);
+      if (made.ok() && ::chmod(job->log_dir.c_str(), 0750) != 0) {
+        made = Status(StatusCode::kIo, std::string("chmod: ") + std::strerror(errno));
+      }
+      if (!made.ok()) spdlog::warn("cannot create {}: {}", job->log_dir, made.message());
+    }
+  }
+  for (int g : gpus) free_gpus_.erase(g);
+  if (!gpus.empty()) spdlog::info("job {} on GPUs {}", q.id, GpuList(gpus));
+  if (q.alone && !config_.service_gpus.empty()) {
+    spdlog::info("job {} was running when the supervisor died: it resumes alone", q.id);
+  }
+  RunningJob* raw = job.get();
   running_.push_back(std::move(job));
-  thread->Run([this, raw, warm] {
-    RunContained(raw->id, raw->gpus, warm);
+  thread->Run([this, raw] {
+    RunContained(raw);
     raw->ended.store(true);
     const char byte = 1;
     (void)!::write(wake_fds_[1], &byte, 1);
   });
+}
+
+void Service::FeedWatchdog() {
+  const uint64_t now = MonotonicMs(), period = watchdog_.period_ms();
+  for (const auto& job : running_) {
+    if (period > 0 && !job->ended.load() && now - job->alive_ms.load() >= period) return;
+  }
+  watchdog_.Alive();
 }
 
 bool Service::Reap() {
@@ -739,11 +799,11 @@ void Service::JobEnded(const std::string& id, SpoolState state) {
   if (!hook.ok()) spdlog::warn("job {}: {}", id, hook.message());
 }
 
-void Service::RunContained(const std::string& id, const std::vector<int>& gpus,
-                           WarmWorkers* warm) {
+void Service::RunContained(RunningJob* job) {
+  const std::string& id = job->id;
   std::string what;
   try {
-    RunClaimed(id, gpus, warm);
+    RunClaimed(job);
     return;
   } catch (const std::exception& e) {
     what = e.what();
@@ -751,6 +811,7 @@ void Service::RunContained(const std::string& id, const std::vector<int>& gpus,
     what = "unknown exception";
   }
   spdlog::error("job {}: its handling threw: {}", id, what);
+  EndRun(id, {}, /*finished=*/false);  // its live figures leave the metrics
   try {
     FileFailed(id, FailureResult(id, StatusCodeName(StatusCode::kInternal),
                                  "the supervisor's handling of this job threw: " + what));
@@ -762,7 +823,7 @@ void Service::RunContained(const std::string& id, const std::vector<int>& gpus,
 void Service::WaitForWork(int inotify_fd, uint64_t max_ms) {
   uint64_t until = MonotonicMs() + max_ms;
   while (!stop_.load() && MonotonicMs() < until) {
-    watchdog_.Alive();
+    FeedWatchdog();
     pollfd p[2] = {{wake_fds_[0], POLLIN, 0}, {inotify_fd, POLLIN, 0}};
     const nfds_t count = inotify_fd >= 0 ? 2 : 1;
     const int wait_ms = static_cast<int>(std::min<uint64_t>(200, until - MonotonicMs()));
@@ -788,8 +849,9 @@ void Service::WaitForWork(int inotify_fd, uint64_t max_ms) {
   }
 }
 
-void Service::RunClaimed(const std::string& id, const std::vector<int>& gpus,
-                         WarmWorkers* warm) {
+void Service::RunClaimed(RunningJob* running) {
+  const std::string& id = running->id;
+  const std::vector<int>& gpus = running->gpus;
   std::string dir = spool_.JobDir(SpoolState::kActive, id);
   std::string started = IsoNow();
   // Counted before anything of the job is read: a job whose parsing kills the supervisor counts.
@@ -858,8 +920,8 @@ void Service::RunClaimed(const std::string& id, const std::vector<int>& gpus,
   JobOptions options;
   options.workspace = dir + "/work";
   options.timeline = dir + "/timeline.jsonl";
-  options.warm = warm;
-  options.worker_log_dir = spool_.Dir("workers");
+  options.warm = &running->slot->warm;
+  options.worker_log_dir = running->log_dir;
   options.output_reader_uid = submitter->uid;
   std::vector<DispatchStats> attempts;  // worker counts of each ended attempt, for the metrics
   options.attempt_dispatch = &attempts;
@@ -870,7 +932,7 @@ void Service::RunClaimed(const std::string& id, const std::vector<int>& gpus,
       CheckMayWriteOutput(*submitter, job->output + ".report.html", /*overwrite=*/true);
   options.write_report = report_allowed.ok();
   options.on_progress = [&](const JobProgress& p) {
-    watchdog_.Alive();
+    running->alive_ms.store(MonotonicMs());
     NoteProgress(id, p, start_ms, attempts);
     if (!fault_abort_.empty() && id.find(fault_abort_) != std::string::npos) std::abort();
     if (stop_.load()) job_stop.store(true);

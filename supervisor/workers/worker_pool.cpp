@@ -17,6 +17,7 @@
 #include <boost/process/posix.hpp>
 
 #include "common/log.h"
+#include "supervisor/process/child_fds.h"
 #include "supervisor/process/subprocess.h"
 
 namespace framemill {
@@ -173,7 +174,9 @@ Status WorkerPool::Spawn(int k, int gpu) {
   p->requests = CheckedProducer<ChunkRequest, kRingCapacity>(&p->channel->requests);
   p->results = CheckedConsumer<ChunkResult, kRingCapacity>(&p->channel->results);
   // Our end stays close-on-exec; the worker's end is inherited by this one child only (the
-  // flag is cleared between fork and exec), so other children (ffmpeg) never hold it.
+  // flag is cleared between fork and exec), so other children (ffmpeg) never hold it. Nothing
+  // else is inherited: a pipe another thread opened without O_CLOEXEC (Boost's, to an ffprobe of
+  // another job) held open by a long-lived worker would keep that job from seeing its end.
   int pair[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, pair) != 0) {
     return Status(StatusCode::kIo, std::string("socketpair: ") + std::strerror(errno));
@@ -195,7 +198,10 @@ Status WorkerPool::Spawn(int k, int gpu) {
         options_.worker_binary, bp::args(WorkerArguments(options_, k, gpu, p->control.name(), worker_end)),
         env, bp::posix::fd.bind(kWorkerModelFd, model_fd_), bp::std_in.close(),
         (bp::std_out & bp::std_err) > p->log_path,
-        bp::extend::on_exec_setup = [worker_end](auto&) { ::fcntl(worker_end, F_SETFD, 0); });
+        bp::extend::on_exec_setup = [worker_end](auto&) {
+          const int keep[] = {worker_end, kWorkerModelFd};
+          KeepOnlyDescriptors(keep, 2);
+        });
   } catch (const std::exception& e) {
     ::close(worker_end);
     return Status(StatusCode::kIo,

@@ -49,6 +49,13 @@ std::string ReadAll(const std::string& path) {
   return ss.str();
 }
 
+// Whether process `pid` has ended (gone, or a zombie waiting to be reaped).
+bool Ended(int pid) {
+  const std::string stat = ReadAll("/proc/" + std::to_string(pid) + "/stat");
+  const size_t paren = stat.rfind(')');
+  return paren == std::string::npos || stat.compare(paren, 3, ") Z") == 0;
+}
+
 // Where `needle` first appears in the service's log; npos when it does not.
 size_t At(const std::string& log, const std::string& needle) { return log.find(needle); }
 
@@ -81,6 +88,9 @@ TEST_CASE("service gpus: queued jobs run at once on GPUs of their own, a lone on
   for (const std::string id : {"a", "b", "lone"}) {
     CHECK(CountFrames(s.dir + "/out/" + id + ".mp4") == 48);
   }
+  // Each job's workers logged into the folder of its GPU set.
+  CHECK(fs::exists(s.spool + "/workers/gpus-0/worker-0-1.log"));
+  CHECK(fs::exists(s.spool + "/workers/gpus-1/worker-0-1.log"));
   // One GPU each, not the same one, and both started before either ended.
   CHECK(a["service_gpus"].size() == 1);
   CHECK(b["service_gpus"].size() == 1);
@@ -235,4 +245,38 @@ TEST_CASE("service gpus: a job waiting for its GPUs is cancelled at once, the ru
   CHECK(WaitJob(serve, 60).exit_code == 0);
   CHECK(ReadAll(s.dir + "/serve.stderr").find("job waiting left the queue while it waited") !=
         std::string::npos);
+}
+
+TEST_CASE("service gpus: a job that kills the supervisor is charged alone, not the job beside it") {
+  Service s = MakeService("svc_gpus_crash", {{"service_gpus", {0, 1}}});
+  const std::string model = ModelCopy("identity", s.dir);
+  const std::string input = s.dir + "/long.mp4";
+  MakeIndexVideo(input, 600, 160, 128, 25, 0);
+  fs::create_directories(s.dir + "/out");
+  Drop(s, "doomed", JobFile(s, "doomed", input, model).dump());
+  Drop(s, "bystander", JobFile(s, "bystander", input, model, {{"batch", 2}}).dump());
+  Env env = kLabels;
+  env.push_back({"FRAMEMILL_FAULT_SUPERVISOR_ABORT", "doomed"});
+  std::string logs;
+  for (int start = 0; start < 8 && !(Filed(s, "doomed") && Filed(s, "bystander")); ++start) {
+    const std::string name = "serve" + std::to_string(start);
+    BackgroundJob serve = Serve(s, env, name);
+    KillOnExit guard{serve};
+    REQUIRE(WaitUntil(
+        [&] { return Ended(serve.pid) || (Filed(s, "doomed") && Filed(s, "bystander")); }, 90));
+    if (!Ended(serve.pid)) ::kill(serve.pid, SIGTERM);
+    WaitJob(serve, 30);
+    logs += ReadAll(s.dir + "/" + name + ".stderr");
+  }
+  INFO(logs);
+  REQUIRE(Filed(s, "doomed"));
+  REQUIRE(Filed(s, "bystander"));
+  CHECK(Result(s, "doomed")["reason"]["code"] == "crashed");
+  const nlohmann::json bystander = Result(s, "bystander");
+  CHECK(bystander["status"] == "done");
+  // Started beside doomed once (that crash counts), then alone and to the end.
+  CHECK(bystander["starts"] == 2);
+  CHECK(CountFrames(s.dir + "/out/bystander.mp4") == 600);
+  CHECK(logs.find("resumes alone") != std::string::npos);
+  CHECK(bystander["service_gpus"] == nlohmann::json({0, 1}));  // alone, on every GPU
 }

@@ -612,6 +612,10 @@ void Service::StartJobs() {
       if (gpus.empty()) {
         if (!q.waiting_logged) {
           q.waiting_logged = true;
+          // What `framemill list` and `status` show for it until it starts.
+          (void)AtomicWriteFile(
+              spool_.JobDir(SpoolState::kActive, q.id) + "/progress.json",
+              DumpJson({{"id", q.id}, {"waiting_for_gpus", q.ask.gpus}}) + "\n");
           spdlog::info("job {} waits for GPUs {} (free: {})", q.id,
                        q.ask.gpus.empty() ? std::string("(any)") : GpuList(q.ask.gpus),
                        GpuList(std::vector<int>(free_gpus_.begin(), free_gpus_.end())));
@@ -690,6 +694,9 @@ void Service::Launch(const QueuedJob& q, const std::vector<int>& gpus, bool cpu)
   }
   for (int g : gpus) free_gpus_.erase(g);
   if (!gpus.empty()) spdlog::info("job {} on GPUs {}", q.id, GpuList(gpus));
+  if (q.waiting_logged) {  // no longer waiting: "starting" until its first progress
+    ::unlink((spool_.JobDir(SpoolState::kActive, q.id) + "/progress.json").c_str());
+  }
   if (q.alone && !config_.service_gpus.empty()) {
     spdlog::info("job {} was running when the supervisor died: it resumes alone", q.id);
   }
@@ -945,7 +952,9 @@ void Service::RunClaimed(RunningJob* running) {
     last_write = now;
     double secs = static_cast<double>(now - start_ms) / 1000.0;
     double fps = FramesPerSecond(p.frames_done, secs);
-    (void)AtomicWriteFile(dir + "/progress.json", DumpJson(ProgressJson(id, p, secs)) + "\n");
+    nlohmann::json progress = ProgressJson(id, p, secs);
+    if (!gpus.empty()) progress["service_gpus"] = gpus;
+    (void)AtomicWriteFile(dir + "/progress.json", DumpJson(progress) + "\n");
     char status[256];
     std::snprintf(status, sizeof(status), "STATUS=job %s: %lld/%lld frames, %.1f fps", id.c_str(),
                   static_cast<long long>(p.frames_done), static_cast<long long>(p.frames_total),

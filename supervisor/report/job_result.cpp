@@ -237,8 +237,24 @@ nlohmann::json ProgressJson(const std::string& id, const JobProgress& p, double 
   return progress;
 }
 
+namespace {
+
+// "[0, 1]" of a JSON array of GPU indices (anything else in it skipped).
+std::string GpuListText(const nlohmann::json& gpus) {
+  std::string s;
+  for (const nlohmann::json& g : gpus) {
+    if (g.is_number_integer()) s += (s.empty() ? "" : ", ") + std::to_string(g.get<int>());
+  }
+  return "[" + s + "]";
+}
+
+}  // namespace
+
 std::string ProgressLine(const nlohmann::json& progress) {
   if (!progress.is_object()) return "starting";
+  if (auto w = progress.find("waiting_for_gpus"); w != progress.end() && w->is_array()) {
+    return w->empty() ? "waiting for a free GPU" : "waiting for GPUs " + GpuListText(*w);
+  }
   const int64_t done = progress.value("frames_done", int64_t{0});
   const int64_t total = progress.value("frames_total", int64_t{0});
   const double fps = progress.value("fps", 0.0);
@@ -247,7 +263,11 @@ std::string ProgressLine(const nlohmann::json& progress) {
                 static_cast<long long>(done), static_cast<long long>(total),
                 total > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 0.0,
                 fps, EtaSeconds(done, total, fps));
-  return buf;
+  std::string line = buf;
+  if (auto g = progress.find("service_gpus"); g != progress.end() && g->is_array() && !g->empty()) {
+    line += ", on GPUs " + GpuListText(*g);
+  }
+  return line;
 }
 
 std::vector<std::string> ProgressWorkerLines(const nlohmann::json& progress) {

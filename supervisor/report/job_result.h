@@ -161,8 +161,10 @@ double EtaSeconds(int64_t frames_done, int64_t frames_total, double fps);
 // "workers": [{"worker", "gen", "pid", "frames", "rss_mb", "gpu_reserved_mb"}]} of job `id`,
 // `elapsed_s` seconds after its start.
 nlohmann::json ProgressJson(const std::string& id, const JobProgress& p, double elapsed_s);
-// A progress.json read back, in one line: "120/300 frames (40.0%), 12.0 fps, ETA 15 s";
-// "starting" when there is none yet (not an object).
+// A progress.json read back, in one line: "120/300 frames (40.0%), 12.0 fps, ETA 15 s", with
+// ", on GPUs [0, 1]" when it has "service_gpus" (the service's GPUs the job holds); "waiting for
+// GPUs [0, 1]" (or "waiting for a free GPU") for the service's {"id", "waiting_for_gpus": [...]}
+// of a job queued for GPUs; "starting" when there is none yet (not an object).
 std::string ProgressLine(const nlohmann::json& progress);
 // Its workers, a line each (no newline): "worker 0 gen 1 pid 42: 40 frames, rss 100 MiB, gpu
 // reserved 0 MiB".

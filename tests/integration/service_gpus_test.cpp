@@ -191,6 +191,13 @@ TEST_CASE("service gpus: SIGTERM with two jobs running keeps both, and the resta
   };
   // Both running at once, each with a segment done.
   REQUIRE(WaitUntil([&] { return segments("one") >= 1 && segments("two") >= 1; }, 120));
+  // Each one's progress (framemill list, status) says which GPU it holds.
+  const nlohmann::json p1 = ReadJson(s.spool + "/active/one/progress.json");
+  const nlohmann::json p2 = ReadJson(s.spool + "/active/two/progress.json");
+  INFO(p1.dump() << "\n" << p2.dump());
+  CHECK(p1["service_gpus"].size() == 1);
+  CHECK(p2["service_gpus"].size() == 1);
+  CHECK(p1["service_gpus"] != p2["service_gpus"]);
   ::kill(first.pid, SIGTERM);
   RunResult stopped = WaitJob(first, 30);
   INFO(stopped.err);
@@ -232,6 +239,12 @@ TEST_CASE("service gpus: a job waiting for its GPUs is cancelled at once, the ru
                std::string::npos;
       },
       30));
+  // The operator sees why it waits.
+  CHECK(ReadJson(s.spool + "/active/waiting/progress.json")["waiting_for_gpus"] ==
+        nlohmann::json({0}));
+  RunResult list = Cli(s, "list");
+  INFO(list.out);
+  CHECK(list.out.find("waiting for GPUs [0]") != std::string::npos);
   RunResult cancel = Cli(s, "cancel waiting");
   INFO(cancel.err);
   CHECK(cancel.exit_code == 0);

@@ -208,6 +208,13 @@ TEST_CASE("job result: progress.json has every key, and `status` reads it back a
   CHECK(fm::ProgressWorkerLines(back) ==
         std::vector<std::string>{
             "worker 1 gen 2 pid 4242: 40 frames, rss 100 MiB, gpu reserved 2 MiB"});
+  // The service's GPUs the job holds; a job queued for GPUs.
+  nlohmann::json on_gpus = back;
+  on_gpus["service_gpus"] = {0, 1};
+  CHECK(fm::ProgressLine(on_gpus) == "120/300 frames (40.0%), 12.0 fps, ETA 15 s, on GPUs [0, 1]");
+  CHECK(fm::ProgressLine({{"id", "j1"}, {"waiting_for_gpus", {2}}}) == "waiting for GPUs [2]");
+  CHECK(fm::ProgressLine({{"id", "j1"}, {"waiting_for_gpus", nlohmann::json::array()}}) ==
+        "waiting for a free GPU");
   // No progress.json yet; no time passed yet.
   CHECK(fm::ProgressLine(nullptr) == "starting");
   CHECK(fm::ProgressWorkerLines(nullptr).empty());

@@ -320,6 +320,7 @@ class Service {
   std::optional<QueuedJob> head_;
   std::list<std::unique_ptr<RunningJob>> running_;
   std::set<int> free_gpus_;
+  std::atomic<int64_t> gpus_free_{0};  // free_gpus_.size(), for the metrics (any thread)
   std::list<WarmSlot> warm_;  // a list: running jobs hold pointers into it
   std::list<JobThread> threads_;  // as many as jobs ran at once; they end with the service
   int wake_fds_[2] = {-1, -1};  // a job's thread writes a byte when it ends
@@ -366,6 +367,8 @@ void Service::WriteMetrics(bool up) {
   f.jobs_active = c.active;
   f.jobs_done = c.done;
   f.jobs_failed = c.failed;
+  f.gpus_free = gpus_free_.load();
+  f.gpus_busy = static_cast<int64_t>(config_.service_gpus.size()) - f.gpus_free;
   if (c.oldest_incoming_ns > 0) {
     const double submitted_s = static_cast<double>(c.oldest_incoming_ns) / 1e9;
     f.oldest_waiting_age_s = std::max(0.0, WallSeconds() - submitted_s);
@@ -450,6 +453,8 @@ Status Service::Run() {
   if (::pipe2(wake_fds_, O_CLOEXEC | O_NONBLOCK) != 0) {
     return Status(StatusCode::kIo, std::string("pipe: ") + std::strerror(errno));
   }
+  free_gpus_.insert(config_.service_gpus.begin(), config_.service_gpus.end());
+  gpus_free_.store(static_cast<int64_t>(free_gpus_.size()));
   StartMetrics();
   int stale = RemoveStaleObjects();
   if (stale > 0) spdlog::info("removed {} shared-memory objects left by dead supervisors", stale);
@@ -463,7 +468,6 @@ Status Service::Run() {
     spdlog::warn("test hook FRAMEMILL_FAULT_SUPERVISOR_ABORT set: aborting on jobs matching {}",
                  fault_abort_);
   }
-  free_gpus_.insert(config_.service_gpus.begin(), config_.service_gpus.end());
   if (!config_.service_gpus.empty()) {
     spdlog::info("sharing GPUs {} among the jobs{}", GpuList(config_.service_gpus),
                  gpu_labels_ ? " (test hook FRAMEMILL_TEST_GPU_LABELS: labels only, workers "
@@ -693,6 +697,7 @@ void Service::Launch(const QueuedJob& q, const std::vector<int>& gpus, bool cpu)
     }
   }
   for (int g : gpus) free_gpus_.erase(g);
+  gpus_free_.store(static_cast<int64_t>(free_gpus_.size()));
   if (!gpus.empty()) spdlog::info("job {} on GPUs {}", q.id, GpuList(gpus));
   if (q.waiting_logged) {  // no longer waiting: "starting" until its first progress
     ::unlink((spool_.JobDir(SpoolState::kActive, q.id) + "/progress.json").c_str());
@@ -727,6 +732,7 @@ bool Service::Reap() {
       continue;
     }
     for (int g : job.gpus) free_gpus_.insert(g);
+    gpus_free_.store(static_cast<int64_t>(free_gpus_.size()));
     job.slot->in_use = false;
     it = running_.erase(it);
     any = true;

@@ -154,6 +154,11 @@ std::string RenderMetrics(const MetricsFigures& f) {
          "Age of the oldest waiting job (since its job file was written); 0 when none waits.");
   Sample(&out, "framemill_queue_oldest_age_seconds", {}, f.oldest_waiting_age_s);
 
+  Header(&out, "framemill_service_gpus", "gauge",
+         "The service's GPUs (config service_gpus) held by running jobs and free; 0 without.");
+  Sample(&out, "framemill_service_gpus", {{"state", "busy"}}, f.gpus_busy);
+  Sample(&out, "framemill_service_gpus", {{"state", "free"}}, f.gpus_free);
+
   Header(&out, "framemill_frames_processed_total", "counter",
          "Frames through the model since the service started (resumed frames not counted).");
   Sample(&out, "framemill_frames_processed_total", {}, f.frames_processed);

@@ -50,6 +50,8 @@ struct MetricsFigures {
   int64_t jobs_failed = 0;
   double oldest_waiting_age_s = 0;  // wall-clock age of the oldest job in incoming/; 0 if none
   int64_t frames_processed = 0;     // frames through the model since the service started
+  int64_t gpus_busy = 0;            // the service's GPUs (config service_gpus) running jobs hold
+  int64_t gpus_free = 0;            // and those free; both 0 without service_gpus
   double job_fps = 0;               // the running jobs' frames per second in this run, summed
   WorkerEventCounts worker_events;  // since the service started
   std::vector<WorkerMemory> workers;  // the running jobs' live workers; empty when idle

@@ -198,6 +198,14 @@ TEST_CASE("service gpus: SIGTERM with two jobs running keeps both, and the resta
   CHECK(p1["service_gpus"].size() == 1);
   CHECK(p2["service_gpus"].size() == 1);
   CHECK(p1["service_gpus"] != p2["service_gpus"]);
+  // The metrics count both GPUs busy (rewritten every 2 s while jobs run).
+  CHECK(WaitUntil(
+      [&] {
+        const std::string m = ReadAll(s.spool + "/metrics/framemill.prom");
+        return m.find("framemill_service_gpus{state=\"busy\"} 2\n") != std::string::npos &&
+               m.find("framemill_service_gpus{state=\"free\"} 0\n") != std::string::npos;
+      },
+      10));
   ::kill(first.pid, SIGTERM);
   RunResult stopped = WaitJob(first, 30);
   INFO(stopped.err);

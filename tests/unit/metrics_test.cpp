@@ -69,6 +69,13 @@ TEST_CASE("metrics: an idle service writes every spool state and every event rea
   for (const char* state : {"incoming", "active", "done", "failed"}) {
     CHECK(HasLine(text, std::string("framemill_jobs{state=\"") + state + "\"} 0"));
   }
+  CHECK(HasLine(text, "framemill_service_gpus{state=\"busy\"} 0"));
+  CHECK(HasLine(text, "framemill_service_gpus{state=\"free\"} 0"));
+  f.gpus_busy = 3;
+  f.gpus_free = 5;
+  const std::string busy = framemill::RenderMetrics(f);
+  CHECK(HasLine(busy, "framemill_service_gpus{state=\"busy\"} 3"));
+  CHECK(HasLine(busy, "framemill_service_gpus{state=\"free\"} 5"));
   int pairs = 0;
   for (WorkerEvent e : {WorkerEvent::kRecycle, WorkerEvent::kCrash, WorkerEvent::kKill}) {
     for (const std::string& reason : framemill::WorkerEventReasons(e)) {

@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // The metrics a complete file has (each with its TYPE line), the last one last.
-constexpr int kMetrics = 12;
+constexpr int kMetrics = 13;
 constexpr const char* kLastType = "# TYPE framemill_gpu_reserved_bytes gauge";
 
 // The value of the sample `series` (name and labels as written), or -1 when it is absent.
@@ -149,6 +149,7 @@ TEST_CASE("service metrics: a real job's states, frames and recycles, checked by
   CHECK(Value(after, "framemill_queue_length") == 0);
   CHECK(Value(after, "framemill_queue_oldest_age_seconds") == 0);
   CHECK(Value(after, "framemill_job_fps") == 0);  // no job runs
+  CHECK(Value(after, "framemill_service_gpus{state=\"busy\"}") == 0);  // no service_gpus
   // d0.mp4 has 78 frames (tests/data/SOURCES.md); every one went through the model once.
   CHECK(result["frames"] == 78);
   CHECK(Value(after, "framemill_frames_processed_total") == 78);

@@ -5,17 +5,17 @@
 namespace framemill {
 namespace {
 
-std::string List(const std::vector<int>& gpus) {
-  std::string s;
-  for (int g : gpus) s += (s.empty() ? "" : ", ") + std::to_string(g);
-  return "[" + s + "]";
-}
-
 bool AllFree(const std::vector<int>& gpus, const std::set<int>& free) {
   return std::all_of(gpus.begin(), gpus.end(), [&](int g) { return free.count(g) != 0; });
 }
 
 }  // namespace
+
+std::string GpuListText(const std::vector<int>& gpus) {
+  std::string s;
+  for (int g : gpus) s += (s.empty() ? "" : ", ") + std::to_string(g);
+  return "[" + s + "]";
+}
 
 Status CheckGpuAsk(const std::vector<int>& owned, const GpuAsk& ask) {
   std::set<int> seen;
@@ -23,7 +23,7 @@ Status CheckGpuAsk(const std::vector<int>& owned, const GpuAsk& ask) {
     if (std::find(owned.begin(), owned.end(), g) == owned.end()) {
       return Status(StatusCode::kInvalidJob, "gpus: GPU " + std::to_string(g) +
                                                  " is not one of the service's GPUs " +
-                                                 List(owned) + " (config service_gpus)");
+                                                 GpuListText(owned) + " (config service_gpus)");
     }
     if (!seen.insert(g).second) {
       return Status(StatusCode::kInvalidJob, "gpus: GPU " + std::to_string(g) + " named twice");

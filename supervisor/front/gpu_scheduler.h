@@ -35,6 +35,9 @@ struct GpuAsk {
   std::string model;      // the job's model file, as it names it (to find warm workers)
 };
 
+// "[0, 1]": GPU indices as the log and the messages write them.
+std::string GpuListText(const std::vector<int>& gpus);
+
 // kInvalidJob when `ask` names a GPU the service does not own (the message lists the owned ones)
 // or names one twice.
 Status CheckGpuAsk(const std::vector<int>& owned, const GpuAsk& ask);

@@ -152,12 +152,6 @@ bool GpuLabelsOnly() {
   return v != nullptr && std::string(v) == "1";
 }
 
-std::string GpuList(const std::vector<int>& gpus) {
-  std::string s;
-  for (int g : gpus) s += (s.empty() ? "" : ", ") + std::to_string(g);
-  return "[" + s + "]";
-}
-
 // Idle workers the service keeps loaded between jobs, on one set of GPUs (or on the job's own
 // device when the service has no GPU set). A running job holds the place it was given.
 struct WarmSlot {
@@ -261,6 +255,7 @@ class Service {
   // (their workers hold GPU memory the job needs).
   WarmSlot* TakeWarmSlot(const std::vector<int>& gpus, const std::string& model);
   void Launch(const QueuedJob& q, const std::vector<int>& gpus, bool cpu);
+  bool AnyRunning(bool RunningJob::*flag) const;  // a running job with `flag` set
   // Joins the jobs that ended, giving back their GPUs and warm places. True when any ended.
   bool Reap();
   // Tells the watchdog the loop is alive, but only while every running job has shown life
@@ -469,7 +464,7 @@ Status Service::Run() {
                  fault_abort_);
   }
   if (!config_.service_gpus.empty()) {
-    spdlog::info("sharing GPUs {} among the jobs{}", GpuList(config_.service_gpus),
+    spdlog::info("sharing GPUs {} among the jobs{}", GpuListText(config_.service_gpus),
                  gpu_labels_ ? " (test hook FRAMEMILL_TEST_GPU_LABELS: labels only, workers "
                                "not pinned)"
                              : "");
@@ -561,13 +556,10 @@ QueuedJob Service::Queue(const std::string& id) {
 void Service::StartJobs() {
   const bool gpu_set = !config_.service_gpus.empty();
   while (!stop_.load()) {
-    if (std::any_of(running_.begin(), running_.end(), [](const auto& j) { return j->alone; })) {
-      return;
-    }
+    if (AnyRunning(&RunningJob::alone)) return;
     if (!head_) {
       if (!gpu_set && !running_.empty()) return;  // one job at a time
-      if (gpu_set && free_gpus_.empty() &&
-          std::any_of(running_.begin(), running_.end(), [](const auto& j) { return j->cpu; })) {
+      if (gpu_set && free_gpus_.empty() && AnyRunning(&RunningJob::cpu)) {
         return;  // nothing could start: claim nothing yet
       }
       std::string id;
@@ -591,9 +583,7 @@ void Service::StartJobs() {
       Launch(q, {}, /*cpu=*/false);
     } else if (!q.needs_gpus) {
       // A CPU job beside the GPU jobs: one at a time (it takes the host's cores).
-      if (std::any_of(running_.begin(), running_.end(), [](const auto& j) { return j->cpu; })) {
-        return;
-      }
+      if (AnyRunning(&RunningJob::cpu)) return;
       Launch(q, {}, /*cpu=*/true);
     } else if (!CheckGpuAsk(config_.service_gpus, q.ask).ok()) {
       Launch(q, {}, /*cpu=*/false);  // its thread fails it, saying which GPUs there are
@@ -621,8 +611,8 @@ void Service::StartJobs() {
               spool_.JobDir(SpoolState::kActive, q.id) + "/progress.json",
               DumpJson({{"id", q.id}, {"waiting_for_gpus", q.ask.gpus}}) + "\n");
           spdlog::info("job {} waits for GPUs {} (free: {})", q.id,
-                       q.ask.gpus.empty() ? std::string("(any)") : GpuList(q.ask.gpus),
-                       GpuList(std::vector<int>(free_gpus_.begin(), free_gpus_.end())));
+                       q.ask.gpus.empty() ? std::string("(any)") : GpuListText(q.ask.gpus),
+                       GpuListText(std::vector<int>(free_gpus_.begin(), free_gpus_.end())));
         }
         return;
       }
@@ -644,7 +634,7 @@ WarmSlot* Service::TakeWarmSlot(const std::vector<int>& gpus, const std::string&
     } else if (!w.in_use && overlaps) {
       // Idle workers on GPUs this job takes: their memory is the job's now.
       if (w.warm.pool != nullptr) {
-        spdlog::info("stopping the idle workers on GPUs {} for the next job", GpuList(w.gpus));
+        spdlog::info("stopping the idle workers on GPUs {} for the next job", GpuListText(w.gpus));
         w.warm.pool->StopAll(5000);
         w.warm.pool.reset();
       }
@@ -698,7 +688,7 @@ void Service::Launch(const QueuedJob& q, const std::vector<int>& gpus, bool cpu)
   }
   for (int g : gpus) free_gpus_.erase(g);
   gpus_free_.store(static_cast<int64_t>(free_gpus_.size()));
-  if (!gpus.empty()) spdlog::info("job {} on GPUs {}", q.id, GpuList(gpus));
+  if (!gpus.empty()) spdlog::info("job {} on GPUs {}", q.id, GpuListText(gpus));
   if (q.waiting_logged) {  // no longer waiting: "starting" until its first progress
     ::unlink((spool_.JobDir(SpoolState::kActive, q.id) + "/progress.json").c_str());
   }
@@ -713,6 +703,10 @@ void Service::Launch(const QueuedJob& q, const std::vector<int>& gpus, bool cpu)
     const char byte = 1;
     (void)!::write(wake_fds_[1], &byte, 1);
   });
+}
+
+bool Service::AnyRunning(bool RunningJob::*flag) const {
+  return std::any_of(running_.begin(), running_.end(), [&](const auto& j) { return (*j).*flag; });
 }
 
 void Service::FeedWatchdog() {

@@ -15,7 +15,8 @@
 // $FRAMEMILL_BENCH_PRECISION (fp32 | fp16 | bf16, default fp32) and $FRAMEMILL_BENCH_COLOR
 // (accurate | fast, default accurate) apply to every run; $FRAMEMILL_BENCH_ENCODERS (default 1)
 // and $FRAMEMILL_BENCH_OPTIMIZE (model_optimization, default auto) to framemill's, and so does
-// $FRAMEMILL_BENCH_CUDNN_AUTOTUNE=1 (cudnn_autotune; the model row always autotunes).
+// $FRAMEMILL_BENCH_CUDNN_AUTOTUNE=1 (cudnn_autotune; the model row always autotunes), and
+// $FRAMEMILL_BENCH_BATCH (the job's batch; default: a one-shape package's own, else the job's).
 // $FRAMEMILL_BENCH_GPUS ("0,1") adds framemill rows with WORKERS per GPU on each listed GPU, beside
 // the one-device rows. $FRAMEMILL_BENCH_BASELINES=0 runs framemill's rows alone (to compare
 // framemill settings with each other when the baselines are already known). Run from the build
@@ -55,6 +56,7 @@
 #include <torch/torch.h>
 
 #include "common/checked_file.h"
+#include "common/model_card.h"
 #include "common/clock.h"
 #include "common/proc_status.h"
 #include "supervisor/faces/face_table.h"
@@ -302,8 +304,13 @@ Row ModelOnly(const std::string& input, const fm::VideoStreamInfo& v, fm::FrameM
                                                     : torch::MemoryFormat::Contiguous));
       }
       const uint64_t t_first = fm::MonotonicUs();
-      (void)model.Run(inputs.front());
+      fm::Result<torch::Tensor> first = model.Run(inputs.front());
       Synchronize(model.device());
+      if (!first.ok()) {  // a package for one shape takes its batch only
+        std::printf("  model (batch %lld) not taken: %s\n", static_cast<long long>(batch),
+                    first.status().message().substr(0, 160).c_str());
+        break;
+      }
       const double first_call_ms = (fm::MonotonicUs() - t_first) / 1e3;
       (void)model.Run(inputs.front());
       Synchronize(model.device());
@@ -347,6 +354,14 @@ Row Framemill(const std::string& input, const std::string& model, const std::str
                       {"encoders", encoders != nullptr ? std::atoi(encoders) : 1},
                       {"overwrite", true},
                       {"encoder", {{"preset", "veryfast"}}}};
+  // The job's batch: FRAMEMILL_BENCH_BATCH, else a one-shape package's own (its card), else the
+  // job default.
+  if (const char* batch = std::getenv("FRAMEMILL_BENCH_BATCH")) {
+    j["batch"] = std::atoi(batch);
+  } else if (fm::Result<std::optional<fm::ModelCard>> card = fm::LoadModelCard(model);
+             card.ok() && card->has_value() && (*card)->fixed_batch) {
+    j["batch"] = *(*card)->fixed_batch;
+  }
   if (g_faces != nullptr) {
     j["mode"] = "faces";
     j["face_table"] = g_faces_path;
@@ -471,9 +486,24 @@ int main(int argc, char** argv) {
     return 1;
   }
   g_dtype = *dtype;
-  auto size = fm::ProbeOutputSize(**model, 64);
-  int out_w = static_cast<int>(v.width * size->first / 64),
-      out_h = static_cast<int>(v.height * size->second / 64);
+  // A package made for one shape takes that shape only (its card): it is probed at it, and the
+  // per-frame loops (batch 1) cannot run it.
+  int64_t probe_w = 64, probe_h = 64, probe_batch = 1;
+  if (fm::Result<std::optional<fm::ModelCard>> card = fm::LoadModelCard(model_path);
+      card.ok() && card->has_value()) {
+    if ((*card)->fixed_width) {
+      probe_w = *(*card)->fixed_width;
+      probe_h = *(*card)->fixed_height;
+    }
+    probe_batch = (*card)->fixed_batch.value_or(1);
+  }
+  auto size = fm::ProbeOutputSize(**model, probe_w, probe_h, probe_batch);
+  if (!size.ok()) {
+    std::fprintf(stderr, "the model's probe failed: %s\n", size.status().message().c_str());
+    return 1;
+  }
+  int out_w = static_cast<int>(v.width * size->first / probe_w),
+      out_h = static_cast<int>(v.height * size->second / probe_h);
   fm::FaceTable faces;
   if (const char* table = std::getenv("FRAMEMILL_BENCH_FACE_TABLE")) {
     fm::Result<fm::FaceTable> read = fm::ReadFaceTable(table);
@@ -529,8 +559,13 @@ int main(int argc, char** argv) {
   const bool baselines = baselines_env == nullptr || std::string(baselines_env) != "0";
   Row naive{"naive"}, naive_ec{"naive+empty_cache"}, transcode{"transcode"}, model_only{"model"};
   if (baselines) {
-    naive = Loop("naive", input, v, model->get(), out_w, out_h, false, tmp);
-    naive_ec = Loop("naive+empty_cache", input, v, model->get(), out_w, out_h, true, tmp);
+    if (probe_batch == 1) {
+      naive = Loop("naive", input, v, model->get(), out_w, out_h, false, tmp);
+      naive_ec = Loop("naive+empty_cache", input, v, model->get(), out_w, out_h, true, tmp);
+    } else {
+      std::printf("naive: not run: the model takes batches of exactly %lld (its card)\n",
+                  static_cast<long long>(probe_batch));
+    }
     transcode = Loop("transcode", input, v, nullptr, v.width, v.height, false, tmp);
 #ifdef FRAMEMILL_WITH_CUDA
     // The compute limit is the model at its fastest: with the cuDNN autotuning framemill's

@@ -50,6 +50,9 @@ nlohmann::json ModelCardToJson(const ModelCard& card) {
   if (card.max_batch) j["max_batch"] = *card.max_batch;
   if (card.device) j["device"] = *card.device;
   if (card.precision) j["precision"] = *card.precision;
+  if (card.fixed_width) j["fixed_width"] = *card.fixed_width;
+  if (card.fixed_height) j["fixed_height"] = *card.fixed_height;
+  if (card.fixed_batch) j["fixed_batch"] = *card.fixed_batch;
   return j;
 }
 
@@ -83,6 +86,19 @@ Result<ModelCard> ModelCardFromJson(const nlohmann::json& j) {
     r.Int("max_batch", &max_batch, 1, 1 << 16);
     card.max_batch = max_batch;
   }
+  for (auto [key, field] : {std::make_pair("fixed_width", &card.fixed_width),
+                            std::make_pair("fixed_height", &card.fixed_height)}) {
+    if (j.is_object() && j.contains(key)) {
+      int64_t side = 0;
+      r.Int(key, &side, 1, kMaxSide);
+      *field = side;
+    }
+  }
+  if (j.is_object() && j.contains("fixed_batch")) {
+    int batch = 0;
+    r.Int("fixed_batch", &batch, 1, 1 << 16);
+    card.fixed_batch = batch;
+  }
   for (auto [key, field] : {std::make_pair("device", &card.device),
                             std::make_pair("precision", &card.precision)}) {
     if (j.is_object() && j.contains(key)) {
@@ -106,6 +122,22 @@ Result<ModelCard> ModelCardFromJson(const nlohmann::json& j) {
   }
   if (card.max_size && *card.max_size < card.min_size) {
     r.Fail("max_size", "is below min_size");
+  }
+  if (card.fixed_width.has_value() != card.fixed_height.has_value()) {
+    r.Fail(card.fixed_width ? "fixed_height" : "fixed_width",
+           "is missing: a card fixes both sides of the frame or neither");
+  } else if (card.fixed_width) {
+    const int64_t w = *card.fixed_width, h = *card.fixed_height;
+    if (std::min(w, h) < card.min_size || (card.max_size && std::max(w, h) > *card.max_size)) {
+      r.Fail("fixed_width", "fixed size " + std::to_string(w) + "x" + std::to_string(h) +
+                                " is outside the card's min_size/max_size");
+    } else if (w % card.size_multiple != 0 || h % card.size_multiple != 0) {
+      r.Fail("fixed_width", "fixed size " + std::to_string(w) + "x" + std::to_string(h) +
+                                " is not a multiple of size_multiple");
+    }
+  }
+  if (card.fixed_batch && card.max_batch && *card.fixed_batch > *card.max_batch) {
+    r.Fail("fixed_batch", "is above max_batch");
   }
   if (card.device && *card.device != "cuda" && *card.device != "cpu") {
     r.Fail("device", "expected \"cuda\" or \"cpu\"");
@@ -144,8 +176,19 @@ Status SaveModelCard(const std::string& model_path, const ModelCard& card) {
   return AtomicWriteFile(ModelCardPath(model_path), ModelCardToJson(card).dump(2) + "\n");
 }
 
+bool HasFixedShape(const ModelCard& card) {
+  return card.fixed_width.has_value() || card.fixed_batch.has_value();
+}
+
 Status CheckInputFits(const ModelCard& card, int64_t width, int64_t height) {
   const std::string input = "this input is " + std::to_string(width) + "x" + std::to_string(height);
+  if (card.fixed_width && (width != *card.fixed_width || height != *card.fixed_height)) {
+    return Status(StatusCode::kModelInvalid,
+                  "the model " + card.name + " was made for frames of exactly " +
+                      std::to_string(*card.fixed_width) + "x" + std::to_string(*card.fixed_height) +
+                      " (a package for one size); " + input +
+                      ": export it again for this size, or without a fixed size");
+  }
   int64_t small = std::min(width, height), large = std::max(width, height);
   if (card.channels != 3) {
     return Status(StatusCode::kModelInvalid,

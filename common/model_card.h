@@ -32,6 +32,12 @@ struct ModelCard {
   std::optional<int64_t> max_size;  // largest input width/height, when bounded
   int size_multiple = 1;       // input width/height must be a multiple of this
   std::optional<int> max_batch;       // largest batch, when bounded (a .pt2 package)
+  // A package compiled for one shape (scripts/export-pt2.py --shape/--batch: Inductor then
+  // specialises its kernels to it) takes frames of exactly fixed_width x fixed_height and batches
+  // of exactly fixed_batch. The worker probes the model at that shape and pads a chunk's short
+  // last batch up to it; tiles and face mode (other shapes) are refused.
+  std::optional<int64_t> fixed_width, fixed_height;  // both or neither
+  std::optional<int> fixed_batch;
   std::optional<std::string> device;  // "cuda" or "cpu" when the file runs there only (.pt2)
   std::optional<std::string> precision;  // "fp32", "fp16", "bf16" when fixed (.pt2)
   std::string licence;         // SPDX id of the weights' licence, e.g. "MIT", "BSD-3-Clause"
@@ -53,6 +59,9 @@ Result<std::optional<ModelCard>> LoadModelCard(const std::string& model_path);
 
 // Writes the card beside `model_path` atomically (temp + fsync + rename).
 Status SaveModelCard(const std::string& model_path, const ModelCard& card);
+
+// Whether the card fixes the frame size or the batch (a package for one shape).
+bool HasFixedShape(const ModelCard& card);
 
 // Why a width x height input does not fit the card ("the model takes frames of at least 16
 // pixels a side; this input is 8x8"), or ok.

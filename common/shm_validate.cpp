@@ -91,10 +91,14 @@ Result<WorkerState> ValidateWorkerState(uint32_t raw) {
 }
 
 Result<ProbeReport> ValidateProbe(uint32_t width, uint32_t height, const char* device,
-                                  size_t device_bytes) {
-  if (width == 0 || height == 0 || width > kMaxProbeOutput || height > kMaxProbeOutput) {
+                                  size_t device_bytes, uint32_t in_width, uint32_t in_height) {
+  const uint64_t max_w = uint64_t{in_width} * kMaxModelScale;
+  const uint64_t max_h = uint64_t{in_height} * kMaxModelScale;
+  if (width == 0 || height == 0 || width > max_w || height > max_h) {
     return Bad("probe output " + std::to_string(width) + "x" + std::to_string(height) +
-               " is outside 1.." + std::to_string(kMaxProbeOutput));
+               " is outside 1.." + std::to_string(max_w) + " x 1.." + std::to_string(max_h) +
+               " for a " + std::to_string(in_width) + "x" + std::to_string(in_height) +
+               " input");
   }
   if (!Terminated(device, device_bytes)) return Bad("device name is not terminated");
   size_t n = strnlen(device, device_bytes);

@@ -20,8 +20,11 @@
 
 namespace framemill {
 
-// Largest side a model's output may have for a kProbeSize square input (a 16x upscaler).
-inline constexpr uint32_t kMaxProbeOutput = kProbeSize * 16;
+// Largest scale a model may have (a 16x upscaler): its output for the probe's input may be at
+// most this many times the input's side.
+inline constexpr uint32_t kMaxModelScale = 16;
+// Largest side a model's output may have for a kProbeSize square input.
+inline constexpr uint32_t kMaxProbeOutput = kProbeSize * kMaxModelScale;
 // Largest frame side an arena may describe (far above any video; keeps the sums from overflowing).
 inline constexpr uint32_t kMaxFrameSide = 1u << 18;
 // Largest memory figure a worker may report (1 PiB): anything above is a lie, not a leak.
@@ -59,13 +62,15 @@ Result<WorkerState> ValidateWorkerState(uint32_t raw);
 
 // What a ready worker reports about its model.
 struct ProbeReport {
-  uint32_t width = 0, height = 0;  // output for a kProbeSize square input
+  uint32_t width = 0, height = 0;  // output for the probe's input
   std::string device;              // "cpu", "cuda:0"
 };
-// Sizes in [1, kMaxProbeOutput]; device NUL-terminated within `device_bytes`, not empty, printable
-// ASCII without spaces.
+// Sizes in [1, kMaxModelScale x the probe's input side] (`in_width` x `in_height`: the input the
+// worker was told to probe with); device NUL-terminated within `device_bytes`, not empty,
+// printable ASCII without spaces.
 Result<ProbeReport> ValidateProbe(uint32_t width, uint32_t height, const char* device,
-                                  size_t device_bytes);
+                                  size_t device_bytes, uint32_t in_width = kProbeSize,
+                                  uint32_t in_height = kProbeSize);
 
 // One read of a worker's telemetry, each field loaded once.
 struct TelemetrySnapshot {

@@ -22,6 +22,13 @@ options:
   --max-batch N           largest batch (default 16)
   --size-multiple N       width and height must be multiples of N (default 1; e.g. 4 for a
                           network that downsamples twice)
+  --shape WxH             a package for frames of exactly W x H (upright, as the model sees them)
+  --batch N               ... and batches of exactly N (default 8, the job's default batch; a
+                          job's batch must then be N). With --shape, Inductor specialises its
+                          kernels to the one shape (static sizes), which can be faster than a
+                          package with dynamic sizes; the card records it (fixed_width,
+                          fixed_height, fixed_batch) and framemill refuses other sizes, other
+                          batches, tiles and face mode with that package
   --name NAME             the card's name (default: OUT's stem)
 
 The package holds code compiled for this machine's GPU architecture and this torch version: build
@@ -141,6 +148,12 @@ def load_source(args, device, dtype):
 
 
 def export(module, args, device, dtype):
+    if args.shape:
+        w, h = args.shape
+        example = torch.rand(args.batch, 3, h, w, device=device, dtype=dtype)
+        with torch.inference_mode():
+            program = torch.export.export(module, (example,), strict=False)
+        return program, example
     m = args.size_multiple
     lo, hi = -(-args.min_size // m), args.max_size // m
     batch = torch.export.Dim("batch", min=1, max=args.max_batch)
@@ -201,13 +214,19 @@ def write_card(path, args, scale, source):
         "min_size": args.min_size,
         "max_size": args.max_size,
         "size_multiple": args.size_multiple,
-        "max_batch": args.max_batch,
+        "max_batch": args.batch if args.shape else args.max_batch,
         "device": args.device,
         "precision": args.precision,
         "licence": "",
         "source": source,
         "sha256": digest,
     }
+    if args.shape:
+        card["min_size"] = min(args.shape)
+        card["max_size"] = max(args.shape)
+        card["size_multiple"] = 1
+        card["fixed_width"], card["fixed_height"] = args.shape
+        card["fixed_batch"] = args.batch
     tmp = path + ".json.tmp"
     with open(tmp, "w") as f:
         json.dump(card, f, indent=2)
@@ -229,8 +248,23 @@ def main():
     p.add_argument("--max-size", type=int, default=4096)
     p.add_argument("--max-batch", type=int, default=16)
     p.add_argument("--size-multiple", type=int, default=1)
+    p.add_argument("--shape", help="WxH")
+    p.add_argument("--batch", type=int)
     p.add_argument("--name")
     args = p.parse_args()
+    if args.shape:
+        try:
+            w, h = (int(v) for v in args.shape.lower().split("x"))
+        except ValueError:
+            sys.exit("export-pt2: --shape takes WIDTHxHEIGHT, e.g. 1920x1080")
+        if w < 1 or h < 1:
+            sys.exit("export-pt2: --shape needs positive sides")
+        args.shape = (w, h)
+        args.batch = args.batch or 8
+        if args.batch < 1:
+            sys.exit("export-pt2: --batch must be at least 1")
+    elif args.batch:
+        sys.exit("export-pt2: --batch goes with --shape (a package for one shape)")
     args.precision = args.precision or ("fp16" if args.device == "cuda" else "fp32")
     if args.precision == "fp16" and args.device != "cuda":
         sys.exit("export-pt2: fp16 needs --device cuda")

@@ -81,12 +81,17 @@ Status BatchRunner::RunOnCpu(const ChunkFrames& c,
     torch::Tensor frames =
         torch::from_blob(const_cast<uint8_t*>(c.in) + off * in_bytes, {b, in_bytes}, torch::kUInt8);
     profile_.Mark(i, ProfileMark::kToModelStart);
+    const bool pad = pad_short_batches_ && b < c.batch;
+    if (pad) {  // the rows past `b` repeat the last frame; their output is dropped
+      frames = torch::cat({frames, frames.narrow(0, b - 1, 1).expand({c.batch - b, in_bytes})});
+    }
     torch::Tensor x = ToModelInput(frames.to(model_.device()), c.layout, model_.dtype());
     profile_.Mark(i, ProfileMark::kModelStart);
     Result<torch::Tensor> y = RunBatch(model_, c, x, off, b);
     profile_.Mark(i, ProfileMark::kModelEnd);
     if (!y.ok()) return y.status();
-    FM_RETURN_IF_ERROR(CheckOutputShape(*y, b, c.out_h, c.out_w));
+    FM_RETURN_IF_ERROR(CheckOutputShape(*y, pad ? c.batch : b, c.out_h, c.out_w));
+    if (pad) *y = y->narrow(0, 0, b);
     torch::Tensor dst =
         torch::from_blob(c.out + off * out_bytes, {b, c.out_h, c.out_w, 3}, out_type);
     // One pass: NCHW float -> NHWC integers, written straight into the arena.

@@ -69,10 +69,16 @@ class BatchRunner {
   Status Run(const ChunkFrames& c, const std::function<void(int64_t, int64_t)>& before_batch,
              const std::function<void(int64_t)>& after_batch);
 
+  // A model that takes one batch size only (a package made for one shape): a chunk's short last
+  // batch runs padded to the full batch on the CPU too. (On CUDA every batch runs at the full
+  // shape already.)
+  void set_pad_short_batches(bool pad) { pad_short_batches_ = pad; }
+
  private:
   Status RunOnCpu(const ChunkFrames& c, const std::function<void(int64_t, int64_t)>& before_batch,
                   const std::function<void(int64_t)>& after_batch);
   FrameModel& model_;
+  bool pad_short_batches_ = false;
   struct CudaState;  // streams, events, device buffers (CUDA builds only)
   std::unique_ptr<CudaState> cuda_;
   BatchProfile profile_;  // FRAMEMILL_WORKER_PROFILE=1: where the time goes

@@ -288,18 +288,19 @@ Result<std::unique_ptr<FrameModel>> LoadTorchScriptModel(const std::string& path
   });
 }
 
-Result<std::pair<int64_t, int64_t>> ProbeOutputSize(FrameModel& model, int64_t size) {
+Result<std::pair<int64_t, int64_t>> ProbeOutputSize(FrameModel& model, int64_t width,
+                                                    int64_t height, int64_t batch) {
   torch::InferenceMode guard;
-  torch::Tensor x = torch::rand({1, 3, size, size},
+  torch::Tensor x = torch::rand({batch, 3, height, width},
                                 torch::TensorOptions().device(model.device()).dtype(model.dtype()));
   Result<torch::Tensor> y = model.Run(x);
   if (!y.ok()) return y.status();
   const torch::Tensor& t = *y;
-  if (t.dim() != 4 || t.size(0) != 1 || t.size(1) != 3) {
+  if (t.dim() != 4 || t.size(0) != batch || t.size(1) != 3) {
     return Status(StatusCode::kModelInvalid, "model output has shape " + c10::str(t.sizes()) +
-                                                 " for input [1, 3, " + std::to_string(size) +
-                                                 ", " + std::to_string(size) +
-                                                 "]; expected [1, 3, H, W]");
+                                                 " for input " + c10::str(x.sizes()) +
+                                                 "; expected [" + std::to_string(batch) +
+                                                 ", 3, H, W]");
   }
   if (!t.is_floating_point()) {
     return Status(StatusCode::kModelInvalid, "model output is not floating point");

@@ -92,8 +92,9 @@ Status ModelRaised(const std::exception& e);
 // out-of-memory error, so that a smaller retry finds it. Nothing on the CPU.
 void ReleaseCachedMemory(const torch::Device& device);
 
-// Runs the model once on a random size x size frame and returns its output size (w, h),
-// checking the output's shape against the contract.
-Result<std::pair<int64_t, int64_t>> ProbeOutputSize(FrameModel& model, int64_t size);
+// Runs the model once on a random batch of `batch` frames of width x height and returns its
+// output size (w, h), checking the output's shape against the contract.
+Result<std::pair<int64_t, int64_t>> ProbeOutputSize(FrameModel& model, int64_t width,
+                                                    int64_t height, int64_t batch = 1);
 
 }  // namespace framemill

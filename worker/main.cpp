@@ -28,7 +28,8 @@ constexpr const char* kUsage =
     "usage: framemill-worker --control PATH --channel K --wake-fd N --model-fd FD\n"
     "                        [--model-label TEXT] --device DEV [--precision fp32|fp16|bf16]\n"
     "                        [--optimize auto|on|off] [--tile off|auto|SIZE:OVERLAP]\n"
-    "                        [--probe-size N] [--cudnn-autotune on|off]\n"
+    "                        [--probe-size N|WxH] [--probe-batch B]\n"
+    "                        [--cudnn-autotune on|off]\n"
     "                        [--log-level L]\n"
     "                        [--sandbox required|auto|off]\n"
     "       framemill-worker ... --model PATH ...  (tools: the worker opens the file itself,\n"
@@ -41,6 +42,16 @@ constexpr const char* kUsage =
 int Usage() {
   std::fputs(kUsage, stderr);
   return framemill::kWorkerExitUsage;
+}
+
+// One side of --probe-size: 1..2^20 pixels (a model card's bound).
+std::optional<long> ParseProbeSide(const std::string& text) {
+  char* end = nullptr;
+  const long n = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || end == text.c_str() || *end != '\0' || n < 1 || n > (1L << 20)) {
+    return std::nullopt;
+  }
+  return n;
 }
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
@@ -145,12 +156,18 @@ int main(int argc, char** argv) {
       if (!tile) return Usage();
       args.tile = *tile;
     } else if (key == "--probe-size") {
+      // N (a square) or WxH.
+      const size_t x = value.find('x');
+      std::optional<long> w = ParseProbeSide(value.substr(0, x));
+      std::optional<long> h = x == std::string::npos ? w : ParseProbeSide(value.substr(x + 1));
+      if (!w || !h) return Usage();
+      args.probe_width = static_cast<int>(*w);
+      args.probe_height = static_cast<int>(*h);
+    } else if (key == "--probe-batch") {
       char* end = nullptr;
       const long n = std::strtol(value.c_str(), &end, 10);
-      if (end == value.c_str() || *end != '\0' || n < 1 || n > static_cast<long>(kMaxFaceSize)) {
-        return Usage();
-      }
-      args.probe_size = static_cast<int>(n);
+      if (end == value.c_str() || *end != '\0' || n < 1 || n > framemill::kMaxBatch) return Usage();
+      args.probe_batch = static_cast<int>(n);
     } else if (key == "--cudnn-autotune") {
       if (value != "on" && value != "off") return Usage();
       args.cudnn_autotune = value == "on";

@@ -318,8 +318,10 @@ int Worker::Run(const WorkerArgs& args) {
   tiled_ = tiled.get();
   model_ = std::move(tiled);
   runner_ = std::make_unique<BatchRunner>(*model_);
+  runner_->set_pad_short_batches(args.probe_batch > 1);
   nvml_ = std::make_unique<NvmlMemory>(PciBusId(*device));
-  Result<std::pair<int64_t, int64_t>> size = ProbeOutputSize(*model_, args.probe_size);
+  Result<std::pair<int64_t, int64_t>> size =
+      ProbeOutputSize(*model_, args.probe_width, args.probe_height, args.probe_batch);
   if (!size.ok()) return Fail(kWorkerExitModel, size.status().message());
   ch_.probe_out_width.store(static_cast<uint32_t>(size->first));
   ch_.probe_out_height.store(static_cast<uint32_t>(size->second));

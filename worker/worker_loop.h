@@ -23,9 +23,12 @@ struct WorkerArgs {
   Precision precision = Precision::kFp32;                     // common/config.h
   ModelOptimization optimization = ModelOptimization::kAuto;  // common/config.h
   TileSetting tile;           // common/tile_setting.h: tiles and out-of-memory fallbacks
-  // The square the model is run on once at load to learn its output size (kProbeSize; in face
-  // mode the job's face_size: a face model may take no other size).
-  int probe_size = static_cast<int>(kProbeSize);
+  // The input the model is run on once at load to learn its output size: a kProbeSize square; in
+  // face mode the job's face_size (a face model may take no other size); for a package made for
+  // one shape that shape. A probe batch above 1 is such a package's fixed batch: every batch is
+  // then padded up to the job's batch (worker/batch_runner.h).
+  int probe_width = static_cast<int>(kProbeSize), probe_height = static_cast<int>(kProbeSize);
+  int probe_batch = 1;
   bool cudnn_autotune = false;  // CUDA: cuDNN's algorithm search per input shape (job key)
   std::string sandbox;        // the sandbox in place (worker/sandbox.h), for the supervisor
   std::string sandbox_error;  // a required sandbox that failed: reported, then exit

@@ -128,12 +128,10 @@ class JobRun {
   Result<bool> ReadFrame(uint8_t* dst);
   Status StartWorkers();
   std::string JobWarmKey() const;
-  // The square the workers probe the model with: kProbeSize, or face_size in face mode (a face
-  // model may take nothing else: GFPGAN's and CodeFormer's networks are built for 512).
-  uint32_t ProbeSize() const {
-    return settings_.mode == JobMode::kFaces ? static_cast<uint32_t>(settings_.faces.size)
-                                             : kProbeSize;
-  }
+  // The input the workers probe the model with (model_fit.h ProbeShapeFor): kProbeSize square,
+  // face_size in face mode (a face model may take nothing else: GFPGAN's and CodeFormer's
+  // networks are built for 512), a one-shape package's shape. Set by Prepare.
+  ProbeShape probe_in_;
   Status CreateArena();
   Status PlanGeometry();
   // The decoder's -vf: geometry's filters (deinterlace, turn upright), then the colour path's
@@ -321,9 +319,13 @@ Status JobRun::Prepare() {
   // decoded.
   // In face mode the model sees face_size x face_size crops, never a whole frame.
   const bool faces = settings_.mode == JobMode::kFaces;
-  FM_RETURN_IF_ERROR(CheckModelFitsJob(FdRealPath(model_fd_.get()), settings_,
+  const std::string model_path = FdRealPath(model_fd_.get());
+  Result<std::optional<ModelCard>> card = LoadModelCard(model_path);
+  if (!card.ok()) return card.status();
+  FM_RETURN_IF_ERROR(CheckModelFitsJob(*card, model_path, settings_,
                                        faces ? settings_.faces.size : v.display_width,
                                        faces ? settings_.faces.size : v.display_height));
+  probe_in_ = ProbeShapeFor(*card, settings_);
   FM_RETURN_IF_ERROR(ResolveDepth());
   if (!v.constant_rate) {
     spdlog::info("{}: variable frame rate; every frame keeps its source timestamp", job_.input);
@@ -415,7 +417,9 @@ Status JobRun::StartWorkers() {
     opts.model_optimization = settings_.model_optimization;
     opts.cudnn_autotune = settings_.cudnn_autotune;
     opts.tile = settings_.tile;
-    opts.probe_size = ProbeSize();
+    opts.probe_width = probe_in_.width;
+    opts.probe_height = probe_in_.height;
+    opts.probe_batch = probe_in_.batch;
     opts.log_level = config_.log_level;
     opts.log_dir = options_.worker_log_dir.empty() ? scratch_ : options_.worker_log_dir;
     opts.pytorch_alloc_conf = config_.pytorch_alloc_conf;
@@ -446,7 +450,8 @@ Status JobRun::StartWorkers() {
   } else {
     spdlog::info("worker sandbox: {}", first->sandbox);
   }
-  spdlog::info("model maps {}x{} to {}x{} on {}", ProbeSize(), ProbeSize(), probe_w_, probe_h_,
+  spdlog::info("model maps {}x{} to {}x{} on {}", probe_in_.width, probe_in_.height, probe_w_,
+               probe_h_,
                worker_device_);
   return Status::Ok();
 }
@@ -458,29 +463,31 @@ Status JobRun::CreateArena() {
     // The faces are pasted back into the frame: the output is the frame's size, whatever the
     // face model's scale (the worker samples its output back down). The model must map its
     // square to a square of a whole multiple of its side.
-    if (probe_w_ != probe_h_ || probe_w_ == 0 || probe_w_ % ProbeSize() != 0) {
+    if (probe_w_ != probe_h_ || probe_w_ == 0 || probe_w_ % probe_in_.width != 0) {
       return Status(StatusCode::kModelInvalid,
-                    "face model maps a " + std::to_string(ProbeSize()) + "x" +
-                        std::to_string(ProbeSize()) + " face to " + std::to_string(probe_w_) +
+                    "face model maps a " + std::to_string(probe_in_.width) + "x" +
+                        std::to_string(probe_in_.height) + " face to " + std::to_string(probe_w_) +
                         "x" + std::to_string(probe_h_) +
                         "; face mode needs the same square or a whole multiple of it");
     }
     out_w_ = v.display_width;
     out_h_ = v.display_height;
   } else {
-    // The model's scale, from its output for a kProbeSize square; the frame must scale exactly.
+    // The model's scale, from its output for the probe's input; the frame must scale exactly.
     // The model sees upright frames: display_width x display_height (source_geometry.h).
     uint64_t ow = static_cast<uint64_t>(v.display_width) * probe_w_;
     uint64_t oh = static_cast<uint64_t>(v.display_height) * probe_h_;
-    if (probe_w_ == 0 || probe_h_ == 0 || ow % kProbeSize != 0 || oh % kProbeSize != 0) {
+    if (probe_w_ == 0 || probe_h_ == 0 || ow % probe_in_.width != 0 ||
+        oh % probe_in_.height != 0) {
       return Status(StatusCode::kModelInvalid,
                     "model output size " + std::to_string(probe_w_) + "x" +
-                        std::to_string(probe_h_) + " for a " + std::to_string(kProbeSize) + "x" +
-                        std::to_string(kProbeSize) + " input is not a whole scale of " +
-                        std::to_string(v.display_width) + "x" + std::to_string(v.display_height));
+                        std::to_string(probe_h_) + " for a " + std::to_string(probe_in_.width) +
+                        "x" + std::to_string(probe_in_.height) +
+                        " input is not a whole scale of " + std::to_string(v.display_width) +
+                        "x" + std::to_string(v.display_height));
     }
-    out_w_ = static_cast<int>(ow / kProbeSize);
-    out_h_ = static_cast<int>(oh / kProbeSize);
+    out_w_ = static_cast<int>(ow / probe_in_.width);
+    out_h_ = static_cast<int>(oh / probe_in_.height);
   }
   FM_RETURN_IF_ERROR(PlanGeometry());
   // color_conversion device: the source's 4:2:0 planes go to the workers as they are.

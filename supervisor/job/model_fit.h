@@ -5,17 +5,27 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "common/config.h"
+#include "common/model_card.h"
 #include "common/status.h"
 
 namespace framemill {
 
-// `model_path`: the model file as opened (its card is "<model_path>.json"). `width` x `height`:
-// the frames the model will see (upright). kModelInvalid saying what does not fit; kModelInvalid
-// too for a card that cannot be read (a card that lies is worse than none).
-Status CheckModelFitsJob(const std::string& model_path, const JobSettings& settings,
-                         int64_t width, int64_t height);
+// `card`: the model's card (LoadModelCard of `model_path`, the model file as opened), nullopt
+// when it has none. `width` x `height`: the frames the model will see (upright). kModelInvalid
+// saying what does not fit.
+Status CheckModelFitsJob(const std::optional<ModelCard>& card, const std::string& model_path,
+                         const JobSettings& settings, int64_t width, int64_t height);
+
+// The input the workers probe the model with at load, to learn its output size (the worker's
+// --probe-size and --probe-batch): a kProbeSize square, face_size in face mode, and for a package
+// made for one shape that shape (the only one it takes).
+struct ProbeShape {
+  uint32_t width = 0, height = 0, batch = 1;
+};
+ProbeShape ProbeShapeFor(const std::optional<ModelCard>& card, const JobSettings& settings);
 
 }  // namespace framemill

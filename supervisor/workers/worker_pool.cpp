@@ -145,7 +145,9 @@ std::vector<std::string> WorkerArguments(const WorkerOptions& options, int k, in
           "--precision",   Name(options.precision),
           "--optimize",    Name(options.model_optimization),
           "--tile",        Name(options.tile),
-          "--probe-size",  std::to_string(options.probe_size),
+          "--probe-size",
+          std::to_string(options.probe_width) + "x" + std::to_string(options.probe_height),
+          "--probe-batch", std::to_string(options.probe_batch),
           "--cudnn-autotune", options.cudnn_autotune ? "on" : "off",
           "--log-level",   options.log_level,
           "--sandbox",     Name(options.sandbox)};
@@ -288,7 +290,7 @@ Result<ProbeReport> WorkerPool::Probe(int k) {
   std::memcpy(device, p->channel->device, sizeof(device));
   return ValidateProbe(p->channel->probe_out_width.load(std::memory_order_acquire),
                        p->channel->probe_out_height.load(std::memory_order_acquire), device,
-                       sizeof(device));
+                       sizeof(device), options_.probe_width, options_.probe_height);
 }
 
 Result<TelemetrySnapshot> WorkerPool::ReadTelemetry(int k) {

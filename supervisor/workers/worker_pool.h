@@ -39,9 +39,9 @@ struct WorkerOptions {
   ModelOptimization model_optimization = ModelOptimization::kAuto;
   bool cudnn_autotune = false;  // passed as --cudnn-autotune
   TileSetting tile;  // the job's tile (common/tile_setting.h), passed as --tile
-  // The square side the worker probes its model with (--probe-size): kProbeSize, or face mode's
-  // face_size.
-  uint32_t probe_size = kProbeSize;
+  // The input the worker probes its model with (--probe-size WxH, --probe-batch): a kProbeSize
+  // square, face mode's face_size, or a one-shape package's shape (supervisor/job/model_fit.h).
+  uint32_t probe_width = kProbeSize, probe_height = kProbeSize, probe_batch = 1;
   std::string log_level;
   std::string log_dir;             // each worker's stderr goes to log_dir/worker-<k>-<gen>.log
   std::string pytorch_alloc_conf;  // "" = inherit the environment as it is

@@ -1,8 +1,10 @@
-// The model card (common/model_card.h) and the checksum it keeps (common/sha256.h).
+// The model card (common/model_card.h), the checksum it keeps (common/sha256.h), and what the
+// supervisor makes of it for a job (supervisor/job/model_fit.h).
 #include <doctest/doctest.h>
 
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -10,6 +12,8 @@
 #include "common/file_util.h"
 #include "common/model_card.h"
 #include "common/sha256.h"
+#include "common/shm_protocol.h"
+#include "supervisor/job/model_fit.h"
 
 using namespace framemill;
 
@@ -132,4 +136,90 @@ TEST_CASE("model card: CheckInputFits says why an input does not fit") {
   Status channels = CheckInputFits(grey, 320, 180);
   REQUIRE(!channels.ok());
   CHECK(channels.message().find("takes 1 channels") != std::string::npos);
+}
+
+TEST_CASE("model card: a package for one shape fixes both sides and the batch, checked") {
+  ModelCard one = Card();
+  one.fixed_width = 1920;
+  one.fixed_height = 1080;
+  one.fixed_batch = 4;
+  CHECK(HasFixedShape(one));
+  CHECK(!HasFixedShape(Card()));
+  nlohmann::json j = ModelCardToJson(one);
+  Result<ModelCard> back = ModelCardFromJson(j);
+  REQUIRE(back.ok());
+  CHECK(back->fixed_width == 1920);
+  CHECK(back->fixed_height == 1080);
+  CHECK(back->fixed_batch == 4);
+
+  // Only that size fits.
+  CHECK(CheckInputFits(one, 1920, 1080).ok());
+  Status other = CheckInputFits(one, 1280, 720);
+  REQUIRE(!other.ok());
+  CHECK(other.message().find("exactly 1920x1080") != std::string::npos);
+  CHECK(other.message().find("this input is 1280x720") != std::string::npos);
+  CHECK(!CheckInputFits(one, 1080, 1920).ok());  // not turned either
+
+  // Cards that contradict themselves, with the key the error names.
+  const std::vector<std::pair<std::string, std::function<void(nlohmann::json&)>>> bad = {
+      {"fixed_height", [](nlohmann::json& c) { c.erase("fixed_height"); }},
+      {"fixed_width", [](nlohmann::json& c) { c["fixed_width"] = 8; }},       // below min_size
+      {"fixed_width", [](nlohmann::json& c) { c["fixed_width"] = 1921; }},    // not a multiple of 2
+      {"fixed_width", [](nlohmann::json& c) { c["fixed_height"] = 8192; }},   // above max_size
+      {"fixed_batch", [](nlohmann::json& c) { c["max_batch"] = 2; }},         // above max_batch
+      {"fixed_batch", [](nlohmann::json& c) { c["fixed_batch"] = 0; }},
+  };
+  for (const auto& [key, spoil] : bad) {
+    nlohmann::json c = j;
+    spoil(c);
+    INFO(c.dump());
+    Result<ModelCard> r = ModelCardFromJson(c);
+    REQUIRE(!r.ok());
+    CHECK(r.status().message().find(key) != std::string::npos);
+  }
+}
+
+TEST_CASE("model fit: a one-shape package takes its batch only, whole frames only, and is probed at its shape") {
+  JobSettings settings;
+  settings.batch = 4;
+  ModelCard one = Card();
+  one.fixed_width = 512;
+  one.fixed_height = 288;
+  one.fixed_batch = 4;
+  CHECK(CheckModelFitsJob(one, "m.pt2", settings, 512, 288).ok());
+  CHECK(CheckModelFitsJob(std::nullopt, "m.pt2", settings, 7, 7).ok());  // no card, no check
+
+  JobSettings eight = settings;
+  eight.batch = 8;
+  Status batch = CheckModelFitsJob(one, "m.pt2", eight, 512, 288);
+  REQUIRE(!batch.ok());
+  CHECK(batch.message().find("batches of exactly 4") != std::string::npos);
+  CHECK(batch.message().find("\"batch\": 4") != std::string::npos);
+
+  JobSettings tiled = settings;
+  tiled.tile.mode = TileMode::kAuto;
+  Status tile = CheckModelFitsJob(one, "m.pt2", tiled, 512, 288);
+  REQUIRE(!tile.ok());
+  CHECK(tile.message().find("whole frames only") != std::string::npos);
+
+  JobSettings faces = settings;
+  faces.mode = JobMode::kFaces;
+  Status face = CheckModelFitsJob(one, "m.pt2", faces, 512, 288);
+  REQUIRE(!face.ok());
+  CHECK(face.message().find("face mode") != std::string::npos);
+
+  // The probe: the card's shape; without one a kProbeSize square of one frame; face_size in face
+  // mode.
+  ProbeShape p = ProbeShapeFor(one, settings);
+  CHECK(p.width == 512);
+  CHECK(p.height == 288);
+  CHECK(p.batch == 4);
+  ProbeShape plain = ProbeShapeFor(Card(), settings);
+  CHECK(plain.width == kProbeSize);
+  CHECK(plain.height == kProbeSize);
+  CHECK(plain.batch == 1);
+  faces.faces.size = 256;
+  ProbeShape face_probe = ProbeShapeFor(std::nullopt, faces);
+  CHECK(face_probe.width == 256);
+  CHECK(face_probe.batch == 1);
 }

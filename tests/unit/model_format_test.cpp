@@ -98,7 +98,7 @@ TEST_CASE("a .pt2 package runs on the GPU it was built for") {
   Result<std::unique_ptr<FrameModel>> gpu =
       LoadFrameModel(kPackage, torch::Device(torch::kCUDA, 0), torch::kFloat16);
   REQUIRE_MESSAGE(gpu.ok(), gpu.status().ToString());
-  Result<std::pair<int64_t, int64_t>> size = ProbeOutputSize(**gpu, 64);
+  Result<std::pair<int64_t, int64_t>> size = ProbeOutputSize(**gpu, 64, 64);
   REQUIRE_MESSAGE(size.ok(), size.status().ToString());
   CHECK(size->first == 64);
   CHECK(size->second == 64);

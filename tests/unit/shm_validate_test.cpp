@@ -119,6 +119,13 @@ TEST_CASE("shm validate: probe sizes are bounded and the device name is terminat
   CHECK_FALSE(ValidateProbe(0, 64, device, sizeof(device)).ok());
   CHECK_FALSE(ValidateProbe(64, kMaxProbeOutput + 1, device, sizeof(device)).ok());
   CHECK_FALSE(ValidateProbe(UINT32_MAX, UINT32_MAX, device, sizeof(device)).ok());
+  // The bound follows the probe's input: a package made for 1920x1080 reports its output for it.
+  CHECK(ValidateProbe(3840, 2160, device, sizeof(device), 1920, 1080).ok());
+  CHECK(ValidateProbe(1920 * kMaxModelScale, 1080, device, sizeof(device), 1920, 1080).ok());
+  CHECK_FALSE(ValidateProbe(1920 * kMaxModelScale + 1, 1080, device, sizeof(device), 1920, 1080)
+                  .ok());
+  CHECK_FALSE(ValidateProbe(3840, 1080 * kMaxModelScale + 1, device, sizeof(device), 1920, 1080)
+                  .ok());
   char unterminated[kDeviceBytes];
   std::memset(unterminated, 'a', sizeof(unterminated));
   CHECK_FALSE(ValidateProbe(64, 64, unterminated, sizeof(unterminated)).ok());

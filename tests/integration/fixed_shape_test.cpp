@@ -1,0 +1,94 @@
+// A model made for one shape (a .pt2 package exported with --shape and --batch: its card's
+// fixed_width, fixed_height and fixed_batch, common/model_card.h), end to end: the real framemill
+// and its workers on a real clip (tests/data/d0.mp4, 512x512, 78 frames). The model is a
+// TorchScript stand-in that raises on any other shape (shape_model.cpp), so the job is
+// frame-exact only if every call comes at that shape: the worker's probe (supervisor/job/
+// model_fit.h ProbeShapeFor), the warm-up, and each chunk's short last batch (78 frames in chunks
+// of 32 leave 14: three batches of 4 and one of 2, padded).
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "common/model_card.h"
+#include "harness.h"
+
+using namespace framemill::test;
+
+namespace {
+
+constexpr int kSide = 512;  // d0.mp4 is 512x512
+constexpr int kClipFrames = 78;
+
+// Writes the one-shape model to dir/one-shape.pt and returns its path; with `card`, its card.
+std::string OneShapeModel(const std::string& dir, int batch, int width, int height, bool card) {
+  const std::string path = dir + "/one-shape.pt";
+  RunResult made = Shell(std::string(FRAMEMILL_SHAPE_MODEL_BIN) + " " + path + " " +
+                         std::to_string(batch) + " " + std::to_string(width) + " " +
+                         std::to_string(height));
+  REQUIRE_MESSAGE(made.exit_code == 0, made.err);
+  if (card) {
+    framemill::ModelCard c;
+    c.name = "one-shape";
+    c.format = "torchscript";
+    c.fixed_width = width;
+    c.fixed_height = height;
+    c.fixed_batch = batch;
+    REQUIRE(framemill::SaveModelCard(path, c).ok());
+  }
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("fixed shape: a model for one shape is probed and fed at it, the short batch padded") {
+  const std::string dir = ScratchDir("fixed_shape_runs");
+  const std::string clip = TestClip("d0.mp4");
+  nlohmann::json reference = LosslessJob(clip, dir + "/identity.mp4", ModelPath("identity"));
+  reference["batch"] = 4;
+  RunResult whole = RunJob(dir, reference);
+  REQUIRE_MESSAGE(whole.exit_code == 0, whole.err);
+
+  // Without its card nothing tells the worker the shape: its probe (a 64x64 square) is refused.
+  const std::string model = OneShapeModel(dir, 4, kSide, kSide, /*card=*/false);
+  nlohmann::json job = LosslessJob(clip, dir + "/one-shape.mp4", model);
+  job["batch"] = 4;
+  RunResult blind = RunJob(dir, job);
+  CHECK(blind.exit_code != 0);
+  CHECK(blind.err.find("this model takes one shape only") != std::string::npos);
+
+  // With it, every call is [4, 3, 512, 512] and the output is the identity's, frame for frame.
+  OneShapeModel(dir, 4, kSide, kSide, /*card=*/true);
+  RunResult fixed = RunJob(dir, job);
+  REQUIRE_MESSAGE(fixed.exit_code == 0, fixed.err);
+  CHECK(fixed.err.find("model maps 512x512 to 512x512") != std::string::npos);
+  CHECK(CountFrames(dir + "/one-shape.mp4") == kClipFrames);
+  CHECK(FrameHashes(dir + "/one-shape.mp4", kSide, kSide) ==
+        FrameHashes(dir + "/identity.mp4", kSide, kSide));
+}
+
+TEST_CASE("fixed shape: a job the one-shape model cannot take is refused before a frame is decoded") {
+  const std::string dir = ScratchDir("fixed_shape_refused");
+  const std::string model = OneShapeModel(dir, 4, kSide, kSide, /*card=*/true);
+  struct Case {
+    std::string what, clip;
+    nlohmann::json keys;
+    std::string says;
+  };
+  const Case cases[] = {
+      {"another batch", "d0.mp4", {{"batch", 8}},
+       "made for batches of exactly 4 (its card says so); this job's batch is 8"},
+      {"another frame size", "d20.mp4", {{"batch", 4}},
+       "was made for frames of exactly 512x512 (a package for one size); this input is 480x480"},
+      {"tiles", "d0.mp4", {{"batch", 4}, {"tile", "auto"}}, "runs whole frames only"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    nlohmann::json job = LosslessJob(TestClip(c.clip), dir + "/out.mp4", model);
+    job.update(c.keys);
+    RunResult r = RunJob(dir, job);
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find(c.says) != std::string::npos);
+    // Refused at the check: no worker was started.
+    CHECK(r.err.find("ready on") == std::string::npos);
+  }
+}

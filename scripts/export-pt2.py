@@ -147,10 +147,23 @@ def load_source(args, device, dtype):
     return module.to(device=device, dtype=dtype).eval(), source, None
 
 
+# What the package's code assumes of its input's memory layout, kept in the package's own metadata
+# (read by the worker, worker/pt2_model.cpp). A package indexes its input with the strides of the
+# example it was traced with and checks nothing at run time: a tensor of another layout gives
+# wrong pixels, not an error. framemill's worker hands every model a channels-last tensor, so
+# packages are traced with one.
+INPUT_LAYOUT_KEY = "framemill_input_memory_format"
+INPUT_LAYOUT = "channels_last"
+
+
+def channels_last(x):
+    return x.contiguous(memory_format=torch.channels_last)
+
+
 def export(module, args, device, dtype):
     if args.shape:
         w, h = args.shape
-        example = torch.rand(args.batch, 3, h, w, device=device, dtype=dtype)
+        example = channels_last(torch.rand(args.batch, 3, h, w, device=device, dtype=dtype))
         with torch.inference_mode():
             program = torch.export.export(module, (example,), strict=False)
         return program, example
@@ -160,7 +173,7 @@ def export(module, args, device, dtype):
     h, w = torch.export.Dim("h", min=lo, max=hi), torch.export.Dim("w", min=lo, max=hi)
     dims = {0: batch, 2: h * m if m > 1 else h, 3: w * m if m > 1 else w}
     side = max(lo * m, min(64, hi * m))
-    example = torch.rand(2, 3, side, side + m, device=device, dtype=dtype)
+    example = channels_last(torch.rand(2, 3, side, side + m, device=device, dtype=dtype))
     with torch.inference_mode():
         # By position: a module converted from TorchScript names its argument x_1, not x.
         program = torch.export.export(module, (example,), dynamic_shapes=(dims,), strict=False)
@@ -296,7 +309,9 @@ def main():
                      "model from its Python module instead (--module), which exports with "
                      "dynamic sizes.")
     tmp = args.out + ".tmp.pt2"
-    torch._inductor.aoti_compile_and_package(program, package_path=tmp)
+    torch._inductor.aoti_compile_and_package(
+        program, package_path=tmp,
+        inductor_configs={"aot_inductor.metadata": {INPUT_LAYOUT_KEY: INPUT_LAYOUT}})
     scale = check(tmp, module, example, args)
     os.replace(tmp, args.out)
     write_card(args.out, args, scale, source)

@@ -34,13 +34,16 @@ namespace {
 class Pt2Model : public FrameModel {
  public:
   Pt2Model(std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader, torch::Device device,
-           torch::ScalarType dtype)
-      : loader_(std::move(loader)), device_(device), dtype_(dtype) {}
+           torch::ScalarType dtype, torch::MemoryFormat input_format)
+      : loader_(std::move(loader)), device_(device), dtype_(dtype), input_format_(input_format) {}
 
   Result<torch::Tensor> Run(const torch::Tensor& batch) override {
     try {
+      // The package indexes its input with the strides of the example it was traced with, and
+      // checks nothing: another layout would give wrong pixels, not an error. A no-op when the
+      // layouts agree (the worker's tensors are channels-last, as export-pt2.py traces).
       // On CUDA the package runs on the current stream, as TorchScript does.
-      std::vector<at::Tensor> out = loader_->run({batch});
+      std::vector<at::Tensor> out = loader_->run({batch.contiguous(input_format_)});
       if (out.size() != 1) {
         return Status(StatusCode::kModelInvalid,
                       "package returned " + std::to_string(out.size()) + " tensors, expected 1");
@@ -59,6 +62,7 @@ class Pt2Model : public FrameModel {
   std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader_;
   torch::Device device_;
   torch::ScalarType dtype_;
+  torch::MemoryFormat input_format_;
 };
 
 // Writes `bytes` to a new private file under $TMPDIR (or /tmp) and returns its name.
@@ -100,6 +104,10 @@ Result<std::unique_ptr<FrameModel>> LoadPt2Model(const std::string& bytes, const
   if (!copy.ok()) return copy.status();
   std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader;
   std::string built_for;
+  // A package from scripts/export-pt2.py says in its metadata that it was traced with a
+  // channels-last example; one without the key was traced as torch.export's examples usually
+  // are, contiguous (NCHW).
+  torch::MemoryFormat input_format = torch::MemoryFormat::Contiguous;
   try {
     loader = std::make_unique<torch::inductor::AOTIModelPackageLoader>(
         *copy, "model", /*run_single_threaded=*/false, /*num_runners=*/1,
@@ -107,6 +115,10 @@ Result<std::unique_ptr<FrameModel>> LoadPt2Model(const std::string& bytes, const
     auto meta = loader->get_metadata();
     auto key = meta.find("AOTI_DEVICE_KEY");
     if (key != meta.end()) built_for = key->second;
+    auto layout = meta.find("framemill_input_memory_format");
+    if (layout != meta.end() && layout->second == "channels_last") {
+      input_format = torch::MemoryFormat::ChannelsLast;
+    }
   } catch (const std::exception& e) {
     ::unlink(copy->c_str());
     return Status(StatusCode::kModelInvalid,
@@ -118,7 +130,7 @@ Result<std::unique_ptr<FrameModel>> LoadPt2Model(const std::string& bytes, const
                                                "; this job runs on " + device.str() +
                                                " (export it again for that device)");
   }
-  return std::unique_ptr<FrameModel>(new Pt2Model(std::move(loader), device, dtype));
+  return std::unique_ptr<FrameModel>(new Pt2Model(std::move(loader), device, dtype, input_format));
 }
 
 #endif

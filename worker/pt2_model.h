@@ -11,6 +11,12 @@
 // temporary directory before loading it: the package's bytes (read from the descriptor the worker
 // was given) are written to a private file under $TMPDIR (default /tmp; in the sandbox's private
 // root, a tmpfs of its own, so a package must fit in it), which is removed once loaded.
+//
+// A package's code indexes its input with the strides of the example it was traced with and
+// checks none at run time (unless compiled with AOTI_RUNTIME_CHECK_INPUTS): a tensor in another
+// memory layout gives wrong pixels, not an error. So Run() hands the package its input in the
+// layout its metadata names ("framemill_input_memory_format": "channels_last", written by
+// export-pt2.py), else contiguous (NCHW), as packages traced elsewhere are.
 #pragma once
 
 #include <memory>

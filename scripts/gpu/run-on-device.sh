@@ -32,6 +32,14 @@
 #               pixels a side), the worker's .pt2 unit tests on CUDA, framemill-bench on each
 #               (device colour, 2 encoders, 1 worker), and one `framemill run` of the package
 #               with worker_sandbox required (the package unpacks into the private root's /tmp)
+#   pt2fixed    `restore` packaged for one shape (export-pt2.py --shape 1920x1080 --batch B for
+#               each B of $PT2_BATCHES, default "4 8"; into $OUT), then scripts/gpu/pt2-reference.py:
+#               frozen TorchScript, torch.compile and the packages side by side; the worker's .pt2
+#               unit tests on CUDA; and the pixels: `framemill run` of 300 frames through
+#               restore.pt and through the first package, PSNR of one output against the other
+#   pt2bench    framemill-bench (fp16, device colour, 2 encoders, 1 worker) on each package of
+#               $PT2_DIR (default $OUT) named restore-1080p-b*.pt2, the job's batch the package's;
+#               with $PT2_BASE=B first restore.pt (frozen TorchScript) at batch B, the same way
 #   models      the imported trained models on the GPU (carry .deps/model-packages/esrgan-*, or
 #               a trimmed copy named by $PACKAGES,
 #               and waifu2x-*): each imported here (LibTorch 2.11), then framemill-bench fp16,
@@ -230,6 +238,52 @@ PY
         >"$OUT/pt2-run.log" 2>&1
       echo "exit $?"
       grep -i "sandbox\|error\|fps\|frames" "$OUT/pt2-run.log" | tail -6
+      ;;
+    pt2fixed)
+      bench_input
+      ./build-gpu/framemill model export restore "$OUT/restore.pt" >/dev/null
+      for b in ${PT2_BATCHES:-4 8}; do
+        log "pt2fixed: package restore for 1920x1080, batch $b"
+        t0=$(date +%s)
+        python3 scripts/export-pt2.py --torchscript "$OUT/restore.pt" "$OUT/restore-1080p-b$b.pt2" \
+          --shape 1920x1080 --batch "$b" --name "restore-1080p-b$b" 2>&1 | grep -v Warning | tail -3
+        echo "packaging took $(( $(date +%s) - t0 )) s"
+      done
+      log "pt2fixed: the forms side by side (scripts/gpu/pt2-reference.py)"
+      python3 scripts/gpu/pt2-reference.py "$OUT/restore.pt" "$OUT"/restore-1080p-b*.pt2 2>&1 |
+        grep -v Warning | tail -20
+      log "pt2fixed: the worker's .pt2 tests on CUDA"
+      FRAMEMILL_TEST_DEVICE=cuda ./build-gpu/tests/framemill_worker_unit_tests 2>&1 | tail -3
+      first=$(ls "$OUT"/restore-1080p-b*.pt2 | head -1)
+      fb=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["fixed_batch"])' "$first.json")
+      ffmpeg -nostdin -v error -y -i "$OUT/in1080.mp4" -frames:v 300 -c copy "$OUT/in300.mp4"
+      for m in restore.pt "$(basename "$first")"; do
+        log "pt2fixed: framemill run, 300 frames through $m (batch $fb)"
+        printf '{"input": "%s", "output": "%s", "model": "%s", "device": "cuda", "workers": 1,
+          "precision": "fp16", "color_conversion": "device", "encoders": 2, "overwrite": true,
+          "batch": %s, "encoder": {"crf": 0, "preset": "ultrafast"}}\n' "$OUT/in300.mp4" \
+          "$OUT/out-$m.mkv" "$OUT/$m" "$fb" >"$OUT/run-$m.json"
+        ./build-gpu/framemill run "$OUT/run-$m.json" >"$OUT/run-$m.log" 2>&1
+        echo "exit $?"; grep "wrote\|stages:\|model maps" "$OUT/run-$m.log" | cut -c1-220 | tail -3
+      done
+      log "pt2fixed: PSNR of the package's frames against TorchScript's"
+      ffmpeg -nostdin -v info -i "$OUT/out-restore.pt.mkv" -i "$OUT/out-$(basename "$first").mkv" \
+        -lavfi psnr -f null - 2>&1 | grep -i "psnr" | tail -1
+      ;;
+    pt2bench)
+      bench_input
+      if [ -n "${PT2_BASE:-}" ]; then
+        log "pt2bench: framemill-bench restore.pt at batch $PT2_BASE, the same settings"
+        ./build-gpu/framemill model export restore "$OUT/restore.pt" >/dev/null
+        (cd build-gpu && FRAMEMILL_BENCH_PRECISION=fp16 FRAMEMILL_BENCH_COLOR=device \
+          FRAMEMILL_BENCH_ENCODERS=2 FRAMEMILL_BENCH_BATCH=$PT2_BASE ./framemill-bench \
+          "$OUT/in1080.mp4" "$OUT/restore.pt" cuda 1)
+      fi
+      for pkg in "${PT2_DIR:-$OUT}"/restore-1080p-b*.pt2; do
+        log "pt2bench: framemill-bench $(basename "$pkg") fp16, device colour, 2 encoders, 1 worker"
+        (cd build-gpu && FRAMEMILL_BENCH_PRECISION=fp16 FRAMEMILL_BENCH_COLOR=device \
+          FRAMEMILL_BENCH_ENCODERS=2 ./framemill-bench "$OUT/in1080.mp4" "$pkg" cuda 1)
+      done
       ;;
     models)
       mf=${MODEL_FRAMES:-300}

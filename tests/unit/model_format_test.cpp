@@ -102,4 +102,15 @@ TEST_CASE("a .pt2 package runs on the GPU it was built for") {
   REQUIRE_MESSAGE(size.ok(), size.status().ToString());
   CHECK(size->first == 64);
   CHECK(size->second == 64);
+  // The package was traced with a contiguous example: a channels-last batch (what the worker
+  // hands every model) must give the same pixels, not the same bytes read with other strides.
+  torch::InferenceMode guard;
+  torch::Tensor x = torch::rand({2, 3, 48, 80}, torch::TensorOptions()
+                                                    .device(torch::kCUDA, 0)
+                                                    .dtype(torch::kFloat16));
+  Result<torch::Tensor> nchw = (*gpu)->Run(x.contiguous());
+  Result<torch::Tensor> nhwc = (*gpu)->Run(x.contiguous(torch::MemoryFormat::ChannelsLast));
+  REQUIRE(nchw.ok());
+  REQUIRE(nhwc.ok());
+  CHECK(torch::allclose(nchw->float(), nhwc->float(), 1e-3, 1e-3));
 }

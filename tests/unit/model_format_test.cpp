@@ -112,5 +112,5 @@ TEST_CASE("a .pt2 package runs on the GPU it was built for") {
   Result<torch::Tensor> nhwc = (*gpu)->Run(x.contiguous(torch::MemoryFormat::ChannelsLast));
   REQUIRE(nchw.ok());
   REQUIRE(nhwc.ok());
-  CHECK(torch::allclose(nchw->float(), nhwc->float(), 1e-3, 1e-3));
+  CHECK(torch::allclose(nchw->to(torch::kFloat), nhwc->to(torch::kFloat), 1e-3, 1e-3));
 }

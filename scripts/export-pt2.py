@@ -133,7 +133,13 @@ def load_source(args, device, dtype):
         # program of aten operations first, which exports again with dynamic sizes.
         try:
             from torch._export.converter import TS2EPConverter
-            example = torch.rand(1, 3, 64, 64, device=device, dtype=dtype)
+            # For a package of one shape, the converter sees that shape: it guards its example's
+            # sizes, and the export that follows must pass those guards.
+            if args.shape:
+                example = torch.rand(args.batch, 3, args.shape[1], args.shape[0], device=device,
+                                     dtype=dtype)
+            else:
+                example = torch.rand(1, 3, 64, 64, device=device, dtype=dtype)
             # (An exported program's module is in inference form already: no .eval().)
             return TS2EPConverter(script, (example,)).convert().module(), source, script
         except Exception as e:  # an older torch, or a graph the converter does not take

@@ -247,13 +247,20 @@ PY
         t0=$(date +%s)
         python3 scripts/export-pt2.py --torchscript "$OUT/restore.pt" "$OUT/restore-1080p-b$b.pt2" \
           --shape 1920x1080 --batch "$b" --name "restore-1080p-b$b" 2>&1 | grep -v Warning | tail -3
+        if [ ! -f "$OUT/restore-1080p-b$b.pt2" ]; then
+          log "pt2fixed: from its torch.nn.Module instead"
+          RESTORE_PT="$OUT/restore.pt" PYTHONPATH=scripts/gpu python3 scripts/export-pt2.py \
+            --module restore_module:model "$OUT/restore-1080p-b$b.pt2" --shape 1920x1080 \
+            --batch "$b" --name "restore-1080p-b$b" 2>&1 | grep -v Warning | tail -3
+        fi
         echo "packaging took $(( $(date +%s) - t0 )) s"
       done
       log "pt2fixed: the forms side by side (scripts/gpu/pt2-reference.py)"
       python3 scripts/gpu/pt2-reference.py "$OUT/restore.pt" "$OUT"/restore-1080p-b*.pt2 2>&1 |
         grep -v Warning | tail -20
       log "pt2fixed: the worker's .pt2 tests on CUDA"
-      FRAMEMILL_TEST_DEVICE=cuda ./build-gpu/tests/framemill_worker_unit_tests 2>&1 | tail -3
+      FRAMEMILL_TEST_DEVICE=cuda ./build-gpu/tests/framemill_worker_unit_tests -tc='*.pt2*' 2>&1 |
+        tail -4
       first=$(ls "$OUT"/restore-1080p-b*.pt2 | head -1)
       fb=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["fixed_batch"])' "$first.json")
       ffmpeg -nostdin -v error -y -i "$OUT/in1080.mp4" -frames:v 300 -c copy "$OUT/in300.mp4"

@@ -243,6 +243,10 @@ PY
       bench_input
       ./build-gpu/framemill model export restore "$OUT/restore.pt" >/dev/null
       for b in ${PT2_BATCHES:-4 8}; do
+        if [ -n "${PT2_DIR:-}" ] && [ -f "$PT2_DIR/restore-1080p-b$b.pt2" ]; then
+          cp "$PT2_DIR/restore-1080p-b$b.pt2" "$PT2_DIR/restore-1080p-b$b.pt2.json" "$OUT/"
+          continue  # packaged by an earlier call
+        fi
         log "pt2fixed: package restore for 1920x1080, batch $b"
         t0=$(date +%s)
         python3 scripts/export-pt2.py --torchscript "$OUT/restore.pt" "$OUT/restore-1080p-b$b.pt2" \
@@ -263,7 +267,8 @@ PY
         tail -4
       first=$(ls "$OUT"/restore-1080p-b*.pt2 | head -1)
       fb=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["fixed_batch"])' "$first.json")
-      ffmpeg -nostdin -v error -y -i "$OUT/in1080.mp4" -frames:v 300 -c copy "$OUT/in300.mp4"
+      ffmpeg -nostdin -v error -y -f lavfi -i "testsrc2=size=1920x1080:rate=30" -frames:v 300 \
+        -c:v libx264 -preset veryfast -crf 20 -pix_fmt yuv420p "$OUT/in300.mp4"
       for m in restore.pt "$(basename "$first")"; do
         log "pt2fixed: framemill run, 300 frames through $m (batch $fb)"
         printf '{"input": "%s", "output": "%s", "model": "%s", "device": "cuda", "workers": 1,

@@ -276,7 +276,7 @@ PY
           "batch": %s, "encoder": {"crf": 0, "preset": "ultrafast"}}\n' "$OUT/in300.mp4" \
           "$OUT/out-$m.mkv" "$OUT/$m" "$fb" >"$OUT/run-$m.json"
         ./build-gpu/framemill run "$OUT/run-$m.json" >"$OUT/run-$m.log" 2>&1
-        echo "exit $?"; grep "wrote\|stages:\|model maps" "$OUT/run-$m.log" | cut -c1-220 | tail -3
+        echo "exit $?"; grep "wrote\|stages:\|model maps\|failed" "$OUT/run-$m.log" | cut -c1-220 | tail -4
       done
       log "pt2fixed: PSNR of the package's frames against TorchScript's"
       ffmpeg -nostdin -v info -i "$OUT/out-restore.pt.mkv" -i "$OUT/out-$(basename "$first").mkv" \

@@ -160,6 +160,7 @@ def load_source(args, device, dtype):
 # packages are traced with one.
 INPUT_LAYOUT_KEY = "framemill_input_memory_format"
 INPUT_LAYOUT = "channels_last"
+INPUT_SHAPE_KEY = "framemill_input_shape"
 
 
 def channels_last(x):
@@ -315,9 +316,12 @@ def main():
                      "model from its Python module instead (--module), which exports with "
                      "dynamic sizes.")
     tmp = args.out + ".tmp.pt2"
+    metadata = {INPUT_LAYOUT_KEY: INPUT_LAYOUT}
+    if args.shape:
+        # A package of one shape reads past an input of another: the worker refuses those.
+        metadata[INPUT_SHAPE_KEY] = "x".join(str(d) for d in example.shape)
     torch._inductor.aoti_compile_and_package(
-        program, package_path=tmp,
-        inductor_configs={"aot_inductor.metadata": {INPUT_LAYOUT_KEY: INPUT_LAYOUT}})
+        program, package_path=tmp, inductor_configs={"aot_inductor.metadata": metadata})
     scale = check(tmp, module, example, args)
     os.replace(tmp, args.out)
     write_card(args.out, args, scale, source)

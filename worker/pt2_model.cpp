@@ -34,10 +34,22 @@ namespace {
 class Pt2Model : public FrameModel {
  public:
   Pt2Model(std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader, torch::Device device,
-           torch::ScalarType dtype, torch::MemoryFormat input_format)
-      : loader_(std::move(loader)), device_(device), dtype_(dtype), input_format_(input_format) {}
+           torch::ScalarType dtype, torch::MemoryFormat input_format,
+           std::vector<int64_t> input_shape)
+      : loader_(std::move(loader)),
+        device_(device),
+        dtype_(dtype),
+        input_format_(input_format),
+        input_shape_(std::move(input_shape)) {}
 
   Result<torch::Tensor> Run(const torch::Tensor& batch) override {
+    // A package made for one shape reads past an input of another (on CUDA an illegal memory
+    // access, which ends the process): refused here, where the shape is known.
+    if (!input_shape_.empty() && !batch.sizes().equals(input_shape_)) {
+      return Status(StatusCode::kModelInvalid,
+                    "the package takes input of shape " + c10::str(c10::IntArrayRef(input_shape_)) +
+                        " only; got " + c10::str(batch.sizes()));
+    }
     try {
       // The package indexes its input with the strides of the example it was traced with, and
       // checks nothing: another layout would give wrong pixels, not an error. A no-op when the
@@ -63,7 +75,25 @@ class Pt2Model : public FrameModel {
   torch::Device device_;
   torch::ScalarType dtype_;
   torch::MemoryFormat input_format_;
+  std::vector<int64_t> input_shape_;  // a package made for one shape: that shape; else empty
 };
+
+// "4x3x1080x1920" (export-pt2.py's framemill_input_shape) as sizes; empty when malformed.
+std::vector<int64_t> ParseShape(const std::string& text) {
+  std::vector<int64_t> dims;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find('x', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string part = text.substr(start, end - start);
+    char* stop = nullptr;
+    const long long n = std::strtoll(part.c_str(), &stop, 10);
+    if (part.empty() || *stop != '\0' || n < 1) return {};
+    dims.push_back(static_cast<int64_t>(n));
+    start = end + 1;
+  }
+  return dims.size() == 4 ? dims : std::vector<int64_t>{};
+}
 
 // Writes `bytes` to a new private file under $TMPDIR (or /tmp) and returns its name.
 Result<std::string> WritePrivateCopy(const std::string& bytes, const std::string& label) {
@@ -108,6 +138,7 @@ Result<std::unique_ptr<FrameModel>> LoadPt2Model(const std::string& bytes, const
   // channels-last example; one without the key was traced as torch.export's examples usually
   // are, contiguous (NCHW).
   torch::MemoryFormat input_format = torch::MemoryFormat::Contiguous;
+  std::vector<int64_t> input_shape;
   try {
     loader = std::make_unique<torch::inductor::AOTIModelPackageLoader>(
         *copy, "model", /*run_single_threaded=*/false, /*num_runners=*/1,
@@ -119,6 +150,8 @@ Result<std::unique_ptr<FrameModel>> LoadPt2Model(const std::string& bytes, const
     if (layout != meta.end() && layout->second == "channels_last") {
       input_format = torch::MemoryFormat::ChannelsLast;
     }
+    auto shape = meta.find("framemill_input_shape");
+    if (shape != meta.end()) input_shape = ParseShape(shape->second);
   } catch (const std::exception& e) {
     ::unlink(copy->c_str());
     return Status(StatusCode::kModelInvalid,
@@ -130,7 +163,8 @@ Result<std::unique_ptr<FrameModel>> LoadPt2Model(const std::string& bytes, const
                                                "; this job runs on " + device.str() +
                                                " (export it again for that device)");
   }
-  return std::unique_ptr<FrameModel>(new Pt2Model(std::move(loader), device, dtype, input_format));
+  return std::unique_ptr<FrameModel>(new Pt2Model(std::move(loader), device, dtype, input_format,
+                                                  std::move(input_shape)));
 }
 
 #endif

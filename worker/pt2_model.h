@@ -15,8 +15,10 @@
 // A package's code indexes its input with the strides of the example it was traced with and
 // checks none at run time (unless compiled with AOTI_RUNTIME_CHECK_INPUTS): a tensor in another
 // memory layout gives wrong pixels, not an error. So Run() hands the package its input in the
-// layout its metadata names ("framemill_input_memory_format": "channels_last", written by
-// export-pt2.py), else contiguous (NCHW), as packages traced elsewhere are.
+// layout its metadata names ("framemill_input_memory_format", written by export-pt2.py:
+// "channels_last" for a package of one shape, "contiguous" otherwise), else contiguous (NCHW), as
+// packages traced elsewhere are. A package of one shape names it too ("framemill_input_shape",
+// "4x3x1080x1920"): it reads past an input of another shape, so Run() refuses those.
 #pragma once
 
 #include <memory>

@@ -40,6 +40,18 @@ uint64_t ArenaSlotsWanted(const ArenaDemand& demand) {
   return std::min<uint64_t>(wanted, static_cast<uint64_t>(demand.chunks) + 1);
 }
 
+bool SameArenaGeometry(const ArenaGeometry& a, const ArenaGeometry& b) {
+  return a.slot_count == b.slot_count && a.chunk_frames == b.chunk_frames &&
+         a.in_width == b.in_width && a.in_height == b.in_height &&
+         a.out_width == b.out_width && a.out_height == b.out_height &&
+         a.in_format == b.in_format && a.in_matrix == b.in_matrix &&
+         a.in_full_range == b.in_full_range && a.out_format == b.out_format &&
+         a.slot_bytes == b.slot_bytes && a.data_offset == b.data_offset &&
+         a.total_bytes == b.total_bytes && a.face_slots == b.face_slots &&
+         a.face_size == b.face_size && a.face_blend == b.face_blend &&
+         a.face_reserved == b.face_reserved;
+}
+
 Result<ArenaGeometry> SizeArena(const ArenaGeometry& shape, const ArenaDemand& demand) {
   ArenaGeometry g = shape;
   const uint64_t slot_bytes = AlignUp(g.FacesOffset() + g.FacesBytes(), kSlotAlignment);

@@ -242,6 +242,9 @@ struct ArenaDemand {
 // kInternal for a shape with no frames in a slot.
 Result<ArenaGeometry> SizeArena(const ArenaGeometry& shape, const ArenaDemand& demand);
 
+// Whether two geometries describe the same arena, field by field.
+bool SameArenaGeometry(const ArenaGeometry& a, const ArenaGeometry& b);
+
 // The slots SizeArena would give the job if arena_mb were no cap: the workers' in-flight chunks,
 // the spares and the encoders' segments, at most the plan's chunks + 1. A sized arena with fewer
 // slots than this makes the decoder wait for the encoders (each slot is freed only once its

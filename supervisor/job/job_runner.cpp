@@ -132,7 +132,19 @@ class JobRun {
   // face_size in face mode (a face model may take nothing else: GFPGAN's and CodeFormer's
   // networks are built for 512), a one-shape package's shape. Set by Prepare.
   ProbeShape probe_in_;
-  Status CreateArena();
+  std::optional<int> card_scale_;  // the model card's scale, when the model has a card
+  ArenaDemand Demand() const;  // what the pipeline keeps in flight (common/shm_protocol.h)
+  FrameFormat InputFormat(ColorConversion conversion) const;  // how input frames lie in a slot
+  // The arena's geometry for these output and input frames (no side effects).
+  Result<ArenaGeometry> ArenaFor(int out_w, int out_h, FrameFormat in_format) const;
+  // The arena this job will most likely need, guessed before any worker has probed the model:
+  // the output at the card's scale (else the frame's own size), the input as the job's explicit
+  // device would take it. nullopt when the device is "auto" (unknown until a worker reports).
+  std::optional<ArenaGeometry> GuessArena() const;
+  // `early`: an arena made from `guess` while the workers started; used when the real geometry
+  // is the guess, else dropped.
+  Status CreateArena(const std::optional<ArenaGeometry>& guess = std::nullopt,
+                     std::future<Result<SharedMemory>>* early = nullptr);
   Status PlanGeometry();
   // The decoder's -vf: geometry's filters (deinterlace, turn upright), then the colour path's
   // conversion to the model's format.
@@ -326,6 +338,7 @@ Status JobRun::Prepare() {
                                        faces ? settings_.faces.size : v.display_width,
                                        faces ? settings_.faces.size : v.display_height));
   probe_in_ = ProbeShapeFor(*card, settings_);
+  if (card->has_value()) card_scale_ = (*card)->scale;
   FM_RETURN_IF_ERROR(ResolveDepth());
   if (!v.constant_rate) {
     spdlog::info("{}: variable frame rate; every frame keeps its source timestamp", job_.input);
@@ -456,7 +469,61 @@ Status JobRun::StartWorkers() {
   return Status::Ok();
 }
 
-Status JobRun::CreateArena() {
+ArenaDemand JobRun::Demand() const {
+  ArenaDemand demand;
+  demand.workers = settings_.workers;
+  demand.encoders = settings_.encoders;
+  demand.chunks_per_segment = chunks_per_segment_;
+  demand.chunks = static_cast<int64_t>(plan_.chunks.size());
+  demand.arena_mb = config_.arena_mb;
+  return demand;
+}
+
+FrameFormat JobRun::InputFormat(ColorConversion conversion) const {
+  // color_conversion device: the source's 4:2:0 planes go to the workers as they are. More than
+  // 8 bits reach the model as 16 (rgb48).
+  return conversion == ColorConversion::kDevice   ? FrameFormat::kYuv420p
+         : media_.video.bits_per_component > 8 ? FrameFormat::kRgb48
+                                               : FrameFormat::kRgb24;
+}
+
+Result<ArenaGeometry> JobRun::ArenaFor(int out_w, int out_h, FrameFormat in_format) const {
+  const VideoStreamInfo& v = media_.video;
+  ArenaGeometry shape;
+  shape.chunk_frames = static_cast<uint32_t>(plan_.chunk_frames);
+  shape.in_width = static_cast<uint32_t>(v.display_width);
+  shape.in_height = static_cast<uint32_t>(v.display_height);
+  shape.in_format = in_format;
+  shape.in_matrix = MatrixForColorSpace(color_path_.color_space);
+  shape.in_full_range = color_path_.full_range ? 1 : 0;
+  shape.out_format = out_format_;
+  shape.out_width = static_cast<uint32_t>(out_w);
+  shape.out_height = static_cast<uint32_t>(out_h);
+  if (settings_.mode == JobMode::kFaces) {
+    shape.face_slots = static_cast<uint32_t>(settings_.faces.max_faces);
+    shape.face_size = static_cast<uint32_t>(settings_.faces.size);
+    shape.face_blend = static_cast<uint32_t>(settings_.faces.BlendPixels());
+  }
+  return SizeArena(shape, Demand());
+}
+
+std::optional<ArenaGeometry> JobRun::GuessArena() const {
+  const VideoStreamInfo& v = media_.video;
+  std::string device;
+  if (settings_.device.kind == DeviceKind::kCpu) device = "cpu";
+  if (settings_.device.kind == DeviceKind::kCuda) device = "cuda:0";
+  if (device.empty()) return std::nullopt;
+  const int scale = settings_.mode == JobMode::kFaces ? 1 : card_scale_.value_or(1);
+  const ColorConversion conversion =
+      ChooseColorConversion(settings_.color_conversion, device, v.pix_fmt, nullptr);
+  Result<ArenaGeometry> g =
+      ArenaFor(v.display_width * scale, v.display_height * scale, InputFormat(conversion));
+  if (!g.ok()) return std::nullopt;
+  return *g;
+}
+
+Status JobRun::CreateArena(const std::optional<ArenaGeometry>& guess,
+                           std::future<Result<SharedMemory>>* early) {
   const VideoStreamInfo& v = media_.video;
   const bool faces = settings_.mode == JobMode::kFaces;
   if (faces) {
@@ -495,33 +562,21 @@ Status JobRun::CreateArena() {
       ResolveColorConversion(settings_.color_conversion, worker_device_, v, job_.input);
   // More than 8 bits reach the model as 16 (rgb48); the output side is 16-bit for an output
   // format of more than 8 bits.
-  in_format_ = color_conversion_ == ColorConversion::kDevice ? FrameFormat::kYuv420p
-               : v.bits_per_component > 8    ? FrameFormat::kRgb48
-                                             : FrameFormat::kRgb24;
-  ArenaGeometry shape;
-  shape.chunk_frames = static_cast<uint32_t>(plan_.chunk_frames);
-  shape.in_width = static_cast<uint32_t>(v.display_width);
-  shape.in_height = static_cast<uint32_t>(v.display_height);
-  shape.in_format = in_format_;
-  shape.in_matrix = MatrixForColorSpace(color_path_.color_space);
-  shape.in_full_range = color_path_.full_range ? 1 : 0;
-  shape.out_format = out_format_;
-  shape.out_width = static_cast<uint32_t>(out_w_);
-  shape.out_height = static_cast<uint32_t>(out_h_);
-  if (faces) {
-    shape.face_slots = static_cast<uint32_t>(settings_.faces.max_faces);
-    shape.face_size = static_cast<uint32_t>(settings_.faces.size);
-    shape.face_blend = static_cast<uint32_t>(settings_.faces.BlendPixels());
-  }
-  ArenaDemand demand;
-  demand.workers = settings_.workers;
-  demand.encoders = settings_.encoders;
-  demand.chunks_per_segment = chunks_per_segment_;
-  demand.chunks = static_cast<int64_t>(plan_.chunks.size());
-  demand.arena_mb = config_.arena_mb;
-  Result<ArenaGeometry> g = SizeArena(shape, demand);
+  in_format_ = InputFormat(color_conversion_);
+  Result<ArenaGeometry> g = ArenaFor(out_w_, out_h_, in_format_);
   if (!g.ok()) return g.status();
-  Result<SharedMemory> shm = CreateFrameArena(*g);
+  const ArenaDemand demand = Demand();
+  Result<SharedMemory> shm = Status(StatusCode::kInternal, "no arena");
+  if (early != nullptr && early->valid()) {
+    // Made while the workers started: creating it zeroes its pages (posix_fallocate on tmpfs,
+    // 0.45 s for 2.6 GB on the 2-core machine), taken off the start when the guess was right.
+    Result<SharedMemory> made = early->get();
+    if (guess && SameArenaGeometry(*guess, *g) && made.ok()) {
+      shm = std::move(made);
+      spdlog::info("arena made while the workers started");
+    }
+  }  // a wrong guess's arena is gone before the right one is made
+  if (!shm.ok()) shm = CreateFrameArena(*g);
   if (!shm.ok()) return shm.status();
   arena_shm_ = std::move(*shm);
   arena_ = *g;
@@ -998,8 +1053,13 @@ Result<JobReport> JobRun::RunPipeline() {
     FM_RETURN_IF_ERROR(FindFaces());
     lap(&stages_.faces_s);
   }
+  // The arena is made while the workers start, from a guess of its geometry; CreateArena uses it
+  // when the workers' probe confirms the guess.
+  const std::optional<ArenaGeometry> guess = GuessArena();
+  std::future<Result<SharedMemory>> early;
+  if (guess) early = std::async(std::launch::async, [g = *guess] { return CreateFrameArena(g); });
   Status s = StartWorkers();
-  if (s.ok()) s = CreateArena();
+  if (s.ok()) s = CreateArena(guess, &early);
   if (!s.ok()) {
     if (dispatcher_) dispatcher_->Shutdown();
     return s;

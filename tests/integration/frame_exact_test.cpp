@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 
+#include "common/model_card.h"
 #include "harness.h"
 #include "supervisor/media/media_probe.h"
 
@@ -382,4 +383,39 @@ TEST_CASE(
   Difference d = WorstDifference(out["odd"], 2 * 161, out["even"], 2 * 162, 2 * 161, 2 * 121);
   CHECK(d.mean < 0.5);
   CHECK(d.far < 0.001);
+}
+
+TEST_CASE("start: the arena is made while the workers start when its size is known, else after") {
+  // The arena's size depends on the model's scale, which a worker's probe tells. The supervisor
+  // guesses it (the card's scale, else 1) and makes the arena while the workers start; it is
+  // kept only when the probe agrees. Each way, every frame arrives at the right size.
+  const std::string dir = ScratchDir("early_arena");
+  const std::string clip = TestClip("d0.mp4");  // 512x512, 78 frames
+  const std::string early_line = "arena made while the workers started";
+
+  RunResult same = RunJob(dir, LosslessJob(clip, dir + "/identity.mp4", ModelPath("identity")));
+  REQUIRE_MESSAGE(same.exit_code == 0, same.err);
+  CHECK(same.err.find(early_line) != std::string::npos);
+  CHECK(CountFrames(dir + "/identity.mp4") == 78);
+
+  // Scale 2 without a card: the guess (1) is wrong, the arena is made again for 1024x1024.
+  const std::string upscale = ModelCopy("upscale2x", dir);
+  RunResult guessed_wrong = RunJob(dir, LosslessJob(clip, dir + "/up.mp4", upscale));
+  REQUIRE_MESSAGE(guessed_wrong.exit_code == 0, guessed_wrong.err);
+  CHECK(guessed_wrong.err.find(early_line) == std::string::npos);
+  nlohmann::json up = FirstStream(Probe(dir + "/up.mp4"), "video");
+  CHECK(up["width"] == 1024);
+  CHECK(up["height"] == 1024);
+  CHECK(CountFrames(dir + "/up.mp4") == 78);
+
+  // With a card that says scale 2 the guess is right.
+  framemill::ModelCard card;
+  card.name = "upscale2x";
+  card.format = "torchscript";
+  card.scale = 2;
+  REQUIRE(framemill::SaveModelCard(upscale, card).ok());
+  RunResult carded = RunJob(dir, LosslessJob(clip, dir + "/up-card.mp4", upscale));
+  REQUIRE_MESSAGE(carded.exit_code == 0, carded.err);
+  CHECK(carded.err.find(early_line) != std::string::npos);
+  CHECK(FrameHashes(dir + "/up-card.mp4", 1024, 1024) == FrameHashes(dir + "/up.mp4", 1024, 1024));
 }

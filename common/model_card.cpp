@@ -136,6 +136,11 @@ Result<ModelCard> ModelCardFromJson(const nlohmann::json& j) {
                                 " is not a multiple of size_multiple");
     }
   }
+  if (card.fixed_width && !card.fixed_batch) {
+    // A package of one shape fixes its batch too (export-pt2.py --shape sets both); the worker
+    // pads short batches only for a fixed batch.
+    r.Fail("fixed_batch", "is missing: a card that fixes the frame size fixes the batch too");
+  }
   if (card.fixed_batch && card.max_batch && *card.fixed_batch > *card.max_batch) {
     r.Fail("fixed_batch", "is above max_batch");
   }

@@ -36,7 +36,7 @@ struct ModelCard {
   // specialises its kernels to it) takes frames of exactly fixed_width x fixed_height and batches
   // of exactly fixed_batch. The worker probes the model at that shape and pads a chunk's short
   // last batch up to it; tiles and face mode (other shapes) are refused.
-  std::optional<int64_t> fixed_width, fixed_height;  // both or neither
+  std::optional<int64_t> fixed_width, fixed_height;  // both or neither; then fixed_batch too
   std::optional<int> fixed_batch;
   std::optional<std::string> device;  // "cuda" or "cpu" when the file runs there only (.pt2)
   std::optional<std::string> precision;  // "fp32", "fp16", "bf16" when fixed (.pt2)

@@ -40,6 +40,9 @@ uint64_t ArenaSlotsWanted(const ArenaDemand& demand) {
   return std::min<uint64_t>(wanted, static_cast<uint64_t>(demand.chunks) + 1);
 }
 
+// Every field is compared below: a field added to ArenaGeometry must be added there too.
+static_assert(sizeof(ArenaGeometry) == 80, "ArenaGeometry changed: update SameArenaGeometry");
+
 bool SameArenaGeometry(const ArenaGeometry& a, const ArenaGeometry& b) {
   return a.slot_count == b.slot_count && a.chunk_frames == b.chunk_frames &&
          a.in_width == b.in_width && a.in_height == b.in_height &&

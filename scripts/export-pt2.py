@@ -281,10 +281,10 @@ def main():
         if w < 1 or h < 1:
             sys.exit("export-pt2: --shape needs positive sides")
         args.shape = (w, h)
-        args.batch = args.batch or 8
+        args.batch = 8 if args.batch is None else args.batch
         if args.batch < 1:
             sys.exit("export-pt2: --batch must be at least 1")
-    elif args.batch:
+    elif args.batch is not None:
         sys.exit("export-pt2: --batch goes with --shape (a package for one shape)")
     args.precision = args.precision or ("fp16" if args.device == "cuda" else "fp32")
     if args.precision == "fp16" and args.device != "cuda":

@@ -129,6 +129,13 @@ Status TiledModel::FallBack(const Status& oom, int64_t h, int64_t w) {
   ++fallbacks_.events;
   ReleaseCachedMemory(inner_->device());
   const std::string what = tile_ == 0 ? " frames" : " tiles of " + std::to_string(tile_) + " px";
+  if (fixed_batch_) {
+    return Status(StatusCode::kOutOfMemory,
+                  "out of memory with " + std::to_string(last_call_) + what +
+                      " per model call, and the model takes that batch only (a package made for "
+                      "one shape; export it for a smaller batch): " +
+                      oom.message());
+  }
   if (last_call_ > 1) {
     per_call_ = last_call_ / 2;
     fallbacks_.per_call = per_call_;

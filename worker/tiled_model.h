@@ -56,6 +56,9 @@ class TiledModel : public FrameModel {
   torch::ScalarType dtype() const override { return inner_->dtype(); }
 
   const ModelFallbacks& fallbacks() const { return fallbacks_; }
+  // A model that takes one batch size only (a package made for one shape): out of memory is not
+  // met with fewer frames per call, which it would refuse, but reported as it is.
+  void set_fixed_batch(bool fixed) { fixed_batch_ = fixed; }
   // The tile side in use now (input pixels); 0 = whole frames.
   int64_t tile() const { return tile_; }
 
@@ -77,6 +80,7 @@ class TiledModel : public FrameModel {
   int64_t per_call_ = 0;   // items per call once halved; 0 = as they come
   int64_t last_call_ = 0;  // items in the last model call
   ModelFallbacks fallbacks_;
+  bool fixed_batch_ = false;
 };
 
 }  // namespace framemill

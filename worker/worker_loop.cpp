@@ -319,6 +319,7 @@ int Worker::Run(const WorkerArgs& args) {
   model_ = std::move(tiled);
   runner_ = std::make_unique<BatchRunner>(*model_);
   runner_->set_pad_short_batches(args.probe_batch > 1);
+  tiled_->set_fixed_batch(args.probe_batch > 1);
   nvml_ = std::make_unique<NvmlMemory>(PciBusId(*device));
   Result<std::pair<int64_t, int64_t>> size =
       ProbeOutputSize(*model_, args.probe_width, args.probe_height, args.probe_batch);

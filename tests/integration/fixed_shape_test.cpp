@@ -7,12 +7,16 @@
 // of 32 leave 14: three batches of 4 and one of 2, padded).
 #include <doctest/doctest.h>
 
+#include <csignal>
+#include <filesystem>
 #include <string>
 
 #include "common/model_card.h"
 #include "harness.h"
+#include "service_harness.h"
 
 using namespace framemill::test;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -91,4 +95,49 @@ TEST_CASE("fixed shape: a job the one-shape model cannot take is refused before 
     // Refused at the check: no worker was started.
     CHECK(r.err.find("ready on") == std::string::npos);
   }
+}
+
+TEST_CASE("fixed shape: a card added beside a loaded model gets workers probed at its shape") {
+  // The service keeps loaded workers for the next job of the same model file. A card added
+  // beside it changes the shape the workers must be probed at (and whether they pad), so the
+  // warm workers, probed at 64x64 one frame at a time, are not handed over.
+  Service s = MakeService("fixed_shape_warm");
+  const std::string identity = ModelCopy("identity", s.dir);
+  const std::string input = SmallVideo(s.dir, 24);
+  const nlohmann::json video = FirstStream(Probe(input), "video");
+  fs::create_directories(s.dir + "/out");
+  BackgroundJob serve = Serve(s);
+  KillOnExit guard_serve{serve};
+  auto run = [&](const std::string& id) {
+    Drop(s, id,
+         nlohmann::json{{"input", input},
+                        {"output", s.dir + "/out/" + id + ".mp4"},
+                        {"model", identity},
+                        {"workers", 1},
+                        {"batch", 4}}
+             .dump());
+    const std::string done = s.spool + "/done/" + id + "/result.json";
+    const std::string failed = s.spool + "/failed/" + id + "/result.json";
+    REQUIRE(WaitUntil([&] { return fs::exists(done) || fs::exists(failed); }, 60));
+    nlohmann::json r = ReadJson(fs::exists(done) ? done : failed);
+    INFO(id << ": " << r.dump());
+    REQUIRE(r["status"] == "done");
+    CHECK(CountFrames(s.dir + "/out/" + id + ".mp4") == 24);
+    return r;
+  };
+  const nlohmann::json before = run("before");
+  framemill::ModelCard card;
+  card.name = "identity";
+  card.format = "torchscript";
+  card.fixed_width = video["width"].get<int64_t>();
+  card.fixed_height = video["height"].get<int64_t>();
+  card.fixed_batch = 4;
+  REQUIRE(framemill::SaveModelCard(identity, card).ok());
+  const nlohmann::json after = run("after");
+  INFO(before.dump() << "\n" << after.dump());
+  CHECK(before["workers_warm"] == false);
+  CHECK(after["workers_warm"] == false);
+  CHECK(after["workers_started"] == 1);
+  ::kill(serve.pid, SIGTERM);
+  CHECK(WaitJob(serve, 60).exit_code == 0);
 }

@@ -168,6 +168,7 @@ TEST_CASE("model card: a package for one shape fixes both sides and the batch, c
       {"fixed_width", [](nlohmann::json& c) { c["fixed_height"] = 8192; }},   // above max_size
       {"fixed_batch", [](nlohmann::json& c) { c["max_batch"] = 2; }},         // above max_batch
       {"fixed_batch", [](nlohmann::json& c) { c["fixed_batch"] = 0; }},
+      {"fixed_batch", [](nlohmann::json& c) { c.erase("fixed_batch"); }},     // size without batch
   };
   for (const auto& [key, spoil] : bad) {
     nlohmann::json c = j;

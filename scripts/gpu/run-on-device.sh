@@ -32,14 +32,15 @@
 #               pixels a side), the worker's .pt2 unit tests on CUDA, framemill-bench on each
 #               (device colour, 2 encoders, 1 worker), and one `framemill run` of the package
 #               with worker_sandbox required (the package unpacks into the private root's /tmp)
-#   pt2fixed    `restore` packaged for one shape (export-pt2.py --shape 1920x1080 --batch B for
-#               each B of $PT2_BATCHES, default "4 8"; into $OUT), then scripts/gpu/pt2-reference.py:
-#               frozen TorchScript, torch.compile and the packages side by side; the worker's .pt2
+#   pt2fixed    $PT2_MODEL (an example model, default restore) packaged for one shape
+#               (export-pt2.py --shape 1920x1080 --batch B for each B of $PT2_BATCHES, default
+#               "4 8"; into $OUT); for restore then scripts/gpu/pt2-reference.py: frozen
+#               TorchScript, torch.compile and the packages side by side; the worker's .pt2
 #               unit tests on CUDA; and the pixels: `framemill run` of 300 frames through
-#               restore.pt and through the first package, PSNR of one output against the other
+#               the TorchScript model and the first package, PSNR of one output against the other
 #   pt2bench    framemill-bench (fp16, device colour, 2 encoders, 1 worker) on each package of
-#               $PT2_DIR (default $OUT) named restore-1080p-b*.pt2, the job's batch the package's;
-#               with $PT2_BASE=B first restore.pt (frozen TorchScript) at batch B, the same way
+#               $PT2_DIR (default $OUT) named $PT2_MODEL-1080p-b*.pt2, the job's batch the
+#               package's; with $PT2_BASE=B first $PT2_MODEL.pt (TorchScript) at batch B, the same way
 #   models      the imported trained models on the GPU (carry .deps/model-packages/esrgan-*, or
 #               a trimmed copy named by $PACKAGES,
 #               and waifu2x-*): each imported here (LibTorch 2.11), then framemill-bench fp16,
@@ -241,35 +242,38 @@ PY
       ;;
     pt2fixed)
       bench_input
-      ./build-gpu/framemill model export restore "$OUT/restore.pt" >/dev/null
+      pm=${PT2_MODEL:-restore}
+      ./build-gpu/framemill model export "$pm" "$OUT/$pm.pt" >/dev/null
       for b in ${PT2_BATCHES:-4 8}; do
-        if [ -n "${PT2_DIR:-}" ] && [ -f "$PT2_DIR/restore-1080p-b$b.pt2" ]; then
-          cp "$PT2_DIR/restore-1080p-b$b.pt2" "$PT2_DIR/restore-1080p-b$b.pt2.json" "$OUT/"
+        if [ -n "${PT2_DIR:-}" ] && [ -f "$PT2_DIR/$pm-1080p-b$b.pt2" ]; then
+          cp "$PT2_DIR/$pm-1080p-b$b.pt2" "$PT2_DIR/$pm-1080p-b$b.pt2.json" "$OUT/"
           continue  # packaged by an earlier call
         fi
-        log "pt2fixed: package restore for 1920x1080, batch $b"
+        log "pt2fixed: package $pm for 1920x1080, batch $b"
         t0=$(date +%s)
-        python3 scripts/export-pt2.py --torchscript "$OUT/restore.pt" "$OUT/restore-1080p-b$b.pt2" \
-          --shape 1920x1080 --batch "$b" --name "restore-1080p-b$b" 2>&1 | grep -v Warning | tail -3
-        if [ ! -f "$OUT/restore-1080p-b$b.pt2" ]; then
+        python3 scripts/export-pt2.py --torchscript "$OUT/$pm.pt" "$OUT/$pm-1080p-b$b.pt2" \
+          --shape 1920x1080 --batch "$b" --name "$pm-1080p-b$b" 2>&1 | grep -v Warning | tail -3
+        if [ ! -f "$OUT/$pm-1080p-b$b.pt2" ] && [ "$pm" = restore ]; then
           log "pt2fixed: from its torch.nn.Module instead"
-          RESTORE_PT="$OUT/restore.pt" PYTHONPATH=scripts/gpu python3 scripts/export-pt2.py \
-            --module restore_module:model "$OUT/restore-1080p-b$b.pt2" --shape 1920x1080 \
-            --batch "$b" --name "restore-1080p-b$b" 2>&1 | grep -v Warning | tail -3
+          RESTORE_PT="$OUT/$pm.pt" PYTHONPATH=scripts/gpu python3 scripts/export-pt2.py \
+            --module restore_module:model "$OUT/$pm-1080p-b$b.pt2" --shape 1920x1080 \
+            --batch "$b" --name "$pm-1080p-b$b" 2>&1 | grep -v Warning | tail -3
         fi
         echo "packaging took $(( $(date +%s) - t0 )) s"
       done
-      log "pt2fixed: the forms side by side (scripts/gpu/pt2-reference.py)"
-      python3 scripts/gpu/pt2-reference.py "$OUT/restore.pt" "$OUT"/restore-1080p-b*.pt2 2>&1 |
-        grep -v Warning | tail -20
+      if [ "$pm" = restore ]; then  # the reference has restore's eager network for torch.compile
+        log "pt2fixed: the forms side by side (scripts/gpu/pt2-reference.py)"
+        python3 scripts/gpu/pt2-reference.py "$OUT/$pm.pt" "$OUT"/$pm-1080p-b*.pt2 2>&1 |
+          grep -v Warning | tail -20
+      fi
       log "pt2fixed: the worker's .pt2 tests on CUDA"
       FRAMEMILL_TEST_DEVICE=cuda ./build-gpu/tests/framemill_worker_unit_tests -tc='*.pt2*' 2>&1 |
         tail -4
-      first=$(ls "$OUT"/restore-1080p-b*.pt2 | head -1)
+      first=$(ls "$OUT"/$pm-1080p-b*.pt2 | head -1)
       fb=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["fixed_batch"])' "$first.json")
       ffmpeg -nostdin -v error -y -f lavfi -i "testsrc2=size=1920x1080:rate=30" -frames:v 300 \
         -c:v libx264 -preset veryfast -crf 20 -pix_fmt yuv420p "$OUT/in300.mp4"
-      for m in restore.pt "$(basename "$first")"; do
+      for m in "$pm.pt" "$(basename "$first")"; do
         log "pt2fixed: framemill run, 300 frames through $m (batch $fb)"
         printf '{"input": "%s", "output": "%s", "model": "%s", "device": "cuda", "workers": 1,
           "precision": "fp16", "color_conversion": "device", "encoders": 2, "overwrite": true,
@@ -279,19 +283,20 @@ PY
         echo "exit $?"; grep "wrote\|stages:\|model maps\|failed" "$OUT/run-$m.log" | cut -c1-220 | tail -4
       done
       log "pt2fixed: PSNR of the package's frames against TorchScript's"
-      ffmpeg -nostdin -v info -i "$OUT/out-restore.pt.mkv" -i "$OUT/out-$(basename "$first").mkv" \
+      ffmpeg -nostdin -v info -i "$OUT/out-$pm.pt.mkv" -i "$OUT/out-$(basename "$first").mkv" \
         -lavfi psnr -f null - 2>&1 | grep -i "psnr" | tail -1
       ;;
     pt2bench)
       bench_input
+      pm=${PT2_MODEL:-restore}
       if [ -n "${PT2_BASE:-}" ]; then
-        log "pt2bench: framemill-bench restore.pt at batch $PT2_BASE, the same settings"
-        ./build-gpu/framemill model export restore "$OUT/restore.pt" >/dev/null
+        log "pt2bench: framemill-bench $pm.pt at batch $PT2_BASE, the same settings"
+        ./build-gpu/framemill model export "$pm" "$OUT/$pm.pt" >/dev/null
         (cd build-gpu && FRAMEMILL_BENCH_PRECISION=fp16 FRAMEMILL_BENCH_COLOR=device \
           FRAMEMILL_BENCH_ENCODERS=2 FRAMEMILL_BENCH_BATCH=$PT2_BASE ./framemill-bench \
-          "$OUT/in1080.mp4" "$OUT/restore.pt" cuda 1)
+          "$OUT/in1080.mp4" "$OUT/$pm.pt" cuda 1)
       fi
-      for pkg in "${PT2_DIR:-$OUT}"/restore-1080p-b*.pt2; do
+      for pkg in "${PT2_DIR:-$OUT}"/$pm-1080p-b*.pt2; do
         log "pt2bench: framemill-bench $(basename "$pkg") fp16, device colour, 2 encoders, 1 worker"
         (cd build-gpu && FRAMEMILL_BENCH_PRECISION=fp16 FRAMEMILL_BENCH_COLOR=device \
           FRAMEMILL_BENCH_ENCODERS=2 ./framemill-bench "$OUT/in1080.mp4" "$pkg" cuda 1)

@@ -18,17 +18,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-
-def fps(fn, x, frames, reps=6):
-    with torch.inference_mode():
-        for _ in range(3):
-            fn(x)
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            fn(x)
-        torch.cuda.synchronize()
-        return frames * reps / (time.perf_counter() - t0)
+from gpu_timing import fps
 
 
 def restore_eager(params):
@@ -57,7 +47,7 @@ def main():
             x = torch.rand(batch, 3, h, w, device=dev, dtype=torch.float16)
             if cl:
                 x = x.contiguous(memory_format=torch.channels_last)
-            rows.append((fps(script, x, batch), f"script batch {batch} {'channels-last' if cl else 'NCHW'}"))
+            rows.append((fps(script, x), f"script batch {batch} {'channels-last' if cl else 'NCHW'}"))
             del x
             torch.cuda.empty_cache()
     # What cuDNN's autotuning costs at a new shape, and what it buys: the first call at batch 8
@@ -75,19 +65,19 @@ def main():
             first = time.perf_counter() - t0
         print(f"first call at a new shape, cudnn.benchmark={bench}: {first:.3f} s")
         if not bench:
-            rows.append((fps(script, x, 8), "script batch 8 channels-last, cudnn.benchmark off"))
+            rows.append((fps(script, x), "script batch 8 channels-last, cudnn.benchmark off"))
         del x
     torch.backends.cudnn.benchmark = True
     x = torch.rand(8, 3, h, w, device=dev, dtype=torch.float16).contiguous(
         memory_format=torch.channels_last)
     try:
         frozen = torch.jit.optimize_for_inference(torch.jit.freeze(script))
-        rows.append((fps(frozen, x, 8), "script frozen + optimize_for_inference batch 8 channels-last"))
+        rows.append((fps(frozen, x), "script frozen + optimize_for_inference batch 8 channels-last"))
     except Exception as e:
         print(f"freeze failed: {type(e).__name__}: {str(e).splitlines()[0]}")
     torch._C._jit_set_profiling_executor(False)
     fresh = torch.jit.load(path, map_location=dev).eval().half()
-    rows.append((fps(fresh, x, 8), "script, profiling executor off, batch 8 channels-last"))
+    rows.append((fps(fresh, x), "script, profiling executor off, batch 8 channels-last"))
     torch._C._jit_set_profiling_executor(True)
     del x
     params = {n: p.detach() for n, p in script.named_parameters()}
@@ -95,10 +85,10 @@ def main():
         eager = restore_eager(params)
         x = torch.rand(8, 3, h, w, device=dev, dtype=torch.float16).contiguous(
             memory_format=torch.channels_last)
-        rows.append((fps(eager, x, 8), "eager batch 8 channels-last"))
+        rows.append((fps(eager, x), "eager batch 8 channels-last"))
         try:
             compiled = torch.compile(eager)
-            rows.append((fps(compiled, x, 8), "compiled (torch.compile) batch 8 channels-last"))
+            rows.append((fps(compiled, x), "compiled (torch.compile) batch 8 channels-last"))
         except Exception as e:  # report, do not hide
             print(f"torch.compile failed: {type(e).__name__}: {str(e).splitlines()[0]}")
     for f, name in sorted(rows, reverse=True):

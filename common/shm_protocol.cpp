@@ -55,6 +55,14 @@ bool SameArenaGeometry(const ArenaGeometry& a, const ArenaGeometry& b) {
          a.face_reserved == b.face_reserved;
 }
 
+bool ArenaHolds(const ArenaGeometry& have, const ArenaGeometry& want) {
+  if (have.slot_count < want.slot_count) return false;
+  ArenaGeometry w = want;
+  w.slot_count = have.slot_count;
+  w.total_bytes = have.total_bytes;
+  return SameArenaGeometry(have, w);
+}
+
 Result<ArenaGeometry> SizeArena(const ArenaGeometry& shape, const ArenaDemand& demand) {
   ArenaGeometry g = shape;
   const uint64_t slot_bytes = AlignUp(g.FacesOffset() + g.FacesBytes(), kSlotAlignment);

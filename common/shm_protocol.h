@@ -245,6 +245,10 @@ Result<ArenaGeometry> SizeArena(const ArenaGeometry& shape, const ArenaDemand& d
 // Whether two geometries describe the same arena, field by field.
 bool SameArenaGeometry(const ArenaGeometry& a, const ArenaGeometry& b);
 
+// Whether an arena made as `have` serves a job that wants `want`: the same frames in the same
+// slot layout, and at least as many slots (SizeArena gives a shorter job fewer).
+bool ArenaHolds(const ArenaGeometry& have, const ArenaGeometry& want);
+
 // The slots SizeArena would give the job if arena_mb were no cap: the workers' in-flight chunks,
 // the spares and the encoders' segments, at most the plan's chunks + 1. A sized arena with fewer
 // slots than this makes the decoder wait for the encoders (each slot is freed only once its

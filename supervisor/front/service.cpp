@@ -517,10 +517,7 @@ Status Service::Run() {
   }
   if (inotify_fd >= 0) ::close(inotify_fd);
   sd_notify(0, "STOPPING=1");
-  for (WarmSlot& slot : warm_) {
-    if (slot.warm.pool != nullptr) slot.warm.pool->StopAll(5000);
-    slot.warm.pool.reset();
-  }
+  for (WarmSlot& slot : warm_) slot.warm.Stop(5000);
   threads_.clear();  // after the warm workers they started have stopped
   WriteMetrics(/*up=*/false);
   ::close(wake_fds_[0]);
@@ -635,8 +632,7 @@ WarmSlot* Service::TakeWarmSlot(const std::vector<int>& gpus, const std::string&
       // Idle workers on GPUs this job takes: their memory is the job's now.
       if (w.warm.pool != nullptr) {
         spdlog::info("stopping the idle workers on GPUs {} for the next job", GpuListText(w.gpus));
-        w.warm.pool->StopAll(5000);
-        w.warm.pool.reset();
+        w.warm.Stop(5000);
       }
     }
     if (!w.in_use && &w != mine && w.warm.pool == nullptr) {

@@ -141,10 +141,19 @@ class JobRun {
   // the output at the card's scale (else the frame's own size), the input as the job's explicit
   // device would take it. nullopt when the device is "auto" (unknown until a worker reports).
   std::optional<ArenaGeometry> GuessArena() const;
-  // `early`: an arena made from `guess` while the workers started; used when the real geometry
-  // is the guess, else dropped.
-  Status CreateArena(const std::optional<ArenaGeometry>& guess = std::nullopt,
-                     std::future<Result<SharedMemory>>* early = nullptr);
+  // The warm pool's arena (WarmWorkers), taken when this job will reuse that pool; otherwise
+  // the pool's arena is removed here, before this job makes its own. Empty when there is none.
+  SharedMemory TakeKeptArena(ArenaGeometry* geometry);
+  // Arenas ready before the workers' probe said which one the job needs, else dropped: `kept`,
+  // the previous job's (TakeKeptArena), used when it holds the real geometry (ArenaHolds), or
+  // `early`, one made from `guess` while the workers started, used when the guess was right.
+  struct ReadyArenas {
+    SharedMemory kept;
+    ArenaGeometry kept_geometry{};
+    std::optional<ArenaGeometry> guess;
+    std::future<Result<SharedMemory>> early;
+  };
+  Status CreateArena(ReadyArenas* ready = nullptr);
   Status PlanGeometry();
   // The decoder's -vf: geometry's filters (deinterlace, turn upright), then the colour path's
   // conversion to the model's format.
@@ -416,8 +425,7 @@ Status JobRun::StartWorkers() {
       spdlog::info("reusing the loaded workers of the previous job");
       break;
     case WarmChoice::kReplace:
-      warm->pool->StopAll(5000);
-      warm->pool.reset();
+      warm->Stop(5000);
       break;
     case WarmChoice::kStartFresh:
       break;
@@ -526,8 +534,18 @@ std::optional<ArenaGeometry> JobRun::GuessArena() const {
   return *g;
 }
 
-Status JobRun::CreateArena(const std::optional<ArenaGeometry>& guess,
-                           std::future<Result<SharedMemory>>* early) {
+SharedMemory JobRun::TakeKeptArena(ArenaGeometry* geometry) {
+  WarmWorkers* warm = options_.warm;
+  if (warm == nullptr || warm->arena.data() == nullptr) return SharedMemory();
+  SharedMemory kept = std::move(warm->arena);
+  *geometry = warm->arena_geometry;
+  const bool reuse = warm->pool != nullptr &&
+                     ChooseWarm(true, warm->key, JobWarmKey()) == WarmChoice::kReuse;
+  if (!reuse) return SharedMemory();  // `kept` removes it on the way out
+  return kept;
+}
+
+Status JobRun::CreateArena(ReadyArenas* ready) {
   const VideoStreamInfo& v = media_.video;
   const bool faces = settings_.mode == JobMode::kFaces;
   if (faces) {
@@ -571,16 +589,31 @@ Status JobRun::CreateArena(const std::optional<ArenaGeometry>& guess,
   if (!g.ok()) return g.status();
   const ArenaDemand demand = Demand();
   Result<SharedMemory> shm = Status(StatusCode::kInternal, "no arena");
-  if (early != nullptr && early->valid()) {
+  if (ready != nullptr && ready->kept.data() != nullptr) {
+    // The previous job's, beside the workers this job reuses: already zeroed, and already
+    // page-locked in those workers.
+    if (ArenaHolds(ready->kept_geometry, *g)) {
+      shm = std::move(ready->kept);
+      *g = ready->kept_geometry;  // its slots, perhaps more than this job would have made
+      report_.arena = "kept";
+      spdlog::info("arena kept from the previous job, with its workers");
+    }
+    ready->kept = SharedMemory();  // not this job's geometry: removed now
+  }
+  if (ready != nullptr && ready->early.valid()) {
     // Made while the workers started: creating it zeroes its pages (posix_fallocate on tmpfs,
     // 0.45 s for 2.6 GB on the 2-core machine), taken off the start when the guess was right.
-    Result<SharedMemory> made = early->get();
-    if (guess && SameArenaGeometry(*guess, *g) && made.ok()) {
+    Result<SharedMemory> made = ready->early.get();
+    if (!shm.ok() && ready->guess && SameArenaGeometry(*ready->guess, *g) && made.ok()) {
       shm = std::move(made);
+      report_.arena = "early";
       spdlog::info("arena made while the workers started");
     }
   }  // a wrong guess's arena is gone before the right one is made
-  if (!shm.ok()) shm = CreateFrameArena(*g);
+  if (!shm.ok()) {
+    shm = CreateFrameArena(*g);
+    report_.arena = "made";
+  }
   if (!shm.ok()) return shm.status();
   arena_shm_ = std::move(*shm);
   arena_ = *g;
@@ -1057,13 +1090,21 @@ Result<JobReport> JobRun::RunPipeline() {
     FM_RETURN_IF_ERROR(FindFaces());
     lap(&stages_.faces_s);
   }
-  // The arena is made while the workers start, from a guess of its geometry; CreateArena uses it
-  // when the workers' probe confirms the guess.
-  const std::optional<ArenaGeometry> guess = GuessArena();
-  std::future<Result<SharedMemory>> early;
-  if (guess) early = std::async(std::launch::async, [g = *guess] { return CreateFrameArena(g); });
+  // The arena: the previous job's when this one reuses its workers; else one made while the
+  // workers start, from a guess of its geometry. CreateArena uses either when the workers' probe
+  // confirms its geometry.
+  ReadyArenas ready;
+  ready.kept = TakeKeptArena(&ready.kept_geometry);
+  ready.guess = GuessArena();
+  const bool kept_fits_guess = ready.kept.data() != nullptr && ready.guess &&
+                               ArenaHolds(ready.kept_geometry, *ready.guess);
+  if (ready.guess && !kept_fits_guess) {
+    ready.kept = SharedMemory();  // the guess says it will not do: its memory back first
+    ready.early = std::async(std::launch::async,
+                             [g = *ready.guess] { return CreateFrameArena(g); });
+  }
   Status s = StartWorkers();
-  if (s.ok()) s = CreateArena(guess, &early);
+  if (s.ok()) s = CreateArena(&ready);
   if (!s.ok()) {
     if (dispatcher_) dispatcher_->Shutdown();
     return s;
@@ -1128,6 +1169,10 @@ Result<JobReport> JobRun::RunPipeline() {
   if (kept) {
     options_.warm->pool = dispatcher_->Release();
     options_.warm->key = JobWarmKey();
+    // The frames are all encoded: the arena is free for the next job of these workers.
+    options_.warm->arena = std::move(arena_shm_);
+    options_.warm->arena_geometry = arena_;
+    arena_base_ = nullptr;
   } else {
     dispatcher_->BeginShutdown();
   }
@@ -1248,6 +1293,12 @@ Result<JobReport> JobRun::Stitch() {
 }
 
 }  // namespace
+
+void WarmWorkers::Stop(int timeout_ms) {
+  if (pool != nullptr) pool->StopAll(timeout_ms);
+  pool.reset();
+  arena = SharedMemory();
+}
 
 Result<JobReport> RunJob(const JobSpec& job, const Config& config, const std::atomic<bool>& stop,
                          const JobOptions& options) {

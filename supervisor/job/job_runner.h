@@ -1,7 +1,8 @@
 // Runs one job from start to verified output: probe, plan, start workers, decode into the arena,
-// dispatch chunks, encode segments, mux, verify. Used by `framemill run` (and later by the
-// spool service). Returns only after every child process is gone and every shared-memory object
-// it created is removed, whatever the outcome.
+// dispatch chunks, encode segments, mux, verify. Used by `framemill run` and by the spool
+// service. Returns only after every child process is gone and every shared-memory object it
+// created is removed, whatever the outcome, but for what it hands to WarmWorkers (idle workers
+// and their arena) after a clean finish.
 #pragma once
 
 #include <atomic>
@@ -16,6 +17,8 @@
 
 #include "common/config.h"
 #include "common/job_file.h"
+#include "common/shared_memory.h"
+#include "common/shm_protocol.h"
 #include "common/status.h"
 #include "supervisor/plan/part_plan.h"
 #include "supervisor/report/job_result.h"
@@ -29,9 +32,18 @@ namespace framemill {
 // after a successful job, gives it back with its idle workers still loaded; otherwise it stops
 // it and starts fresh workers. Not thread-safe: one job at a time uses it (the service keeps one
 // per GPU set and gives each to one running job).
+// The pool keeps the last job's frame arena beside it: a next job that reuses the pool and needs
+// an arena of the same geometry takes it as it is (no creation, which zeroes gigabytes, and no
+// page-locking again in the workers, which keep it mapped). Only those same workers, or their
+// replacements of the same model, ever see what the last job left in it.
 struct WarmWorkers {
   std::unique_ptr<WorkerPool> pool;
   std::string key;
+  SharedMemory arena;          // empty when none is kept
+  ArenaGeometry arena_geometry{};
+
+  // Stops the workers (waiting up to `timeout_ms` for each) and removes the arena.
+  void Stop(int timeout_ms);
 };
 
 struct JobOptions {

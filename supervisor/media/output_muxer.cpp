@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <fcntl.h>
 #include <fstream>
+#include <future>
 #include <sys/stat.h>
 #include <map>
 #include <unistd.h>
@@ -53,6 +54,10 @@ std::string ConcatList(const std::vector<std::string>& segments, const std::vect
 Status Verify(const MuxRequest& rq, int fd, const CarriedMetadata& carried,
               const CarriedPlan& plan) {
   const SourceFile output{fd, "output " + rq.output, rq.source.restrictions};
+  // The output's tags, read by a process of their own beside the frame count's (an ffprobe less
+  // one after the other at the end of every job).
+  std::future<Result<CarriedMetadata>> out_carried =
+      std::async(std::launch::async, [&] { return ProbeCarried(rq.ffprobe, output); });
   Result<MediaInfo> out = ProbeMedia(rq.ffprobe, output, true);
   if (!out.ok())
     return Status(StatusCode::kVerifyFailed,
@@ -85,9 +90,9 @@ Status Verify(const MuxRequest& rq, int fd, const CarriedMetadata& carried,
   }
   FM_RETURN_IF_ERROR(CheckDepthAndColor(
       DepthExpectation{rq.expected_pix_fmt, rq.codec, rq.expected_color, src.hdr}, depth));
-  Result<CarriedMetadata> out_carried = ProbeCarried(rq.ffprobe, output);
-  if (!out_carried.ok()) return Status(StatusCode::kVerifyFailed, out_carried.status().message());
-  return CheckCarriedMetadata(carried, plan, *out_carried);
+  Result<CarriedMetadata> tags = out_carried.get();
+  if (!tags.ok()) return Status(StatusCode::kVerifyFailed, tags.status().message());
+  return CheckCarriedMetadata(carried, plan, *tags);
 }
 
 // Cover art for Matroska output: each picture extracted (stream copy) into the scratch directory,

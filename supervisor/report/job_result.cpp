@@ -26,6 +26,13 @@ __attribute__((format(printf, 2, 3))) void Appendf(std::string* out, const char*
   va_end(again);
 }
 
+const char* ArenaText(const std::string& arena) {
+  if (arena == "kept") return "kept from the previous job";
+  if (arena == "early") return "made while the workers started";
+  if (arena == "made") return "made after the workers' probe";
+  return "none";
+}
+
 }  // namespace
 
 std::string StageTimes::Summary() const {
@@ -112,6 +119,7 @@ nlohmann::json DoneResultJson(const std::string& id, const JobReport& r,
           {"worker_start", r.dispatch.StartupFigures()},
           {"workers_wait_s", r.stages.workers_wait_s},
           {"workers_warm", r.workers_warm},
+          {"arena", r.arena},
           {"faults", r.FaultsJson()},
           {"model_fallbacks", ModelFallbacksJson(r.dispatch)}};
   if (r.faces.present) result["faces"] = r.faces.ToJson();
@@ -196,9 +204,9 @@ std::string RunSummary(const JobReport& r) {
   if (!fallbacks.empty()) Appendf(&out, "framemill: %s\n", fallbacks.c_str());
   Appendf(&out, "framemill: worker sandbox: %s\n", r.worker_sandbox.c_str());
   Appendf(&out, "framemill: worker start: %s\n", d.StartupSummary().c_str());
-  Appendf(&out, "framemill: workers %s, first ready after %.2f s\n",
+  Appendf(&out, "framemill: workers %s, first ready after %.2f s; arena %s\n",
           r.workers_warm ? "warm (kept loaded from the previous job)" : "started for this job",
-          r.stages.workers_wait_s);
+          r.stages.workers_wait_s, ArenaText(r.arena));
   Appendf(&out, "framemill: stages: %s\n", r.stages.Summary().c_str());
   Appendf(&out, "framemill: memory timeline: %s\n", r.timeline.c_str());
   if (!r.report.empty()) Appendf(&out, "framemill: report: %s\n", r.report.c_str());

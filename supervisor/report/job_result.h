@@ -64,6 +64,10 @@ struct JobReport {
   // The workers were warm: the first ready one was kept loaded from the service's previous job
   // (warm_key.h), not started for this one. stages.workers_wait_s is the wait either way.
   bool workers_warm = false;
+  // How the job got its frame arena: "kept" (the previous job's, beside the warm workers it
+  // reused: WarmWorkers), "early" (made while the workers started, from a right guess of its
+  // geometry) or "made" (after the workers' probe). "" = no arena (no workers started).
+  std::string arena;
   // The sandbox the workers got, as the first one reported it: "landlock abi 7 (fs, tcp,
   // scopes), seccomp, ...", "partial: ...", "none ...", "off" (worker/sandbox.h).
   std::string worker_sandbox;

@@ -258,6 +258,61 @@ TEST_CASE("service: result.json says how long a job waited for its workers and i
   CHECK(WaitJob(serve, 60).exit_code == 0);
 }
 
+TEST_CASE("service: a warm job takes the previous job's arena, another frame size gets its own") {
+  Service s = MakeService("svc_kept_arena");
+  const std::string identity = ModelCopy("identity", s.dir);
+  const std::string invert = ModelCopy("invert", s.dir);
+  const std::string longer = SmallVideo(s.dir, 48);
+  const std::string shorter = SmallVideo(s.dir, 24);
+  const std::string wider = SmallVideo(s.dir, 24, 192, 128);
+  fs::create_directories(s.dir + "/out");
+  BackgroundJob serve = Serve(s);
+  KillOnExit guard_serve{serve};
+  // The arenas the service holds in /dev/shm.
+  auto arenas = [&] {
+    int n = 0;
+    for (const std::string& o : SharedMemoryObjectsOf(serve.pid)) {
+      n += o.find("/arena-") != std::string::npos;
+    }
+    return n;
+  };
+  auto run = [&](const std::string& id, const std::string& input, const std::string& model,
+                 int frames, int width) {
+    Drop(s, id,
+         nlohmann::json{{"input", input},
+                        {"output", s.dir + "/out/" + id + ".mp4"},
+                        {"model", model},
+                        {"device", "cpu"},  // explicit: the first job's arena is guessed
+                        {"workers", 1}}
+             .dump());
+    REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/done/" + id + "/result.json"); }, 60));
+    nlohmann::json r = DoneResult(s, id, frames);
+    if (model == identity) {  // whatever arena the job ran in, its frames are its input's
+      CHECK(OutOfPlace(FrameIndices(s.dir + "/out/" + id + ".mp4", width, 128), frames) == 0);
+    }
+    CHECK(arenas() == 1);  // the one kept with the idle workers; an unfit one is removed
+    return r;
+  };
+  const nlohmann::json first = run("first", longer, identity, 48, 160);
+  const nlohmann::json again = run("again", shorter, identity, 24, 160);
+  const nlohmann::json wide = run("wide", wider, identity, 24, 192);
+  const nlohmann::json other = run("other", shorter, invert, 24, 160);
+  INFO(first.dump() << "\n" << again.dump() << "\n" << wide.dump() << "\n" << other.dump());
+  CHECK(first["arena"] == "early");  // made while its workers started
+  // The same workers, and the same frames in fewer chunks: the arena they already had.
+  CHECK(again["workers_warm"] == true);
+  CHECK(again["arena"] == "kept");
+  // The same workers, but wider frames: an arena of its own (the kept one is gone first).
+  CHECK(wide["workers_warm"] == true);
+  CHECK(wide["arena"] == "early");
+  // Other workers never get an arena another model's workers had.
+  CHECK(other["workers_warm"] == false);
+  CHECK(other["arena"] == "early");
+  ::kill(serve.pid, SIGTERM);
+  CHECK(WaitJob(serve, 60).exit_code == 0);
+  CHECK(SharedMemoryObjectsOf(serve.pid).empty());
+}
+
 TEST_CASE("service: a worker still loading when a short job ends is kept for the next ones") {
   Service s = MakeService("svc_slow_load");
   const std::string model = ModelCopy("identity", s.dir);

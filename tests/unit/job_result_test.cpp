@@ -105,6 +105,7 @@ TEST_CASE("job result: a finished job's result.json has every key, with the repo
                                          "worker_start",
                                          "workers_wait_s",
                                          "workers_warm",
+                                         "arena",
                                          "faults",
                                          "model_fallbacks"});
   CHECK(j["model_fallbacks"] ==
@@ -139,6 +140,8 @@ TEST_CASE("job result: a finished job's result.json has every key, with the repo
   fm::JobReport warm = FinishedReport();
   warm.workers_warm = true;
   CHECK(fm::DoneResultJson("j1", warm, "", "")["workers_warm"] == true);
+  warm.arena = "kept";
+  CHECK(fm::DoneResultJson("j1", warm, "", "")["arena"] == "kept");
   CHECK(Keys(j["faults"]) ==
         std::set<std::string>{"decoder_restarts", "attempts", "faults_retried"});
   CHECK(fm::ResultReasonCode(j) == "");
@@ -235,7 +238,8 @@ TEST_CASE("job result: `framemill run`'s summary states the result's figures") {
                  "chunks retried 4\n"));
   CHECK(Contains(s, "framemill: memory timeline: /out/film.mkv.timeline.jsonl\n"));
   CHECK(Contains(s, "framemill: faults survived: decoder restarts 0, job attempts 1\n"));
-  CHECK(Contains(s, "framemill: workers started for this job, first ready after 1.25 s\n"));
+  CHECK(Contains(s, "framemill: workers started for this job, first ready after 1.25 s; arena "
+                    "none\n"));
   CHECK(Contains(s, "start 1.50 s (1.25 s until a worker was ready)"));
   CHECK_FALSE(Contains(s, "framemill: report:"));  // none written
   r.report = "/out/film.mkv.report.html";
@@ -244,8 +248,11 @@ TEST_CASE("job result: `framemill run`'s summary states the result's figures") {
   CHECK(Contains(t, "framemill: report: /out/film.mkv.report.html\n"));
   CHECK(Contains(t, "recycled 0, crashed 1"));
   r.workers_warm = true;
+  r.arena = "kept";
   CHECK(Contains(fm::RunSummary(r),
                  "framemill: workers warm (kept loaded from the previous job), first ready after "
-                 "1.25 s\n"));
+                 "1.25 s; arena kept from the previous job\n"));
+  r.arena = "early";
+  CHECK(Contains(fm::RunSummary(r), "; arena made while the workers started\n"));
   CHECK(t.back() == '\n');
 }

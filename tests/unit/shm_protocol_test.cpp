@@ -151,6 +151,35 @@ TEST_CASE("shm protocol: slots for the workers' chunks in flight, the spares and
   CHECK(ArenaSlotsWanted(short_job) == 6);
 }
 
+TEST_CASE("shm protocol: a kept arena serves a job of the same frames and no more slots") {
+  ArenaDemand long_job = Demand(1);
+  ArenaDemand short_job = Demand(1);
+  short_job.chunks = 1;  // two slots: the plan's chunk and one
+  Result<ArenaGeometry> big = SizeArena(Shape(), long_job);
+  Result<ArenaGeometry> small = SizeArena(Shape(), short_job);
+  REQUIRE(big.ok());
+  REQUIRE(small.ok());
+  REQUIRE(small->slot_count < big->slot_count);
+  CHECK(ArenaHolds(*big, *big));
+  CHECK(ArenaHolds(*big, *small));         // a shorter job uses some of its slots
+  CHECK_FALSE(ArenaHolds(*small, *big));   // a longer one wants more than it has
+  CHECK_FALSE(SameArenaGeometry(*big, *small));
+  // Any other frame, format or face field: not the same slots.
+  auto differs = [&](auto change) {
+    ArenaGeometry shape = Shape();
+    change(&shape);
+    Result<ArenaGeometry> other = SizeArena(shape, short_job);
+    REQUIRE(other.ok());
+    return !ArenaHolds(*big, *other);
+  };
+  CHECK(differs([](ArenaGeometry* g) { g->chunk_frames = 4; }));
+  CHECK(differs([](ArenaGeometry* g) { g->in_width = 32; }));
+  CHECK(differs([](ArenaGeometry* g) { g->out_height = 48; }));
+  CHECK(differs([](ArenaGeometry* g) { g->in_format = FrameFormat::kYuv420p; }));
+  CHECK(differs([](ArenaGeometry* g) { g->in_full_range = 1; }));
+  CHECK(differs([](ArenaGeometry* g) { g->face_slots = 2; }));
+}
+
 TEST_CASE("shm protocol: arena_mb caps the slots, and below two slots the job is refused") {
   ArenaDemand d = Demand(4);
   // 1 MiB: 1,048,576 bytes.

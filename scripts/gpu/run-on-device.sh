@@ -24,6 +24,12 @@
 #               (scripts/gpu/model-reference.py: TorchScript, eager, torch.compile), then
 #               framemill-bench (device colour, 2 encoders, 1 worker), then one `framemill run`
 #               with FRAMEMILL_WORKER_PROFILE=1: where the worker's time goes per frame
+#   profile     one `framemill run` (fp16, device colour, 2 encoders, 1 worker) through $PROF_MODEL
+#               (an example model or a model file with its card; default restore) with
+#               FRAMEMILL_WORKER_PROFILE=1 and $PROF_JOB's job keys (e.g. '"batch": 4'): the
+#               summary and the worker's profile, its first chunk apart from the later ones
+#   shapecheck  $SHAPE_PKG (a .pt2 made for one shape) without its card: the job must fail with
+#               the worker's reason (the package's metadata), not run the package at 64x64
 #   sandbox     the same CUDA job (heavy fp16, 1080p) with worker_sandbox off and required: the
 #               sandbox each worker got, the rules (FRAMEMILL_SANDBOX_DEBUG), fps, and whether
 #               both outputs are the same frames
@@ -106,6 +112,26 @@ bench_input() {  # makes $OUT/in1080.mp4 once
     -c:v libx264 -preset veryfast -crf 20 -pix_fmt yuv420p "$OUT/in1080.mp4"
 }
 
+# profile_run NAME MODEL_FILE [JOB_KEYS]: one `framemill run` of $OUT/in1080.mp4 through the model
+# with FRAMEMILL_WORKER_PROFILE=1 (fp16, device colour, 2 encoders, 1 worker, x264 veryfast; more
+# job keys as JSON members); prints its summary and each worker's profile line (the first chunk
+# apart from the later ones).
+profile_run() {
+  printf '{"input": "%s", "output": "%s", "model": "%s", "device": "cuda", "workers": 1,
+    "precision": "fp16", "color_conversion": "device", "encoders": 2, "overwrite": true,
+    "encoder": {"preset": "veryfast"}%s}\n' "$OUT/in1080.mp4" "$OUT/$1-profile.mkv" "$2" \
+    "${3:+, $3}" >"$OUT/$1-profile.job.json"
+  mkdir -p "$OUT/$1-worker"
+  (while sleep 0.2; do cp "$OUT"/.framemill-work.*/worker-*.log "$OUT/$1-worker/" 2>/dev/null; done) &
+  local copier=$!
+  FRAMEMILL_WORKER_PROFILE=1 ./build-gpu/framemill run "$OUT/$1-profile.job.json" \
+    >"$OUT/$1-profile.log" 2>&1
+  echo "exit $?"
+  kill "$copier"
+  grep "wrote\|stages:\|workers \|failed\|error" "$OUT/$1-profile.log" | cut -c1-400 | tail -5
+  grep -h "profile:" "$OUT/$1-worker"/*.log | tail -4
+}
+
 for step in "${steps[@]}"; do
   case $step in
     build)
@@ -183,19 +209,34 @@ for step in "${steps[@]}"; do
       (cd build-gpu && FRAMEMILL_BENCH_PRECISION=fp16 FRAMEMILL_BENCH_COLOR=device \
         FRAMEMILL_BENCH_ENCODERS=2 ./framemill-bench "$OUT/in1080.mp4" "$OUT/restore.pt" cuda 1)
       log "restore: the worker's own profile (FRAMEMILL_WORKER_PROFILE=1)"
+      profile_run restore "$OUT/restore.pt"
+      ;;
+    profile)
+      bench_input
+      pm=${PROF_MODEL:-restore}
+      if [ ! -f "$pm" ]; then
+        ./build-gpu/framemill model export "$pm" "$OUT/$pm.pt" >/dev/null
+        pm=$OUT/$pm.pt
+      fi
+      log "profile: $(basename "$pm")${PROF_JOB:+ ($PROF_JOB)}, FRAMEMILL_WORKER_PROFILE=1"
+      profile_run "$(basename "$pm")" "$pm" "${PROF_JOB:-}"
+      ;;
+    shapecheck)
+      # A package made for one shape, without its card: the supervisor then probes it at 64x64,
+      # batch 1, and the worker must refuse that from the package's own metadata, with a reason,
+      # instead of running it (a package reads its input as traced: "an illegal memory access").
+      pkg=${SHAPE_PKG:?SHAPE_PKG names a package made for one shape}
+      mkdir -p "$OUT/shapecheck"
+      cp "$pkg" "$OUT/shapecheck/bare.pt2"
+      ffmpeg -nostdin -v error -y -f lavfi -i "testsrc2=size=1920x1080:rate=30" -frames:v 16 \
+        -c:v libx264 -preset veryfast -pix_fmt yuv420p "$OUT/shapecheck/in.mp4"
       printf '{"input": "%s", "output": "%s", "model": "%s", "device": "cuda", "workers": 1,
-        "precision": "fp16", "color_conversion": "device", "encoders": 2, "overwrite": true,
-        "encoder": {"preset": "veryfast"}}\n' "$OUT/in1080.mp4" "$OUT/restore-profile.mkv" \
-        "$OUT/restore.pt" >"$OUT/restore-profile.job.json"
-      mkdir -p "$OUT/restore-worker"
-      (while sleep 0.2; do cp "$OUT"/.framemill-work.*/worker-*.log "$OUT/restore-worker/" 2>/dev/null; done) &
-      copier=$!
-      FRAMEMILL_WORKER_PROFILE=1 ./build-gpu/framemill run "$OUT/restore-profile.job.json" \
-        >"$OUT/restore-profile.log" 2>&1
-      echo "exit $?"
-      kill "$copier"
-      tail -3 "$OUT/restore-profile.log"
-      grep -h "profile:" "$OUT"/restore-worker/*.log | tail -4
+        "precision": "fp16", "overwrite": true}\n' "$OUT/shapecheck/in.mp4" \
+        "$OUT/shapecheck/out.mkv" "$OUT/shapecheck/bare.pt2" >"$OUT/shapecheck/job.json"
+      log "shapecheck: $(basename "$pkg") without its card (probed at 64x64, batch 1)"
+      ./build-gpu/framemill run "$OUT/shapecheck/job.json" >"$OUT/shapecheck/run.log" 2>&1
+      echo "exit $? (expected: not 0, the shape refused)"
+      grep -i "error\|failed\|shape\|illegal" "$OUT/shapecheck/run.log" | cut -c1-300 | tail -6
       ;;
     pt2)
       bench_input

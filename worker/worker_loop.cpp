@@ -7,12 +7,10 @@
 #include <cstring>
 #include <limits>
 #include <malloc.h>
-#include <atomic>
 #include <map>
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
-#include <thread>
 #include <unistd.h>
 
 #include <torch/torch.h>
@@ -90,8 +88,6 @@ class Worker {
         wake_fd_(wake_fd),
         supervisor_pid_(control_->supervisor_pid) {}
 
-  ~Worker() { UnregisterArena(); }  // waits for a page-locking still under way
-
   int Run(const WorkerArgs& args);
 
  private:
@@ -122,11 +118,8 @@ class Worker {
   int64_t fallback_events_reported_ = 0;
   std::unique_ptr<BatchRunner> runner_;
   std::map<std::string, SharedMemory> arenas_;  // mapped by name; a job's arena, kept mapped
-  // The arena is page-locked for the GPU (cudaHostRegister), by register_thread_: until it is
-  // done (and where it fails) chunks copy through pageable memory.
-  std::atomic<bool> arena_registered_{false};
-  std::thread register_thread_;
-  void* registered_ptr_ = nullptr;  // written by register_thread_, read after it is joined
+  bool arena_registered_ = false;  // the arena is page-locked for the GPU (cudaHostRegister)
+  void* registered_ptr_ = nullptr;
 };
 
 int Worker::Fail(int exit_code, const std::string& message) {
@@ -173,40 +166,37 @@ uint8_t* Worker::Arena(const ChunkRequest& rq, std::string* error) {
 }
 
 // Page-locks the arena once per job, so that copies to the GPU go straight from shared memory
-// (no staging through a pinned bounce buffer) and can run asynchronously. On a thread of its
-// own: page-locking a 4 GB arena took 1.7 s on an H200 machine, all of it inside the worker's
-// first chunk, while chunks run meanwhile with synchronous copies through pageable memory.
+// (no staging through a pinned bounce buffer) and can run asynchronously. It costs: 1.3 s for
+// 4 GB on an H200 machine, inside the worker's first chunk of the arena. Not on a thread of its
+// own: tried, the chunks meanwhile (copying through pageable memory) waited for it all the same
+// (BENCHMARKS.md, "A one-minute job in the service"). A warm job's kept arena pays it no more.
 void Worker::RegisterArena(const SharedMemory& shm) {
 #ifdef FRAMEMILL_WITH_CUDA
   if (!model_->device().is_cuda()) return;
-  const int device = model_->device().index();
-  register_thread_ = std::thread([this, device, data = shm.data(), size = shm.size()] {
-    const uint64_t t0 = MonotonicMs();
-    cudaError_t e = cudaSetDevice(device < 0 ? 0 : device);
-    if (e == cudaSuccess) e = cudaHostRegister(data, size, cudaHostRegisterDefault);
-    if (e == cudaSuccess) {
-      registered_ptr_ = data;
-      arena_registered_.store(true, std::memory_order_release);
-      LogInfo("worker " + std::to_string(channel_) + ": arena of " + std::to_string(size >> 20) +
-               " MiB page-locked in " + std::to_string(MonotonicMs() - t0) + " ms");
-    } else {
-      (void)cudaGetLastError();  // clear it: the copies still work, through pageable memory
-      LogWarn("worker " + std::to_string(channel_) + ": cudaHostRegister of the arena failed (" +
-              cudaGetErrorString(e) + "); copying through pageable memory");
-    }
-  });
+  const uint64_t t0 = MonotonicMs();
+  cudaError_t e = cudaHostRegister(shm.data(), shm.size(), cudaHostRegisterDefault);
+  if (e == cudaSuccess) {
+    arena_registered_ = true;
+    registered_ptr_ = shm.data();
+    LogInfo("worker " + std::to_string(channel_) + ": arena of " +
+            std::to_string(shm.size() >> 20) + " MiB page-locked in " +
+            std::to_string(MonotonicMs() - t0) + " ms");
+  } else {
+    (void)cudaGetLastError();  // clear it: the copies still work, through pageable memory
+    LogWarn("worker " + std::to_string(channel_) + ": cudaHostRegister of the arena failed (" +
+            cudaGetErrorString(e) + "); copying through pageable memory");
+  }
 #else
   (void)shm;
 #endif
 }
 
 void Worker::UnregisterArena() {
-  if (register_thread_.joinable()) register_thread_.join();
 #ifdef FRAMEMILL_WITH_CUDA
   if (registered_ptr_ != nullptr) cudaHostUnregister(registered_ptr_);
 #endif
   registered_ptr_ = nullptr;
-  arena_registered_.store(false, std::memory_order_release);
+  arena_registered_ = false;
 }
 
 ChunkResult Worker::Process(const ChunkRequest& rq) {
@@ -236,9 +226,7 @@ ChunkResult Worker::Process(const ChunkRequest& rq) {
   c.out_w = arena.out_width;
   c.out_format = arena.out_format;
   c.first_frame = static_cast<int64_t>(rq.first_frame);
-  // Read once a chunk: a chunk's copies are all pinned or all pageable (every chunk ends with
-  // the device synchronized).
-  c.pinned = arena_registered_.load(std::memory_order_acquire);
+  c.pinned = arena_registered_;
   c.face = ArenaFaces(arena, rq.batch);
   if (c.face.slots > 0) c.faces = arena.SlotFaces(base, rq.slot);
   Status escape = TryEscapeFault(fault_, c.first_frame, c.frames);

@@ -169,7 +169,8 @@ uint8_t* Worker::Arena(const ChunkRequest& rq, std::string* error) {
 // (no staging through a pinned bounce buffer) and can run asynchronously. It costs: 1.3 s for
 // 4 GB on an H200 machine, inside the worker's first chunk of the arena. Not on a thread of its
 // own: tried, the chunks meanwhile (copying through pageable memory) waited for it all the same
-// (BENCHMARKS.md, "A one-minute job in the service"). A warm job's kept arena pays it no more.
+// (BENCHMARKS.md, "NVIDIA H200, `restore-1080p-b4.pt2`, warm workers keeping their arena"). A
+// warm job's kept arena pays it no more.
 void Worker::RegisterArena(const SharedMemory& shm) {
 #ifdef FRAMEMILL_WITH_CUDA
   if (!model_->device().is_cuda()) return;

@@ -1090,18 +1090,18 @@ Result<JobReport> JobRun::RunPipeline() {
     FM_RETURN_IF_ERROR(FindFaces());
     lap(&stages_.faces_s);
   }
-  // The arena: the previous job's when this one reuses its workers; else one made while the
-  // workers start, from a guess of its geometry. CreateArena uses either when the workers' probe
-  // confirms its geometry.
+  // The arena: the previous job's when this one reuses its workers (they are ready at once:
+  // nothing to make an arena beside, and their probe, not a guess, says whether it fits); else
+  // one made while the workers start, from a guess of its geometry. CreateArena uses either when
+  // the workers' probe confirms its geometry.
   ReadyArenas ready;
   ready.kept = TakeKeptArena(&ready.kept_geometry);
-  ready.guess = GuessArena();
-  const bool kept_fits_guess = ready.kept.data() != nullptr && ready.guess &&
-                               ArenaHolds(ready.kept_geometry, *ready.guess);
-  if (ready.guess && !kept_fits_guess) {
-    ready.kept = SharedMemory();  // the guess says it will not do: its memory back first
-    ready.early = std::async(std::launch::async,
-                             [g = *ready.guess] { return CreateFrameArena(g); });
+  if (ready.kept.data() == nullptr) {
+    ready.guess = GuessArena();
+    if (ready.guess) {
+      ready.early = std::async(std::launch::async,
+                               [g = *ready.guess] { return CreateFrameArena(g); });
+    }
   }
   Status s = StartWorkers();
   if (s.ok()) s = CreateArena(&ready);

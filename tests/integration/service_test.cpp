@@ -262,7 +262,15 @@ TEST_CASE("service: a warm job takes the previous job's arena, another frame siz
   Service s = MakeService("svc_kept_arena");
   const std::string identity = ModelCopy("identity", s.dir);
   const std::string invert = ModelCopy("invert", s.dir);
+  const std::string upscale = ModelCopy("upscale2x", s.dir);  // no card: its scale is unknown
   const std::string longer = SmallVideo(s.dir, 48);
+  // Frames 24-47 of it: at the start of the next job's slots, where the previous job left
+  // frames 0-23. An arena not written over would show those.
+  const std::string later = s.dir + "/later-24.mp4";
+  RunResult cut = Shell("ffmpeg -nostdin -v error -y -i " + longer +
+                        " -vf 'select=gte(n\\,24),setpts=N/25/TB' -an -c:v libx264 -crf 10 " +
+                        later);
+  REQUIRE_MESSAGE(cut.exit_code == 0, cut.err);
   const std::string shorter = SmallVideo(s.dir, 24);
   const std::string wider = SmallVideo(s.dir, 24, 192, 128);
   fs::create_directories(s.dir + "/out");
@@ -276,38 +284,50 @@ TEST_CASE("service: a warm job takes the previous job's arena, another frame siz
     }
     return n;
   };
+  // Runs a job; with `first_index` >= 0 its frames must show first_index, first_index + 1, ...
   auto run = [&](const std::string& id, const std::string& input, const std::string& model,
-                 int frames, int width) {
+                 int frames, int width, int first_index) {
     Drop(s, id,
          nlohmann::json{{"input", input},
                         {"output", s.dir + "/out/" + id + ".mp4"},
                         {"model", model},
-                        {"device", "cpu"},  // explicit: the first job's arena is guessed
+                        {"device", "cpu"},  // explicit: a cold job's arena is guessed
                         {"workers", 1}}
              .dump());
     REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/done/" + id + "/result.json"); }, 60));
     nlohmann::json r = DoneResult(s, id, frames);
-    if (model == identity) {  // whatever arena the job ran in, its frames are its input's
-      CHECK(OutOfPlace(FrameIndices(s.dir + "/out/" + id + ".mp4", width, 128), frames) == 0);
+    if (first_index >= 0) {  // whatever arena the job ran in, its frames are its input's
+      const std::vector<int> got = FrameIndices(s.dir + "/out/" + id + ".mp4", width, 128);
+      std::vector<int> want(frames);
+      for (int i = 0; i < frames; ++i) want[i] = first_index + i;
+      CHECK(got == want);
     }
     CHECK(arenas() == 1);  // the one kept with the idle workers; an unfit one is removed
     return r;
   };
-  const nlohmann::json first = run("first", longer, identity, 48, 160);
-  const nlohmann::json again = run("again", shorter, identity, 24, 160);
-  const nlohmann::json wide = run("wide", wider, identity, 24, 192);
-  const nlohmann::json other = run("other", shorter, invert, 24, 160);
-  INFO(first.dump() << "\n" << again.dump() << "\n" << wide.dump() << "\n" << other.dump());
+  const nlohmann::json first = run("first", longer, identity, 48, 160, 0);
+  const nlohmann::json again = run("again", later, identity, 24, 160, 24);
+  const nlohmann::json wide = run("wide", wider, identity, 24, 192, 0);
+  const nlohmann::json other = run("other", shorter, invert, 24, 160, -1);
+  const nlohmann::json up1 = run("up1", shorter, upscale, 24, 320, -1);
+  const nlohmann::json up2 = run("up2", shorter, upscale, 24, 320, -1);
+  INFO(first.dump() << "\n" << again.dump() << "\n" << wide.dump() << "\n" << other.dump()
+                    << "\n" << up1.dump() << "\n" << up2.dump());
   CHECK(first["arena"] == "early");  // made while its workers started
   // The same workers, and the same frames in fewer chunks: the arena they already had.
   CHECK(again["workers_warm"] == true);
   CHECK(again["arena"] == "kept");
-  // The same workers, but wider frames: an arena of its own (the kept one is gone first).
+  // The same workers, but wider frames: an arena of its own (the kept one gone first).
   CHECK(wide["workers_warm"] == true);
-  CHECK(wide["arena"] == "early");
+  CHECK(wide["arena"] == "made");
   // Other workers never get an arena another model's workers had.
   CHECK(other["workers_warm"] == false);
   CHECK(other["arena"] == "early");
+  // A model of unknown scale: the first guess is wrong (1x), but its warm job keeps the 2x
+  // arena, which only the probe, not the guess, can confirm.
+  CHECK(up1["arena"] == "made");
+  CHECK(up2["workers_warm"] == true);
+  CHECK(up2["arena"] == "kept");
   ::kill(serve.pid, SIGTERM);
   CHECK(WaitJob(serve, 60).exit_code == 0);
   CHECK(SharedMemoryObjectsOf(serve.pid).empty());

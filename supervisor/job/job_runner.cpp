@@ -126,7 +126,10 @@ class JobRun {
   Status ResolveDepth();
   Status StartDecoder(int64_t skip);
   Result<bool> ReadFrame(uint8_t* dst);
-  Status StartWorkers();
+  // What this job does with the warm pool it is offered (warm_key.h), decided once: the pool
+  // and its arena go together.
+  WarmChoice ChooseWarmPool() const;
+  Status StartWorkers(WarmChoice choice);
   std::string JobWarmKey() const;
   // The input the workers probe the model with (model_fit.h ProbeShapeFor): kProbeSize square,
   // face_size in face mode (a face model may take nothing else: GFPGAN's and CodeFormer's
@@ -141,9 +144,10 @@ class JobRun {
   // the output at the card's scale (else the frame's own size), the input as the job's explicit
   // device would take it. nullopt when the device is "auto" (unknown until a worker reports).
   std::optional<ArenaGeometry> GuessArena() const;
-  // The warm pool's arena (WarmWorkers), taken when this job will reuse that pool; otherwise
-  // the pool's arena is removed here, before this job makes its own. Empty when there is none.
-  SharedMemory TakeKeptArena(ArenaGeometry* geometry);
+  // The warm pool's arena (WarmWorkers), taken when this job reuses that pool (`choice`);
+  // otherwise the pool's arena is removed here, before this job makes its own. Empty when there
+  // is none.
+  SharedMemory TakeKeptArena(WarmChoice choice, ArenaGeometry* geometry);
   // Arenas ready before the workers' probe said which one the job needs, else dropped: `kept`,
   // the previous job's (TakeKeptArena), used when it holds the real geometry (ArenaHolds), or
   // `early`, one made from `guess` while the workers started, used when the guess was right.
@@ -414,12 +418,17 @@ std::string JobRun::JobWarmKey() const {
          "x" + std::to_string(probe_in_.batch);
 }
 
-Status JobRun::StartWorkers() {
+WarmChoice JobRun::ChooseWarmPool() const {
+  const WarmWorkers* warm = options_.warm;
+  const bool offered = warm != nullptr && warm->pool != nullptr;
+  return ChooseWarm(offered, offered ? warm->key : "", offered ? JobWarmKey() : "");
+}
+
+Status JobRun::StartWorkers(WarmChoice choice) {
   const uint64_t t_wait = MonotonicUs();
   std::unique_ptr<WorkerPool> pool;
   WarmWorkers* warm = options_.warm;
-  const bool offered = warm != nullptr && warm->pool != nullptr;
-  switch (ChooseWarm(offered, offered ? warm->key : "", offered ? JobWarmKey() : "")) {
+  switch (choice) {
     case WarmChoice::kReuse:
       pool = std::move(warm->pool);
       spdlog::info("reusing the loaded workers of the previous job");
@@ -534,14 +543,12 @@ std::optional<ArenaGeometry> JobRun::GuessArena() const {
   return *g;
 }
 
-SharedMemory JobRun::TakeKeptArena(ArenaGeometry* geometry) {
+SharedMemory JobRun::TakeKeptArena(WarmChoice choice, ArenaGeometry* geometry) {
   WarmWorkers* warm = options_.warm;
   if (warm == nullptr || warm->arena.data() == nullptr) return SharedMemory();
   SharedMemory kept = std::move(warm->arena);
   *geometry = warm->arena_geometry;
-  const bool reuse = warm->pool != nullptr &&
-                     ChooseWarm(true, warm->key, JobWarmKey()) == WarmChoice::kReuse;
-  if (!reuse) return SharedMemory();  // `kept` removes it on the way out
+  if (choice != WarmChoice::kReuse) return SharedMemory();  // `kept` removes it on the way out
   return kept;
 }
 
@@ -1094,8 +1101,9 @@ Result<JobReport> JobRun::RunPipeline() {
   // nothing to make an arena beside, and their probe, not a guess, says whether it fits); else
   // one made while the workers start, from a guess of its geometry. CreateArena uses either when
   // the workers' probe confirms its geometry.
+  const WarmChoice warm_choice = ChooseWarmPool();
   ReadyArenas ready;
-  ready.kept = TakeKeptArena(&ready.kept_geometry);
+  ready.kept = TakeKeptArena(warm_choice, &ready.kept_geometry);
   if (ready.kept.data() == nullptr) {
     ready.guess = GuessArena();
     if (ready.guess) {
@@ -1103,7 +1111,7 @@ Result<JobReport> JobRun::RunPipeline() {
                                [g = *ready.guess] { return CreateFrameArena(g); });
     }
   }
-  Status s = StartWorkers();
+  Status s = StartWorkers(warm_choice);
   if (s.ok()) s = CreateArena(&ready);
   if (!s.ok()) {
     if (dispatcher_) dispatcher_->Shutdown();

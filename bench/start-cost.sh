@@ -14,6 +14,9 @@
 #   MODEL: an example model's name, or a model file (with its card beside it, if any)
 #   $FRAMEMILL_START_COST_JOB: more job keys for every job, as JSON members, e.g.
 #   '"precision": "fp16", "color_conversion": "device", "encoders": 2'
+#   $FRAMEMILL_START_COST_VARIANTS: job keys that differ, variants separated by ';', e.g.
+#   '"page_lock_arena": false;"page_lock_arena": true': each round then runs a cold and a warm job
+#   of each (the column `var` says which, from 1); the steady state is the first variant's
 # Needs a build in ./build (or $FRAMEMILL_BUILD_DIR) and ffmpeg on PATH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -54,11 +57,15 @@ field() {  # field NAME FILE: the first value after "NAME": in the JSON file
 sfield() {  # sfield NAME FILE: the first string value of "NAME" in the JSON file
   grep -o "\"$1\": *\"[a-z]*\"" "$2" | head -1 | sed 's/.*: *"//; s/"$//'
 }
-job() {  # job ID INPUT MODEL_FILE: runs it through the spool, waits for its result.json
+IFS=';' read -r -a variants <<< "${FRAMEMILL_START_COST_VARIANTS:-}"
+if [[ ${#variants[@]} -eq 0 ]]; then variants=(""); fi
+job() {  # job ID INPUT MODEL_FILE [KEYS]: runs it through the spool, waits for its result.json
   mkdir -p "$work/spool/incoming"
+  local keys=$extra
+  if [[ -n ${4:-} ]]; then keys="${keys:+$keys, }$4"; fi
   cat > "$work/$1.tmp" <<JSON
 {"input": "$work/$2.mp4", "output": "$work/out/$1.mp4", "model": "$3",
- "device": "$device", "workers": $workers, "overwrite": true${extra:+, $extra}}
+ "device": "$device", "workers": $workers, "overwrite": true${keys:+, $keys}}
 JSON
   mv "$work/$1.tmp" "$work/spool/incoming/$1.json"
   local result="$work/spool/done/$1/result.json"
@@ -66,25 +73,33 @@ JSON
   [[ -f $result ]] || { echo "job $1 failed: $(cat "$work/spool/failed/$1/result.json")" >&2; exit 1; }
 }
 
-job long long "$mfile"
+job long long "$mfile" "${variants[0]}"
 long="$work/spool/done/long/result.json"
 steady=$(awk -v f="$(field frames "$long")" -v p="$(field pipeline_s "$long")" \
   'BEGIN { printf "%.1f", f / p }')
 echo "start cost: device $device, $size at $fps fps, model $model, $workers worker(s);" \
   "steady state $steady fps (pipeline of a $((5 * seconds)) s job)"
-printf "%-8s %6s %6s %9s %8s %6s %8s %8s %9s %7s %7s\n" job warm arena "wait s" "start s" \
-  "mux s" seconds fps "pipe fps" share own
+for v in "${!variants[@]}"; do
+  if [[ -n ${variants[$v]} ]]; then echo "variant $((v + 1)): ${variants[$v]}"; fi
+done
+printf "%-8s %3s %6s %6s %9s %8s %6s %8s %8s %9s %7s %7s\n" job var warm arena "wait s" \
+  "start s" "mux s" seconds fps "pipe fps" share own
 for r in $(seq 1 "$rounds"); do
-  job "other$r" tiny "$work/other.pt"  # another model: the next job finds no warm workers of its own
-  for kind in cold warm; do
-    job "$kind$r" short "$mfile"
-    f="$work/spool/done/$kind$r/result.json"
-    awk -v id="$kind$r" -v warm="$(field workers_warm "$f")" -v w="$(field workers_wait_s "$f")" \
-      -v arena="$(sfield arena "$f")" -v mux="$(field mux_s "$f")" \
-      -v st="$(field start_s "$f")" -v s="$(field seconds "$f")" -v n="$(field frames "$f")" \
-      -v p="$(field pipeline_s "$f")" -v steady="$steady" 'BEGIN {
-      printf "%-8s %6s %6s %9.3f %8.3f %6.2f %8.2f %8.1f %9.1f %7.3f %7.3f\n", id, warm, arena, w,
-        st, mux, s, n / s, n / p, n / s / steady, p / s }'
+  for v in "${!variants[@]}"; do
+    id=$r
+    if [[ ${#variants[@]} -gt 1 ]]; then id=$r-$((v + 1)); fi
+    # Another model first: the next job finds no warm workers of its own.
+    job "other$id" tiny "$work/other.pt"
+    for kind in cold warm; do
+      job "$kind$id" short "$mfile" "${variants[$v]}"
+      f="$work/spool/done/$kind$id/result.json"
+      awk -v id="$kind$id" -v var=$((v + 1)) -v warm="$(field workers_warm "$f")" \
+        -v w="$(field workers_wait_s "$f")" -v arena="$(sfield arena "$f")" \
+        -v mux="$(field mux_s "$f")" -v st="$(field start_s "$f")" -v s="$(field seconds "$f")" \
+        -v n="$(field frames "$f")" -v p="$(field pipeline_s "$f")" -v steady="$steady" 'BEGIN {
+        printf "%-8s %3d %6s %6s %9.3f %8.3f %6.2f %8.2f %8.1f %9.1f %7.3f %7.3f\n", id, var,
+          warm, arena, w, st, mux, s, n / s, n / p, n / s / steady, p / s }'
+    done
   done
 done
 echo "files in $work"

@@ -104,6 +104,7 @@ Status ReadJobSettings(const nlohmann::json& object, const std::string& path, St
   ReadEnum(r, "model_optimization", &s->model_optimization, ParseModelOptimization,
            "auto, on or off");
   r.Bool("cudnn_autotune", &s->cudnn_autotune);
+  ReadEnum(r, "page_lock_arena", &s->page_lock_arena, ParsePageLockArena, "auto, on or off");
   ReadEnum(r, "color_conversion", &s->color_conversion, ParseColorConversion,
            "auto, accurate, fast or device");
   r.Double("hang_timeout_s", &s->hang_timeout_s, 1.0, 24 * 3600.0);
@@ -183,6 +184,23 @@ const char* Name(ModelOptimization mode) {
 std::optional<ModelOptimization> ParseModelOptimization(const std::string& name) {
   return FindByName<ModelOptimization>(
       name, {ModelOptimization::kAuto, ModelOptimization::kOn, ModelOptimization::kOff});
+}
+
+const char* Name(PageLockArena mode) {
+  switch (mode) {
+    case PageLockArena::kAuto:
+      return "auto";
+    case PageLockArena::kOn:
+      return "on";
+    case PageLockArena::kOff:
+      return "off";
+  }
+  return "?";
+}
+
+std::optional<PageLockArena> ParsePageLockArena(const std::string& name) {
+  return FindByName<PageLockArena>(name,
+                                   {PageLockArena::kAuto, PageLockArena::kOn, PageLockArena::kOff});
 }
 
 std::optional<Deinterlace> ParseDeinterlace(const std::string& name) {

@@ -59,6 +59,20 @@ enum class ModelOptimization {
 const char* Name(ModelOptimization mode);  // "auto", "on", "off"
 std::optional<ModelOptimization> ParseModelOptimization(const std::string& name);
 
+// CUDA: whether each worker page-locks the job's shared-memory frame arena (cudaHostRegister), so
+// that its copies run straight between the arena and the device, or stages them through small
+// page-locked buffers of its own, the host copying each byte once more beside the device's work
+// (worker/batch_runner.h). Page-locking costs the worker about 0.4 s a GB of arena at its first
+// chunk (1.5 s for the default 4 GB on an H200 machine) and pins the arena for the job; staging
+// cost `restore` at 1080p 2-3% of its steady-state rate there (docs/gpu.md).
+enum class PageLockArena {
+  kAuto,  // page-lock when the job moves its arena's bytes 10 times over (WorthPageLocking)
+  kOn,
+  kOff,
+};
+const char* Name(PageLockArena mode);  // "auto", "on", "off"
+std::optional<PageLockArena> ParsePageLockArena(const std::string& name);
+
 // Where a job's workers run (worker/frame_model.h ResolveDevice): "auto", "cpu", "cuda" or
 // "cuda:N".
 enum class DeviceKind {
@@ -142,6 +156,7 @@ struct JobSettings {
   // bought nothing in the steady state for either (docs/gpu.md); on, it may help a network
   // that cuDNN's heuristics serve badly.
   bool cudnn_autotune = false;
+  PageLockArena page_lock_arena = PageLockArena::kAuto;  // see PageLockArena
   ColorConversion color_conversion = ColorConversion::kAuto;        // see ColorConversion
   int max_attempts = 3;           // tries per chunk before the job fails
   double hang_timeout_s = 300.0;  // a busy worker without a heartbeat this long is killed

@@ -52,7 +52,7 @@ bool SameArenaGeometry(const ArenaGeometry& a, const ArenaGeometry& b) {
          a.slot_bytes == b.slot_bytes && a.data_offset == b.data_offset &&
          a.total_bytes == b.total_bytes && a.face_slots == b.face_slots &&
          a.face_size == b.face_size && a.face_blend == b.face_blend &&
-         a.face_reserved == b.face_reserved;
+         a.flags == b.flags;
 }
 
 bool ArenaHolds(const ArenaGeometry& have, const ArenaGeometry& want) {
@@ -60,7 +60,14 @@ bool ArenaHolds(const ArenaGeometry& have, const ArenaGeometry& want) {
   ArenaGeometry w = want;
   w.slot_count = have.slot_count;
   w.total_bytes = have.total_bytes;
+  w.flags = have.flags;
   return SameArenaGeometry(have, w);
+}
+
+bool WorthPageLocking(const ArenaGeometry& g, uint64_t frames) {
+  const long double moved =
+      static_cast<long double>(frames) * (g.InFrameBytes() + g.OutFrameBytes());
+  return moved >= 10.0L * static_cast<long double>(g.total_bytes);
 }
 
 Result<ArenaGeometry> SizeArena(const ArenaGeometry& shape, const ArenaDemand& demand) {

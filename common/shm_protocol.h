@@ -46,7 +46,7 @@
 
 namespace framemill {
 
-inline constexpr uint32_t kProtocolVersion = 10;
+inline constexpr uint32_t kProtocolVersion = 11;
 inline constexpr uint64_t kControlMagic = 0x4c54434d4d52464dull;  // "MFRMMCTL"
 inline constexpr uint64_t kArenaMagic = 0x4e5241414d52464dull;    // "MFRMAARN"
 inline constexpr uint32_t kMaxWorkerChannels = 64;                // per supervisor
@@ -90,11 +90,13 @@ struct ArenaGeometry {
   // sees whole frames (face_size and face_blend 0 then). With faces the output frame is the input's
   // size (the faces are pasted back into it); face_size is the face model's square input side
   // (kMinFaceSize..kMaxFaceSize) and face_blend the paste's feather width in crop pixels (at most
-  // face_size / 2). face_reserved is zero: it keeps the struct without padding.
+  // face_size / 2).
   uint32_t face_slots = 0;
   uint32_t face_size = 0;
   uint32_t face_blend = 0;
-  uint32_t face_reserved = 0;
+  // kArenaPageLock: CUDA workers page-lock the arena (common/config.h PageLockArena). Other bits
+  // are zero.
+  uint32_t flags = 0;
 
   size_t InFrameBytes() const { return FrameBytes(in_format, in_width, in_height); }
   size_t OutFrameBytes() const { return FrameBytes(out_format, out_width, out_height); }
@@ -242,11 +244,23 @@ struct ArenaDemand {
 // kInternal for a shape with no frames in a slot.
 Result<ArenaGeometry> SizeArena(const ArenaGeometry& shape, const ArenaDemand& demand);
 
+// ArenaGeometry::flags.
+inline constexpr uint32_t kArenaPageLock = 1;
+
+// Whether page-locking a job's arena in a CUDA worker pays for itself, for a job of `frames`
+// frames (page_lock_arena "auto"): when the frames' bytes, in and out, come to 10 times the
+// arena's. Page-locking costs about 0.4 ms a MB of arena, once per worker; staged copies cost
+// about 0.04 ms a MB moved (the host's copy at a chunk's end, which the device waits for). Both
+// measured on an H200 machine with `restore` at 1080p (docs/gpu.md): there a job of more than
+// about 4,300 frames (3 minutes at 25 fps) page-locks the default 4 GB arena.
+bool WorthPageLocking(const ArenaGeometry& g, uint64_t frames);
+
 // Whether two geometries describe the same arena, field by field.
 bool SameArenaGeometry(const ArenaGeometry& a, const ArenaGeometry& b);
 
 // Whether an arena made as `have` serves a job that wants `want`: the same frames in the same
-// slot layout, and at least as many slots (SizeArena gives a shorter job fewer).
+// slot layout, and at least as many slots (SizeArena gives a shorter job fewer). The flags are
+// the job's, not the arena's: they do not count.
 bool ArenaHolds(const ArenaGeometry& have, const ArenaGeometry& want);
 
 // The slots SizeArena would give the job if arena_mb were no cap: the workers' in-flight chunks,

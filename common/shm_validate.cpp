@@ -211,7 +211,7 @@ Status ValidateArenaGeometry(const ArenaGeometry& g, uint64_t mapping_bytes) {
       return bad("face mode with an output frame of another size than the input");
     }
   }
-  if (g.face_reserved != 0) return bad("reserved field is not zero");
+  if ((g.flags & ~kArenaPageLock) != 0) return bad("unknown flags");
   if (g.data_offset < sizeof(ArenaHeader)) return bad("slots overlap the header");
   // Frame sides are at most 2^18, so a frame is below 2^39 bytes: no overflow until the products.
   // The FaceWarps come after the frames (FacesOffset), at most 2^32 * 16 * 32 bytes of them.

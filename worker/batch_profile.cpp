@@ -29,7 +29,8 @@ struct BatchProfile::State {
   std::vector<std::array<uint64_t, kMarks>> host;
   int64_t batches = 0;
   uint64_t chunk_start_us = 0, last_end_us = 0;
-  double between = 0;  // ms before the current chunk
+  double between = 0;    // ms before the current chunk
+  double host_copy = 0;  // ms of the current chunk's staged copies on the host
   bool first_reported = false;
   ProfileSums sums;
 
@@ -86,6 +87,7 @@ void BatchProfile::BeginChunk(int64_t batches) {
   s.chunk_start_us = MonotonicUs();
   s.between = s.last_end_us != 0 ? (s.chunk_start_us - s.last_end_us) / 1000.0 : 0.0;
   s.batches = batches;
+  s.host_copy = 0;
 #ifdef FRAMEMILL_WITH_CUDA
   if (s.on_device) {
     while (static_cast<int64_t>(s.events.size()) < batches) {
@@ -107,6 +109,10 @@ void BatchProfile::Mark(int64_t batch, ProfileMark mark) {
   }
 #endif
   state_->host[batch][static_cast<int>(mark)] = MonotonicUs();
+}
+
+void BatchProfile::AddHostCopy(double ms) {
+  if (state_ != nullptr) state_->host_copy += ms;
 }
 
 void BatchProfile::EndChunk(int64_t frames) {
@@ -131,6 +137,7 @@ void BatchProfile::EndChunk(int64_t frames) {
   s.last_end_us = MonotonicUs();
   chunk.wall = (s.last_end_us - s.chunk_start_us) / 1000.0;
   chunk.between = s.between;
+  chunk.host_copy = s.host_copy;
   chunk.frames = frames;
   s.sums.AddChunk(chunk);
   if (s.sums.later().chunks >= kReportEvery) Report();

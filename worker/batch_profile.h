@@ -5,7 +5,8 @@
 // Per batch it times the upload (up stream), the conversion to the model's input, the model, the
 // conversion of its output (compute stream) and the download (down stream). On CUDA with CUDA
 // events, each on the stream it runs on; on the CPU, where the steps run in line, with the host's
-// monotonic clock (no upload or download there: they read 0). Per chunk: the span from the first
+// monotonic clock (no upload or download there: they read 0). With staged copies (an arena not
+// page-locked) also the host's copies between the arena and the staging buffers. Per chunk: the span from the first
 // batch's first mark to the last batch's last, the host's wall time in BatchRunner::Run, and the
 // host's time between two chunks (the worker waiting for work).
 //
@@ -60,6 +61,9 @@ class BatchProfile {
   void BeginChunk(int64_t batches);
   // Records `mark` of batch `batch` (on the current CUDA stream, or the host's clock).
   void Mark(int64_t batch, ProfileMark mark);
+  // The host spent `ms` copying between the arena and a staging buffer (staged copies), in the
+  // current chunk.
+  void AddHostCopy(double ms);
   // The chunk's work is finished (on CUDA: the host has synchronized): reads the marks.
   void EndChunk(int64_t frames);
   // The sums so far (the later chunks' since the last report); null when off.

@@ -1,9 +1,13 @@
 #include "worker/batch_runner.h"
 
+#include <algorithm>
 #include <array>
+#include <cstring>
 #include <string>
 
 #include <torch/torch.h>
+
+#include "common/clock.h"
 
 #ifdef FRAMEMILL_WITH_CUDA
 #include <ATen/cuda/CUDAEvent.h>
@@ -39,17 +43,26 @@ Status CheckOutputShape(const torch::Tensor& y, int64_t b, int64_t oh, int64_t o
 #ifdef FRAMEMILL_WITH_CUDA
 // Two of everything, used alternately by even and odd batches.
 struct BatchRunner::CudaState {
+  static constexpr unsigned kHostWaits = cudaEventDisableTiming | cudaEventBlockingSync;
   struct Buffers {
     torch::Tensor up;    // uint8 [batch, frame bytes] on the device: the batch's input frames
     torch::Tensor down;  // [batch, oh, ow, 3] on the device, uint8 or int16: its output frames
-    at::cuda::CUDAEvent uploaded, consumed, computed, downloaded;
+    // Staged copies (an arena not page-locked): page-locked host buffers of the same shapes that
+    // the copies go through, and the batch whose output waits in `host_down` for the host to move
+    // it into the arena (frames [pending_off, pending_off + pending_frames) of the chunk).
+    torch::Tensor host_up, host_down;
+    int64_t pending_off = 0, pending_frames = 0;
+    // The host waits on `uploaded` and `downloaded` (staged copies) asleep, not spinning: a
+    // spinning wait would take a core from the decoder and the encoders for most of each batch.
+    at::cuda::CUDAEvent uploaded{kHostWaits}, downloaded{kHostWaits};
+    at::cuda::CUDAEvent consumed, computed;
     bool used = false;  // events recorded at least once
   };
   c10::cuda::CUDAStream up_stream;
   c10::cuda::CUDAStream down_stream;
   std::array<Buffers, 2> buffers;
-  // batch, input frame bytes, oh, ow, output element type the buffers were made for
-  std::array<int64_t, 5> shape{};
+  // batch, input frame bytes, oh, ow, output element type, staged the buffers were made for
+  std::array<int64_t, 6> shape{};
 
   explicit CudaState(c10::DeviceIndex device)
       : up_stream(c10::cuda::getStreamFromPool(false, device)),
@@ -119,18 +132,48 @@ Status BatchRunner::Run(const ChunkFrames& c,
   const torch::Device device = model_.device();
   const int64_t in_bytes = c.layout.FrameBytes();
   const torch::ScalarType out_type = OutputElementType(c.out_format);
-  const std::array<int64_t, 5> shape = {c.batch, in_bytes, c.out_h, c.out_w,
-                                        static_cast<int64_t>(out_type)};
+  // Staged copies (an arena not page-locked): through page-locked host buffers, the host copying
+  // between them and the arena while the device works on other batches.
+  const bool staged = !c.pinned;
+  const std::array<int64_t, 6> shape = {c.batch, in_bytes, c.out_h, c.out_w,
+                                        static_cast<int64_t>(out_type), staged ? 1 : 0};
   if (shape != s.shape) {
     // A new frame size or batch: the device is idle (every chunk ends synchronized).
     for (auto& buf : s.buffers) {
       auto opts = torch::TensorOptions().device(device).dtype(torch::kUInt8);
       buf.up = torch::empty({c.batch, in_bytes}, opts);
       buf.down = torch::empty({c.batch, c.out_h, c.out_w, 3}, opts.dtype(out_type));
+      buf.host_up = torch::Tensor();
+      buf.host_down = torch::Tensor();
+      if (staged) {
+        auto host = torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(true);
+        buf.host_up = torch::empty({c.batch, in_bytes}, host);
+        buf.host_down = torch::empty({c.batch, c.out_h, c.out_w, 3}, host.dtype(out_type));
+      }
     }
     s.shape = shape;
   }
+  for (auto& buf : s.buffers) buf.pending_frames = 0;  // (a failed chunk may have left some)
   const size_t out_bytes = static_cast<size_t>(c.OutFrameBytes());
+  auto out_frames = [&](int64_t off, int64_t b) {
+    return torch::from_blob(c.out + off * out_bytes, {b, c.out_h, c.out_w, 3}, out_type);
+  };
+  // Staged: a host copy, timed for the profile. On this thread alone: torch's copy would spread
+  // it over its thread pool, whose threads then spin beside the decoder and the encoders.
+  auto host_copy = [&](void* dst, const void* src, size_t bytes) {
+    const uint64_t t0 = MonotonicUs();
+    std::memcpy(dst, src, bytes);
+    profile_.AddHostCopy(static_cast<double>(MonotonicUs() - t0) / 1000.0);
+  };
+  // Staged: moves the output waiting in `buf.host_down` (batch i-2's, or the chunk's last two at
+  // its end) into the arena, once its download has run.
+  auto flush = [&](CudaState::Buffers& buf) {
+    if (buf.pending_frames == 0) return;
+    buf.downloaded.synchronize();
+    host_copy(c.out + buf.pending_off * out_bytes, buf.host_down.data_ptr(),
+              static_cast<size_t>(buf.pending_frames) * out_bytes);
+    buf.pending_frames = 0;
+  };
   c10::cuda::CUDAStream compute = c10::cuda::getCurrentCUDAStream(device.index());
   Status status = Status::Ok();
   const int64_t batches = (c.frames + c.batch - 1) / c.batch;
@@ -143,8 +186,14 @@ Status BatchRunner::Run(const ChunkFrames& c,
     if (buf.used) buf.consumed.block(s.up_stream);
     torch::Tensor src =
         torch::from_blob(const_cast<uint8_t*>(c.in) + off * in_bytes, {b, in_bytes}, torch::kUInt8);
+    if (staged) {
+      // Batch i-2's upload has left the host buffer before it is written again.
+      if (buf.used) buf.uploaded.synchronize();
+      host_copy(buf.host_up.data_ptr(), c.in + off * in_bytes, static_cast<size_t>(b * in_bytes));
+      src = buf.host_up.narrow(0, 0, b);
+    }
     profile_.Mark(i, ProfileMark::kUploadStart);
-    buf.up.narrow(0, 0, b).copy_(src, /*non_blocking=*/c.pinned);
+    buf.up.narrow(0, 0, b).copy_(src, /*non_blocking=*/true);
     profile_.Mark(i, ProfileMark::kUploadEnd);
     buf.uploaded.record(s.up_stream);
   };
@@ -180,14 +229,20 @@ Status BatchRunner::Run(const ChunkFrames& c,
       profile_.Mark(i, ProfileMark::kFromModelEnd);
       buf.computed.record(compute);
       buf.used = true;
-      // Download, on the down stream, straight into the arena.
+      // Download, on the down stream: straight into the arena, or staged into `host_down` once
+      // batch i-2's output has left it.
       {
         c10::cuda::CUDAStreamGuard on_down(s.down_stream);
+        if (staged) flush(buf);
         buf.computed.block(s.down_stream);
         profile_.Mark(i, ProfileMark::kDownloadStart);
-        torch::Tensor dst =
-            torch::from_blob(c.out + off * out_bytes, {b, c.out_h, c.out_w, 3}, out_type);
-        dst.copy_(buf.down.narrow(0, 0, b), /*non_blocking=*/c.pinned);
+        if (staged) {
+          buf.host_down.narrow(0, 0, b).copy_(buf.down.narrow(0, 0, b), /*non_blocking=*/true);
+          buf.pending_off = off;
+          buf.pending_frames = b;
+        } else {
+          out_frames(off, b).copy_(buf.down.narrow(0, 0, b), /*non_blocking=*/true);
+        }
         profile_.Mark(i, ProfileMark::kDownloadEnd);
         buf.downloaded.record(s.down_stream);
       }
@@ -195,6 +250,17 @@ Status BatchRunner::Run(const ChunkFrames& c,
     }
   } catch (const std::exception& e) {
     status = Status(StatusCode::kModelInvalid, "CUDA: " + FirstLine(e.what()));
+  }
+  // Staged: the chunk's last two outputs, from the host buffers into the arena, the older first
+  // (its copy runs while the device computes the last batch).
+  if (status.ok() && staged) {
+    try {
+      for (int64_t i = std::max<int64_t>(0, batches - 2); i < batches; ++i) {
+        flush(s.buffers[i % 2]);
+      }
+    } catch (const std::exception& e) {
+      status = Status(StatusCode::kModelInvalid, "CUDA: " + FirstLine(e.what()));
+    }
   }
   // Nothing may still write into the arena, or read a buffer, once we answer.
   try {

@@ -14,8 +14,14 @@
 // and on CUDA.
 // On CUDA the copies run on two streams of their own (one up, one down) beside the compute
 // stream, with two device buffers per direction, so that batch k+1's upload and batch k-1's
-// download overlap batch k's compute; the host waits once, at the end of the chunk. On the CPU the
-// same steps run in line, with no intermediate copy of the output.
+// download overlap batch k's compute; the host waits once, at the end of the chunk. The copies
+// run straight between the arena and the device when the worker has page-locked the arena
+// (`ChunkFrames::pinned`). Otherwise they are staged: two page-locked host buffers per direction,
+// the host copying batch k+1's input into one and batch k-2's output out of one while the device
+// works, and waiting on a batch's own copy only when its buffer is needed again. That costs the
+// host a copy of every byte (memory bandwidth, beside the device's work) and spares the worker
+// page-locking the whole arena (`page_lock_arena` in common/config.h says what that costs). On the
+// CPU the same steps run in line, with no intermediate copy of the output.
 //
 // Not thread-safe: one per worker process.
 #pragma once
@@ -42,7 +48,7 @@ struct ChunkFrames {
   int64_t out_h = 0, out_w = 0;
   FrameFormat out_format = FrameFormat::kRgb24;  // kRgb24 or kRgb48
   int64_t first_frame = 0;  // the chunk's first frame in the source (for `before_batch`)
-  bool pinned = false;      // in/out are page-locked (cudaHostRegister): copies can be async
+  bool pinned = false;      // in/out are page-locked (cudaHostRegister); else copies are staged
   // Face mode: `face` from the arena geometry (per_call: the crops per face model call), and
   // `faces` the chunk's frames * face.slots FaceWarps (frame f's at [f * slots, (f + 1) * slots)),
   // read while the chunk runs. face.slots 0 (the default): whole frames, `faces` unused.

@@ -10,6 +10,7 @@ void StageSums::Add(const StageSums& o) {
   model += o.model;
   from_model += o.from_model;
   download += o.download;
+  host_copy += o.host_copy;
   span += o.span;
   wall += o.wall;
   between += o.between;
@@ -22,10 +23,10 @@ std::string StageSums::PerFrame() const {
   const double f = static_cast<double>(frames);
   char line[320];
   std::snprintf(line, sizeof line,
-                "upload %.3f, to_model %.3f, model %.3f, from_model %.3f, download %.3f; chunk "
-                "span %.3f, chunk wall %.3f, between chunks %.3f",
-                upload / f, to_model / f, model / f, from_model / f, download / f, span / f,
-                wall / f, between / f);
+                "upload %.3f, to_model %.3f, model %.3f, from_model %.3f, download %.3f, "
+                "host_copy %.3f; chunk span %.3f, chunk wall %.3f, between chunks %.3f",
+                upload / f, to_model / f, model / f, from_model / f, download / f, host_copy / f,
+                span / f, wall / f, between / f);
   return line;
 }
 

@@ -16,6 +16,9 @@ namespace framemill {
 // the frames and chunks they cover.
 struct StageSums {
   double upload = 0, to_model = 0, model = 0, from_model = 0, download = 0;
+  // The host's copies between the arena and page-locked staging buffers (staged copies only,
+  // batch_runner.h; 0 when the arena is page-locked or on the CPU). They overlap the device's work.
+  double host_copy = 0;
   double span = 0;     // first upload's start to last download's end, per chunk
   double wall = 0;     // the host's time in BatchRunner::Run, per chunk
   double between = 0;  // the host's time between the end of a chunk and the start of the next
@@ -23,8 +26,8 @@ struct StageSums {
   int64_t chunks = 0;
 
   void Add(const StageSums& other);
-  // "upload 0.210, to_model 0.050, model 13.900, from_model 0.070, download 0.300; chunk span
-  // 14.400, chunk wall 14.500, between chunks 0.200": each sum per frame, in ms ("no frames"
+  // "upload 0.210, to_model 0.050, model 13.900, from_model 0.070, download 0.300, host_copy
+  // 0.000; chunk span 14.400, chunk wall 14.500, between chunks 0.200": each sum per frame, in ms ("no frames"
   // when there are none).
   std::string PerFrame() const;
 };

@@ -99,7 +99,7 @@ class Worker {
   void WakeSupervisor();
   void WaitForRequest(int timeout_ms);
   uint8_t* Arena(const ChunkRequest& rq, std::string* error);
-  void RegisterArena(const SharedMemory& shm);
+  void LockArenaPages(const SharedMemory& shm, bool wanted);
   void UnregisterArena();
   ChunkResult Process(const ChunkRequest& rq);
   void Warmup(const ChunkRequest& rq);
@@ -118,6 +118,8 @@ class Worker {
   int64_t fallback_events_reported_ = 0;
   std::unique_ptr<BatchRunner> runner_;
   std::map<std::string, SharedMemory> arenas_;  // mapped by name; a job's arena, kept mapped
+  // Of the mapped arena (LockArenaPages): said that its copies are staged; failed to page-lock it.
+  bool staged_logged_ = false, page_lock_failed_ = false;
   bool arena_registered_ = false;  // the arena is page-locked for the GPU (cudaHostRegister)
   void* registered_ptr_ = nullptr;
 };
@@ -155,25 +157,37 @@ uint8_t* Worker::Arena(const ChunkRequest& rq, std::string* error) {
       return nullptr;
     }
     it = arenas_.emplace(name, std::move(*shm)).first;
-    RegisterArena(it->second);
+    staged_logged_ = page_lock_failed_ = false;
   }
   Status s = ValidateArenaGeometry(rq.arena, it->second.size());
   if (!s.ok()) {
     *error = s.message();
     return nullptr;
   }
+  LockArenaPages(it->second, (rq.arena.flags & kArenaPageLock) != 0);
   return static_cast<uint8_t*>(it->second.data());
 }
 
-// Page-locks the arena once per job, so that copies to the GPU go straight from shared memory
-// (no staging through a pinned bounce buffer) and can run asynchronously. It costs: 1.3 s for
-// 4 GB on an H200 machine, inside the worker's first chunk of the arena. Not on a thread of its
-// own: tried, the chunks meanwhile (copying through pageable memory) waited for it all the same
+// On CUDA, when the job asks (kArenaPageLock, from its page_lock_arena): page-locks the arena, once,
+// so that copies to the GPU go straight from shared memory (no staging through page-locked
+// buffers). It costs: 1.3-1.5 s for 4 GB on an H200 machine, inside the worker's first chunk of
+// the arena. Not on a thread of its own: tried, the chunks meanwhile waited for it all the same
 // (BENCHMARKS.md, "NVIDIA H200, `restore-1080p-b4.pt2`, warm workers keeping their arena"). A
-// warm job's kept arena pays it no more.
-void Worker::RegisterArena(const SharedMemory& shm) {
+// kept arena that a later job reuses stays page-locked; one kept unlocked is page-locked at the
+// first request of a job that asks. Not asked, or failing, the copies are staged
+// (worker/batch_runner.h).
+void Worker::LockArenaPages(const SharedMemory& shm, bool wanted) {
 #ifdef FRAMEMILL_WITH_CUDA
-  if (!model_->device().is_cuda()) return;
+  if (!model_->device().is_cuda() || arena_registered_ || page_lock_failed_) return;
+  if (!wanted) {
+    if (!staged_logged_) {
+      LogInfo("worker " + std::to_string(channel_) + ": arena of " +
+              std::to_string(shm.size() >> 20) +
+              " MiB not page-locked (the job's page_lock_arena): copies staged");
+    }
+    staged_logged_ = true;
+    return;
+  }
   const uint64_t t0 = MonotonicMs();
   cudaError_t e = cudaHostRegister(shm.data(), shm.size(), cudaHostRegisterDefault);
   if (e == cudaSuccess) {
@@ -183,12 +197,14 @@ void Worker::RegisterArena(const SharedMemory& shm) {
             std::to_string(shm.size() >> 20) + " MiB page-locked in " +
             std::to_string(MonotonicMs() - t0) + " ms");
   } else {
-    (void)cudaGetLastError();  // clear it: the copies still work, through pageable memory
+    (void)cudaGetLastError();  // clear it: the copies still work, staged
+    page_lock_failed_ = true;   // not tried again for this arena
     LogWarn("worker " + std::to_string(channel_) + ": cudaHostRegister of the arena failed (" +
-            cudaGetErrorString(e) + "); copying through pageable memory");
+            cudaGetErrorString(e) + "); copies staged");
   }
 #else
   (void)shm;
+  (void)wanted;
 #endif
 }
 

@@ -158,6 +158,7 @@ class JobRun {
     std::future<Result<SharedMemory>> early;
   };
   Status CreateArena(ReadyArenas* ready = nullptr);
+  bool PageLocks() const;
   Status PlanGeometry();
   // The decoder's -vf: geometry's filters (deinterlace, turn upright), then the colour path's
   // conversion to the model's format.
@@ -624,12 +625,16 @@ Status JobRun::CreateArena(ReadyArenas* ready) {
   if (!shm.ok()) return shm.status();
   arena_shm_ = std::move(*shm);
   arena_ = *g;
+  arena_.flags = PageLocks() ? kArenaPageLock : 0;  // this job's, sent with each request
   arena_base_ = static_cast<uint8_t*>(arena_shm_.data());
   board_ =
       std::make_unique<ChunkBoard>(static_cast<int64_t>(plan_.chunks.size()), arena_.slot_count);
   FM_RETURN_IF_ERROR(CheckFreeSpace());
-  spdlog::info("arena {}: {} slots of {} MiB ({} -> {}x{})", arena_shm_.name(), arena_.slot_count,
-               arena_.slot_bytes >> 20, plan_.chunk_frames, out_w_, out_h_);
+  spdlog::info("arena {}: {} slots of {} MiB ({} -> {}x{}){}", arena_shm_.name(),
+               arena_.slot_count, arena_.slot_bytes >> 20, plan_.chunk_frames, out_w_, out_h_,
+               worker_device_.rfind("cuda", 0) != 0 ? ""
+               : arena_.flags & kArenaPageLock      ? ", page-locked in the workers"
+                                                    : ", copies staged in the workers");
   if (const uint64_t wanted = ArenaSlotsWanted(demand); arena_.slot_count < wanted) {
     // Large output frames (an upscaler's 4K-8K) fill the default arena with a few chunks; the
     // decoder then waits for the encoders and the stages take turns instead of overlapping.
@@ -641,6 +646,25 @@ Status JobRun::CreateArena(ReadyArenas* ready) {
         config_.arena_mb, arena_.slot_count, wanted, arena_.slot_bytes >> 20, needed_mb);
   }
   return Status::Ok();
+}
+
+// Whether the workers page-lock this job's arena (page_lock_arena; with "auto", when the frames
+// this run renders pay for it: WorthPageLocking). Only CUDA workers act on it.
+bool JobRun::PageLocks() const {
+  switch (settings_.page_lock_arena) {
+    case PageLockArena::kOn:
+      return true;
+    case PageLockArena::kOff:
+      return false;
+    case PageLockArena::kAuto:
+      break;
+  }
+  if (first_chunk_ >= end_chunk_) return false;
+  const int64_t end_frame = end_chunk_ < static_cast<int64_t>(plan_.chunks.size())
+                                ? plan_.chunks[end_chunk_].first_frame
+                                : plan_.frame_count;
+  const int64_t frames = end_frame - plan_.chunks[first_chunk_].first_frame;
+  return frames > 0 && WorthPageLocking(arena_, static_cast<uint64_t>(frames));
 }
 
 // The geometry of this job's frames (source_geometry.h, output_geometry.h): the decoder's filters

@@ -291,6 +291,54 @@ TEST_CASE(
   CHECK(OutOfPlace(FrameIndices(dir + "/out.mp4", kW, kH), kFrames) == 0);
 }
 
+// On CUDA a worker either page-locks the job's arena and copies straight between it and the
+// device, or stages the copies through page-locked buffers of its own, the host moving each
+// batch's bytes in and out while the device works (worker/batch_runner.h). Chunks of 20 frames in
+// batches of 8 end on a short batch, whose output waits in a staging buffer until the chunk's end:
+// a frame left behind, a stale one or one written to another frame's place shows here.
+TEST_CASE("host copies: staged and page-locked arenas give the same frames, each in its place") {
+  if (TestDevice() != "cuda") SkipTest("needs CUDA (FRAMEMILL_TEST_DEVICE=cuda): the CPU copies in place");
+  const std::string dir = ScratchDir("host_copies");
+  const int kFrames = 150, kW = 320, kH = 240;
+  std::map<std::string, Frames> out;
+  for (bool page_lock : {false, true}) {
+    const std::string name = page_lock ? "page-locked" : "staged";
+    RunResult r = RunOnIndexed(dir, kFrames,
+                               {{"model", ModelCopy("identity", dir)},
+                                {"output", dir + "/" + name + ".mp4"},
+                                {"color_conversion", "device"},
+                                {"chunk_frames", 20},
+                                {"batch", 8},
+                                {"page_lock_arena", page_lock ? "on" : "off"}});
+    INFO(name << " stderr: " << r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.err.find(page_lock ? "page-locked in the workers" : "copies staged in the workers") !=
+          std::string::npos);
+    CHECK(OutOfPlace(FrameIndices(dir + "/" + name + ".mp4", kW, kH), kFrames) == 0);
+    out[name] = DecodeAll(dir + "/" + name + ".mp4", kW, kH);
+    REQUIRE(out[name].size() == kFrames);
+  }
+  for (int f = 0; f < kFrames; ++f) {
+    INFO("frame " << f);
+    CHECK(out["staged"][f] == out["page-locked"][f]);
+  }
+  // "auto": a job that moves its arena's bytes 10 times over page-locks it (WorthPageLocking).
+  // Chunks of 20 frames: the arena holds all 8 of them, which pass through it once. Chunks of 1:
+  // the arena holds the 8 that the pipeline keeps, and 150 pass through it.
+  for (int chunk : {20, 1}) {
+    RunResult r = RunOnIndexed(dir, kFrames,
+                               {{"model", ModelCopy("identity", dir)},
+                                {"output", dir + "/auto.mp4"},
+                                {"overwrite", true},
+                                {"color_conversion", "device"},
+                                {"chunk_frames", chunk}});
+    INFO("chunk_frames " << chunk << " stderr: " << r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.err.find(chunk == 1 ? "page-locked in the workers" : "copies staged in the workers") !=
+          std::string::npos);
+  }
+}
+
 // A source of saturated colours (testsrc2) through a model twice, ffmpeg converting (accurate)
 // and the workers converting (device), both encoded losslessly: the two outputs must agree to a
 // fraction of a level (measured: 0.2 mean for the worst frame, almost no value 8 levels apart).

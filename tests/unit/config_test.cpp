@@ -200,6 +200,11 @@ TEST_CASE("bad gpus settings are refused with the key named") {
   CHECK(fails({{"model_optimization", "on"}}).empty());
   CHECK(fails({{"cudnn_autotune", "yes"}}).find("job.cudnn_autotune") != std::string::npos);
   CHECK(fails({{"cudnn_autotune", true}}).empty());
+  CHECK(fails({{"page_lock_arena", true}}).find("job.page_lock_arena") != std::string::npos);
+  CHECK(fails({{"page_lock_arena", "always"}}).find("auto, on or off") != std::string::npos);
+  CHECK(fails({{"page_lock_arena", "on"}}).empty());
+  CHECK(fails({{"page_lock_arena", "off"}}).empty());
+  CHECK(fails({{"page_lock_arena", "auto"}}).empty());
 }
 
 TEST_CASE("metrics_textfile: a .prom file, relative to the spool by default, \"\" for none") {

@@ -89,6 +89,7 @@ TEST_CASE("batch profile: on the host the marks come from the clock, the first c
   CHECK(first.span >= first.to_model + first.model + first.from_model);
   CHECK(first.wall >= first.span);
   CHECK(first.between == 0);  // nothing before the first chunk
+  CHECK(first.host_copy == 0);  // no staged copies
   chunk(1, 2);
   CHECK(p.sums()->first().frames == 4);  // unchanged by the later chunk
   CHECK(p.sums()->later().chunks == 1);
@@ -99,6 +100,23 @@ TEST_CASE("batch profile: on the host the marks come from the clock, the first c
   p.Mark(5, ProfileMark::kModelStart);
   p.EndChunk(1);
   CHECK(p.sums()->later().chunks == 2);
+  // Staged copies' host time is summed per chunk, and starts again at each chunk.
+  p.BeginChunk(1);
+  p.AddHostCopy(3.0);
+  p.AddHostCopy(1.5);
+  p.EndChunk(2);
+  CHECK(p.sums()->later().host_copy == doctest::Approx(4.5));
+  p.BeginChunk(1);
+  p.EndChunk(2);
+  CHECK(p.sums()->later().host_copy == doctest::Approx(4.5));
+  // 4.5 ms over the later chunks' 7 frames
+  CHECK(p.sums()->Line().find("host_copy 0.643;") != std::string::npos);
+}
+
+TEST_CASE("batch profile: off, staged copies' time is not kept") {
+  BatchProfile p(/*on_device=*/false, /*enabled=*/false);
+  p.AddHostCopy(3.0);
+  CHECK(p.sums() == nullptr);
 }
 
 TEST_CASE("batch profile: off, it records nothing, and the environment turns it on") {

@@ -178,6 +178,29 @@ TEST_CASE("shm protocol: a kept arena serves a job of the same frames and no mor
   CHECK(differs([](ArenaGeometry* g) { g->in_format = FrameFormat::kYuv420p; }));
   CHECK(differs([](ArenaGeometry* g) { g->in_full_range = 1; }));
   CHECK(differs([](ArenaGeometry* g) { g->face_slots = 2; }));
+  // The flags are a job's, not the arena's: a kept arena serves a job that page-locks, and back.
+  ArenaGeometry locking = *small;
+  locking.flags = kArenaPageLock;
+  CHECK(ArenaHolds(*big, locking));
+  ArenaGeometry locked = *big;
+  locked.flags = kArenaPageLock;
+  CHECK(ArenaHolds(locked, *small));
+  CHECK_FALSE(SameArenaGeometry(locked, *big));
+}
+
+TEST_CASE("shm protocol: page-locking pays when a job moves its arena's bytes 10 times over") {
+  ArenaGeometry g = Shape(FrameFormat::kRgb24);  // 64x48 -> 128x96: 9,216 + 36,864 bytes a frame
+  g.total_bytes = 46080 * 100;                    // the bytes of 100 frames, in and out
+  CHECK_FALSE(WorthPageLocking(g, 0));
+  CHECK_FALSE(WorthPageLocking(g, 999));
+  CHECK(WorthPageLocking(g, 1000));
+  // No overflow for the largest sizes: 2^18 x 2^18 frames, 16-bit, a billion of them.
+  ArenaGeometry huge = g;
+  huge.in_width = huge.in_height = huge.out_width = huge.out_height = 1u << 18;
+  huge.out_format = FrameFormat::kRgb48;
+  huge.total_bytes = ~uint64_t{0};
+  CHECK(WorthPageLocking(huge, uint64_t{1} << 30));
+  CHECK_FALSE(WorthPageLocking(huge, 1));
 }
 
 TEST_CASE("shm protocol: arena_mb caps the slots, and below two slots the job is refused") {

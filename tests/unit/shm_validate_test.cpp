@@ -226,9 +226,9 @@ TEST_CASE("shm validate: face fields are bounded, need the output at the input's
     bad.face_slots = 0;
     expect = "without face slots";
   }
-  SUBCASE("the reserved field set") {
-    bad.face_reserved = 1;
-    expect = "reserved";
+  SUBCASE("an unknown flag") {
+    bad.flags = kArenaPageLock | 2;
+    expect = "unknown flags";
   }
   SUBCASE("no room for the warps") {
     bad.slot_bytes = AlignUp(bad.FacesOffset() + bad.FacesBytes(), 64) - 32;

@@ -64,9 +64,10 @@ std::optional<ModelOptimization> ParseModelOptimization(const std::string& name)
 // page-locked buffers of its own, the host copying each byte once more beside the device's work
 // (worker/batch_runner.h). Page-locking costs the worker about 0.4 s a GB of arena at its first
 // chunk (1.5 s for the default 4 GB on an H200 machine) and pins the arena for the job; staging
-// cost `restore` at 1080p 2-3% of its steady-state rate there (docs/gpu.md).
+// cost `restore` at 1080p about 1% of its steady-state rate there, and 0.2-0.3 s while the
+// worker first touches the arena's pages (docs/gpu.md).
 enum class PageLockArena {
-  kAuto,  // page-lock when the job moves its arena's bytes 10 times over (WorthPageLocking)
+  kAuto,  // page-lock when the job moves its arena's bytes 20 times over (WorthPageLocking)
   kOn,
   kOff,
 };

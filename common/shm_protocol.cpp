@@ -67,7 +67,7 @@ bool ArenaHolds(const ArenaGeometry& have, const ArenaGeometry& want) {
 bool WorthPageLocking(const ArenaGeometry& g, uint64_t frames) {
   const long double moved =
       static_cast<long double>(frames) * (g.InFrameBytes() + g.OutFrameBytes());
-  return moved >= 10.0L * static_cast<long double>(g.total_bytes);
+  return moved >= 20.0L * static_cast<long double>(g.total_bytes);
 }
 
 Result<ArenaGeometry> SizeArena(const ArenaGeometry& shape, const ArenaDemand& demand) {

@@ -248,11 +248,13 @@ Result<ArenaGeometry> SizeArena(const ArenaGeometry& shape, const ArenaDemand& d
 inline constexpr uint32_t kArenaPageLock = 1;
 
 // Whether page-locking a job's arena in a CUDA worker pays for itself, for a job of `frames`
-// frames (page_lock_arena "auto"): when the frames' bytes, in and out, come to 10 times the
-// arena's. Page-locking costs about 0.4 ms a MB of arena, once per worker; staged copies cost
-// about 0.04 ms a MB moved (the host's copy at a chunk's end, which the device waits for). Both
-// measured on an H200 machine with `restore` at 1080p (docs/gpu.md): there a job of more than
-// about 4,300 frames (3 minutes at 25 fps) page-locks the default 4 GB arena.
+// frames (page_lock_arena "auto"): when the frames' bytes, in and out, come to 20 times the
+// arena's. Measured on an H200 machine with `restore` at 1080p (BENCHMARKS.md, "Staged copies
+// against a page-locked arena"): page-locking cost 0.39 ms a MB of arena, once per worker; staged
+// copies about 0.013 ms a MB moved (the host's copy of a chunk's last batch, which the next chunk
+// waits for) and 0.2-0.3 s while the worker first touches the arena's pages. They break even near
+// 25 times; 20 leans to page-locking, whose cost is paid once. There a job of more than about
+// 9,000 frames (6 minutes at 25 fps) page-locks the default 4 GB arena.
 bool WorthPageLocking(const ArenaGeometry& g, uint64_t frames);
 
 // Whether two geometries describe the same arena, field by field.

@@ -322,11 +322,11 @@ TEST_CASE("host copies: staged and page-locked arenas give the same frames, each
     INFO("frame " << f);
     CHECK(out["staged"][f] == out["page-locked"][f]);
   }
-  // "auto": a job that moves its arena's bytes 10 times over page-locks it (WorthPageLocking).
-  // Chunks of 20 frames: the arena holds all 8 of them, which pass through it once. Chunks of 1:
-  // the arena holds the 8 that the pipeline keeps, and 150 pass through it.
+  // "auto": a job that moves its arena's bytes 20 times over page-locks it (WorthPageLocking).
+  // 300 frames. Chunks of 20: the arena holds the 8 that the pipeline keeps, 160 frames, and the
+  // job's pass through it twice. Chunks of 1: it holds 8 frames, and 300 pass through it.
   for (int chunk : {20, 1}) {
-    RunResult r = RunOnIndexed(dir, kFrames,
+    RunResult r = RunOnIndexed(dir, 300,
                                {{"model", ModelCopy("identity", dir)},
                                 {"output", dir + "/auto.mp4"},
                                 {"overwrite", true},

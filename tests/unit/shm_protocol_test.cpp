@@ -188,12 +188,12 @@ TEST_CASE("shm protocol: a kept arena serves a job of the same frames and no mor
   CHECK_FALSE(SameArenaGeometry(locked, *big));
 }
 
-TEST_CASE("shm protocol: page-locking pays when a job moves its arena's bytes 10 times over") {
+TEST_CASE("shm protocol: page-locking pays when a job moves its arena's bytes 20 times over") {
   ArenaGeometry g = Shape(FrameFormat::kRgb24);  // 64x48 -> 128x96: 9,216 + 36,864 bytes a frame
   g.total_bytes = 46080 * 100;                    // the bytes of 100 frames, in and out
   CHECK_FALSE(WorthPageLocking(g, 0));
-  CHECK_FALSE(WorthPageLocking(g, 999));
-  CHECK(WorthPageLocking(g, 1000));
+  CHECK_FALSE(WorthPageLocking(g, 1999));
+  CHECK(WorthPageLocking(g, 2000));
   // No overflow for the largest sizes: 2^18 x 2^18 frames, 16-bit, a billion of them.
   ArenaGeometry huge = g;
   huge.in_width = huge.in_height = huge.out_width = huge.out_height = 1u << 18;

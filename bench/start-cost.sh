@@ -15,7 +15,7 @@
 #   $FRAMEMILL_START_COST_JOB: more job keys for every job, as JSON members, e.g.
 #   '"precision": "fp16", "color_conversion": "device", "encoders": 2'
 #   $FRAMEMILL_START_COST_VARIANTS: job keys that differ, variants separated by ';', e.g.
-#   '"page_lock_arena": false;"page_lock_arena": true': each round then runs a cold and a warm job
+#   '"page_lock_arena": "off";"page_lock_arena": "on"': each round then runs a cold and a warm job
 #   of each (the column `var` says which, from 1); the steady state is the first variant's
 # Needs a build in ./build (or $FRAMEMILL_BUILD_DIR) and ffmpeg on PATH.
 set -euo pipefail

@@ -159,6 +159,11 @@ class JobRun {
   };
   Status CreateArena(ReadyArenas* ready = nullptr);
   bool PageLocks() const;
+  // The first frame of the plan's chunk `k`; the plan's frame_count for k past the last chunk.
+  int64_t ChunkStartFrame(int64_t k) const {
+    return k < static_cast<int64_t>(plan_.chunks.size()) ? plan_.chunks[k].first_frame
+                                                         : plan_.frame_count;
+  }
   Status PlanGeometry();
   // The decoder's -vf: geometry's filters (deinterlace, turn upright), then the colour path's
   // conversion to the model's format.
@@ -659,11 +664,7 @@ bool JobRun::PageLocks() const {
     case PageLockArena::kAuto:
       break;
   }
-  if (first_chunk_ >= end_chunk_) return false;
-  const int64_t end_frame = end_chunk_ < static_cast<int64_t>(plan_.chunks.size())
-                                ? plan_.chunks[end_chunk_].first_frame
-                                : plan_.frame_count;
-  const int64_t frames = end_frame - plan_.chunks[first_chunk_].first_frame;
+  const int64_t frames = ChunkStartFrame(end_chunk_) - ChunkStartFrame(first_chunk_);
   return frames > 0 && WorthPageLocking(arena_, static_cast<uint64_t>(frames));
 }
 
@@ -971,9 +972,7 @@ Status JobRun::EncodeSegment(const SegmentPlan& seg, const SegmentFormat& fmt, i
 Status JobRun::FindFaces() {
   const VideoStreamInfo& v = media_.video;
   const int64_t first = first_chunk_ < end_chunk_ ? plan_.chunks[first_chunk_].first_frame : 0;
-  const int64_t end = end_chunk_ < static_cast<int64_t>(plan_.chunks.size())
-                          ? plan_.chunks[end_chunk_].first_frame
-                          : plan_.frame_count;
+  const int64_t end = ChunkStartFrame(end_chunk_);
   const std::string kept = scratch_ + "/faces.json";
   FaceTableNeed need;
   need.width = v.display_width;
@@ -1171,14 +1170,10 @@ Result<JobReport> JobRun::RunPipeline() {
     if (!options_.on_progress) return;
     JobProgress p;
     p.frames_total = plan_.frame_count;
-    p.frames_done = processed < static_cast<int64_t>(plan_.chunks.size())
-                        ? plan_.chunks[processed].first_frame
-                        : plan_.frame_count;
+    p.frames_done = ChunkStartFrame(processed);
     p.segments_total = static_cast<int64_t>(plan_.segments.size());
     p.segments_done = state_->done();
-    p.frames_resumed = first_chunk_ < static_cast<int64_t>(plan_.chunks.size())
-                           ? plan_.chunks[first_chunk_].first_frame
-                           : plan_.frame_count;
+    p.frames_resumed = ChunkStartFrame(first_chunk_);
     p.workers = dispatcher_->LiveWorkers();
     p.dispatch = &dispatcher_->stats();
     options_.on_progress(p);

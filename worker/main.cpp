@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/config.h"
 #include "common/log_lines.h"
 #include "worker/example_models.h"
@@ -75,6 +76,7 @@ std::optional<int> InheritedFd(const std::string& text) {
 
 int main(int argc, char** argv) {
   using namespace framemill;
+  const uint64_t main_ms = MonotonicMs();
   std::vector<std::string> a(argv + 1, argv + argc);
   if ((a.size() == 3 || (a.size() == 5 && a[3] == "--target")) && a[0] == "--export-model") {
     Status s = ExportExampleModel(a[1], a[2], a.size() == 5 ? a[4] : "");
@@ -106,6 +108,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   WorkerArgs args;
+  args.main_ms = main_ms;
   std::string level = "info";
   std::string model_path;
   bool have_device = false;

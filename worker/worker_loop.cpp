@@ -319,6 +319,9 @@ int Worker::Run(const WorkerArgs& args) {
   if (!fault.ok()) return Fail(kWorkerExitUsage, fault.status().message());
   fault_ = *fault;
   PublishTelemetry(ch_.telemetry, torch::Device(torch::kCPU));
+  // The start's phases, for its log line: from main() (libraries loaded before it), the sandbox,
+  // the device (CUDA's driver), the model's load, the probe.
+  const uint64_t t_run = MonotonicMs();
   Result<torch::Device> device = ResolveDevice(args.device);
   if (!device.ok()) return Fail(kWorkerExitModel, device.status().message());
   uint64_t t0 = MonotonicMs();
@@ -345,6 +348,7 @@ int Worker::Run(const WorkerArgs& args) {
   runner_->set_pad_short_batches(args.probe_batch > 1);
   tiled_->set_fixed_batch(args.probe_batch > 1);
   nvml_ = std::make_unique<NvmlMemory>(PciBusId(*device));
+  const uint64_t t_loaded = MonotonicMs();
   Result<std::pair<int64_t, int64_t>> size =
       ProbeOutputSize(*model_, args.probe_width, args.probe_height, args.probe_batch);
   if (!size.ok()) return Fail(kWorkerExitModel, size.status().message());
@@ -355,8 +359,14 @@ int Worker::Run(const WorkerArgs& args) {
   MaybeDelayReady(fault_);  // test-only: a worker slow to load
   SetState(WorkerState::kReady);
   WakeSupervisor();
-  LogDebug("worker " + std::to_string(channel_) + ": model " + args.model_label + " loaded on " +
-           device->str() + " in " + std::to_string(MonotonicMs() - t0) + " ms");
+  const uint64_t t_ready = MonotonicMs();
+  LogInfo("worker " + std::to_string(channel_) + ": model " + args.model_label + " ready on " +
+          device->str() + ", " + std::to_string(t_ready - args.main_ms) +
+          " ms after main(): sandbox " + std::to_string(t_run - args.main_ms) + " ms, device " +
+          std::to_string(t0 - t_run) + " ms, load " + std::to_string(t_loaded - t0) +
+          " ms, probe at " + std::to_string(args.probe_width) + "x" +
+          std::to_string(args.probe_height) + "x" + std::to_string(args.probe_batch) + " " +
+          std::to_string(t_ready - t_loaded) + " ms");
 
   while (true) {
     ChunkRequest rq{};

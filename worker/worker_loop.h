@@ -32,6 +32,7 @@ struct WorkerArgs {
   bool cudnn_autotune = false;  // CUDA: cuDNN's algorithm search per input shape (job key)
   std::string sandbox;        // the sandbox in place (worker/sandbox.h), for the supervisor
   std::string sandbox_error;  // a required sandbox that failed: reported, then exit
+  uint64_t main_ms = 0;       // MonotonicMs() as main() began: the start's log splits its time
 };
 
 // Exit codes of framemill-worker.

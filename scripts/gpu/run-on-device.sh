@@ -54,7 +54,7 @@
 #               job keys, e.g. '"batch": 4' for a package made for batch 4); $SC_ROUNDS rounds
 #               (default 2; $SC_VARIANTS: job keys that differ, ';' between variants, each
 #               run cold and warm in every round); work in build-gpu/startcost, the service's log
-#               in $OUT
+#               and the workers' start lines in $OUT
 #   models      the imported trained models on the GPU (carry .deps/model-packages/esrgan-*, or
 #               a trimmed copy named by $PACKAGES,
 #               and waifu2x-*): each imported here (LibTorch 2.11), then framemill-bench fp16,
@@ -363,6 +363,9 @@ PY
         bench/start-cost.sh cuda 1920x1080 "${SC_SECONDS:-60}" "${SC_MODEL:-restore}" 1 \
         "${SC_ROUNDS:-2}"
       cp build-gpu/startcost/serve.log "$OUT/startcost-serve.log" 2>/dev/null
+      # Each worker's start, split (main(), sandbox, device, load, probe), and its arena.
+      cat build-gpu/startcost/spool/workers/*.log 2>/dev/null |
+        grep -E "ready on|arena of" > "$OUT/startcost-workers.log" || true
       ;;
     models)
       mf=${MODEL_FRAMES:-300}

@@ -141,23 +141,36 @@ class JobRun {
   // The arena's geometry for these output and input frames (no side effects).
   Result<ArenaGeometry> ArenaFor(int out_w, int out_h, FrameFormat in_format) const;
   // The arena this job will most likely need, guessed before any worker has probed the model:
-  // the output at the card's scale (else the frame's own size), the input as the job's explicit
-  // device would take it. nullopt when the device is "auto" (unknown until a worker reports).
-  std::optional<ArenaGeometry> GuessArena() const;
+  // the output at the card's scale (else the frame's own size), the input as the job's device
+  // would take it (with `*conversion`, the colour conversion that input needs). Device "auto"
+  // is guessed a GPU where the host has NVIDIA's driver (/dev/nvidiactl), else the CPU.
+  std::optional<ArenaGeometry> GuessArena(ColorConversion* conversion) const;
   // The warm pool's arena (WarmWorkers), taken when this job reuses that pool (`choice`);
   // otherwise the pool's arena is removed here, before this job makes its own. Empty when there
   // is none.
   SharedMemory TakeKeptArena(WarmChoice choice, ArenaGeometry* geometry);
   // Arenas ready before the workers' probe said which one the job needs, else dropped: `kept`,
   // the previous job's (TakeKeptArena), used when it holds the real geometry (ArenaHolds), or
-  // `early`, one made from `guess` while the workers started, used when the guess was right.
+  // the early one, made from `guess` while the workers start and decoded into at once by the
+  // early decoder (StartEarlyDecoder), kept when the guess was right.
   struct ReadyArenas {
     SharedMemory kept;
     ArenaGeometry kept_geometry{};
     std::optional<ArenaGeometry> guess;
-    std::future<Result<SharedMemory>> early;
+    ColorConversion guess_conversion = ColorConversion::kAccurate;
+    std::future<Status> early;  // the early arena made (or why not), set by the early decoder
   };
-  Status CreateArena(ReadyArenas* ready = nullptr);
+  // Makes the guessed arena and decodes into it on `*decoder` while the workers start: the
+  // pipeline's first chunks are ready when the first worker is. Sets this run's decoder side
+  // (colour conversion, input format, arena, board) from the guess.
+  void StartEarlyDecoder(ReadyArenas* ready, std::thread* decoder);
+  // The arena for the workers' probe: the kept one, the early one (its decoder then goes on),
+  // else a new one (an early decoder on a wrong guess is stopped first, its frames dropped).
+  Status CreateArena(ReadyArenas* ready, std::thread* decoder);
+  // Starts DecodeLoop on `*decoder`; its failure fails the board.
+  void RunDecoder(std::thread* decoder);
+  void DecodeLoopGuarded();
+  Status ArenaReady(const ArenaDemand& demand);
   bool PageLocks() const;
   // The first frame of the plan's chunk `k`; the plan's frame_count for k past the last chunk.
   int64_t ChunkStartFrame(int64_t k) const {
@@ -211,12 +224,14 @@ class JobRun {
   std::string scratch_;
   Timeline timeline_;
   std::unique_ptr<Dispatcher> dispatcher_;
+  // dispatcher_ for the decoder thread's wake-ups: set once made (an early decoder runs before).
+  std::atomic<Dispatcher*> wake_{nullptr};
   uint32_t probe_w_ = 0, probe_h_ = 0;
   std::string worker_device_;  // where the first worker runs ("cpu", "cuda:0")
   // settings_.color_conversion as it applies to this job: never kAuto.
   ColorConversion color_conversion_ = ColorConversion::kAccurate;
-  // What the decoder's filters make of the source (upright, progressive unless deinterlace off)
-  // and what the encoder writes: set by PlanGeometry.
+  // What the decoder's filters make of the source (upright, progressive unless deinterlace off;
+  // set by Prepare) and what the encoder writes (set by PlanGeometry).
   std::vector<std::string> decoder_filters_;
   OutputGeometry out_geometry_;
   // depth: the matrix, range and tags both ways; how frames lie in the arena (in: as the decoder
@@ -359,6 +374,11 @@ Status JobRun::Prepare() {
   probe_in_ = ProbeShapeFor(*card, settings_);
   if (card->has_value()) card_scale_ = (*card)->scale;
   FM_RETURN_IF_ERROR(ResolveDepth());
+  // The decoder's geometry filters (deinterlace, turn upright): the source's alone, so known
+  // before any worker, and the early decoder (RunPipeline) can start with them.
+  Result<std::vector<std::string>> filters = GeometryFilters(v, settings_.deinterlace);
+  if (!filters.ok()) return filters.status().WithContext(job_.input);
+  decoder_filters_ = std::move(*filters);
   if (!v.constant_rate) {
     spdlog::info("{}: variable frame rate; every frame keeps its source timestamp", job_.input);
   }
@@ -434,13 +454,32 @@ Status JobRun::StartWorkers(WarmChoice choice) {
   const uint64_t t_wait = MonotonicUs();
   std::unique_ptr<WorkerPool> pool;
   WarmWorkers* warm = options_.warm;
+  // The previous job's idle workers, of another model or settings, exit on a thread of their own
+  // while this job's workers start: a CUDA worker's exit (its context torn down) is otherwise
+  // waited for first. Joined before this returns, by then long done: the new workers spend
+  // their first second in the driver and the model's load, so the two seldom hold the GPU's
+  // memory at once.
+  std::thread retiring;
+  struct JoinOnExit {
+    std::thread& t;
+    ~JoinOnExit() {
+      if (t.joinable()) t.join();
+    }
+  } join_retiring{retiring};
   switch (choice) {
     case WarmChoice::kReuse:
       pool = std::move(warm->pool);
       spdlog::info("reusing the loaded workers of the previous job");
       break;
     case WarmChoice::kReplace:
-      warm->Stop(5000);
+      retiring = std::thread([old = std::move(warm->pool)]() mutable {
+        const uint64_t t0 = MonotonicMs();
+        old->StopAll(5000);
+        old.reset();
+        spdlog::info("the previous job's workers stopped in {} ms, beside this job's start",
+                     MonotonicMs() - t0);
+      });
+      warm->Stop(5000);  // its arena, if any is left
       break;
     case WarmChoice::kStartFresh:
       break;
@@ -473,6 +512,7 @@ Status JobRun::StartWorkers(WarmChoice choice) {
   dispatcher_ =
       std::make_unique<Dispatcher>(plan_, settings_, std::move(pool), &timeline_,
                                    static_cast<uint64_t>(config_.worker_start_timeout_s * 1000));
+  wake_.store(dispatcher_.get(), std::memory_order_release);
   Result<FirstWorker> first = dispatcher_->Start(stop_);
   if (!first.ok()) return first.status();
   stages_.workers_wait_s = static_cast<double>(MonotonicUs() - t_wait) / 1e6;
@@ -534,17 +574,17 @@ Result<ArenaGeometry> JobRun::ArenaFor(int out_w, int out_h, FrameFormat in_form
   return SizeArena(shape, Demand());
 }
 
-std::optional<ArenaGeometry> JobRun::GuessArena() const {
+std::optional<ArenaGeometry> JobRun::GuessArena(ColorConversion* conversion) const {
   const VideoStreamInfo& v = media_.video;
-  std::string device;
-  if (settings_.device.kind == DeviceKind::kCpu) device = "cpu";
-  if (settings_.device.kind == DeviceKind::kCuda) device = "cuda:0";
-  if (device.empty()) return std::nullopt;
+  std::string device = "cpu";
+  if (settings_.device.kind == DeviceKind::kCuda ||
+      (settings_.device.kind == DeviceKind::kAuto && ::access("/dev/nvidiactl", F_OK) == 0)) {
+    device = "cuda:0";
+  }
   const int scale = settings_.mode == JobMode::kFaces ? 1 : card_scale_.value_or(1);
-  const ColorConversion conversion =
-      ChooseColorConversion(settings_.color_conversion, device, v.pix_fmt, nullptr);
+  *conversion = ChooseColorConversion(settings_.color_conversion, device, v.pix_fmt, nullptr);
   Result<ArenaGeometry> g =
-      ArenaFor(v.display_width * scale, v.display_height * scale, InputFormat(conversion));
+      ArenaFor(v.display_width * scale, v.display_height * scale, InputFormat(*conversion));
   if (!g.ok()) return std::nullopt;
   return *g;
 }
@@ -558,7 +598,7 @@ SharedMemory JobRun::TakeKeptArena(WarmChoice choice, ArenaGeometry* geometry) {
   return kept;
 }
 
-Status JobRun::CreateArena(ReadyArenas* ready) {
+Status JobRun::CreateArena(ReadyArenas* ready, std::thread* decoder) {
   const VideoStreamInfo& v = media_.video;
   const bool faces = settings_.mode == JobMode::kFaces;
   if (faces) {
@@ -592,15 +632,37 @@ Status JobRun::CreateArena(ReadyArenas* ready) {
     out_h_ = static_cast<int>(oh / probe_in_.height);
   }
   FM_RETURN_IF_ERROR(PlanGeometry());
-  // color_conversion device: the source's 4:2:0 planes go to the workers as they are.
-  color_conversion_ =
+  // color_conversion device: the source's 4:2:0 planes go to the workers as they are. More
+  // than 8 bits reach the model as 16 (rgb48); the output side is 16-bit for an output format
+  // of more than 8 bits.
+  const ColorConversion conversion =
       ResolveColorConversion(settings_.color_conversion, worker_device_, v, job_.input);
-  // More than 8 bits reach the model as 16 (rgb48); the output side is 16-bit for an output
-  // format of more than 8 bits.
-  in_format_ = InputFormat(color_conversion_);
-  Result<ArenaGeometry> g = ArenaFor(out_w_, out_h_, in_format_);
+  Result<ArenaGeometry> g = ArenaFor(out_w_, out_h_, InputFormat(conversion));
   if (!g.ok()) return g.status();
   const ArenaDemand demand = Demand();
+  if (decoder->joinable()) {
+    // The early decoder's: kept, and its decoder goes on, when the guess was right (the same
+    // arena and the same conversion, so the same frames). Else it stops, its frames dropped.
+    const Status made = ready->early.get();
+    if (made.ok() && SameArenaGeometry(*ready->guess, *g) && conversion == color_conversion_) {
+      report_.arena = "early";
+      spdlog::info("arena made, and decoded into, while the workers started");
+      return ArenaReady(demand);
+    }
+    board_->Fail(Status(StatusCode::kCancelled, "the arena's guess was wrong"));
+    decoder->join();
+    reader_.reset();
+    board_.reset();
+    arena_shm_ = SharedMemory();
+    arena_base_ = nullptr;
+    next_frame_ = 0;
+    error_retried_at_ = -1;
+    stages_.decode_s = stages_.decode_wait_s = 0;
+    spdlog::info("the early arena's guess was wrong{}: made again, decoding from the start",
+                 made.ok() ? "" : " (" + made.message() + ")");
+  }
+  color_conversion_ = conversion;
+  in_format_ = InputFormat(conversion);
   Result<SharedMemory> shm = Status(StatusCode::kInternal, "no arena");
   if (ready != nullptr && ready->kept.data() != nullptr) {
     // The previous job's, beside the workers this job reuses: already zeroed, and already
@@ -613,16 +675,6 @@ Status JobRun::CreateArena(ReadyArenas* ready) {
     }
     ready->kept = SharedMemory();  // not this job's geometry: removed now
   }
-  if (ready != nullptr && ready->early.valid()) {
-    // Made while the workers started: creating it zeroes its pages (posix_fallocate on tmpfs,
-    // 0.45 s for 2.6 GB on the 2-core machine), taken off the start when the guess was right.
-    Result<SharedMemory> made = ready->early.get();
-    if (!shm.ok() && ready->guess && SameArenaGeometry(*ready->guess, *g) && made.ok()) {
-      shm = std::move(made);
-      report_.arena = "early";
-      spdlog::info("arena made while the workers started");
-    }
-  }  // a wrong guess's arena is gone before the right one is made
   if (!shm.ok()) {
     shm = CreateFrameArena(*g);
     report_.arena = "made";
@@ -634,6 +686,50 @@ Status JobRun::CreateArena(ReadyArenas* ready) {
   arena_base_ = static_cast<uint8_t*>(arena_shm_.data());
   board_ =
       std::make_unique<ChunkBoard>(static_cast<int64_t>(plan_.chunks.size()), arena_.slot_count);
+  RunDecoder(decoder);
+  return ArenaReady(demand);
+}
+
+void JobRun::StartEarlyDecoder(ReadyArenas* ready, std::thread* decoder) {
+  color_conversion_ = ready->guess_conversion;
+  in_format_ = InputFormat(color_conversion_);
+  arena_ = *ready->guess;
+  arena_.flags = PageLocks() ? kArenaPageLock : 0;
+  board_ =
+      std::make_unique<ChunkBoard>(static_cast<int64_t>(plan_.chunks.size()), arena_.slot_count);
+  auto made = std::make_shared<std::promise<Status>>();
+  ready->early = made->get_future();
+  *decoder = std::thread([this, made] {
+    // Creating it zeroes its pages (posix_fallocate on tmpfs: 0.45 s for 2.6 GB on the 2-core
+    // machine), off the start as the decoding is.
+    try {
+      Result<SharedMemory> shm = CreateFrameArena(arena_);
+      if (!shm.ok()) return made->set_value(shm.status());
+      arena_shm_ = std::move(*shm);
+      arena_base_ = static_cast<uint8_t*>(arena_shm_.data());
+    } catch (const std::exception& e) {
+      return made->set_value(Status(StatusCode::kInternal, std::string("arena: ") + e.what()));
+    }
+    made->set_value(Status::Ok());  // arena_shm_ is the main thread's to read from here on
+    DecodeLoopGuarded();
+  });
+}
+
+void JobRun::RunDecoder(std::thread* decoder) {
+  *decoder = std::thread([this] { DecodeLoopGuarded(); });
+}
+
+void JobRun::DecodeLoopGuarded() {
+  try {
+    DecodeLoop();
+  } catch (const std::exception& e) {
+    board_->Fail(Status(StatusCode::kInternal, std::string("decoder thread: ") + e.what()));
+  }
+}
+
+// The arena in place (arena_, board_): the log's line, the free space it needs, a warning when
+// it holds fewer chunks than the pipeline keeps in flight.
+Status JobRun::ArenaReady(const ArenaDemand& demand) {
   FM_RETURN_IF_ERROR(CheckFreeSpace());
   spdlog::info("arena {}: {} slots of {} MiB ({} -> {}x{}){}", arena_shm_.name(),
                arena_.slot_count, arena_.slot_bytes >> 20, plan_.chunk_frames, out_w_, out_h_,
@@ -681,9 +777,6 @@ std::vector<std::string> JobRun::DecoderFilters() const {
 
 Status JobRun::PlanGeometry() {
   const VideoStreamInfo& v = media_.video;
-  Result<std::vector<std::string>> filters = GeometryFilters(v, settings_.deinterlace);
-  if (!filters.ok()) return filters.status().WithContext(job_.input);
-  decoder_filters_ = std::move(*filters);
   out_geometry_.display_width = out_w_;
   out_geometry_.display_height = out_h_;
   out_geometry_.sample_aspect =
@@ -859,7 +952,9 @@ void JobRun::DecodeLoop() {
     if (faces_) WriteChunkFaces(chunk.first_frame, chunk.frames, *slot);
     stages_.decode_s += static_cast<double>(MonotonicUs() - t_read) / 1e6;
     board_->MarkDecoded(chunk.index, *slot);
-    dispatcher_->Wake();
+    if (c == first_chunk_) spdlog::info("decoder: chunk {} ready", c);
+    // Before the dispatcher exists (an early decoder) nothing waits: its Run finds the chunks.
+    if (Dispatcher* d = wake_.load(std::memory_order_acquire)) d->Wake();
   }
   std::vector<uint8_t> extra(frame_bytes);
   // A part that ends before the video does: its decoder stopped at the part's last frame.
@@ -1122,21 +1217,20 @@ Result<JobReport> JobRun::RunPipeline() {
   }
   // The arena: the previous job's when this one reuses its workers (they are ready at once:
   // nothing to make an arena beside, and their probe, not a guess, says whether it fits); else
-  // one made while the workers start, from a guess of its geometry. CreateArena uses either when
-  // the workers' probe confirms its geometry.
+  // one made while the workers start, from a guess of its geometry, and decoded into at once.
   const WarmChoice warm_choice = ChooseWarmPool();
   ReadyArenas ready;
+  std::thread decoder;
   ready.kept = TakeKeptArena(warm_choice, &ready.kept_geometry);
   if (ready.kept.data() == nullptr) {
-    ready.guess = GuessArena();
-    if (ready.guess) {
-      ready.early = std::async(std::launch::async,
-                               [g = *ready.guess] { return CreateFrameArena(g); });
-    }
+    ready.guess = GuessArena(&ready.guess_conversion);
+    if (ready.guess) StartEarlyDecoder(&ready, &decoder);
   }
   Status s = StartWorkers(warm_choice);
-  if (s.ok()) s = CreateArena(&ready);
+  if (s.ok()) s = CreateArena(&ready, &decoder);
   if (!s.ok()) {
+    if (board_) board_->Fail(s);  // an early decoder stops at its next chunk
+    if (decoder.joinable()) decoder.join();
     if (dispatcher_) dispatcher_->Shutdown();
     return s;
   }
@@ -1146,13 +1240,6 @@ Result<JobReport> JobRun::RunPipeline() {
     for (const ChunkPlan& c : plan_.chunks) first_frames.push_back(c.first_frame);
     stills_ = std::make_unique<StillCapture>(std::move(first_frames), arena_);
   }
-  std::thread decoder([this] {
-    try {
-      DecodeLoop();
-    } catch (const std::exception& e) {
-      board_->Fail(Status(StatusCode::kInternal, std::string("decoder thread: ") + e.what()));
-    }
-  });
   if (state_->all_done()) {
     board_->MarkAllEncoded();  // a resumed job whose every segment was already finished
   }

@@ -35,7 +35,7 @@ std::string WarmKey(const FileIdentity& model, const JobSettings& settings,
 enum class WarmChoice {
   kStartFresh,  // no pool offered: start workers
   kReuse,       // the pool fits: take it
-  kReplace,     // the pool does not fit: stop it, then start workers
+  kReplace,     // the pool does not fit: stop it while new workers start
 };
 const char* Name(WarmChoice choice);  // "start fresh", "reuse", "replace"
 

@@ -433,39 +433,64 @@ TEST_CASE(
   CHECK(d.far < 0.001);
 }
 
-TEST_CASE("start: the arena is made while the workers start when its size is known, else after") {
+TEST_CASE(
+    "start: decoding begins while the workers start when the arena's size is known, and a wrong "
+    "guess's frames are dropped") {
   // The arena's size depends on the model's scale, which a worker's probe tells. The supervisor
-  // guesses it (the card's scale, else 1) and makes the arena while the workers start; it is
-  // kept only when the probe agrees. Each way, every frame arrives at the right size.
+  // guesses it (the card's scale, else 1), makes the arena while the workers start and decodes
+  // into it at once; the arena and its frames are kept only when the probe agrees. The workers
+  // here take 1.5 s to load (a test fault) and the arena holds a few chunks of 4 frames, so the
+  // decoder fills it and waits for a slot before any worker is ready: a wrong guess stops it
+  // there. Each way, every frame arrives, in its place, at the right size.
   const std::string dir = ScratchDir("early_arena");
-  const std::string clip = TestClip("d0.mp4");  // 512x512, 78 frames
-  const std::string early_line = "arena made while the workers started";
-  // With device "auto" nothing is guessed (the device is known only once a worker reports).
-  if (TestDevice() == "auto") SkipTest("needs an explicit FRAMEMILL_TEST_DEVICE (cpu or cuda)");
+  const int kFrames = 78;
+  const std::string clip = dir + "/index.mp4";
+  MakeIndexVideo(clip, kFrames, 320, 240, 25, /*tone_hz=*/0);
+  const std::string early_line = "arena made, and decoded into, while the workers started";
+  const std::string wrong_line = "the early arena's guess was wrong";
+  const nlohmann::json config = {{"arena_mb", 16}};
+  const Env slow = {{"FRAMEMILL_TEST_FAULT", "slowload:1500@0"}};
+  auto job = [&](const std::string& output, const std::string& model) {
+    nlohmann::json j = LosslessJob(clip, output, model);
+    j["chunk_frames"] = 4;
+    return j;
+  };
+  // The decoder's first chunk is ready before the worker says it is.
+  auto decoded_first = [](const std::string& log) {
+    const size_t decoded = log.find("decoder: chunk 0 ready");
+    const size_t ready = log.find(" ready on ");
+    return decoded != std::string::npos && ready != std::string::npos && decoded < ready;
+  };
 
-  RunResult same = RunJob(dir, LosslessJob(clip, dir + "/identity.mp4", ModelPath("identity")));
+  RunResult same =
+      RunJob(dir, job(dir + "/identity.mp4", ModelPath("identity")), config, slow);
   REQUIRE_MESSAGE(same.exit_code == 0, same.err);
   CHECK(same.err.find(early_line) != std::string::npos);
-  CHECK(CountFrames(dir + "/identity.mp4") == 78);
+  CHECK(decoded_first(same.err));
+  CHECK(OutOfPlace(FrameIndices(dir + "/identity.mp4", 320, 240), kFrames) == 0);
 
-  // Scale 2 without a card: the guess (1) is wrong, the arena is made again for 1024x1024.
+  // Scale 2 without a card: the guess (1) is wrong; the decoder, waiting for a slot, is stopped,
+  // and the arena made again for 640x480 and decoded into from the first frame.
   const std::string upscale = ModelCopy("upscale2x", dir);
-  RunResult guessed_wrong = RunJob(dir, LosslessJob(clip, dir + "/up.mp4", upscale));
+  RunResult guessed_wrong = RunJob(dir, job(dir + "/up.mp4", upscale), config, slow);
   REQUIRE_MESSAGE(guessed_wrong.exit_code == 0, guessed_wrong.err);
   CHECK(guessed_wrong.err.find(early_line) == std::string::npos);
+  CHECK(guessed_wrong.err.find(wrong_line) != std::string::npos);
+  CHECK(decoded_first(guessed_wrong.err));
   nlohmann::json up = FirstStream(Probe(dir + "/up.mp4"), "video");
-  CHECK(up["width"] == 1024);
-  CHECK(up["height"] == 1024);
-  CHECK(CountFrames(dir + "/up.mp4") == 78);
+  CHECK(up["width"] == 640);
+  CHECK(up["height"] == 480);
+  CHECK(OutOfPlace(FrameIndices(dir + "/up.mp4", 640, 480), kFrames) == 0);
 
-  // With a card that says scale 2 the guess is right.
+  // With a card that says scale 2 the guess is right: the same frames as after the wrong guess.
   framemill::ModelCard card;
   card.name = "upscale2x";
   card.format = "torchscript";
   card.scale = 2;
   REQUIRE(framemill::SaveModelCard(upscale, card).ok());
-  RunResult carded = RunJob(dir, LosslessJob(clip, dir + "/up-card.mp4", upscale));
+  RunResult carded = RunJob(dir, job(dir + "/up-card.mp4", upscale), config, slow);
   REQUIRE_MESSAGE(carded.exit_code == 0, carded.err);
   CHECK(carded.err.find(early_line) != std::string::npos);
-  CHECK(FrameHashes(dir + "/up-card.mp4", 1024, 1024) == FrameHashes(dir + "/up.mp4", 1024, 1024));
+  CHECK(decoded_first(carded.err));
+  CHECK(FrameHashes(dir + "/up-card.mp4", 640, 480) == FrameHashes(dir + "/up.mp4", 640, 480));
 }

@@ -8,7 +8,6 @@
 #include <limits>
 #include <malloc.h>
 #include <map>
-#include <thread>
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -328,35 +327,6 @@ int Worker::Run(const WorkerArgs& args) {
   uint64_t t0 = MonotonicMs();
   Result<torch::ScalarType> dtype = ResolvePrecision(args.precision, *device);
   if (!dtype.ok()) return Fail(kWorkerExitModel, dtype.status().message());
-  // CUDA's context and cuDNN's and cuBLAS's libraries and handles, made on a thread beside the
-  // model's load (which reads and unpickles on the CPU first), for the probe's first call to
-  // find them ready. Handles made there go back to PyTorch's pool when the thread ends, for this
-  // one to take. A failure here is left for the load and the probe to meet and report.
-  std::thread cuda_warm;
-  uint64_t cuda_warm_ms = 0;
-  struct JoinOnExit {
-    std::thread& t;
-    ~JoinOnExit() {
-      if (t.joinable()) t.join();
-    }
-  } join_cuda_warm{cuda_warm};
-  if (device->is_cuda()) {
-    cuda_warm = std::thread([&cuda_warm_ms, d = *device, dt = *dtype] {
-      const uint64_t t = MonotonicMs();
-      try {
-        torch::InferenceMode guard;
-        const auto opts = torch::TensorOptions().device(d).dtype(dt);
-        torch::Tensor x = torch::zeros({1, 3, 16, 16}, opts);
-        torch::Tensor y = torch::conv2d(x, torch::zeros({4, 3, 3, 3}, opts), {}, 1, 1);
-        torch::Tensor m = torch::zeros({16, 16}, opts);
-        torch::Tensor z = torch::mm(m, m);
-        (void)y.sum().item<float>();
-        (void)z.sum().item<float>();
-      } catch (const std::exception&) {
-      }
-      cuda_warm_ms = MonotonicMs() - t;
-    });
-  }
 #ifdef FRAMEMILL_WITH_CUDA
   // cuDNN's algorithm search per input shape: off unless the job asks (common/config.h's
   // cudnn_autotune says why).
@@ -378,8 +348,6 @@ int Worker::Run(const WorkerArgs& args) {
   runner_->set_pad_short_batches(args.probe_batch > 1);
   tiled_->set_fixed_batch(args.probe_batch > 1);
   nvml_ = std::make_unique<NvmlMemory>(PciBusId(*device));
-  const uint64_t t_load_done = MonotonicMs();
-  if (cuda_warm.joinable()) cuda_warm.join();
   const uint64_t t_loaded = MonotonicMs();
   Result<std::pair<int64_t, int64_t>> size =
       ProbeOutputSize(*model_, args.probe_width, args.probe_height, args.probe_batch);
@@ -395,12 +363,8 @@ int Worker::Run(const WorkerArgs& args) {
   LogInfo("worker " + std::to_string(channel_) + ": model " + args.model_label + " ready on " +
           device->str() + ", " + std::to_string(t_ready - args.main_ms) +
           " ms after main(): sandbox " + std::to_string(t_run - args.main_ms) + " ms, device " +
-          std::to_string(t0 - t_run) + " ms, load " + std::to_string(t_load_done - t0) +
-          (device->is_cuda() ? " ms (CUDA's libraries beside it " +
-                                   std::to_string(cuda_warm_ms) + " ms, waited " +
-                                   std::to_string(t_loaded - t_load_done) + " ms)"
-                             : std::string(" ms")) +
-          ", probe at " + std::to_string(args.probe_width) + "x" +
+          std::to_string(t0 - t_run) + " ms, load " + std::to_string(t_loaded - t0) +
+          " ms, probe at " + std::to_string(args.probe_width) + "x" +
           std::to_string(args.probe_height) + "x" + std::to_string(args.probe_batch) + " " +
           std::to_string(t_ready - t_loaded) + " ms");
 

@@ -226,6 +226,9 @@ class JobRun {
   std::unique_ptr<Dispatcher> dispatcher_;
   // dispatcher_ for the decoder thread's wake-ups: set once made (an early decoder runs before).
   std::atomic<Dispatcher*> wake_{nullptr};
+  // When the pipeline stage began (MonotonicUs; 0 before): the decoder's time before it is the
+  // start's (stages_.decode_early_s), after it the pipeline's.
+  std::atomic<uint64_t> pipeline_start_us_{0};
   uint32_t probe_w_ = 0, probe_h_ = 0;
   std::string worker_device_;  // where the first worker runs ("cpu", "cuda:0")
   // settings_.color_conversion as it applies to this job: never kAuto.
@@ -657,7 +660,7 @@ Status JobRun::CreateArena(ReadyArenas* ready, std::thread* decoder) {
     arena_base_ = nullptr;
     next_frame_ = 0;
     error_retried_at_ = -1;
-    stages_.decode_s = stages_.decode_wait_s = 0;
+    stages_.decode_s = stages_.decode_wait_s = stages_.decode_early_s = 0;
     spdlog::info("the early arena's guess was wrong{}: made again, decoding from the start",
                  made.ok() ? "" : " (" + made.message() + ")");
   }
@@ -929,12 +932,21 @@ void JobRun::DecodeLoop() {
     reader_.reset();  // kills and reaps the decoder now, not when the job object goes
     board_->Fail(s);
   };
+  // Time from `from` to now: the pipeline's share into `*pipeline`, the start's (an early
+  // decoder's) into `*early` when given.
+  auto account = [this](uint64_t from, double* pipeline, double* early) {
+    const uint64_t now = MonotonicUs();
+    const uint64_t p = pipeline_start_us_.load(std::memory_order_acquire);
+    const uint64_t split = p == 0 ? now : std::clamp(p, from, now);
+    if (early != nullptr) *early += static_cast<double>(split - from) / 1e6;
+    *pipeline += static_cast<double>(now - split) / 1e6;
+  };
   for (int64_t c = first_chunk_; c < end_chunk_; ++c) {
     const ChunkPlan& chunk = plan_.chunks[c];
     uint64_t t_wait = MonotonicUs();
     std::optional<uint32_t> slot = board_->AcquireSlot();
     uint64_t t_read = MonotonicUs();
-    stages_.decode_wait_s += static_cast<double>(t_read - t_wait) / 1e6;
+    account(t_wait, &stages_.decode_wait_s, nullptr);  // waiting for the workers: the start's
     if (!slot) return reader_.reset();
     uint8_t* dst = arena_.SlotIn(arena_base_, *slot);
     for (int32_t f = 0; f < chunk.frames; ++f) {
@@ -950,7 +962,7 @@ void JobRun::DecodeLoop() {
       }
     }
     if (faces_) WriteChunkFaces(chunk.first_frame, chunk.frames, *slot);
-    stages_.decode_s += static_cast<double>(MonotonicUs() - t_read) / 1e6;
+    account(t_read, &stages_.decode_s, &stages_.decode_early_s);
     board_->MarkDecoded(chunk.index, *slot);
     if (c == first_chunk_) spdlog::info("decoder: chunk {} ready", c);
     // Before the dispatcher exists (an early decoder) nothing waits: its Run finds the chunks.
@@ -1235,6 +1247,7 @@ Result<JobReport> JobRun::RunPipeline() {
     return s;
   }
   lap(&stages_.start_s);
+  pipeline_start_us_.store(MonotonicUs(), std::memory_order_release);
   {
     std::vector<int64_t> first_frames;
     for (const ChunkPlan& c : plan_.chunks) first_frames.push_back(c.first_frame);

@@ -33,6 +33,9 @@ struct StageTimes {
   double pipeline_s = 0;      // decoder and encoder threads running
   double decode_s = 0;        // decoder thread reading frames from ffmpeg into the arena
   double decode_wait_s = 0;   // decoder thread waiting for a free arena slot
+  // Of start_s: the decoder's reading while the workers started (the early decoder: its first
+  // chunks ready for the first worker). decode_s and decode_wait_s are the pipeline's own.
+  double decode_early_s = 0;
   double workers_busy_s = 0;  // workers on chunks, summed over workers
   int workers = 0;            // workers wanted (for the busy share)
   double encode_s = 0;        // encoder threads writing frames to ffmpeg, closing segments (summed)

@@ -467,6 +467,8 @@ TEST_CASE(
   REQUIRE_MESSAGE(same.exit_code == 0, same.err);
   CHECK(same.err.find(early_line) != std::string::npos);
   CHECK(decoded_first(same.err));
+  // The stages say how much decoding the start took off the pipeline.
+  CHECK(same.err.find(" s before it, while the workers started") != std::string::npos);
   CHECK(OutOfPlace(FrameIndices(dir + "/identity.mp4", 320, 240), kFrames) == 0);
 
   // Scale 2 without a card: the guess (1) is wrong; the decoder, waiting for a slot, is stopped,

@@ -72,6 +72,15 @@ TEST_CASE("service gpus: queued jobs run at once on GPUs of their own, a lone on
   BackgroundJob serve = Serve(s, kLabels);
   KillOnExit guard_serve{serve};
   REQUIRE(WaitUntil([&] { return Filed(s, "a") && Filed(s, "b"); }, 90));
+  // A job's result is filed a moment before the service takes its GPUs back: dropped in that
+  // moment, the next job gets the GPUs free then. Wait until both are free (the metrics said
+  // none or one free while a and b ran).
+  REQUIRE(WaitUntil(
+      [&] {
+        return ReadAll(s.spool + "/metrics/framemill.prom")
+                   .find("framemill_service_gpus{state=\"free\"} 2\n") != std::string::npos;
+      },
+      10));
   // Alone in the queue now: every GPU.
   Drop(s, "lone", JobFile(s, "lone", input, model).dump());
   REQUIRE(WaitUntil([&] { return Filed(s, "lone"); }, 60));

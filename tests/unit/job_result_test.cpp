@@ -137,6 +137,17 @@ TEST_CASE("job result: a finished job's result.json has every key, with the repo
   CHECK(j["stages"]["workers_wait_s"] == 1.25);
   CHECK(j["stages"]["start_s"] == 1.5);
   CHECK(j["workers_warm"] == false);
+  // The decoding done while the workers started, apart from the pipeline's, in the JSON and in
+  // the stages line (which leaves it out when there was none).
+  fm::StageTimes st;
+  st.pipeline_s = 10;
+  st.decode_s = 2;
+  CHECK(st.ToJson()["decode_early_s"] == 0.0);
+  CHECK(st.Summary().find("before it") == std::string::npos);
+  st.decode_early_s = 0.4;
+  CHECK(st.ToJson()["decode_early_s"] == 0.4);
+  CHECK(st.Summary().find("decode 2.00 s busy (20%) and 0.40 s before it, while the workers "
+                          "started,") != std::string::npos);
   fm::JobReport warm = FinishedReport();
   warm.workers_warm = true;
   CHECK(fm::DoneResultJson("j1", warm, "", "")["workers_warm"] == true);

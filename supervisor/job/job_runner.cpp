@@ -1233,6 +1233,17 @@ Result<JobReport> JobRun::RunPipeline() {
   const WarmChoice warm_choice = ChooseWarmPool();
   ReadyArenas ready;
   std::thread decoder;
+  // Should anything throw before the decoder is joined below, it is stopped and joined on the
+  // way out (a joinable thread's destructor would end the process, and with it the service).
+  struct StopDecoderOnExit {
+    JobRun* run;
+    std::thread& t;
+    ~StopDecoderOnExit() {
+      if (!t.joinable()) return;
+      if (run->board_) run->board_->Fail(Status(StatusCode::kInternal, "the job ended early"));
+      t.join();
+    }
+  } stop_decoder{this, decoder};
   ready.kept = TakeKeptArena(warm_choice, &ready.kept_geometry);
   if (ready.kept.data() == nullptr) {
     ready.guess = GuessArena(&ready.guess_conversion);

@@ -667,7 +667,7 @@ Status JobRun::CreateArena(ReadyArenas* ready, std::thread* decoder) {
   color_conversion_ = conversion;
   in_format_ = InputFormat(conversion);
   Result<SharedMemory> shm = Status(StatusCode::kInternal, "no arena");
-  if (ready != nullptr && ready->kept.data() != nullptr) {
+  if (ready->kept.data() != nullptr) {
     // The previous job's, beside the workers this job reuses: already zeroed, and already
     // page-locked in those workers.
     if (ArenaHolds(ready->kept_geometry, *g)) {

@@ -50,6 +50,8 @@ bool PathExists(const std::string& path) {
   return ::lstat(path.c_str(), &st) == 0;
 }
 
+bool HostHasNvidiaDriver() { return ::access("/dev/nvidiactl", F_OK) == 0; }
+
 std::string ResolvePath(const std::string& path) {
   std::error_code ec;
   std::filesystem::path p = std::filesystem::weakly_canonical(std::filesystem::absolute(path), ec);

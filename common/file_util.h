@@ -37,6 +37,8 @@ std::string DirName(const std::string& path);
 std::string BaseName(const std::string& path);
 
 bool PathExists(const std::string& path);
+// Whether NVIDIA's driver is on this host (/dev/nvidiactl): its GPUs may be used.
+bool HostHasNvidiaDriver();
 
 // `path` made absolute with symlinks followed as far as it exists (the rest kept as written).
 std::string ResolvePath(const std::string& path);

@@ -16,6 +16,7 @@
 
 #include "common/clock.h"
 #include "common/config.h"
+#include "common/file_util.h"
 #include "common/log_lines.h"
 #include "worker/example_models.h"
 #include "worker/fault_injection.h"
@@ -212,7 +213,7 @@ int main(int argc, char** argv) {
   }
   sandbox.control = args.control;
   // A worker that may drive a GPU (worker/sandbox.h: CUDA and Landlock's file rules).
-  sandbox.cuda = args.device.kind != DeviceKind::kCpu && ::access("/dev/nvidiactl", F_OK) == 0;
+  sandbox.cuda = args.device.kind != DeviceKind::kCpu && HostHasNvidiaDriver();
   // Test hook: a fault that fires once marks it by creating a file (worker/fault_injection.h),
   // which the sandbox must then allow in that file's directory. Never set in production.
   if (const char* spec = std::getenv(kFaultEnvVar)) {

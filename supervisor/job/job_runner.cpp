@@ -481,8 +481,7 @@ Status JobRun::StartWorkers(WarmChoice choice) {
         old.reset();
         spdlog::info("the previous job's workers stopped in {} ms, beside this job's start",
                      MonotonicMs() - t0);
-      });
-      warm->Stop(5000);  // its arena, if any is left
+      });  // (its arena went with TakeKeptArena)
       break;
     case WarmChoice::kStartFresh:
       break;
@@ -581,7 +580,7 @@ std::optional<ArenaGeometry> JobRun::GuessArena(ColorConversion* conversion) con
   const VideoStreamInfo& v = media_.video;
   std::string device = "cpu";
   if (settings_.device.kind == DeviceKind::kCuda ||
-      (settings_.device.kind == DeviceKind::kAuto && ::access("/dev/nvidiactl", F_OK) == 0)) {
+      (settings_.device.kind == DeviceKind::kAuto && HostHasNvidiaDriver())) {
     device = "cuda:0";
   }
   const int scale = settings_.mode == JobMode::kFaces ? 1 : card_scale_.value_or(1);

@@ -8,6 +8,7 @@
 #   own           the same against the short job's own pipeline rate (stages.pipeline_s /
 #                 seconds): on a shared machine, where the load changes from job to job, the
 #                 steadier of the two
+#   tail s        stages.tail_s: from the workers' last chunk to the last segment written
 #
 # usage: bench/start-cost.sh [DEVICE] [SIZE] [SECONDS] [MODEL] [WORKERS] [ROUNDS]
 #   defaults: cpu 320x240 60 sharpen 1 3
@@ -17,6 +18,8 @@
 #   $FRAMEMILL_START_COST_VARIANTS: job keys that differ, variants separated by ';', e.g.
 #   '"page_lock_arena": "off";"page_lock_arena": "on"': each round then runs a cold and a warm job
 #   of each (the column `var` says which, from 1); the steady state is the first variant's
+#   $FRAMEMILL_START_COST_CONFIG: more service config keys, as JSON members, e.g.
+#   '"log_level": "debug"' (each segment's end in the service's log)
 # Needs a build in ./build (or $FRAMEMILL_BUILD_DIR) and ffmpeg on PATH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,9 +46,10 @@ video() {  # video NAME SECONDS
 video short "$seconds"
 video long $((5 * seconds))
 video tiny 1
+config=${FRAMEMILL_START_COST_CONFIG:-}
 cat > "$work/config.json" <<JSON
 {"spool_dir": "$work/spool", "rescan_interval_s": 1, "allowed_input_roots": ["$work"],
- "allowed_output_roots": ["$work"], "allowed_model_roots": ["$work"]}
+ "allowed_output_roots": ["$work"], "allowed_model_roots": ["$work"]${config:+, $config}}
 JSON
 "$bin" --config "$work/config.json" serve > "$work/serve.log" 2>&1 &
 serve=$!
@@ -82,8 +86,8 @@ echo "start cost: device $device, $size at $fps fps, model $model, $workers work
 for v in "${!variants[@]}"; do
   if [[ -n ${variants[$v]} ]]; then echo "variant $((v + 1)): ${variants[$v]}"; fi
 done
-printf "%-8s %3s %6s %6s %9s %8s %6s %8s %8s %9s %7s %7s\n" job var warm arena "wait s" \
-  "start s" "mux s" seconds fps "pipe fps" share own
+printf "%-8s %3s %6s %6s %9s %8s %6s %6s %8s %8s %9s %7s %7s\n" job var warm arena "wait s" \
+  "start s" "tail s" "mux s" seconds fps "pipe fps" share own
 for r in $(seq 1 "$rounds"); do
   for v in "${!variants[@]}"; do
     id=$r
@@ -95,10 +99,11 @@ for r in $(seq 1 "$rounds"); do
       f="$work/spool/done/$kind$id/result.json"
       awk -v id="$kind$id" -v var=$((v + 1)) -v warm="$(field workers_warm "$f")" \
         -v w="$(field workers_wait_s "$f")" -v arena="$(sfield arena "$f")" \
-        -v mux="$(field mux_s "$f")" -v st="$(field start_s "$f")" -v s="$(field seconds "$f")" \
+        -v tail="$(field tail_s "$f")" -v mux="$(field mux_s "$f")" \
+        -v st="$(field start_s "$f")" -v s="$(field seconds "$f")" \
         -v n="$(field frames "$f")" -v p="$(field pipeline_s "$f")" -v steady="$steady" 'BEGIN {
-        printf "%-8s %3d %6s %6s %9.3f %8.3f %6.2f %8.2f %8.1f %9.1f %7.3f %7.3f\n", id, var,
-          warm, arena, w, st, mux, s, n / s, n / p, n / s / steady, p / s }'
+        printf "%-8s %3d %6s %6s %9.3f %8.3f %6.2f %6.2f %8.2f %8.1f %9.1f %7.3f %7.3f\n", id, var,
+          warm, arena, w, st, tail, mux, s, n / s, n / p, n / s / steady, p / s }'
     done
   done
 done

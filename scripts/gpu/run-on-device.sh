@@ -53,7 +53,8 @@
 #               steady state of a job 5x as long; fp16, device colour, 2 encoders ($SC_JOB adds
 #               job keys, e.g. '"batch": 4' for a package made for batch 4); $SC_ROUNDS rounds
 #               (default 2; $SC_VARIANTS: job keys that differ, ';' between variants, each
-#               run cold and warm in every round); work in build-gpu/startcost, the service's log
+#               run cold and warm in every round; $SC_CONFIG: service config keys, e.g.
+#               '"log_level": "debug"'); work in build-gpu/startcost, the service's log
 #               and the workers' start lines in $OUT
 #   models      the imported trained models on the GPU (carry .deps/model-packages/esrgan-*, or
 #               a trimmed copy named by $PACKAGES,
@@ -360,6 +361,7 @@ PY
       FRAMEMILL_BUILD_DIR=build-gpu FRAMEMILL_BENCH_DIR="$PWD/build-gpu/startcost" \
         FRAMEMILL_START_COST_JOB="\"precision\": \"fp16\", \"color_conversion\": \"device\", \"encoders\": 2${SC_JOB:+, $SC_JOB}" \
         FRAMEMILL_START_COST_VARIANTS="${SC_VARIANTS:-}" \
+        FRAMEMILL_START_COST_CONFIG="${SC_CONFIG:-}" \
         bench/start-cost.sh cuda 1920x1080 "${SC_SECONDS:-60}" "${SC_MODEL:-restore}" 1 \
         "${SC_ROUNDS:-2}"
       cp build-gpu/startcost/serve.log "$OUT/startcost-serve.log" 2>/dev/null

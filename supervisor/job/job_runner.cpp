@@ -1071,7 +1071,8 @@ Status JobRun::EncodeSegment(const SegmentPlan& seg, const SegmentFormat& fmt, i
   if (::fstat(partial->fd.get(), &sb) != 0) return Status(StatusCode::kIo, "stat " + name);
   FM_RETURN_IF_ERROR(SegmentFinished(seg.index, sb.st_size));
   *busy_s += static_cast<double>(MonotonicUs() - t_finish) / 1e6;
-  spdlog::debug("segment {} done: {} frames", seg.index, seg.frames);
+  spdlog::debug("segment {} done: {} frames, closed {} ms after its last frames were written",
+                seg.index, seg.frames, (MonotonicUs() - t_finish) / 1000);
   return Status::Ok();
 }
 
@@ -1291,6 +1292,9 @@ Result<JobReport> JobRun::RunPipeline() {
   dispatcher_->Run(board_.get(), arena_shm_.name(), arena_, first_chunk_, stop_, tick);
   decoder.join();
   for (std::thread& t : encoders) t.join();
+  if (const uint64_t last = board_->last_processed_us(); last > 0) {
+    stages_.tail_s = static_cast<double>(MonotonicUs() - last) / 1e6;
+  }
   lap(&stages_.pipeline_s);
   report_.dispatch = dispatcher_->stats();
   stages_.workers_busy_s = report_.dispatch.WorkerBusySeconds();

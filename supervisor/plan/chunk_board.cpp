@@ -1,5 +1,7 @@
 #include "supervisor/plan/chunk_board.h"
 
+#include "common/clock.h"
+
 namespace framemill {
 
 namespace {
@@ -44,8 +46,14 @@ void ChunkBoard::MarkProcessed(int64_t chunk) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     processed_flags_[chunk] = true;
+    last_processed_us_ = MonotonicUs();
   }
   processed_.notify_all();
+}
+
+uint64_t ChunkBoard::last_processed_us() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_processed_us_;
 }
 
 uint32_t ChunkBoard::SlotOf(int64_t chunk) const {

@@ -36,6 +36,8 @@ class ChunkBoard {
   void Requeue(int64_t chunk);
   // Dispatcher: the chunk's output frames are in its slot.
   void MarkProcessed(int64_t chunk);
+  // MonotonicUs() of the latest MarkProcessed (0: none yet).
+  uint64_t last_processed_us() const;
 
   uint32_t SlotOf(int64_t chunk) const;
 
@@ -74,6 +76,7 @@ class ChunkBoard {
   std::vector<uint32_t> slot_of_;
   std::vector<bool> processed_flags_;
   bool all_encoded_ = false;
+  uint64_t last_processed_us_ = 0;
   int blocked_ = 0;
   Status failure_;
 };

@@ -41,6 +41,9 @@ struct StageTimes {
   double encode_s = 0;        // encoder threads writing frames to ffmpeg, closing segments (summed)
   double encode_wait_s = 0;   // encoder threads waiting for the next chunk's output (summed)
   int encoders = 1;           // encoder threads (for the busy share)
+  // Of pipeline_s: from the workers' last chunk to the last segment written (the encoders'
+  // trail behind the workers: the last chunks' encoding, closing the last segments).
+  double tail_s = 0;
   double mux_s = 0;           // joining segments, audio, verification
 
   // One line for logs and summaries.

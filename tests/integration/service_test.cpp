@@ -175,6 +175,10 @@ TEST_CASE("service: drains 30 jobs, good ones to done/, bad ones to failed/ with
     CHECK(st["encode_s"].get<double>() > 0);
     CHECK(st["pipeline_s"].get<double>() >= st["decode_s"].get<double>());
     CHECK(st["start_s"].get<double>() >= st["decode_early_s"].get<double>());
+    // The encoders' trail after the workers' last chunk is part of the pipeline: its last
+    // segment is closed after that chunk, so it is never 0.
+    CHECK(st["tail_s"].get<double>() > 0);
+    CHECK(st["tail_s"].get<double>() <= st["pipeline_s"].get<double>());
     // color_conversion auto: the source's YUV to workers on a GPU, RGB from ffmpeg to CPU ones.
     CHECK(r["worker_input_format"] == (TestDevice() == "cpu" ? "rgb24" : "yuv420p"));
     // Workers started by a job are timed once ready (a job that ends on the workers it kept

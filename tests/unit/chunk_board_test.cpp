@@ -48,6 +48,18 @@ TEST_CASE("board: decoding ahead stops when every slot is taken, and resumes on 
   CHECK(board.blocked() == 0);
 }
 
+TEST_CASE("board: the time of the latest chunk processed, for the pipeline's tail") {
+  ChunkBoard board(2, 2);
+  CHECK(board.last_processed_us() == 0);
+  board.MarkDecoded(0, 0);
+  board.MarkDecoded(1, 1);
+  board.MarkProcessed(1);  // chunks may finish out of order on several workers
+  const uint64_t first = board.last_processed_us();
+  CHECK(first > 0);
+  board.MarkProcessed(0);
+  CHECK(board.last_processed_us() >= first);
+}
+
 TEST_CASE("board: a requeued chunk goes first") {
   ChunkBoard board(3, 3);
   for (int c = 0; c < 3; ++c) board.MarkDecoded(c, static_cast<uint32_t>(c));

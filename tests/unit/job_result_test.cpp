@@ -148,6 +148,10 @@ TEST_CASE("job result: a finished job's result.json has every key, with the repo
   CHECK(st.ToJson()["decode_early_s"] == 0.4);
   CHECK(st.Summary().find("decode 2.00 s busy (20%) and 0.40 s before it, while the workers "
                           "started,") != std::string::npos);
+  // The encoders' trail after the workers' last chunk, in both.
+  st.tail_s = 0.56;
+  CHECK(st.ToJson()["tail_s"] == 0.56);
+  CHECK(st.Summary().find("; 0.56 s after the workers' last chunk], mux") != std::string::npos);
   fm::JobReport warm = FinishedReport();
   warm.workers_warm = true;
   CHECK(fm::DoneResultJson("j1", warm, "", "")["workers_warm"] == true);

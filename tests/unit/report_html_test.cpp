@@ -57,6 +57,7 @@ ReportData Sample(uint64_t gpu_mb) {
   d.stages.workers_busy_s = 6;
   d.stages.encode_s = 1;
   d.stages.encode_wait_s = 3;
+  d.stages.tail_s = 0.5;
   d.stills_note = "this build has no OpenCV";
   return d;
 }
@@ -101,6 +102,8 @@ TEST_CASE("report: one SVG per plot, each with its plot area and a line per work
   CHECK(html.find("GPU memory (MiB)") != std::string::npos);
   CHECK(html.find("frames per second") != std::string::npos);
   CHECK(html.find("stills: this build has no OpenCV") != std::string::npos);
+  CHECK(html.find("pipeline 4.00 s (of it 0.50 s after the workers' last chunk") !=
+        std::string::npos);
 }
 
 TEST_CASE("report: recycle, crash and kill are marked on both memory plots, with a legend") {

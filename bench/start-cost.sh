@@ -3,7 +3,8 @@
 # steady-state rate, with cold workers (started for the job: a job of another model ran before)
 # and with warm ones (kept loaded from the previous job of the same model), each from its
 # result.json (seconds, frames, workers_warm, workers_wait_s, stages).
-#   steady state  frames / stages.pipeline_s of a job of 5 x SECONDS (start-up and mux left out)
+#   steady state  frames / stages.pipeline_s of a job of LONG x SECONDS (start-up and mux left out;
+#                 $FRAMEMILL_START_COST_LONG, default 5)
 #   share         (frames / seconds) of the short job / steady state
 #   own           the same against the short job's own pipeline rate (stages.pipeline_s /
 #                 seconds): on a shared machine, where the load changes from job to job, the
@@ -20,6 +21,7 @@
 #   of each (the column `var` says which, from 1); the steady state is the first variant's
 #   $FRAMEMILL_START_COST_CONFIG: more service config keys, as JSON members, e.g.
 #   '"log_level": "debug"' (each segment's end in the service's log)
+#   $FRAMEMILL_START_COST_LONG: the steady state's job, in times SECONDS (default 5)
 # Needs a build in ./build (or $FRAMEMILL_BUILD_DIR) and ffmpeg on PATH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,7 +46,8 @@ video() {  # video NAME SECONDS
     -c:v libx264 -preset veryfast -crf 20 -pix_fmt yuv420p "$work/$1.mp4"
 }
 video short "$seconds"
-video long $((5 * seconds))
+long_times=${FRAMEMILL_START_COST_LONG:-5}
+video long $((long_times * seconds))
 video tiny 1
 config=${FRAMEMILL_START_COST_CONFIG:-}
 cat > "$work/config.json" <<JSON
@@ -82,7 +85,7 @@ long="$work/spool/done/long/result.json"
 steady=$(awk -v f="$(field frames "$long")" -v p="$(field pipeline_s "$long")" \
   'BEGIN { printf "%.1f", f / p }')
 echo "start cost: device $device, $size at $fps fps, model $model, $workers worker(s);" \
-  "steady state $steady fps (pipeline of a $((5 * seconds)) s job)"
+  "steady state $steady fps (pipeline of a $((long_times * seconds)) s job)"
 for v in "${!variants[@]}"; do
   if [[ -n ${variants[$v]} ]]; then echo "variant $((v + 1)): ${variants[$v]}"; fi
 done

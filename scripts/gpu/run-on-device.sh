@@ -50,8 +50,9 @@
 #   startcost   bench/start-cost.sh on the GPU (issue 17, item 2): a 1080p job of $SC_SECONDS s
 #               (default 60) through $SC_MODEL (an example model or a model file with its card,
 #               default restore) in the service, with cold and with warm workers, against the
-#               steady state of a job 5x as long; fp16, device colour, 2 encoders ($SC_JOB adds
-#               job keys, e.g. '"batch": 4' for a package made for batch 4); $SC_ROUNDS rounds
+#               steady state of a job $SC_LONG (default 5) times as long; fp16, device colour,
+#               2 encoders ($SC_JOB adds job keys, e.g. '"batch": 4' for a package made for
+#               batch 4); $SC_ROUNDS rounds
 #               (default 2; $SC_VARIANTS: job keys that differ, ';' between variants, each
 #               run cold and warm in every round; $SC_CONFIG: service config keys, e.g.
 #               '"log_level": "debug"'); work in build-gpu/startcost, the service's log
@@ -361,7 +362,7 @@ PY
       FRAMEMILL_BUILD_DIR=build-gpu FRAMEMILL_BENCH_DIR="$PWD/build-gpu/startcost" \
         FRAMEMILL_START_COST_JOB="\"precision\": \"fp16\", \"color_conversion\": \"device\", \"encoders\": 2${SC_JOB:+, $SC_JOB}" \
         FRAMEMILL_START_COST_VARIANTS="${SC_VARIANTS:-}" \
-        FRAMEMILL_START_COST_CONFIG="${SC_CONFIG:-}" \
+        FRAMEMILL_START_COST_CONFIG="${SC_CONFIG:-}" FRAMEMILL_START_COST_LONG="${SC_LONG:-5}" \
         bench/start-cost.sh cuda 1920x1080 "${SC_SECONDS:-60}" "${SC_MODEL:-restore}" 1 \
         "${SC_ROUNDS:-2}"
       cp build-gpu/startcost/serve.log "$OUT/startcost-serve.log" 2>/dev/null

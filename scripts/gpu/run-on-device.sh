@@ -2,7 +2,8 @@
 # Builds framemill on a GPU machine against the CUDA LibTorch of its Python torch, and runs the
 # steps named on the command line (default: build tests throughput):
 #
-#   build       cmake + build in build-gpu (LibTorch from `python3 -c 'import torch; ...'`)
+#   build       cmake + build in build-gpu (LibTorch from `python3 -c 'import torch; ...'`);
+#               $BUILD_TARGETS builds only those targets
 #   tests       unit tests; the integration tests that need no shared clips, on CUDA
 #   throughput  framemill-bench, 1080p, `heavy` fp16, accurate and fast colour conversion
 #   sharpen     framemill-bench, 1080p, `sharpen` fp16, fast colour, 1 and 2 encoders
@@ -153,7 +154,10 @@ for step in "${steps[@]}"; do
         -DFRAMEMILL_TEST_PROMTOOL=/bin/true -DFRAMEMILL_TEST_NODE=/bin/true \
         > "$OUT/cmake.log" 2>&1 || { tail -40 "$OUT/cmake.log"; exit 1; }
       grep -E "framemill:|CUDA" "$OUT/cmake.log" | head
-      cmake --build build-gpu -j "$(nproc)" -- -k 0 > "$OUT/build.log" 2>&1 ||
+      # $BUILD_TARGETS: only these (e.g. "framemill framemill-worker" for the benchmarks).
+      # shellcheck disable=SC2086
+      cmake --build build-gpu -j "$(nproc)" ${BUILD_TARGETS:+--target $BUILD_TARGETS} -- -k 0 \
+        > "$OUT/build.log" 2>&1 ||
         { grep -E ": error|Error [0-9]" -A2 "$OUT/build.log" | head -80; exit 1; }
       echo "build took $(( $(date +%s) - t0 )) s"
       ;;

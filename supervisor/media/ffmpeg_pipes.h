@@ -51,7 +51,10 @@ class FrameReader {
   Status Finish();
 
   // Fault injection for tests: sends the ffmpeg child `sig` now (SIGKILL: a crash; SIGTERM:
-  // ffmpeg stops and exits with an error code, as on an error of its own).
+  // ffmpeg stops and exits with an error code, as on an error of its own). The stream ends
+  // here: Read drops what ffmpeg wrote ahead into the pipe, and Finish reports the exit the
+  // signal makes even when ffmpeg had already finished (a short video fits in the pipe), so a
+  // test's fault comes at its frame whatever the timing.
   void KillForTest(int sig);
 
  private:
@@ -59,6 +62,7 @@ class FrameReader {
   explicit FrameReader(std::unique_ptr<PipedChild> child, size_t frame_bytes);
   std::unique_ptr<PipedChild> child_;
   size_t frame_bytes_;
+  int killed_for_test_ = 0;  // KillForTest's signal
 };
 
 struct SegmentFormat {

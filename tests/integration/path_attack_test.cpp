@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <csignal>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -19,11 +21,15 @@
 #include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
+#include <vector>
 
+#include "common/checked_file.h"
 #include "common/config.h"
 #include "common/job_file.h"
 #include "harness.h"
 #include "supervisor/job/job_runner.h"
+#include "supervisor/media/ffmpeg_pipes.h"
+#include "supervisor/media/media_probe.h"
 
 using namespace framemill::test;
 namespace fs = std::filesystem;
@@ -509,6 +515,69 @@ TEST_CASE("faults: with no decoder restarts left, the job is run again keeping i
   CHECK(r.out.find("job attempts 2") != std::string::npos);
   CHECK(r.err.find("keeping its finished segments") != std::string::npos);
   CheckOutputExact(output);
+}
+
+namespace {
+
+// Waits (up to 20 s) until a child of this process named `comm` has exited and not been reaped.
+bool ChildExited(const std::string& comm) {
+  for (int tries = 0; tries < 2000; ++tries) {
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+      std::ifstream in(entry.path() / "stat");
+      std::string stat;
+      if (!std::getline(in, stat)) continue;
+      // pid (comm) state ppid ...
+      const size_t open = stat.find('('), close = stat.rfind(')');
+      if (open == std::string::npos || close == std::string::npos) continue;
+      std::istringstream rest(stat.substr(close + 2));
+      char state = 0;
+      int ppid = 0;
+      rest >> state >> ppid;
+      if (stat.substr(open + 1, close - open - 1) == comm && ppid == ::getpid() && state == 'Z') {
+        return true;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("faults: the decoder fault hook ends the stream at its frame when ffmpeg has finished") {
+  // A video that fits in the decoder's pipe: ffmpeg writes every frame and exits before the
+  // reader takes them, and a signal then reaches no process. The hook's fault must come at its
+  // frame all the same (it once did not, and a test of the job's retry failed now and then).
+  const std::string dir = ScratchDir("decoder_hook_finished");
+  const std::string path = dir + "/short.mp4";
+  MakeIndexVideo(path, 12, 64, 64, 25, 0);
+  const framemill::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  REQUIRE(fd.valid());
+  const framemill::SourceFile source{fd.get(), path, {}};
+  framemill::Result<framemill::MediaInfo> media =
+      framemill::ProbeMedia("ffprobe", source, /*frame_times=*/false);
+  REQUIRE_MESSAGE(media.ok(), media.status().ToString());
+  for (int sig : {SIGKILL, SIGTERM}) {
+    INFO("signal " << sig);
+    auto reader = framemill::FrameReader::Start("ffmpeg", source, media->video,
+                                                dir + "/decoder.log", framemill::FrameFormat::kRgb24,
+                                                {});
+    REQUIRE_MESSAGE(reader.ok(), reader.status().ToString());
+    std::vector<uint8_t> frame(64 * 64 * 3);
+    for (int f = 0; f < 4; ++f) {
+      framemill::Result<bool> got = (*reader)->Read(frame.data());
+      REQUIRE(got.ok());
+      REQUIRE(*got);
+    }
+    REQUIRE(ChildExited("ffmpeg"));  // every frame is in the pipe
+    (*reader)->KillForTest(sig);
+    framemill::Result<bool> got = (*reader)->Read(frame.data());
+    REQUIRE(got.ok());
+    CHECK_FALSE(*got);  // the stream ends at the hook's frame
+    const framemill::Status finished = (*reader)->Finish();
+    CHECK(finished.code() == (sig == SIGKILL ? framemill::StatusCode::kDecoderCrashed
+                                             : framemill::StatusCode::kInputInvalid));
+  }
 }
 
 TEST_CASE("faults: an encoder killed mid-segment is retried and the output is exact") {

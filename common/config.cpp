@@ -105,6 +105,7 @@ Status ReadJobSettings(const nlohmann::json& object, const std::string& path, St
            "auto, on or off");
   r.Bool("cudnn_autotune", &s->cudnn_autotune);
   ReadEnum(r, "page_lock_arena", &s->page_lock_arena, ParsePageLockArena, "auto, on or off");
+  r.Bool("live_mux", &s->live_mux);
   ReadEnum(r, "color_conversion", &s->color_conversion, ParseColorConversion,
            "auto, accurate, fast or device");
   r.Double("hang_timeout_s", &s->hang_timeout_s, 1.0, 24 * 3600.0);

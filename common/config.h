@@ -158,6 +158,11 @@ struct JobSettings {
   // that cuDNN's heuristics serve badly.
   bool cudnn_autotune = false;
   PageLockArena page_lock_arena = PageLockArena::kAuto;  // see PageLockArena
+  // Join the output while the frames are rendered (supervisor/media/live_mux.h): each segment as
+  // soon as it and those before it are encoded, so that the job's end waits only for the last
+  // one's join. Off: every segment is joined once the last is encoded. A variable-frame-rate
+  // source is always joined at the end (it is retimed after the join).
+  bool live_mux = true;
   ColorConversion color_conversion = ColorConversion::kAuto;        // see ColorConversion
   int max_attempts = 3;           // tries per chunk before the job fails
   double hang_timeout_s = 300.0;  // a busy worker without a heartbeat this long is killed

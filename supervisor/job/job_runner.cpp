@@ -39,6 +39,7 @@
 #include "supervisor/media/decode_seek.h"
 #include "supervisor/media/media_probe.h"
 #include "supervisor/media/output_geometry.h"
+#include "supervisor/media/live_mux.h"
 #include "supervisor/media/output_muxer.h"
 #include "supervisor/media/pixel_format.h"
 #include "supervisor/report/report_file.h"
@@ -194,6 +195,14 @@ class JobRun {
   // Face mode: the FaceWarps of chunk frames [first, first + frames) into the slot's face region.
   void WriteChunkFaces(int64_t first, int32_t frames, uint32_t slot);
   Result<JobReport> Stitch();
+  MuxRequest MakeMuxRequest(const std::vector<std::string>& segments,
+                            const std::vector<int64_t>& frames) const;
+  // The whole job's segments, in order, and their frames.
+  void PlanSegments(std::vector<std::string>* segments, std::vector<int64_t>* frames) const;
+  // Starts the live mux (live_mux.h) when the job's output can follow its render; the segments
+  // a resumed job kept are ready at once.
+  void StartLiveMux();
+  // The live mux's output, or when there is none or it failed, MuxAndVerify's.
   Status Mux(const std::vector<std::string>& segments, const std::vector<int64_t>& frames);
   void FillReport(uint64_t t0);
 
@@ -256,7 +265,11 @@ class JobRun {
   // The source's carried metadata for the mux, probed by its own thread while the frames are
   // rendered (an ffprobe less at the end). Last member: destroyed first, so a job that ends
   // early waits here for the probe, while the input it reads is still open.
-  std::future<Result<CarriedMetadata>> source_carried_;
+  std::shared_future<Result<CarriedMetadata>> source_carried_;
+  // The mux beside the render (live_mux.h), when the job has one; its segments are reported by
+  // the encoder threads (SegmentFinished). After source_carried_: destroyed before it, and before
+  // the files its ffmpeg reads (JobFiles, the caller's).
+  std::unique_ptr<LiveMux> live_mux_;
 };
 
 // Opens and checks the input, the model and the output directory (once per RunJob: a retry uses
@@ -1140,6 +1153,7 @@ void JobRun::WriteChunkFaces(int64_t first, int32_t frames, uint32_t slot) {
 
 Status JobRun::SegmentFinished(int64_t index, int64_t bytes) {
   FM_RETURN_IF_ERROR(state_->Finished(index, bytes));
+  if (live_mux_ != nullptr) live_mux_->SegmentReady(static_cast<size_t>(index));
   if (state_->all_done()) {
     board_->MarkAllEncoded();
     dispatcher_->Wake();
@@ -1222,7 +1236,8 @@ Result<JobReport> JobRun::RunPipeline() {
     FM_RETURN_IF_ERROR(timeline_.Adopt(::fcntl(fd->get(), F_DUPFD_CLOEXEC, 0), timeline, t0));
   }
   if (options_.part.whole()) {
-    source_carried_ = std::async(std::launch::async, ProbeCarried, config_.ffprobe, source_);
+    source_carried_ =
+        std::async(std::launch::async, ProbeCarried, config_.ffprobe, source_).share();
   }
   if (settings_.mode == JobMode::kFaces) {
     FM_RETURN_IF_ERROR(FindFaces());
@@ -1260,6 +1275,7 @@ Result<JobReport> JobRun::RunPipeline() {
   }
   lap(&stages_.start_s);
   pipeline_start_us_.store(MonotonicUs(), std::memory_order_release);
+  StartLiveMux();
   {
     std::vector<int64_t> first_frames;
     for (const ChunkPlan& c : plan_.chunks) first_frames.push_back(c.first_frame);
@@ -1331,10 +1347,7 @@ Result<JobReport> JobRun::RunPipeline() {
   }
   std::vector<std::string> segments;
   std::vector<int64_t> frames;
-  for (const SegmentPlan& seg : plan_.segments) {
-    segments.push_back(state_->SegmentPath(seg.index));
-    frames.push_back(seg.frames);
-  }
+  PlanSegments(&segments, &frames);
   Status muxed = Mux(segments, frames);
   if (!kept) dispatcher_->Shutdown();
   FM_RETURN_IF_ERROR(muxed);
@@ -1344,9 +1357,55 @@ Result<JobReport> JobRun::RunPipeline() {
   return report_;
 }
 
+void JobRun::PlanSegments(std::vector<std::string>* segments,
+                          std::vector<int64_t>* frames) const {
+  for (const SegmentPlan& seg : plan_.segments) {
+    segments->push_back(state_->SegmentPath(seg.index));
+    frames->push_back(seg.frames);
+  }
+}
+
+void JobRun::StartLiveMux() {
+  if (!UsesLiveMux(settings_.live_mux, options_.part.whole() && !options_.stitch,
+                   media_.video.constant_rate) ||
+      !source_carried_.valid()) {
+    return;
+  }
+  std::vector<std::string> segments;
+  std::vector<int64_t> frames;
+  PlanSegments(&segments, &frames);
+  live_mux_ = LiveMux::Start(MakeMuxRequest(segments, frames), source_carried_);
+  for (int64_t i = 0; i < state_->resumed(); ++i) live_mux_->SegmentReady(static_cast<size_t>(i));
+}
+
 // Joins `segments` (each of `frames`), adds the source's other streams, verifies, and renames
-// the output into place (output_muxer.h).
+// the output into place (output_muxer.h). A live mux has joined them already but for the last:
+// it finishes; should it fail, they are joined again here, from their files.
 Status JobRun::Mux(const std::vector<std::string>& segments, const std::vector<int64_t>& frames) {
+  if (live_mux_ != nullptr) {
+    Status live = live_mux_->Finish();
+    live_mux_.reset();
+    if (live.ok()) {
+      report_.mux = "live";
+      return live;
+    }
+    if (live.code() == StatusCode::kNoSpace) return live;  // joining again needs the same space
+    const std::string warning =
+        "the join beside the render failed (" + live.ToString() + "); joined again at the end";
+    spdlog::warn("{}: {}", job_.output, warning);
+    report_.warnings.push_back(warning);
+  }
+  MuxRequest mux = MakeMuxRequest(segments, frames);
+  if (source_carried_.valid()) {
+    const Result<CarriedMetadata>& carried = source_carried_.get();
+    if (carried.ok()) mux.source_carried = *carried;  // else probed again, reported
+  }
+  report_.mux = "after";
+  return MuxAndVerify(mux);
+}
+
+MuxRequest JobRun::MakeMuxRequest(const std::vector<std::string>& segments,
+                                  const std::vector<int64_t>& frames) const {
   MuxRequest mux;
   mux.ffmpeg = config_.ffmpeg;
   mux.ffprobe = config_.ffprobe;
@@ -1366,11 +1425,7 @@ Status JobRun::Mux(const std::vector<std::string>& segments, const std::vector<i
   mux.expected_pix_fmt = encoder_.pix_fmt;
   mux.expected_color = color_path_;
   mux.codec = encoder_.codec;
-  if (source_carried_.valid()) {
-    Result<CarriedMetadata> carried = source_carried_.get();
-    if (carried.ok()) mux.source_carried = std::move(*carried);  // else probed again, reported
-  }
-  return MuxAndVerify(mux);
+  return mux;
 }
 
 void JobRun::FillReport(uint64_t t0) {

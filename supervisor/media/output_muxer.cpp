@@ -29,28 +29,6 @@ std::string Extension(const std::string& path) {
   return dot == std::string::npos ? "" : base.substr(dot + 1);
 }
 
-// Each segment's duration is given exactly (frames / rate). Without it the concat demuxer takes
-// it from the file, and a segment whose first frame is presented after its first decode (B-frames
-// shift the first timestamp by the reorder delay) would open a gap of that delay at every join.
-std::string ConcatList(const std::vector<std::string>& segments, const std::vector<int64_t>& frames,
-                       const Rational& rate) {
-  std::string list = "ffconcat version 1.0\n";
-  for (size_t i = 0; i < segments.size(); ++i) {
-    std::string escaped;
-    for (char c : segments[i]) {
-      if (c == '\'')
-        escaped += "'\\''";
-      else
-        escaped += c;
-    }
-    char duration[64];
-    std::snprintf(duration, sizeof(duration), "%.9f",
-                  static_cast<double>(frames[i]) * rate.den / rate.num);
-    list += "file '" + escaped + "'\nduration " + duration + "\n";
-  }
-  return list;
-}
-
 Status Verify(const MuxRequest& rq, int fd, const CarriedMetadata& carried,
               const CarriedPlan& plan) {
   const SourceFile output{fd, "output " + rq.output, rq.source.restrictions};
@@ -181,17 +159,6 @@ Result<UniqueFd> Retime(const MuxRequest& rq, const std::string& list_path) {
   return std::move(retimed->fd);
 }
 
-// Removes the partial output if the name still is the file framemill created.
-void RemovePartial(const MuxRequest& rq, const CreatedFile& partial) {
-  struct stat named {
-  }, opened{};
-  if (::fstatat(rq.output_dir_fd, partial.name.c_str(), &named, AT_SYMLINK_NOFOLLOW) == 0 &&
-      ::fstat(partial.fd.get(), &opened) == 0 && named.st_ino == opened.st_ino &&
-      named.st_dev == opened.st_dev) {
-    ::unlinkat(rq.output_dir_fd, partial.name.c_str(), 0);
-  }
-}
-
 }  // namespace
 
 Result<std::string> MuxerForOutput(const std::string& output) {
@@ -211,48 +178,57 @@ Result<std::string> MuxerForOutput(const std::string& output) {
   return it->second;
 }
 
-Status MuxAndVerify(const MuxRequest& rq) {
-  const MediaInfo& src = *rq.source_info;
+std::string ConcatList(const std::vector<std::string>& segments,
+                       const std::vector<int64_t>& frames, const Rational& rate) {
+  std::string list = "ffconcat version 1.0\n";
+  for (size_t i = 0; i < segments.size(); ++i) {
+    std::string escaped;
+    for (char c : segments[i]) {
+      if (c == '\'')
+        escaped += "'\\''";
+      else
+        escaped += c;
+    }
+    char duration[64];
+    std::snprintf(duration, sizeof(duration), "%.9f",
+                  static_cast<double>(frames[i]) * rate.den / rate.num);
+    list += "file '" + escaped + "'\nduration " + duration + "\n";
+  }
+  return list;
+}
+
+Result<JoinPlan> PlanJoin(const MuxRequest& rq) {
   Result<std::string> muxer = MuxerForOutput(rq.output);
   if (!muxer.ok()) return muxer.status();
+  JoinPlan join;
+  join.muxer = *muxer;
   Result<CarriedMetadata> carried = rq.source_carried.has_value()
                                         ? Result<CarriedMetadata>(*rq.source_carried)
                                         : ProbeCarried(rq.ffprobe, rq.source);
   if (!carried.ok()) return carried.status();
-  CarriedPlan plan = PlanCarried(*carried, src.video.index, FamilyOfMuxer(*muxer));
-  for (const std::string& why : plan.left_out)
+  join.carried = std::move(*carried);
+  join.plan = PlanCarried(join.carried, rq.source_info->video.index, FamilyOfMuxer(*muxer));
+  for (const std::string& why : join.plan.left_out)
     spdlog::warn("{}: {}; it is left out", rq.output, why);
-  FM_RETURN_IF_ERROR(ExtractCovers(rq, &plan));
-  std::string list_path = rq.scratch_dir + "/segments.ffconcat";
-  FM_RETURN_IF_ERROR(
-      AtomicWriteFile(list_path, ConcatList(rq.segments, rq.segment_frames, rq.frame_rate)));
+  FM_RETURN_IF_ERROR(ExtractCovers(rq, &join.plan));
+  return join;
+}
 
-  std::vector<int> inherit = {rq.scratch_fd, rq.source.fd};
+std::vector<std::string> ConcatInput(const std::string& list_path) {
   // framemill's own list of its own segments: the concat demuxer reads only nut files.
-  std::vector<std::string> video_input = {"-protocol_whitelist",
-                                          "file,pipe",
-                                          "-format_whitelist",
-                                          "concat,nut",
-                                          "-f",
-                                          "concat",
-                                          "-safe",
-                                          "0",
-                                          "-i",
-                                          list_path};
-  UniqueFd retimed;
-  if (!src.video.constant_rate) {
-    Result<UniqueFd> r = Retime(rq, list_path);
-    if (!r.ok()) return r.status();
-    retimed = std::move(*r);
-    inherit.push_back(retimed.get());
-    video_input = {"-protocol_whitelist", "file,pipe", "-f", "matroska", "-i",
-                   FdPath(retimed.get())};
-  }
-  std::string ext = Extension(rq.output);
-  Result<CreatedFile> partial =
-      CreateExclusiveAt(rq.output_dir_fd, ".framemill-partial.", "." + ext, 0666);
-  if (!partial.ok()) return partial.status();
-  inherit.push_back(partial->fd.get());
+  return {"-protocol_whitelist", "file,pipe", "-format_whitelist", "concat,nut", "-f", "concat",
+          "-safe", "0", "-i", list_path};
+}
+
+Result<CreatedFile> CreatePartialOutput(const MuxRequest& rq) {
+  return CreateExclusiveAt(rq.output_dir_fd, ".framemill-partial.", "." + Extension(rq.output),
+                           0666);
+}
+
+std::vector<std::string> JoinArguments(const MuxRequest& rq, const JoinPlan& join,
+                                       const std::vector<std::string>& video_input,
+                                       int partial_fd) {
+  const MediaInfo& src = *rq.source_info;
   std::vector<std::string> argv = {rq.ffmpeg, "-nostdin", "-hide_banner", "-v", "error", "-y"};
   // Keep the video where it was relative to the other streams (a source whose video starts
   // after its audio keeps that offset).
@@ -262,40 +238,83 @@ Status MuxAndVerify(const MuxRequest& rq) {
   argv.insert(argv.end(), rq.source.restrictions.begin(), rq.source.restrictions.end());
   argv.insert(argv.end(), {"-i", FdPath(rq.source.fd), "-map", "0:v:0"});
   argv.insert(argv.end(), {"-c", "copy"});
-  std::vector<std::string> carry = CarriedArguments(plan);
+  std::vector<std::string> carry = CarriedArguments(join.plan);
   argv.insert(argv.end(), carry.begin(), carry.end());
   const std::vector<std::string> geometry = GeometryMuxOptions(rq.geometry);
   argv.insert(argv.end(), geometry.begin(), geometry.end());
+  const std::string ext = Extension(rq.output);
   if (ext == "mp4" || ext == "mov" || ext == "m4v")
     argv.insert(argv.end(), {"-movflags", "+faststart"});
   // The exclusively created file, through its descriptor: seekable (mp4 needs it), and never
   // whatever its name or the output's name may point to by now.
-  argv.insert(argv.end(), {"-f", *muxer, FdPath(partial->fd.get())});
+  argv.insert(argv.end(), {"-f", join.muxer, FdPath(partial_fd)});
+  return argv;
+}
 
-  Result<CommandOutput> r = RunAndCapture(argv, inherit);
-  if (!r.ok() || r->exit_code != 0) {
-    RemovePartial(rq, *partial);
-    std::string why = r.ok() ? LastLines(r->err, 4) : r.status().message();
-    StatusCode code = why.find("No space left") != std::string::npos ? StatusCode::kNoSpace
-                      : r.ok() && r->signal != 0                     ? StatusCode::kEncoderCrashed
-                                                                     : StatusCode::kEncodeFailed;
-    return Status(code, "joining segments into " + rq.output + " failed (" +
-                            (r.ok() ? DescribeExit(*r) : std::string("not started")) + "): " + why);
-  }
-  Status done = Verify(rq, partial->fd.get(), *carried, plan);
+Status JoinFailed(const MuxRequest& rq, const Result<CommandOutput>& r) {
+  std::string why = r.ok() ? LastLines(r->err, 4) : r.status().message();
+  StatusCode code = why.find("No space left") != std::string::npos ? StatusCode::kNoSpace
+                    : r.ok() && r->signal != 0                     ? StatusCode::kEncoderCrashed
+                                                                   : StatusCode::kEncodeFailed;
+  return Status(code, "joining segments into " + rq.output + " failed (" +
+                          (r.ok() ? DescribeExit(*r) : std::string("not started")) + "): " + why);
+}
+
+Status PlaceOutput(const MuxRequest& rq, const JoinPlan& join, const CreatedFile& partial) {
+  Status done = Verify(rq, partial.fd.get(), join.carried, join.plan);
   if (done.ok() && rq.output_reader_uid != UINT32_MAX) {
-    Status acl = GrantReadAcl(partial->fd.get(), rq.output_reader_uid);
+    Status acl = GrantReadAcl(partial.fd.get(), rq.output_reader_uid);
     if (!acl.ok()) spdlog::warn("{}: {}", rq.output, acl.message());
   }
-  if (done.ok() && ::fsync(partial->fd.get()) != 0) {
+  if (done.ok() && ::fsync(partial.fd.get()) != 0) {
     done = Status(StatusCode::kIo, "fsync " + rq.output + ": " + std::strerror(errno));
   }
   if (done.ok()) {
-    done = RenameCheckedAt(rq.output_dir_fd, partial->name, partial->fd.get(), rq.output_name,
+    done = RenameCheckedAt(rq.output_dir_fd, partial.name, partial.fd.get(), rq.output_name,
                            rq.overwrite ? RenameMode::kReplace : RenameMode::kNoReplace);
   }
-  if (!done.ok()) RemovePartial(rq, *partial);
+  if (!done.ok()) RemovePartialOutput(rq, partial);
   return done;
+}
+
+// Removes the partial output if the name still is the file framemill created.
+void RemovePartialOutput(const MuxRequest& rq, const CreatedFile& partial) {
+  struct stat named {
+  }, opened{};
+  if (::fstatat(rq.output_dir_fd, partial.name.c_str(), &named, AT_SYMLINK_NOFOLLOW) == 0 &&
+      ::fstat(partial.fd.get(), &opened) == 0 && named.st_ino == opened.st_ino &&
+      named.st_dev == opened.st_dev) {
+    ::unlinkat(rq.output_dir_fd, partial.name.c_str(), 0);
+  }
+}
+
+Status MuxAndVerify(const MuxRequest& rq) {
+  Result<JoinPlan> join = PlanJoin(rq);
+  if (!join.ok()) return join.status();
+  std::string list_path = rq.scratch_dir + "/segments.ffconcat";
+  FM_RETURN_IF_ERROR(
+      AtomicWriteFile(list_path, ConcatList(rq.segments, rq.segment_frames, rq.frame_rate)));
+  std::vector<int> inherit = {rq.scratch_fd, rq.source.fd};
+  std::vector<std::string> video_input = ConcatInput(list_path);
+  UniqueFd retimed;
+  if (!rq.source_info->video.constant_rate) {
+    Result<UniqueFd> r = Retime(rq, list_path);
+    if (!r.ok()) return r.status();
+    retimed = std::move(*r);
+    inherit.push_back(retimed.get());
+    video_input = {"-protocol_whitelist", "file,pipe", "-f", "matroska", "-i",
+                   FdPath(retimed.get())};
+  }
+  Result<CreatedFile> partial = CreatePartialOutput(rq);
+  if (!partial.ok()) return partial.status();
+  inherit.push_back(partial->fd.get());
+  Result<CommandOutput> r =
+      RunAndCapture(JoinArguments(rq, *join, video_input, partial->fd.get()), inherit);
+  if (!r.ok() || r->exit_code != 0) {
+    RemovePartialOutput(rq, *partial);
+    return JoinFailed(rq, r);
+  }
+  return PlaceOutput(rq, *join, *partial);
 }
 
 }  // namespace framemill

@@ -8,11 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "common/checked_file.h"
 #include "common/status.h"
 #include "supervisor/media/carried_metadata.h"
 #include "supervisor/media/color_path.h"
 #include "supervisor/media/media_probe.h"
 #include "supervisor/media/output_geometry.h"
+#include "supervisor/process/subprocess.h"
 
 namespace framemill {
 
@@ -54,6 +56,48 @@ struct MuxRequest {
 // verified; a link at the output name is replaced, never followed. On success the output exists,
 // fsynced. On failure nothing is left at the output path or beside it.
 Status MuxAndVerify(const MuxRequest& request);
+
+// The pieces of MuxAndVerify, for the mux that follows the render (live_mux.h), which runs the
+// same join with its segments coming through pipes.
+
+// The concat demuxer's list of `segments` (paths as ffmpeg opens them), each lasting exactly its
+// frames at `rate`. Without the durations the concat demuxer takes them from the files, and a
+// segment whose first frame is presented after its first decode (B-frames shift the first
+// timestamp by the reorder delay) would open a gap of that delay at every join.
+std::string ConcatList(const std::vector<std::string>& segments,
+                       const std::vector<int64_t>& frames, const Rational& rate);
+// ffmpeg's input options for a concat list written by ConcatList.
+std::vector<std::string> ConcatInput(const std::string& list_path);
+
+// What the join carries besides the video: the source's streams and tags (rq.source_carried, or
+// probed now), the plan for them in the output's container, cover art extracted for Matroska.
+struct JoinPlan {
+  std::string muxer;  // MuxerForOutput
+  CarriedMetadata carried;
+  CarriedPlan plan;
+};
+Result<JoinPlan> PlanJoin(const MuxRequest& rq);
+
+// The output file, created exclusively under a random hidden name in the output directory
+// (".framemill-partial.<random>.<ext>", mode 0666 less the umask).
+Result<CreatedFile> CreatePartialOutput(const MuxRequest& rq);
+// Removes the partial output if its name still is the file framemill created.
+void RemovePartialOutput(const MuxRequest& rq, const CreatedFile& partial);
+
+// The join's ffmpeg command: the video from `video_input` (ffmpeg input options), every other
+// stream from the source, written to `partial_fd`. The child must inherit rq.scratch_fd,
+// rq.source.fd, partial_fd and any descriptor video_input names.
+std::vector<std::string> JoinArguments(const MuxRequest& rq, const JoinPlan& join,
+                                       const std::vector<std::string>& video_input,
+                                       int partial_fd);
+// The error for a join whose ffmpeg could not start (`r` an error) or failed: kNoSpace,
+// kEncoderCrashed (a signal) or kEncodeFailed, with ffmpeg's last lines.
+Status JoinFailed(const MuxRequest& rq, const Result<CommandOutput>& r);
+
+// The joined partial output verified (frames, duration, geometry, audio streams, depth and
+// colour, carried streams and tags), given the reader's ACL, fsynced and renamed to the output
+// name. On failure the partial output is removed.
+Status PlaceOutput(const MuxRequest& rq, const JoinPlan& join, const CreatedFile& partial);
 
 // The ffmpeg muxer for an output file name, by its extension (the output is written through a
 // descriptor, so ffmpeg cannot guess it). Error: kOutputInvalid for an extension not known here.

@@ -125,6 +125,7 @@ nlohmann::json DoneResultJson(const std::string& id, const JobReport& r,
           {"worker_start", r.dispatch.StartupFigures()},
           {"workers_wait_s", r.stages.workers_wait_s},
           {"workers_warm", r.workers_warm},
+          {"mux", r.mux},
           {"arena", r.arena},
           {"faults", r.FaultsJson()},
           {"model_fallbacks", ModelFallbacksJson(r.dispatch)}};
@@ -213,7 +214,8 @@ std::string RunSummary(const JobReport& r) {
   Appendf(&out, "framemill: workers %s, first ready after %.2f s; arena %s\n",
           r.workers_warm ? "warm (kept loaded from the previous job)" : "started for this job",
           r.stages.workers_wait_s, ArenaText(r.arena));
-  Appendf(&out, "framemill: stages: %s\n", r.stages.Summary().c_str());
+  Appendf(&out, "framemill: stages: %s%s\n", r.stages.Summary().c_str(),
+          r.mux == "live" ? " (joined beside the render)" : "");
   Appendf(&out, "framemill: memory timeline: %s\n", r.timeline.c_str());
   if (!r.report.empty()) Appendf(&out, "framemill: report: %s\n", r.report.c_str());
   Appendf(&out, "framemill: faults survived: decoder restarts %lld, job attempts %lld%s\n",

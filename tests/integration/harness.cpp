@@ -369,6 +369,31 @@ std::vector<std::string> SharedMemoryObjectsOf(int pid) {
   return objects;
 }
 
+std::vector<int> ChildrenMentioning(int parent, const std::string& needle) {
+  std::vector<int> pids;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    // /proc/PID/stat: "pid (comm) state ppid ..."; comm may hold spaces and parentheses.
+    const std::string stat = ReadFile("/proc/" + name + "/stat");
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    int ppid = -1;
+    char state = 0;
+    if (std::sscanf(stat.c_str() + close + 1, " %c %d", &state, &ppid) != 2 || ppid != parent) {
+      continue;
+    }
+    std::string cmdline = ReadFile("/proc/" + name + "/cmdline");
+    for (char& c : cmdline) {
+      if (c == '\0') c = ' ';
+    }
+    if (cmdline.find(needle) != std::string::npos) {
+      pids.push_back(std::stoi(name));
+    }
+  }
+  return pids;
+}
+
 std::vector<int> ProcessesMentioning(const std::string& needle) {
   std::vector<int> pids;
   for (const auto& entry : fs::directory_iterator("/proc")) {

@@ -123,6 +123,8 @@ std::vector<std::string> AllSharedMemoryObjects();
 std::vector<std::string> SharedMemoryObjectsOf(int pid);
 // Processes whose command line mentions `needle` (to find leftover workers of a test).
 std::vector<int> ProcessesMentioning(const std::string& needle);
+// Live children of process `parent` whose command line mentions `needle` (a zombie has none).
+std::vector<int> ChildrenMentioning(int parent, const std::string& needle);
 // Files in `dir` (names only), hidden ones included.
 std::vector<std::string> ListDir(const std::string& dir);
 

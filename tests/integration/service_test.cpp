@@ -403,8 +403,27 @@ TEST_CASE(
   BackgroundJob first = Serve(s);
   KillOnExit guard_first{first};
   REQUIRE(WaitUntil([&] { return SegmentsDone(work + "/state.json") >= 3; }, 120));
+  // The output is being joined beside the render, by an ffmpeg of the service's, into a partial
+  // output beside the output.
+  const std::vector<int> joining = ChildrenMentioning(first.pid, "live.ffconcat");
+  CHECK(joining.size() == 1);
+  auto partials = [&] {
+    int n = 0;
+    for (const std::string& name : ListDir(s.dir)) n += name.rfind(".framemill-partial.", 0) == 0;
+    return n;
+  };
+  CHECK(partials() == 1);
   ::kill(first.pid, SIGKILL);
   WaitJob(first, 10);
+  // The joining ffmpeg dies with the service (it would wait for its next segment forever).
+  for (int pid : joining) {
+    CHECK(WaitUntil(
+        [&] {
+          const std::string stat = ReadText("/proc/" + std::to_string(pid) + "/stat");
+          return stat.empty() || stat.find(") Z") != std::string::npos;
+        },
+        10));
+  }
   const int kept = SegmentsDone(work + "/state.json");
   std::vector<std::pair<ino_t, int64_t>> before;
   for (int i = 0; i < kept; ++i) {
@@ -434,6 +453,9 @@ TEST_CASE(
   nlohmann::json r = ReadJson(s.spool + "/done/long/result.json");
   CHECK(r["segments_resumed"].get<int>() >= kept);
   CHECK(OutOfPlace(FrameIndices(s.dir + "/out.mp4", 320, 240), kFrames) == 0);
+  // The restart joined beside its render too, and removed the killed run's partial output.
+  CHECK(r["mux"] == "live");
+  CHECK(partials() == 0);
   ::kill(second.pid, SIGTERM);
   CHECK(WaitJob(second, 60).exit_code == 0);
   CHECK(SharedMemoryObjects().empty());

@@ -203,6 +203,8 @@ TEST_CASE("bad gpus settings are refused with the key named") {
   CHECK(fails({{"page_lock_arena", true}}).find("job.page_lock_arena") != std::string::npos);
   CHECK(fails({{"page_lock_arena", "always"}}).find("auto, on or off") != std::string::npos);
   CHECK(fails({{"page_lock_arena", "on"}}).empty());
+  CHECK(fails({{"live_mux", "on"}}).find("job.live_mux") != std::string::npos);
+  CHECK(fails({{"live_mux", false}}).empty());
   CHECK(fails({{"page_lock_arena", "off"}}).empty());
   CHECK(fails({{"page_lock_arena", "auto"}}).empty());
 }

@@ -10,6 +10,7 @@
 #                 seconds): on a shared machine, where the load changes from job to job, the
 #                 steadier of the two
 #   tail s        stages.tail_s: from the workers' last chunk to the last segment written
+#   mux           how the output was joined: live (beside the render) or after (result.json's mux)
 #
 # usage: bench/start-cost.sh [DEVICE] [SIZE] [SECONDS] [MODEL] [WORKERS] [ROUNDS]
 #   defaults: cpu 320x240 60 sharpen 1 3
@@ -85,12 +86,13 @@ long="$work/spool/done/long/result.json"
 steady=$(awk -v f="$(field frames "$long")" -v p="$(field pipeline_s "$long")" \
   'BEGIN { printf "%.1f", f / p }')
 echo "start cost: device $device, $size at $fps fps, model $model, $workers worker(s);" \
-  "steady state $steady fps (pipeline of a $((long_times * seconds)) s job)"
+  "steady state $steady fps (pipeline of a $((long_times * seconds)) s job; its mux" \
+  "$(sfield mux "$long") $(field mux_s "$long") s)"
 for v in "${!variants[@]}"; do
   if [[ -n ${variants[$v]} ]]; then echo "variant $((v + 1)): ${variants[$v]}"; fi
 done
-printf "%-8s %3s %6s %6s %9s %8s %6s %6s %8s %8s %9s %7s %7s\n" job var warm arena "wait s" \
-  "start s" "tail s" "mux s" seconds fps "pipe fps" share own
+printf "%-8s %3s %6s %6s %9s %8s %6s %5s %6s %8s %8s %9s %7s %7s\n" job var warm arena \
+  "wait s" "start s" "tail s" mux "mux s" seconds fps "pipe fps" share own
 for r in $(seq 1 "$rounds"); do
   for v in "${!variants[@]}"; do
     id=$r
@@ -102,11 +104,11 @@ for r in $(seq 1 "$rounds"); do
       f="$work/spool/done/$kind$id/result.json"
       awk -v id="$kind$id" -v var=$((v + 1)) -v warm="$(field workers_warm "$f")" \
         -v w="$(field workers_wait_s "$f")" -v arena="$(sfield arena "$f")" \
-        -v tail="$(field tail_s "$f")" -v mux="$(field mux_s "$f")" \
+        -v tail="$(field tail_s "$f")" -v mux="$(field mux_s "$f")" -v how="$(sfield mux "$f")" \
         -v st="$(field start_s "$f")" -v s="$(field seconds "$f")" \
         -v n="$(field frames "$f")" -v p="$(field pipeline_s "$f")" -v steady="$steady" 'BEGIN {
-        printf "%-8s %3d %6s %6s %9.3f %8.3f %6.2f %6.2f %8.2f %8.1f %9.1f %7.3f %7.3f\n", id, var,
-          warm, arena, w, st, tail, mux, s, n / s, n / p, n / s / steady, p / s }'
+        printf "%-8s %3d %6s %6s %9.3f %8.3f %6.2f %5s %6.2f %8.2f %8.1f %9.1f %7.3f %7.3f\n", id,
+          var, warm, arena, w, st, tail, how, mux, s, n / s, n / p, n / s / steady, p / s }'
     done
   done
 done

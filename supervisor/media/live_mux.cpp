@@ -194,12 +194,23 @@ Status LiveMux::Feed(size_t index) {
   while (offset < st.st_size) {
     const ssize_t n = ::sendfile(pipe->get(), segment.get(), &offset,
                                  static_cast<size_t>(st.st_size - offset));
-    if (n < 0 && errno == EINTR) continue;
+    const int err = n < 0 ? errno : 0;
+    if (err == EINTR) continue;
+    if (err == EPIPE) {
+      // ffmpeg closed the pipe. Alive, it has read what it wanted of the segment (a demuxer may
+      // stop short of the file's index) and gone on to the next; the verification counts the
+      // frames. Gone, it was killed (an abandoned mux) or failed.
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!abandoned_ && !ChildExited()) {
+        spdlog::debug("live mux: ffmpeg closed segment {}'s pipe with {} bytes unread", index,
+                      st.st_size - offset);
+        return Status::Ok();
+      }
+    }
     if (n <= 0) {
-      // EPIPE: ffmpeg is gone (killed when the mux was abandoned, or failed).
-      return Status(errno == EPIPE ? StatusCode::kEncodeFailed : StatusCode::kIo,
+      return Status(err == EPIPE ? StatusCode::kEncodeFailed : StatusCode::kIo,
                     "feeding segment " + std::to_string(index) + " to the joining ffmpeg: " +
-                        (n == 0 ? std::string("segment shorter than it was") : std::strerror(errno)));
+                        (n == 0 ? std::string("segment shorter than it was") : std::strerror(err)));
     }
   }
   return Status::Ok();  // closing the pipe ends the segment for ffmpeg

@@ -43,6 +43,7 @@ fm::JobReport FinishedReport() {
   r.timeline = "/out/film.mkv.timeline.jsonl";
   r.worker_sandbox = "off";
   r.warnings = {"kept 8 bits"};
+  r.mux = "live";
   r.dispatch.workers_started = 3;
   r.dispatch.crashes = 1;
   r.dispatch.kills = 2;
@@ -105,11 +106,13 @@ TEST_CASE("job result: a finished job's result.json has every key, with the repo
                                          "worker_start",
                                          "workers_wait_s",
                                          "workers_warm",
+                                         "mux",
                                          "arena",
                                          "faults",
                                          "model_fallbacks"});
   CHECK(j["model_fallbacks"] ==
         nlohmann::json{{"events", 0}, {"batch", nullptr}, {"tile", nullptr}});
+  CHECK(j["mux"] == "live");
   CHECK(j["version"] == 1);
   CHECK(j["id"] == "j1");
   CHECK(j["status"] == "done");
@@ -256,12 +259,15 @@ TEST_CASE("job result: `framemill run`'s summary states the result's figures") {
   CHECK(Contains(s, "framemill: workers started for this job, first ready after 1.25 s; arena "
                     "none\n"));
   CHECK(Contains(s, "start 1.50 s (1.25 s until a worker was ready)"));
+  CHECK(Contains(s, " (joined beside the render)\n"));
   CHECK_FALSE(Contains(s, "framemill: report:"));  // none written
   r.report = "/out/film.mkv.report.html";
   r.dispatch.recycles.clear();
   const std::string t = fm::RunSummary(r);
   CHECK(Contains(t, "framemill: report: /out/film.mkv.report.html\n"));
   CHECK(Contains(t, "recycled 0, crashed 1"));
+  r.mux = "after";
+  CHECK_FALSE(Contains(fm::RunSummary(r), "joined beside the render"));
   r.workers_warm = true;
   r.arena = "kept";
   CHECK(Contains(fm::RunSummary(r),

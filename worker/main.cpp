@@ -219,8 +219,13 @@ int main(int argc, char** argv) {
   if (const char* spec = std::getenv(kFaultEnvVar)) {
     Result<Fault> fault = ParseFault(spec);
     if (fault.ok() && !fault->once_path.empty()) {
-      std::string dir = fault->once_path.substr(0, fault->once_path.rfind('/') + 1);
-      sandbox.extra_rules.push_back({dir.empty() ? "." : dir, FsAccess::kCreate,
+      // The directory without a trailing '/': the private root makes a bind's parents first, and
+      // "dir/"'s parent is "dir" itself (its mkdir then failed with EEXIST on CUDA).
+      const size_t slash = fault->once_path.rfind('/');
+      const std::string dir = slash == std::string::npos ? "."
+                              : slash == 0                ? "/"
+                                                          : fault->once_path.substr(0, slash);
+      sandbox.extra_rules.push_back({dir, FsAccess::kCreate,
                                      std::string(kFaultEnvVar) + " once= marker (test hook)"});
       LogWarn("test fault injection: the sandbox lets this worker create files in " + dir);
     }

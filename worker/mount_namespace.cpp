@@ -173,9 +173,12 @@ Status BuildTree(const std::string& staging, const std::vector<OpenSource>& sour
 std::vector<BindMount> PlanBindMounts(const std::vector<FsRule>& rules) {
   std::map<std::string, BindMount> by_path;  // sorted: a parent comes before its children
   for (const FsRule& r : rules) {
-    if (r.path.empty() || r.path[0] != '/' || r.path == "/") continue;
-    BindMount& b = by_path[r.path];
-    b.path = r.path;
+    // "dir/" is "dir": the tree is built parents first, and "dir/"'s parent would be "dir".
+    std::string path = r.path;
+    while (path.size() > 1 && path.back() == '/') path.pop_back();
+    if (path.empty() || path[0] != '/' || path == "/") continue;
+    BindMount& b = by_path[path];
+    b.path = path;
     b.writable = b.writable || (r.access != FsAccess::kRead && r.access != FsAccess::kReadExec);
     b.exec = b.exec || r.access == FsAccess::kReadExec || r.access == FsAccess::kDevice ||
              r.access == FsAccess::kAll;

@@ -52,7 +52,7 @@ struct BindMount {
 // rule's path that already allows everything it needs is left out (it is in that bind), two rules
 // on one path become one bind with both rights. Read and read-exec rules are read-only, every
 // other access class writable. Relative paths and "/" itself are left out (a bind over the whole
-// root would undo the point).
+// root would undo the point). A path's trailing '/' is dropped ("dir/" is "dir").
 std::vector<BindMount> PlanBindMounts(const std::vector<FsRule>& rules);
 
 // A symbolic link to recreate in the new root: `path` holds `target` (as readlink returns it).

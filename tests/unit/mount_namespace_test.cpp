@@ -87,6 +87,10 @@ TEST_CASE("private root: the plan binds parents first and leaves out what a pare
       {"/sys", false, false},       {"/sys/x", false, true},     {"/usr/lib", false, true},
   };
   CHECK(PlanBindMounts(rules) == want);
+  // A trailing '/' names the same directory: one bind, without it (the tree is built parents
+  // first, and "dir/"'s parent would be "dir" itself).
+  CHECK(PlanBindMounts({{"/srv/out/", FsAccess::kCreate, ""}, {"/srv/out//", FsAccess::kRead, ""}}) ==
+        std::vector<BindMount>{{"/srv/out", true, false}});
 }
 
 TEST_CASE("private root: the links on the way to a named path are kept, with their targets") {

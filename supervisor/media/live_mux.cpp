@@ -123,6 +123,10 @@ bool LiveMux::ChildExited() const {
 Status LiveMux::Prepare() {
   const Result<CarriedMetadata>& carried = carried_.get();
   if (!carried.ok()) return carried.status();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (abandoned_) return Status(StatusCode::kCancelled, "the mux was abandoned");
+  }
   rq_.source_carried = *carried;
   Result<JoinPlan> join = PlanJoin(rq_);
   if (!join.ok()) return join.status();

@@ -262,10 +262,14 @@ void LiveMux::Run() {
     } else if (exit.exit_code != 0) {
       outcome_ = JoinFailed(rq_, Result<CommandOutput>(exit));
     } else {
-      spdlog::debug("live mux: {} segments joined; the last {} ms after the first was fed",
+      spdlog::debug("live mux: {} segments joined by an ffmpeg that ran {} ms",
                     rq_.segments.size(), (MonotonicUs() - t0) / 1000);
     }
   } catch (const std::exception& e) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      pid_ = -1;  // reaped by ReapOnExit on the way out
+    }
     outcome_ = Status(StatusCode::kInternal, std::string("live mux: ") + e.what());
   }
 }

@@ -369,6 +369,12 @@ std::vector<std::string> SharedMemoryObjectsOf(int pid) {
   return objects;
 }
 
+int PartialOutputs(const std::string& dir) {
+  int n = 0;
+  for (const std::string& name : ListDir(dir)) n += name.rfind(".framemill-partial.", 0) == 0;
+  return n;
+}
+
 std::vector<int> ChildrenMentioning(int parent, const std::string& needle) {
   std::vector<int> pids;
   for (const auto& entry : fs::directory_iterator("/proc")) {

@@ -125,6 +125,9 @@ std::vector<std::string> SharedMemoryObjectsOf(int pid);
 std::vector<int> ProcessesMentioning(const std::string& needle);
 // Live children of process `parent` whose command line mentions `needle` (a zombie has none).
 std::vector<int> ChildrenMentioning(int parent, const std::string& needle);
+// The partial outputs in `dir`: files named ".framemill-partial.*", which exist only while a
+// job writes its output (the join beside the render: the whole job) and must not outlive it.
+int PartialOutputs(const std::string& dir);
 // Files in `dir` (names only), hidden ones included.
 std::vector<std::string> ListDir(const std::string& dir);
 

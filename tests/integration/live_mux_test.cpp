@@ -24,12 +24,6 @@ std::string PacketHashes(const std::string& path) {
   return r.out;
 }
 
-int CountPartials(const std::string& dir) {
-  int n = 0;
-  for (const std::string& name : ListDir(dir)) n += name.rfind(".framemill-partial.", 0) == 0;
-  return n;
-}
-
 }  // namespace
 
 TEST_CASE("live mux: the output joined beside the render has the packets of the join after it") {
@@ -61,7 +55,7 @@ TEST_CASE("live mux: the output joined beside the render has the packets of the 
   const std::string a = PacketHashes(dir + "/live.mp4"), b = PacketHashes(dir + "/after.mp4");
   CHECK(a.find("\n1,") != std::string::npos);  // the audio stream's packets are in the hashes
   CHECK(a == b);
-  CHECK(CountPartials(dir) == 0);
+  CHECK(PartialOutputs(dir) == 0);
 }
 
 TEST_CASE(
@@ -84,7 +78,7 @@ TEST_CASE(
   Drop(s, "bad", job.dump());
   REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/failed/bad/result.json"); }, 240));
   CHECK(ReadJson(s.spool + "/failed/bad/result.json")["reason"]["code"] == "worker_failed");
-  CHECK(CountPartials(s.dir) == 0);
+  CHECK(PartialOutputs(s.dir) == 0);
   CHECK_FALSE(fs::exists(s.dir + "/out.mp4"));
   // The service's own children: the joining ffmpeg was killed and reaped with the job.
   CHECK(WaitUntil([&] { return ChildrenMentioning(serve.pid, "live.ffconcat").empty(); }, 5));

@@ -407,12 +407,7 @@ TEST_CASE(
   // output beside the output.
   const std::vector<int> joining = ChildrenMentioning(first.pid, "live.ffconcat");
   CHECK(joining.size() == 1);
-  auto partials = [&] {
-    int n = 0;
-    for (const std::string& name : ListDir(s.dir)) n += name.rfind(".framemill-partial.", 0) == 0;
-    return n;
-  };
-  CHECK(partials() == 1);
+  CHECK(PartialOutputs(s.dir) == 1);
   ::kill(first.pid, SIGKILL);
   WaitJob(first, 10);
   // The joining ffmpeg dies with the service (it would wait for its next segment forever).
@@ -455,7 +450,7 @@ TEST_CASE(
   CHECK(OutOfPlace(FrameIndices(s.dir + "/out.mp4", 320, 240), kFrames) == 0);
   // The restart joined beside its render too, and removed the killed run's partial output.
   CHECK(r["mux"] == "live");
-  CHECK(partials() == 0);
+  CHECK(PartialOutputs(s.dir) == 0);
   ::kill(second.pid, SIGTERM);
   CHECK(WaitJob(second, 60).exit_code == 0);
   CHECK(SharedMemoryObjects().empty());

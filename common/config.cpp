@@ -329,6 +329,7 @@ Result<Config> ParseConfig(const nlohmann::json& object) {
     if (parsed) c.backend = *parsed;
   }
   r.IntList("service_gpus", &c.service_gpus, 0, kMaxWorkers - 1);  // each once
+  r.Bool("spare_workers", &c.spare_workers);
   r.Int("slurm_parts", &c.slurm_parts, 1, kMaxSlurmParts);
   r.StringList("slurm_options", &c.slurm_options);
   r.Double("slurm_poll_s", &c.slurm_poll_s, 0.1, 3600.0);

@@ -233,6 +233,12 @@ struct Config {
   // free ones), with warm workers kept per GPU set and model. Empty: one job at a time, each on
   // the device and gpus it names.
   std::vector<int> service_gpus;
+  // `framemill serve` keeps one spare worker per service GPU (or one, without a GPU set): a
+  // worker process started without a model, its sandbox on and its device ready (the CUDA
+  // context, cuDNN and cuBLAS), that the next job's first worker takes instead of starting one
+  // (supervisor/workers/worker_pool.h, CreateSpares and Adopt). It holds the device's context
+  // memory while it waits. Started again when a job that took it ends.
+  bool spare_workers = true;
   // The service's backend; with kSlurm, each job is submitted as slurm_parts parts and a stitch
   // (sbatch options slurm_options) and the service follows it until the stitch job ends.
   Backend backend = Backend::kLocal;

@@ -11,6 +11,7 @@
 #include <streambuf>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <vector>
 
 #include <torch/cuda.h>
 #ifdef FRAMEMILL_WITH_CUDA
@@ -150,6 +151,33 @@ Result<torch::Device> ResolveDevice(const DeviceSetting& setting) {
   } catch (const std::exception& e) {
     return Status(StatusCode::kInvalidJob, "device \"" + device + "\": " + FirstLine(e.what()));
   }
+}
+
+Status PrepareDevice(const torch::Device& device) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::ScalarType> dtypes = {torch::kFloat32};
+  if (device.is_cuda()) dtypes = {torch::kFloat32, torch::kFloat16, torch::kBFloat16};
+  Status first_error;
+  for (torch::ScalarType dtype : dtypes) {
+    // Each precision on its own: a GPU without bf16 kernels still gets the others ready.
+    try {
+      const auto options = torch::TensorOptions().device(device).dtype(dtype);
+      torch::Tensor x =
+          torch::ones({1, 8, 16, 16}, options).contiguous(torch::MemoryFormat::ChannelsLast);
+      torch::Tensor w =
+          torch::ones({8, 8, 3, 3}, options).contiguous(torch::MemoryFormat::ChannelsLast);
+      torch::Tensor y = torch::conv2d(x, w, {}, 1, 1);
+      torch::Tensor m = torch::matmul(torch::ones({16, 16}, options), torch::ones({16, 16}, options));
+      (void)(y.sum() + m.sum()).item<float>();  // waits for the device
+    } catch (const std::exception& e) {
+      if (first_error.ok()) {
+        first_error = Status(StatusCode::kModelInvalid, "preparing " + device.str() + " in " +
+                                                            c10::toString(dtype) + ": " +
+                                                            FirstLine(e.what()));
+      }
+    }
+  }
+  return first_error;
 }
 
 Result<torch::ScalarType> ResolvePrecision(Precision precision, const torch::Device& device) {

@@ -39,6 +39,7 @@ static int sd_watchdog_enabled(int, uint64_t*) { return 0; }
 #include "supervisor/front/job_end_hook.h"
 #include "common/shared_memory.h"
 #include "supervisor/job/job_runner.h"
+#include "supervisor/process/subprocess.h"
 #include "supervisor/report/job_result.h"
 #include "supervisor/report/metrics.h"
 #include "supervisor/front/slurm_backend.h"
@@ -219,6 +220,19 @@ class JobThread {
   std::thread thread_;  // last: started once the rest is made
 };
 
+// One spare worker's place (config spare_workers): a service GPU, or, without a GPU set, the
+// jobs' own device (-1). Its spare is started by the service's loop thread, which outlives every
+// job (a worker dies with the thread that started it), and is lent to each job that runs there.
+struct SparePlace {
+  int gpu_label = -1;    // the service GPU it stands for; -1 = none (no GPU set)
+  int gpu = -1;          // the GPU its spare is pinned to; -1 = not pinned (no GPU set, or labels)
+  std::string log_dir;   // spare-K-GEN.log, and the workers' logs of jobs on this GPU alone
+  std::unique_ptr<WorkerPool> pool;  // its spare, if started; null while a job holds it
+  bool held = false;     // a running job holds it (RunningJob::spares)
+  int failures = 0;      // spares that exited by themselves, in a row
+  uint64_t next_try_ms = 0;  // none is started before this (after failures)
+};
+
 // A job running on one of the service's job threads.
 struct RunningJob {
   std::string id;
@@ -227,6 +241,9 @@ struct RunningJob {
   bool alone = false;     // nothing starts beside it (QueuedJob::alone)
   WarmSlot* slot = nullptr;
   std::string log_dir;    // its workers' logs: one folder per warm place
+  // The spares of the places it runs on, lent for its first workers (JobOptions::spares) and
+  // given back when it ends: by place, the pool (null when the place had no spare ready).
+  std::vector<std::pair<SparePlace*, std::unique_ptr<WorkerPool>>> spares;
   std::atomic<bool> ended{false};
   // When it last showed life (launched, or a progress report): the watchdog is fed only while
   // every running job has.
@@ -279,6 +296,16 @@ class Service {
   // Waits up to `max_ms` for a spool change, a job's end or the stop.
   void WaitForWork(int inotify_fd, uint64_t max_ms);
   void Housekeeping();
+  // The spare places (config spare_workers), made once at start.
+  void MakeSparePlaces();
+  // Starts a spare on every place that has none and is not held by a job (once a failed one's
+  // pause is over), and notes spares that exited. On the loop's thread, every pass.
+  void KeepSpares();
+  // Gives back a job's spares to their places; a place's spare taken by the job is started
+  // again by KeepSpares.
+  void ReturnSpares(RunningJob* job);
+  // The workers' log folder for jobs on `gpus` (made 0750 when missing), as Launch names it.
+  std::string WorkerLogDir(const std::vector<int>& gpus, bool cpu);
   // Metrics (supervisor/report/metrics.h): finds the file's path and writes the first file; then
   // rewrites it from the counts of ended runs, the running jobs' figures and the spool. A failed
   // write is logged once until a write succeeds again; it never stops the service.
@@ -317,6 +344,7 @@ class Service {
   std::set<int> free_gpus_;
   std::atomic<int64_t> gpus_free_{0};  // free_gpus_.size(), for the metrics (any thread)
   std::list<WarmSlot> warm_;  // a list: running jobs hold pointers into it
+  std::list<SparePlace> spare_places_;  // a list: running jobs hold pointers into it
   std::list<JobThread> threads_;  // as many as jobs ran at once; they end with the service
   int wake_fds_[2] = {-1, -1};  // a job's thread writes a byte when it ends
   // Metrics, written from the loop and the jobs' threads.
@@ -479,12 +507,14 @@ Status Service::Run() {
                  config_.rescan_interval_s);
   }
   spdlog::info("serving spool {}", spool_.root());
+  MakeSparePlaces();
   sd_notify(0, "READY=1\nSTATUS=idle");
   while (!stop_.load()) {
     try {
       FeedWatchdog();
       Housekeeping();
       Reap();
+      KeepSpares();
       try {
         std::lock_guard<std::recursive_mutex> lock(spool_mu_);
         requests_.Poll(RunningIds());
@@ -518,6 +548,10 @@ Status Service::Run() {
   if (inotify_fd >= 0) ::close(inotify_fd);
   sd_notify(0, "STOPPING=1");
   for (WarmSlot& slot : warm_) slot.warm.Stop(5000);
+  for (SparePlace& place : spare_places_) {
+    if (place.pool != nullptr) place.pool->StopAll(2000);
+  }
+  spare_places_.clear();
   threads_.clear();  // after the warm workers they started have stopped
   WriteMetrics(/*up=*/false);
   ::close(wake_fds_[0]);
@@ -667,20 +701,16 @@ void Service::Launch(const QueuedJob& q, const std::vector<int>& gpus, bool cpu)
   job->alone = q.alone;
   job->alive_ms.store(MonotonicMs());
   job->slot = TakeWarmSlot(gpus, q.ask.model);
-  // Workers number their logs per pool (worker-K-GEN.log): jobs running at once log into
-  // folders of their own, one per warm place.
-  job->log_dir = spool_.Dir("workers");
-  if (!config_.service_gpus.empty()) {
-    std::string name = cpu || gpus.empty() ? "cpu" : "gpus";
-    for (int g : gpus) name += "-" + std::to_string(g);
-    job->log_dir += "/" + name;
-    if (!IsDirectory(job->log_dir)) {
-      Status made = MakeDirectories(job->log_dir);
-      if (made.ok() && ::chmod(job->log_dir.c_str(), 0750) != 0) {
-        made = Status(StatusCode::kIo, std::string("chmod: ") + std::strerror(errno));
-      }
-      if (!made.ok()) spdlog::warn("cannot create {}: {}", job->log_dir, made.message());
-    }
+  job->log_dir = WorkerLogDir(gpus, cpu);
+  // Lent: the spares of its GPUs (without a GPU set, the one place), a CPU job beside GPU jobs
+  // none.
+  for (SparePlace& place : spare_places_) {
+    const bool mine = config_.service_gpus.empty()
+                          ? true
+                          : !cpu && std::find(gpus.begin(), gpus.end(), place.gpu_label) != gpus.end();
+    if (!mine || place.held) continue;
+    place.held = true;
+    job->spares.emplace_back(&place, std::move(place.pool));
   }
   for (int g : gpus) free_gpus_.erase(g);
   gpus_free_.store(static_cast<int64_t>(free_gpus_.size()));
@@ -713,6 +743,99 @@ void Service::FeedWatchdog() {
   watchdog_.Alive();
 }
 
+std::string Service::WorkerLogDir(const std::vector<int>& gpus, bool cpu) {
+  // Workers number their logs per pool (worker-K-GEN.log): jobs running at once log into
+  // folders of their own, one per warm place.
+  std::string dir = spool_.Dir("workers");
+  if (config_.service_gpus.empty()) return dir;
+  std::string name = cpu || gpus.empty() ? "cpu" : "gpus";
+  for (int g : gpus) name += "-" + std::to_string(g);
+  dir += "/" + name;
+  if (!IsDirectory(dir)) {
+    Status made = MakeDirectories(dir);
+    if (made.ok() && ::chmod(dir.c_str(), 0750) != 0) {
+      made = Status(StatusCode::kIo, std::string("chmod: ") + std::strerror(errno));
+    }
+    if (!made.ok()) spdlog::warn("cannot create {}: {}", dir, made.message());
+  }
+  return dir;
+}
+
+void Service::MakeSparePlaces() {
+  if (!config_.spare_workers || config_.backend != Backend::kLocal) return;
+  std::vector<int> labels = config_.service_gpus;
+  if (labels.empty()) labels.push_back(-1);
+  for (int label : labels) {
+    SparePlace& place = spare_places_.emplace_back();
+    place.gpu_label = label;
+    place.gpu = gpu_labels_ ? -1 : label;
+    place.log_dir = WorkerLogDir(label >= 0 ? std::vector<int>{label} : std::vector<int>(), false);
+  }
+}
+
+void Service::KeepSpares() {
+  const uint64_t now = MonotonicMs();
+  for (SparePlace& place : spare_places_) {
+    if (place.held) continue;
+    if (place.pool != nullptr) {
+      for (const WorkerExit& e : place.pool->ReapExited()) {
+        std::string tail = e.stderr_tail;
+        std::replace(tail.begin(), tail.end(), '\n', ' ');
+        ++place.failures;
+        const uint64_t pause_s = std::min<uint64_t>(600, 5ull << std::min(place.failures, 7));
+        place.next_try_ms = now + pause_s * 1000;
+        spdlog::warn("the spare worker{} exited: {}{}; the next in {} s",
+                     place.gpu_label >= 0 ? " of GPU " + std::to_string(place.gpu_label) : "",
+                     e.Describe(), tail.empty() ? "" : " (its log ends: " + tail + ")", pause_s);
+      }
+      if (place.pool->Alive(0)) continue;
+    }
+    if (now < place.next_try_ms) continue;
+    if (place.pool == nullptr) {
+      WorkerOptions opts;
+      opts.worker_binary = WorkerBinaryPath(config_.worker_binary);
+      opts.device = config_.defaults.device;
+      opts.log_level = config_.log_level;
+      opts.log_dir = place.log_dir;
+      opts.pytorch_alloc_conf = config_.pytorch_alloc_conf;
+      opts.sandbox = config_.worker_sandbox.value_or(WorkerSandbox::kAuto);
+      Result<std::unique_ptr<WorkerPool>> pool = WorkerPool::CreateSpares(opts, 1);
+      if (!pool.ok()) {
+        spdlog::warn("no spare worker: {}", pool.status().message());
+        place.next_try_ms = now + 600 * 1000;
+        continue;
+      }
+      place.pool = std::move(*pool);
+    }
+    Status started = place.pool->Spawn(0, place.gpu);
+    if (!started.ok()) {
+      spdlog::warn("cannot start a spare worker: {}", started.message());
+      place.next_try_ms = now + 600 * 1000;
+      continue;
+    }
+    spdlog::info("spare worker started{} (pid {}), its device made ready for the next job",
+                 place.gpu_label >= 0 ? " for GPU " + std::to_string(place.gpu_label) : "",
+                 place.pool->Pid(0));
+  }
+}
+
+void Service::ReturnSpares(RunningJob* job) {
+  for (auto& [place, pool] : job->spares) {
+    place->held = false;
+    if (pool != nullptr && !pool->Alive(0)) {
+      // Taken by the job (or exited: reaped and counted by KeepSpares, as at the place).
+      bool exited = false;
+      for (const WorkerExit& e : pool->ReapExited()) {
+        exited = true;
+        spdlog::warn("a spare worker exited while lent to job {}: {}", job->id, e.Describe());
+      }
+      if (!exited) place->failures = 0;
+    }
+    place->pool = std::move(pool);
+  }
+  job->spares.clear();
+}
+
 bool Service::Reap() {
   bool any = false;
   for (auto it = running_.begin(); it != running_.end();) {
@@ -721,6 +844,7 @@ bool Service::Reap() {
       ++it;
       continue;
     }
+    ReturnSpares(&job);
     for (int g : job.gpus) free_gpus_.insert(g);
     gpus_free_.store(static_cast<int64_t>(free_gpus_.size()));
     job.slot->in_use = false;
@@ -924,6 +1048,9 @@ void Service::RunClaimed(RunningJob* running) {
   options.workspace = dir + "/work";
   options.timeline = dir + "/timeline.jsonl";
   options.warm = &running->slot->warm;
+  for (auto& lent : running->spares) {
+    if (lent.second != nullptr) options.spares.push_back(lent.second.get());
+  }
   options.worker_log_dir = running->log_dir;
   options.output_reader_uid = submitter->uid;
   std::vector<DispatchStats> attempts;  // worker counts of each ended attempt, for the metrics

@@ -58,6 +58,9 @@ struct JobOptions {
   std::function<void(const JobProgress&)> on_progress;
   // Workers to reuse and to hand back (null: the job starts and stops its own).
   WarmWorkers* warm = nullptr;
+  // Spares (WorkerPool::CreateSpares) the job's first workers may take instead of starting
+  // processes, where one fits (WorkerPool::Adopt); not owned. A spare not taken stays there.
+  std::vector<WorkerPool*> spares;
   // Where workers write their stderr logs; "" = the job's workspace.
   std::string worker_log_dir;
   // When set, each run of the job (a crash retry is another) appends its worker counts here as

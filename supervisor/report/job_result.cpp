@@ -125,6 +125,7 @@ nlohmann::json DoneResultJson(const std::string& id, const JobReport& r,
           {"worker_start", r.dispatch.StartupFigures()},
           {"workers_wait_s", r.stages.workers_wait_s},
           {"workers_warm", r.workers_warm},
+          {"workers_spare", r.workers_spare},
           {"mux", r.mux},
           {"arena", r.arena},
           {"faults", r.FaultsJson()},
@@ -212,7 +213,9 @@ std::string RunSummary(const JobReport& r) {
   Appendf(&out, "framemill: worker sandbox: %s\n", r.worker_sandbox.c_str());
   Appendf(&out, "framemill: worker start: %s\n", d.StartupSummary().c_str());
   Appendf(&out, "framemill: workers %s, first ready after %.2f s; arena %s\n",
-          r.workers_warm ? "warm (kept loaded from the previous job)" : "started for this job",
+          r.workers_warm    ? "warm (kept loaded from the previous job)"
+          : r.workers_spare ? "loaded by a spare (started before the job)"
+                            : "started for this job",
           r.stages.workers_wait_s, ArenaText(r.arena));
   Appendf(&out, "framemill: stages: %s%s\n", r.stages.Summary().c_str(),
           r.mux == "live" ? " (joined beside the render)" : "");

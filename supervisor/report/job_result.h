@@ -70,6 +70,9 @@ struct JobReport {
   // The workers were warm: the first ready one was kept loaded from the service's previous job
   // (warm_key.h), not started for this one. stages.workers_wait_s is the wait either way.
   bool workers_warm = false;
+  // The first ready worker was a spare the service had started before the job, its device ready
+  // and no model loaded (WorkerPool::CreateSpares): the job's wait was the model's load alone.
+  bool workers_spare = false;
   // How the output was joined: "live" (beside the render: supervisor/media/live_mux.h) or "after"
   // (once every segment was encoded: the job's live_mux off, a variable-frame-rate source, a
   // stitch of parts, or a live mux that failed, with a warning). "" = no output (a part).
@@ -137,7 +140,7 @@ std::string IsoNow();
 // "finished_at", "workers_started", "recycles", "recycles_by_reason", "crashes", "kills",
 // "chunk_retries", "segments", "segments_resumed", "stages", "worker_input_format",
 // "output_pix_fmt", "warnings", "worker_sandbox", "worker_start", "workers_wait_s",
-// "workers_warm", "mux", "faults", "model_fallbacks"} of a finished job.
+// "workers_warm", "workers_spare", "mux", "faults", "model_fallbacks"} of a finished job.
 nlohmann::json DoneResultJson(const std::string& id, const JobReport& r,
                               const std::string& started_at, const std::string& finished_at);
 // {"version", "id", "status": "failed", "reason": {"code", "message"}} of a job that failed, was

@@ -37,6 +37,7 @@ struct DispatchChannel {
   uint64_t ready_ms = 0;  // CLOCK_MONOTONIC
   int gpu = -1;           // the GPU it is pinned to (settings.gpus), -1 = not pinned
   bool first_chunk_done = false;
+  bool from_spare = false;  // a spare taken at the job's start (WorkerPool::Adopt)
   int replaces = -1;  // a standby (loading or ready): the channel it will take over
   int standby = -1;   // an active worker near its limit: its standby's channel
   bool stop_sent = false;

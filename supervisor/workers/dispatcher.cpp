@@ -84,12 +84,24 @@ void Dispatcher::Record(int k, TimelineEventKind event, const std::string& reaso
   p.gpu_reserved_bytes = std::max(p.gpu_reserved_bytes, e.gpu_reserved_bytes);
 }
 
-Status Dispatcher::Spawn(int k, int replaces) {
+Status Dispatcher::Spawn(int k, int replaces, bool may_adopt) {
   // A standby takes over its worker's GPU; a new worker goes where workers are fewest.
   const int gpu = GpuFor(replaces, settings_.gpus, channels_);
-  FM_RETURN_IF_ERROR(pool_->Spawn(k, gpu));
+  bool adopted = false;
+  for (WorkerPool* spares : may_adopt ? spares_ : std::vector<WorkerPool*>()) {
+    Status taken = pool_->Adopt(k, gpu, spares);
+    if (taken.ok()) {
+      adopted = true;
+      break;
+    }
+    if (taken.code() != StatusCode::kWorkerFailed) {
+      spdlog::warn("worker {}: a spare could not be taken ({}); starting one", k, taken.message());
+    }
+  }
+  if (!adopted) FM_RETURN_IF_ERROR(pool_->Spawn(k, gpu));
   DispatchChannel& ch = channels_[k];
   ch = DispatchChannel{};
+  ch.from_spare = adopted;
   ch.gpu = gpu;
   ch.role = WorkerRole::kLoading;
   ch.generation = pool_->Generation(k);
@@ -99,7 +111,9 @@ Status Dispatcher::Spawn(int k, int replaces) {
   ch.peak_index = stats_.peaks.size();
   stats_.peaks.push_back({k, ch.generation, pool_->Pid(k), 0, 0, 0});
   ++stats_.workers_started;
-  std::string reason = replaces >= 0 ? "standby for worker " + std::to_string(replaces) : "";
+  std::string reason = replaces >= 0 ? "standby for worker " + std::to_string(replaces)
+                       : adopted     ? "a spare, started before the job"
+                                     : "";
   if (gpu >= 0) reason += (reason.empty() ? "" : ", ") + std::string("GPU ") + std::to_string(gpu);
   Record(k, TimelineEventKind::kStart, reason);
   return Status::Ok();
@@ -191,7 +205,7 @@ Result<FirstWorker> Dispatcher::Start(const std::atomic<bool>& stop) {
     }
     if (killed) ::usleep(10 * 1000);
   }
-  for (int k = 0; k < wanted; ++k) FM_RETURN_IF_ERROR(Spawn(k, -1));
+  for (int k = 0; k < wanted; ++k) FM_RETURN_IF_ERROR(Spawn(k, -1, /*may_adopt=*/true));
   uint64_t deadline = MonotonicMs() + start_timeout_ms_;
   while (true) {
     if (stop.load()) return Status(StatusCode::kCancelled, "stopped while workers were starting");
@@ -218,6 +232,7 @@ Result<FirstWorker> Dispatcher::Start(const std::atomic<bool>& stop) {
       WorkerState state = WorkerState::kEmpty;
       if (!pool_->Alive(k) || channels_[k].violated || !CheckWorker(k, &state)) continue;
       if (state == WorkerState::kReady && found(k)) {
+        first.spare = channels_[k].from_spare;
         NoteReady(k);
         return first;
       }

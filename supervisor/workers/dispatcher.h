@@ -47,6 +47,7 @@ struct FirstWorker {
   std::string device;                 // where it runs: "cpu", "cuda:0"
   std::string sandbox;                // the sandbox it got (WorkerPool::Sandbox)
   bool warm = false;                  // it was kept loaded from the previous job (Release)
+  bool spare = false;                 // it was a spare, started before the job (OfferSpares)
 };
 
 class Dispatcher {
@@ -54,6 +55,11 @@ class Dispatcher {
   Dispatcher(const JobPlan& plan, const JobSettings& settings, std::unique_ptr<WorkerPool> pool,
              Timeline* timeline, uint64_t start_timeout_ms);
   ~Dispatcher();
+
+  // Spares (WorkerPool::CreateSpares) that Start's first workers take where one fits
+  // (WorkerPool::Adopt), instead of starting a process; a worker started later (a replacement,
+  // a standby) is always started afresh. Not owned; to be set before Start.
+  void OfferSpares(std::vector<WorkerPool*> spares) { spares_ = std::move(spares); }
 
   // Starts the job's workers and waits until one has loaded the model; returns what that one
   // found. Fails with kModelInvalid if a worker cannot load it.
@@ -85,7 +91,9 @@ class Dispatcher {
   const DispatchStats& stats() const { return stats_; }
 
  private:
-  Status Spawn(int k, int replaces);
+  // Starts a worker on channel k (a standby for `replaces` when >= 0); `may_adopt`: a fitting
+  // spare takes the channel instead, when there is one.
+  Status Spawn(int k, int replaces, bool may_adopt = false);
   WorkerFigures Figures(int k) const;
   void Record(int k, TimelineEventKind event, const std::string& reason = "");
   void NoteReady(int k);
@@ -104,6 +112,7 @@ class Dispatcher {
   const JobPlan& plan_;
   const JobSettings& settings_;
   std::unique_ptr<WorkerPool> pool_;
+  std::vector<WorkerPool*> spares_;  // OfferSpares
   Timeline* timeline_;
   uint64_t start_timeout_ms_;
   std::vector<DispatchChannel> channels_;

@@ -1,5 +1,6 @@
 #include "supervisor/workers/worker_pool.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cerrno>
 #include <csignal>
@@ -16,6 +17,7 @@
 #include <boost/process/extend.hpp>
 #include <boost/process/posix.hpp>
 
+#include "common/load_request.h"
 #include "common/log.h"
 #include "supervisor/process/child_fds.h"
 #include "supervisor/process/subprocess.h"
@@ -33,6 +35,8 @@ struct WorkerPool::Process {
   CheckedProducer<ChunkRequest, kRingCapacity> requests;
   CheckedConsumer<ChunkResult, kRingCapacity> results;
   int sock = -1;                // our end of the socket pair; -1 once the worker closed its end
+  std::string spare_key;        // a spare's SpareKey; "" for a worker started with its model
+  bool adopted = false;         // a spare taken by this pool (Adopt)
   TelemetrySnapshot telemetry;  // the last valid reading
 
   ~Process() {
@@ -109,6 +113,23 @@ Result<std::unique_ptr<WorkerPool>> WorkerPool::Create(const WorkerOptions& opti
   return std::unique_ptr<WorkerPool>(new WorkerPool(options, wake_fd, channels, *model_fd));
 }
 
+Result<std::unique_ptr<WorkerPool>> WorkerPool::CreateSpares(const WorkerOptions& options,
+                                                              int channels) {
+  if (channels < 1 || channels > static_cast<int>(kMaxWorkerChannels)) {
+    return Status(StatusCode::kInternal, "worker channel count out of range");
+  }
+  if (FindExecutable(options.worker_binary).empty() ||
+      ::access(FindExecutable(options.worker_binary).c_str(), X_OK) != 0) {
+    return Status(StatusCode::kIo,
+                  "worker binary not found or not executable: " + options.worker_binary);
+  }
+  int wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake_fd < 0) return Status(StatusCode::kIo, std::string("eventfd: ") + std::strerror(errno));
+  std::unique_ptr<WorkerPool> pool(new WorkerPool(options, wake_fd, channels, -1));
+  pool->spares_ = true;
+  return pool;
+}
+
 WorkerPool::WorkerPool(const WorkerOptions& options, int wake_fd, int channels, int model_fd)
     : options_(options),
       wake_fd_(wake_fd),
@@ -127,30 +148,54 @@ WorkerPool::~WorkerPool() {
   }
   processes_.clear();  // removes the control blocks
   ::close(wake_fd_);
-  ::close(model_fd_);
+  if (model_fd_ >= 0) ::close(model_fd_);
 }
 
 std::string WorkerPool::ControlPath(int k) const {
   return processes_[k] ? processes_[k]->control.name() : std::string();
 }
 
-std::vector<std::string> WorkerArguments(const WorkerOptions& options, int k, int gpu,
-                                         const std::string& control, int wake_fd) {
-  return {"--control",     control,
-          "--channel",     std::to_string(k),
-          "--wake-fd",     std::to_string(wake_fd),
-          "--model-fd",    std::to_string(kWorkerModelFd),
+std::vector<std::string> WorkerSpawnArguments(const WorkerOptions& options, int k, int gpu,
+                                              const std::string& control, int wake_fd,
+                                              bool spare) {
+  std::vector<std::string> a = {"--control",   control,
+                                "--channel",   std::to_string(k),
+                                "--wake-fd",   std::to_string(wake_fd),
+                                "--device",    gpu >= 0 ? std::string("cuda") : Name(options.device),
+                                "--log-level", options.log_level,
+                                "--sandbox",   Name(options.sandbox)};
+  if (spare) {
+    a.push_back("--await-model");
+    a.push_back("on");
+  }
+  return a;
+}
+
+std::vector<std::string> WorkerModelArguments(const WorkerOptions& options, int k) {
+  return {"--channel",     std::to_string(k),
           "--model-label", options.model,  // for messages; the worker never opens it
-          "--device",      gpu >= 0 ? std::string("cuda") : Name(options.device),
           "--precision",   Name(options.precision),
           "--optimize",    Name(options.model_optimization),
           "--tile",        Name(options.tile),
           "--probe-size",
           std::to_string(options.probe_width) + "x" + std::to_string(options.probe_height),
           "--probe-batch", std::to_string(options.probe_batch),
-          "--cudnn-autotune", options.cudnn_autotune ? "on" : "off",
-          "--log-level",   options.log_level,
-          "--sandbox",     Name(options.sandbox)};
+          "--cudnn-autotune", options.cudnn_autotune ? "on" : "off"};
+}
+
+std::vector<std::string> WorkerArguments(const WorkerOptions& options, int k, int gpu,
+                                         const std::string& control, int wake_fd) {
+  std::vector<std::string> a = WorkerSpawnArguments(options, k, gpu, control, wake_fd, false);
+  a.push_back("--model-fd");
+  a.push_back(std::to_string(kWorkerModelFd));
+  for (std::string& m : WorkerModelArguments(options, k)) a.push_back(std::move(m));
+  return a;
+}
+
+std::string SpareKey(const WorkerOptions& options, int gpu) {
+  std::string key = FindExecutable(options.worker_binary) + "|gpu " + std::to_string(gpu);
+  for (const std::string& a : WorkerSpawnArguments(options, 0, gpu, "", 0, true)) key += "|" + a;
+  return key + "|alloc " + options.pytorch_alloc_conf;
 }
 
 std::string WorkerPool::Sandbox(int k) const {
@@ -186,8 +231,16 @@ Status WorkerPool::Spawn(int k, int gpu) {
   p->sock = pair[0];
   const int worker_end = pair[1];
   p->generation = ++generations_;
-  p->log_path = options_.log_dir + "/worker-" + std::to_string(k) + "-" +
+  p->log_path = options_.log_dir + (spares_ ? "/spare-" : "/worker-") + std::to_string(k) + "-" +
                 std::to_string(p->generation) + ".log";
+  if (spares_) p->spare_key = SpareKey(options_, gpu);
+  std::vector<std::string> arguments =
+      spares_ ? WorkerSpawnArguments(options_, k, gpu, p->control.name(), worker_end, true)
+              : WorkerArguments(options_, k, gpu, p->control.name(), worker_end);
+  // A spare has no model yet: the bind below gets the wake end as a stand-in, and the child
+  // closes it again before exec (only the wake end is kept).
+  const int model_fd = spares_ ? worker_end : model_fd_;
+  const bool spare = spares_;
   try {
     bp::environment env = boost::this_process::environment();
     if (!options_.pytorch_alloc_conf.empty()) {
@@ -197,12 +250,12 @@ Status WorkerPool::Spawn(int k, int gpu) {
     if (gpu >= 0) env["CUDA_VISIBLE_DEVICES"] = std::to_string(gpu);
     // stdout too goes to the log: a model's print() must not reach the supervisor's output.
     p->child = bp::child(
-        options_.worker_binary, bp::args(WorkerArguments(options_, k, gpu, p->control.name(), worker_end)),
-        env, bp::posix::fd.bind(kWorkerModelFd, model_fd_), bp::std_in.close(),
+        options_.worker_binary, bp::args(arguments),
+        env, bp::posix::fd.bind(kWorkerModelFd, model_fd), bp::std_in.close(),
         (bp::std_out & bp::std_err) > p->log_path,
-        bp::extend::on_exec_setup = [worker_end](auto&) {
+        bp::extend::on_exec_setup = [worker_end, spare](auto&) {
           const int keep[] = {worker_end, kWorkerModelFd};
-          KeepOnlyDescriptors(keep, 2);
+          KeepOnlyDescriptors(keep, spare ? 1 : 2);
         });
   } catch (const std::exception& e) {
     ::close(worker_end);
@@ -211,11 +264,67 @@ Status WorkerPool::Spawn(int k, int gpu) {
   }
   ::close(worker_end);
   p->pid = p->child.id();
-  spdlog::debug("worker {} generation {} started, pid {}{}, log {}", k, p->generation, p->pid,
-                gpu >= 0 ? ", GPU " + std::to_string(gpu) : std::string(), p->log_path);
+  spdlog::debug("{} {} generation {} started, pid {}{}, log {}", spares_ ? "spare" : "worker", k,
+                p->generation, p->pid, gpu >= 0 ? ", GPU " + std::to_string(gpu) : std::string(),
+                p->log_path);
   processes_[k] = std::move(p);
   return Status::Ok();
 }
+
+Result<int> WorkerPool::OpenLog(const std::string& path) const {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0666);
+  if (fd < 0) {
+    return Status(StatusCode::kIo, "cannot open the worker log " + path + ": " +
+                                       std::strerror(errno));
+  }
+  return fd;
+}
+
+Status WorkerPool::Adopt(int k, int gpu, WorkerPool* spares) {
+  if (spares_ || processes_[k] != nullptr) {
+    return Status(StatusCode::kInternal, "channel " + std::to_string(k) + " cannot take a spare");
+  }
+  for (const WorkerExit& e : spares->ReapExited()) {
+    std::string tail = e.stderr_tail;
+    std::replace(tail.begin(), tail.end(), '\n', ' ');
+    spdlog::warn("spare worker {} (pid {}) had exited: {}{}", e.channel, e.pid, e.Describe(),
+                 tail.empty() ? std::string() : "; its log ends: " + tail);
+  }
+  const std::string key = SpareKey(options_, gpu);
+  int from = -1;
+  for (int s = 0; s < spares->channel_count_ && from < 0; ++s) {
+    const Process* p = spares->processes_[s].get();
+    if (p != nullptr && p->sock >= 0 && p->spare_key == key) from = s;
+  }
+  if (from < 0) return Status(StatusCode::kWorkerFailed, "no spare worker fits");
+  std::unique_ptr<Process> p = std::move(spares->processes_[from]);
+  const uint64_t generation = generations_ + 1;
+  const std::string log_path = options_.log_dir + "/worker-" + std::to_string(k) + "-" +
+                               std::to_string(generation) + ".log";
+  Result<int> log_fd = OpenLog(log_path);
+  Status sent = log_fd.ok() ? SendLoadRequest(p->sock, WorkerModelArguments(options_, k),
+                                              {model_fd_, *log_fd})
+                            : log_fd.status();
+  if (log_fd.ok()) ::close(*log_fd);
+  if (!sent.ok()) {
+    // Half a request may be on its way: this spare is no use to anyone.
+    ::kill(p->pid, SIGKILL);
+    std::error_code ec;
+    p->child.wait(ec);
+    return sent;
+  }
+  generations_ = generation;
+  p->generation = generation;
+  p->log_path = log_path;
+  p->adopted = true;
+  static_cast<ControlHeader*>(p->control.data())->channel_index = static_cast<uint32_t>(k);
+  spdlog::debug("worker {} generation {} is spare {} (pid {}){}, log {}", k, generation, from,
+                p->pid, gpu >= 0 ? ", GPU " + std::to_string(gpu) : std::string(), log_path);
+  processes_[k] = std::move(p);
+  return Status::Ok();
+}
+
+bool WorkerPool::Adopted(int k) const { return processes_[k] != nullptr && processes_[k]->adopted; }
 
 bool WorkerPool::Alive(int k) const { return processes_[k] != nullptr; }
 

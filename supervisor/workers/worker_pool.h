@@ -67,6 +67,18 @@ inline constexpr int kWorkerModelFd = 3;
 std::vector<std::string> WorkerArguments(const WorkerOptions& options, int k, int gpu,
                                          const std::string& control, int wake_fd);
 
+// The arguments fixed when a worker process starts, with "--await-model on" for a spare. The
+// rest (the model's) are WorkerModelArguments.
+std::vector<std::string> WorkerSpawnArguments(const WorkerOptions& options, int k, int gpu,
+                                              const std::string& control, int wake_fd, bool spare);
+// The model's arguments, for channel k: on the command line of a worker started for the job, or
+// in the load request a spare gets (common/load_request.h).
+std::vector<std::string> WorkerModelArguments(const WorkerOptions& options, int k);
+// What a spare must have been started with to serve a pool of `options` on `gpu`: the program,
+// the device as the worker is told it, the GPU it is pinned to, the sandbox, the log level and the
+// allocator's environment. Equal keys: the spare fits.
+std::string SpareKey(const WorkerOptions& options, int gpu);
+
 // A worker process that has ended and been reaped.
 struct WorkerExit {
   int channel = -1;
@@ -88,6 +100,12 @@ class WorkerPool {
   // duplicate of options.model_fd (or, when that is -1, opens options.model itself, once): every
   // worker gets that descriptor, never the name.
   static Result<std::unique_ptr<WorkerPool>> Create(const WorkerOptions& options, int channels);
+  // A pool of spares: workers started without a model (--await-model on), each waiting with its
+  // device ready until a job's pool takes it (Adopt). options.model and model_fd are not used;
+  // each spare's output goes to log_dir/spare-<k>-<gen>.log until it is taken. A spare pool sends
+  // no requests: StopAll's wake-up is a spare's stop.
+  static Result<std::unique_ptr<WorkerPool>> CreateSpares(const WorkerOptions& options,
+                                                          int channels);
 
   ~WorkerPool();  // kills and reaps every worker still running; removes their control blocks
 
@@ -103,6 +121,15 @@ class WorkerPool {
   // and socket pair. The worker gets the next generation number (1, 2, ...). `gpu` >= 0
   // pins it to that GPU: it sees only that one (CUDA_VISIBLE_DEVICES) and runs on cuda:0.
   Status Spawn(int k, int gpu = -1);
+  // Takes a live spare from `spares` (CreateSpares) that fits this pool on `gpu` (SpareKey) onto
+  // channel k, which must have no live process, instead of starting a worker: the spare gets a
+  // load request with this pool's model, its arguments for channel k, and its log
+  // (log_dir/worker-<k>-<gen>.log), and loads as a worker Spawn started would. The next
+  // generation number is its own. kWorkerFailed when no spare fits or is alive (spares that
+  // exited are reaped and logged); kIo when the request cannot be sent (that spare is killed).
+  Status Adopt(int k, int gpu, WorkerPool* spares);
+  // Whether channel k's worker came from a spare (Adopt).
+  bool Adopted(int k) const;
   uint64_t Generation(int k) const;
 
   // Sends `signal` to the worker on channel k, if any.
@@ -150,6 +177,8 @@ class WorkerPool {
  private:
   WorkerPool(const WorkerOptions& options, int wake_fd, int channels, int model_fd);
   struct Process;
+  // Opens a worker's log for writing, as the spawn's redirection does.
+  Result<int> OpenLog(const std::string& path) const;
 
 
   WorkerOptions options_;
@@ -157,7 +186,8 @@ class WorkerPool {
   int channel_count_;
   std::vector<std::unique_ptr<Process>> processes_;  // by channel; null when none
   uint64_t generations_ = 0;
-  int model_fd_ = -1;  // owned; given to every worker as kWorkerModelFd
+  int model_fd_ = -1;  // owned; given to every worker as kWorkerModelFd; -1 in a spare pool
+  bool spares_ = false;  // CreateSpares
 };
 
 }  // namespace framemill

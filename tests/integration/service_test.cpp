@@ -4,7 +4,9 @@
 #include <cstdint>
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <csignal>
 #include <filesystem>
@@ -629,4 +631,106 @@ TEST_CASE("service: serve refuses to start without roots unless allow_any_path s
   CHECK(CountLines(ReadText(s.dir + "/serve.stderr"), "jobs may name any path") == 1);
   ::kill(serve.pid, SIGTERM);
   CHECK(WaitJob(serve, 30).exit_code == 0);
+}
+
+TEST_CASE("service: a spare worker started before the job loads its model, and a killed one is replaced later") {
+  Service s = MakeService("svc_spare");
+  const std::string identity = ModelCopy("identity", s.dir);
+  const std::string invert = ModelCopy("invert", s.dir);
+  const std::string input = SmallVideo(s.dir, 24);
+  fs::create_directories(s.dir + "/out");
+  BackgroundJob serve = Serve(s);
+  KillOnExit guard_serve{serve};
+  const std::string logs = s.spool + "/workers";
+  auto spare_waiting = [&](int generation) {
+    return WaitUntil(
+        [&] {
+          return ReadText(logs + "/spare-0-" + std::to_string(generation) + ".log")
+                     .find("waiting for a job's model") != std::string::npos;
+        },
+        60);
+  };
+  // Started with the service, before any job: its own process, without a model.
+  REQUIRE_MESSAGE(spare_waiting(1), ReadText(s.dir + "/serve.stderr"));
+  std::vector<int> spares = ChildrenMentioning(serve.pid, "--await-model");
+  REQUIRE(spares.size() == 1);
+  const int first_spare = spares[0];
+  auto run = [&](const std::string& id, const std::string& model) {
+    Drop(s, id,
+         nlohmann::json{{"input", input},
+                        {"output", s.dir + "/out/" + id + ".mp4"},
+                        {"model", model},
+                        {"workers", 1}}
+             .dump());
+    REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/done/" + id + "/result.json"); }, 60));
+    return DoneResult(s, id, 24);
+  };
+  // The first job's worker is that process: it took the model and wrote the job's log.
+  const nlohmann::json first = run("first", identity);
+  INFO(first.dump());
+  CHECK(first["workers_spare"] == true);
+  CHECK(first["workers_warm"] == false);
+  CHECK(first["workers_started"] == 1);
+  const std::string worker_log = ReadText(logs + "/worker-0-1.log");
+  CHECK(worker_log.find("worker 0: a spare, started") != std::string::npos);
+  CHECK(worker_log.find("model " + identity + " ready") != std::string::npos);
+  CHECK(ReadText(logs + "/spare-0-1.log").find("taken by a job") != std::string::npos);
+  // ... and it is the same process: the spare's pid is the first job's worker's (its timeline).
+  CHECK(ReadText(s.spool + "/done/first/timeline.jsonl").find("\"pid\":" + std::to_string(first_spare)) !=
+        std::string::npos);
+  // Once it ended, another spare waits: the next job of another model takes that one.
+  REQUIRE_MESSAGE(spare_waiting(2), ReadText(s.dir + "/serve.stderr"));
+  const nlohmann::json other = run("other", invert);
+  INFO(other.dump());
+  CHECK(other["workers_spare"] == true);
+  CHECK(other["workers_warm"] == false);
+  // A spare that dies (killed here) is logged; the next job starts its own worker, and runs.
+  // (Taken spares keep their command line: the idle workers of the last job mention it too. The
+  // one waiting is the one the service last said it started.)
+  REQUIRE(spare_waiting(3));
+  const std::string said = ReadText(s.dir + "/serve.stderr");
+  const size_t started = said.rfind("spare worker started (pid ");
+  REQUIRE(started != std::string::npos);
+  const int waiting = std::atoi(said.c_str() + started + std::strlen("spare worker started (pid "));
+  spares = ChildrenMentioning(serve.pid, "--await-model");
+  REQUIRE(std::find(spares.begin(), spares.end(), waiting) != spares.end());
+  ::kill(waiting, SIGKILL);
+  REQUIRE(WaitUntil(
+      [&] { return ReadText(s.dir + "/serve.stderr").find("the spare worker exited") != std::string::npos; },
+      30));
+  CHECK(ReadText(s.dir + "/serve.stderr").find("killed by signal 9") != std::string::npos);
+  const nlohmann::json after = run("after_kill", identity);
+  INFO(after.dump());
+  CHECK(after["workers_spare"] == false);
+  CHECK(after["workers_warm"] == false);
+  // Stopped with the service: nothing is left waiting.
+  REQUIRE(WaitUntil([&] { return !ChildrenMentioning(serve.pid, "--await-model").empty(); }, 60));
+  spares = ChildrenMentioning(serve.pid, "--await-model");
+  ::kill(serve.pid, SIGTERM);
+  CHECK(WaitJob(serve, 60).exit_code == 0);
+  for (int pid : spares) {
+    CHECK(WaitUntil([&] { return !fs::exists("/proc/" + std::to_string(pid)); }, 10));
+  }
+}
+
+TEST_CASE("service: spare_workers false starts no spare") {
+  Service s = MakeService("svc_no_spare", {{"spare_workers", false}});
+  const std::string identity = ModelCopy("identity", s.dir);
+  const std::string input = SmallVideo(s.dir, 24);
+  fs::create_directories(s.dir + "/out");
+  BackgroundJob serve = Serve(s);
+  KillOnExit guard_serve{serve};
+  Drop(s, "lone",
+       nlohmann::json{{"input", input},
+                      {"output", s.dir + "/out/lone.mp4"},
+                      {"model", identity},
+                      {"workers", 1}}
+           .dump());
+  REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/done/lone/result.json"); }, 60));
+  const nlohmann::json r = DoneResult(s, "lone", 24);
+  CHECK(r["workers_spare"] == false);
+  CHECK(ChildrenMentioning(serve.pid, "--await-model").empty());
+  CHECK_FALSE(fs::exists(s.spool + "/workers/spare-0-1.log"));
+  ::kill(serve.pid, SIGTERM);
+  CHECK(WaitJob(serve, 60).exit_code == 0);
 }

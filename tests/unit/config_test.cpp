@@ -258,3 +258,13 @@ TEST_CASE("service_gpus: none by default, a list of GPUs, each once") {
   CHECK_FALSE(ParseConfig(json{{"service_gpus", {-1}}}).ok());
   CHECK_FALSE(ParseConfig(json{{"service_gpus", "0,1"}}).ok());
 }
+
+TEST_CASE("spare_workers: on by default, a bool") {
+  auto none = ParseConfig(json::object());
+  REQUIRE(none.ok());
+  CHECK(none->spare_workers);
+  auto off = ParseConfig(json{{"spare_workers", false}});
+  REQUIRE(off.ok());
+  CHECK_FALSE(off->spare_workers);
+  CHECK_FALSE(ParseConfig(json{{"spare_workers", "yes"}}).ok());
+}

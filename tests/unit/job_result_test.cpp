@@ -106,6 +106,7 @@ TEST_CASE("job result: a finished job's result.json has every key, with the repo
                                          "worker_start",
                                          "workers_wait_s",
                                          "workers_warm",
+                                         "workers_spare",
                                          "mux",
                                          "arena",
                                          "faults",
@@ -158,6 +159,10 @@ TEST_CASE("job result: a finished job's result.json has every key, with the repo
   fm::JobReport warm = FinishedReport();
   warm.workers_warm = true;
   CHECK(fm::DoneResultJson("j1", warm, "", "")["workers_warm"] == true);
+  CHECK(j["workers_spare"] == false);
+  fm::JobReport spare = FinishedReport();
+  spare.workers_spare = true;
+  CHECK(fm::DoneResultJson("j1", spare, "", "")["workers_spare"] == true);
   warm.arena = "kept";
   CHECK(fm::DoneResultJson("j1", warm, "", "")["arena"] == "kept");
   CHECK(Keys(j["faults"]) ==
@@ -268,6 +273,10 @@ TEST_CASE("job result: `framemill run`'s summary states the result's figures") {
   CHECK(Contains(t, "recycled 0, crashed 1"));
   r.mux = "after";
   CHECK_FALSE(Contains(fm::RunSummary(r), "joined beside the render"));
+  r.workers_spare = true;
+  CHECK(Contains(fm::RunSummary(r),
+                 "framemill: workers loaded by a spare (started before the job), first ready "
+                 "after 1.25 s;"));
   r.workers_warm = true;
   r.arena = "kept";
   CHECK(Contains(fm::RunSummary(r),

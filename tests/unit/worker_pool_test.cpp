@@ -102,8 +102,36 @@ TEST_CASE("worker pool: a worker's arguments name its channel, model descriptor 
   CHECK(value("--sandbox") == Name(WorkerSandbox::kRequired));
   // Pinned to a GPU, the worker sees that one GPU only and runs on "cuda".
   o.device = *ParseDevice("cuda:3");
-  CHECK(WorkerArguments(o, 0, 3, "c", 9)[11] == "cuda");
-  CHECK(WorkerArguments(o, 0, -1, "c", 9)[11] == "cuda:3");
+  a = WorkerArguments(o, 0, 3, "c", 9);
+  CHECK(value("--device") == "cuda");
+  a = WorkerArguments(o, 0, -1, "c", 9);
+  CHECK(value("--device") == "cuda:3");
+  // A spare's arguments: those fixed at spawn, and no model; the model's come in its load
+  // request (for the channel it is taken onto).
+  a = WorkerSpawnArguments(o, 0, 3, "c", 9, /*spare=*/true);
+  CHECK(value("--await-model") == "on");
+  CHECK(value("--device") == "cuda");
+  CHECK(value("--model-fd") == "(missing)");
+  CHECK(value("--precision") == "(missing)");
+  a = WorkerModelArguments(o, 4);
+  CHECK(value("--channel") == "4");
+  CHECK(value("--precision") == "bf16");
+  CHECK(value("--control") == "(missing)");
+  CHECK(value("--device") == "(missing)");
+  // The spare's key: the GPU and what is fixed at spawn; not the model's settings.
+  WorkerOptions other = o;
+  other.precision = Precision::kFp32;
+  other.model = "/models/y.pt";
+  CHECK(SpareKey(o, 3) == SpareKey(other, 3));
+  CHECK(SpareKey(o, 3) != SpareKey(o, 2));
+  other.sandbox = WorkerSandbox::kOff;
+  CHECK(SpareKey(o, 3) != SpareKey(other, 3));
+  other = o;
+  other.pytorch_alloc_conf = "expandable_segments:True";
+  CHECK(SpareKey(o, 3) != SpareKey(other, 3));
+  other = o;
+  other.device = *ParseDevice("cpu");
+  CHECK(SpareKey(o, -1) != SpareKey(other, -1));
   o.cudnn_autotune = true;
   a = WorkerArguments(o, 2, -1, "/dev/shm/d/c", 9);
   CHECK(value("--cudnn-autotune") == "on");
@@ -233,5 +261,113 @@ TEST_CASE("worker pool: the real worker loads a model, reports ready, and stops 
   CHECK(e.exit_code == 0);
   CHECK_FALSE(e.signaled);
   CHECK(e.last_state == WorkerState::kExited);
+  fs::remove_all(dir);
+}
+
+namespace {
+
+// Waits until `path` contains `text` (a worker's log line); false after `ms`.
+bool LogSays(const std::string& path, const std::string& text, uint64_t ms = 60000) {
+  const uint64_t deadline = MonotonicMs() + ms;
+  while (MonotonicMs() < deadline) {
+    if (Read(path).find(text) != std::string::npos) return true;
+    ::usleep(20 * 1000);
+  }
+  return false;
+}
+
+Result<WorkerState> WaitWhileStarting(WorkerPool& pool, int k) {
+  uint64_t deadline = MonotonicMs() + 60000;
+  Result<WorkerState> state = WorkerState::kStarting;
+  while (MonotonicMs() < deadline) {
+    state = pool.State(k);
+    if (!state.ok() || *state != WorkerState::kStarting) break;
+    pool.WaitForWake(50);
+  }
+  return state;
+}
+
+}  // namespace
+
+TEST_CASE("worker pool: a real spare waits without a model, is taken onto a job's channel, and loads") {
+  std::string dir = TempDir("spare");
+  WorkerOptions o = test::RealWorker(dir, "invert", "info");
+  auto spares = WorkerPool::CreateSpares(o, 1);
+  REQUIRE(spares.ok());
+  REQUIRE((*spares)->Spawn(0, -1).ok());
+  const int spare_pid = (*spares)->Pid(0);
+  const std::string spare_log = dir + "/spare-0-1.log";
+  REQUIRE_MESSAGE(LogSays(spare_log, "waiting for a job's model"), Read(spare_log));
+  CHECK((*spares)->State(0).ok());
+  CHECK(*(*spares)->State(0) == WorkerState::kStarting);  // it has not attached yet
+
+  // A pool whose spawn-time settings differ takes nothing, and the spare stays.
+  WorkerOptions auto_device = o;
+  auto_device.device = *ParseDevice("auto");
+  auto unfit = WorkerPool::Create(auto_device, 2);
+  REQUIRE(unfit.ok());
+  Status taken = (*unfit)->Adopt(1, -1, spares->get());
+  CHECK(taken.code() == StatusCode::kWorkerFailed);
+  CHECK((*spares)->Alive(0));
+
+  // The job's pool takes it onto channel 1: the same process loads the job's model there.
+  o.precision = Precision::kFp32;
+  auto pool = WorkerPool::Create(o, 2);
+  REQUIRE(pool.ok());
+  REQUIRE((*pool)->Adopt(1, -1, spares->get()).ok());
+  CHECK_FALSE((*spares)->Alive(0));
+  CHECK((*pool)->Alive(1));
+  CHECK((*pool)->Adopted(1));
+  CHECK((*pool)->Pid(1) == spare_pid);
+  CHECK((*pool)->Generation(1) == 1);
+  Result<WorkerState> state = WaitWhileStarting(**pool, 1);
+  const std::string log = dir + "/worker-1-1.log";
+  REQUIRE(state.ok());
+  REQUIRE_MESSAGE(*state == WorkerState::kReady, Read(log));
+  CHECK(Read(log).find("worker 1: a spare, started") != std::string::npos);
+  CHECK(Read(spare_log).find("taken by a job") != std::string::npos);
+  CHECK_FALSE((*pool)->Sandbox(1).empty());
+  Result<ProbeReport> probe = (*pool)->Probe(1);
+  REQUIRE(probe.ok());
+  CHECK(probe->device == "cpu");
+  // A taken spare is no spare any more: a second adoption finds none.
+  CHECK((*pool)->Adopt(0, -1, spares->get()).code() == StatusCode::kWorkerFailed);
+  ChunkRequest stop{};
+  stop.kind = ChunkRequest::kStop;
+  CHECK((*pool)->Send(1, stop) == PushResult::kPushed);
+  WorkerExit e = WaitForExit(**pool, 1);
+  CHECK(e.exit_code == 0);
+  CHECK(e.last_state == WorkerState::kExited);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("worker pool: a spare asked to stop exits cleanly, and a dead spare is not taken") {
+  std::string dir = TempDir("spare-stop");
+  WorkerOptions o = test::RealWorker(dir, "invert", "info");
+  auto spares = WorkerPool::CreateSpares(o, 2);
+  REQUIRE(spares.ok());
+  REQUIRE((*spares)->Spawn(0, -1).ok());
+  REQUIRE((*spares)->Spawn(1, -1).ok());
+  REQUIRE(LogSays(dir + "/spare-0-1.log", "waiting for a job's model"));
+  REQUIRE(LogSays(dir + "/spare-1-2.log", "waiting for a job's model"));
+  // Spare 0 dies; the pool takes spare 1, having reaped and reported spare 0.
+  (*spares)->Signal(0, SIGKILL);
+  ::usleep(100 * 1000);
+  auto pool = WorkerPool::Create(o, 1);
+  REQUIRE(pool.ok());
+  REQUIRE((*pool)->Adopt(0, -1, spares->get()).ok());
+  CHECK_FALSE((*spares)->Alive(0));
+  CHECK_FALSE((*spares)->Alive(1));
+  (*pool)->StopAll(5000);
+  // A spare pool's stop: the spare reads the wake-up as its stop and exits 0.
+  REQUIRE((*spares)->Spawn(0, -1).ok());
+  REQUIRE(LogSays(dir + "/spare-0-3.log", "waiting for a job's model"));
+  ChunkRequest stop{};
+  stop.kind = ChunkRequest::kStop;
+  CHECK((*spares)->Send(0, stop) == PushResult::kPushed);
+  WorkerExit e = WaitForExit(**spares, 0);
+  CHECK(e.exit_code == 0);
+  CHECK_FALSE(e.signaled);
+  CHECK(Read(dir + "/spare-0-3.log").find("asked to stop") != std::string::npos);
   fs::remove_all(dir);
 }

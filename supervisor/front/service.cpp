@@ -229,7 +229,11 @@ struct SparePlace {
   std::string log_dir;   // spare-K-GEN.log, and the workers' logs of jobs on this GPU alone
   std::unique_ptr<WorkerPool> pool;  // its spare, if started; null while a job holds it
   bool held = false;     // a running job holds it (RunningJob::spares)
+  // Set by the holding job's thread when its first worker took the spare: the loop then starts
+  // the next one at once, while the job runs.
+  std::atomic<bool> taken{false};
   int failures = 0;      // spares that exited by themselves, in a row
+  uint64_t generations = 0;  // spares started here: each pool's log names count on from it
   uint64_t next_try_ms = 0;  // none is started before this (after failures)
 };
 
@@ -776,7 +780,8 @@ void Service::MakeSparePlaces() {
 void Service::KeepSpares() {
   const uint64_t now = MonotonicMs();
   for (SparePlace& place : spare_places_) {
-    if (place.held) continue;
+    // Lent to a job: left alone until the job has taken its spare; then the next one starts.
+    if (place.held && place.pool == nullptr && !place.taken.exchange(false)) continue;
     if (place.pool != nullptr) {
       for (const WorkerExit& e : place.pool->ReapExited()) {
         std::string tail = e.stderr_tail;
@@ -799,7 +804,8 @@ void Service::KeepSpares() {
       opts.log_dir = place.log_dir;
       opts.pytorch_alloc_conf = config_.pytorch_alloc_conf;
       opts.sandbox = config_.worker_sandbox.value_or(WorkerSandbox::kAuto);
-      Result<std::unique_ptr<WorkerPool>> pool = WorkerPool::CreateSpares(opts, 1);
+      Result<std::unique_ptr<WorkerPool>> pool =
+          WorkerPool::CreateSpares(opts, 1, place.generations);
       if (!pool.ok()) {
         spdlog::warn("no spare worker: {}", pool.status().message());
         place.next_try_ms = now + 600 * 1000;
@@ -813,6 +819,7 @@ void Service::KeepSpares() {
       place.next_try_ms = now + 600 * 1000;
       continue;
     }
+    place.generations = place.pool->Generation(0);
     spdlog::info("spare worker started{} (pid {}), its device made ready for the next job",
                  place.gpu_label >= 0 ? " for GPU " + std::to_string(place.gpu_label) : "",
                  place.pool->Pid(0));
@@ -822,6 +829,12 @@ void Service::KeepSpares() {
 void Service::ReturnSpares(RunningJob* job) {
   for (auto& [place, pool] : job->spares) {
     place->held = false;
+    place->taken.store(false);
+    if (place->pool != nullptr) {
+      // The place has its next spare (started once the job took this one): the lent pool goes.
+      if (pool != nullptr) pool->StopAll(2000);
+      continue;
+    }
     if (pool != nullptr && !pool->Alive(0)) {
       // Taken by the job (or exited: reaped and counted by KeepSpares, as at the place).
       bool exited = false;
@@ -1051,6 +1064,13 @@ void Service::RunClaimed(RunningJob* running) {
   for (auto& lent : running->spares) {
     if (lent.second != nullptr) options.spares.push_back(lent.second.get());
   }
+  options.on_spare_taken = [this, running](WorkerPool* from) {
+    for (auto& lent : running->spares) {
+      if (lent.second.get() == from) lent.first->taken.store(true);
+    }
+    const char byte = 1;  // the loop starts the next spare
+    (void)!::write(wake_fds_[1], &byte, 1);
+  };
   options.worker_log_dir = running->log_dir;
   options.output_reader_uid = submitter->uid;
   std::vector<DispatchStats> attempts;  // worker counts of each ended attempt, for the metrics

@@ -528,7 +528,7 @@ Status JobRun::StartWorkers(WarmChoice choice) {
       std::make_unique<Dispatcher>(plan_, settings_, std::move(pool), &timeline_,
                                    static_cast<uint64_t>(config_.worker_start_timeout_s * 1000));
   wake_.store(dispatcher_.get(), std::memory_order_release);
-  dispatcher_->OfferSpares(options_.spares);
+  dispatcher_->OfferSpares(options_.spares, options_.on_spare_taken);
   Result<FirstWorker> first = dispatcher_->Start(stop_);
   if (!first.ok()) return first.status();
   stages_.workers_wait_s = static_cast<double>(MonotonicUs() - t_wait) / 1e6;

@@ -61,6 +61,9 @@ struct JobOptions {
   // Spares (WorkerPool::CreateSpares) the job's first workers may take instead of starting
   // processes, where one fits (WorkerPool::Adopt); not owned. A spare not taken stays there.
   std::vector<WorkerPool*> spares;
+  // Called on the dispatch thread when the job's first worker took the spare of `from` (one of
+  // `spares`): the service starts the next one at once.
+  std::function<void(WorkerPool* from)> on_spare_taken;
   // Where workers write their stderr logs; "" = the job's workspace.
   std::string worker_log_dir;
   // When set, each run of the job (a crash retry is another) appends its worker counts here as

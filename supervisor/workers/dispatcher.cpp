@@ -92,6 +92,7 @@ Status Dispatcher::Spawn(int k, int replaces, bool may_adopt) {
     Status taken = pool_->Adopt(k, gpu, spares);
     if (taken.ok()) {
       adopted = true;
+      if (on_spare_taken_) on_spare_taken_(spares);
       break;
     }
     if (taken.code() != StatusCode::kWorkerFailed) {

@@ -58,8 +58,13 @@ class Dispatcher {
 
   // Spares (WorkerPool::CreateSpares) that Start's first workers take where one fits
   // (WorkerPool::Adopt), instead of starting a process; a worker started later (a replacement,
-  // a standby) is always started afresh. Not owned; to be set before Start.
-  void OfferSpares(std::vector<WorkerPool*> spares) { spares_ = std::move(spares); }
+  // a standby) is always started afresh. Not owned; to be set before Start. `on_taken` (may be
+  // empty) is called with the pool a spare was taken from.
+  void OfferSpares(std::vector<WorkerPool*> spares,
+                   std::function<void(WorkerPool*)> on_taken = {}) {
+    spares_ = std::move(spares);
+    on_spare_taken_ = std::move(on_taken);
+  }
 
   // Starts the job's workers and waits until one has loaded the model; returns what that one
   // found. Fails with kModelInvalid if a worker cannot load it.
@@ -113,6 +118,7 @@ class Dispatcher {
   const JobSettings& settings_;
   std::unique_ptr<WorkerPool> pool_;
   std::vector<WorkerPool*> spares_;  // OfferSpares
+  std::function<void(WorkerPool*)> on_spare_taken_;
   Timeline* timeline_;
   uint64_t start_timeout_ms_;
   std::vector<DispatchChannel> channels_;

@@ -114,7 +114,8 @@ Result<std::unique_ptr<WorkerPool>> WorkerPool::Create(const WorkerOptions& opti
 }
 
 Result<std::unique_ptr<WorkerPool>> WorkerPool::CreateSpares(const WorkerOptions& options,
-                                                              int channels) {
+                                                              int channels,
+                                                              uint64_t generations_before) {
   if (channels < 1 || channels > static_cast<int>(kMaxWorkerChannels)) {
     return Status(StatusCode::kInternal, "worker channel count out of range");
   }
@@ -127,6 +128,7 @@ Result<std::unique_ptr<WorkerPool>> WorkerPool::CreateSpares(const WorkerOptions
   if (wake_fd < 0) return Status(StatusCode::kIo, std::string("eventfd: ") + std::strerror(errno));
   std::unique_ptr<WorkerPool> pool(new WorkerPool(options, wake_fd, channels, -1));
   pool->spares_ = true;
+  pool->generations_ = generations_before;
   return pool;
 }
 

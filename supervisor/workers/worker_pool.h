@@ -103,9 +103,11 @@ class WorkerPool {
   // A pool of spares: workers started without a model (--await-model on), each waiting with its
   // device ready until a job's pool takes it (Adopt). options.model and model_fd are not used;
   // each spare's output goes to log_dir/spare-<k>-<gen>.log until it is taken. A spare pool sends
-  // no requests: StopAll's wake-up is a spare's stop.
+  // no requests: StopAll's wake-up is a spare's stop. Generations count on from
+  // `generations_before` (a spare pool that follows another into the same log folder).
   static Result<std::unique_ptr<WorkerPool>> CreateSpares(const WorkerOptions& options,
-                                                          int channels);
+                                                          int channels,
+                                                          uint64_t generations_before = 0);
 
   ~WorkerPool();  // kills and reaps every worker still running; removes their control blocks
 

@@ -2,7 +2,9 @@
 # What the start costs a short job in the service: the rate a job of SECONDS reaches against the
 # steady-state rate, with cold workers (started for the job: a job of another model ran before)
 # and with warm ones (kept loaded from the previous job of the same model), each from its
-# result.json (seconds, frames, workers_warm, workers_wait_s, stages).
+# result.json (seconds, frames, workers_warm, workers_spare, workers_wait_s, stages). A cold job
+# takes the service's spare worker (config spare_workers, on by default: `spare` true) unless
+# $FRAMEMILL_START_COST_CONFIG says '"spare_workers": false'.
 #   steady state  frames / stages.pipeline_s of a job of LONG x SECONDS (start-up and mux left out;
 #                 $FRAMEMILL_START_COST_LONG, default 5)
 #   share         (frames / seconds) of the short job / steady state
@@ -91,7 +93,7 @@ echo "start cost: device $device, $size at $fps fps, model $model, $workers work
 for v in "${!variants[@]}"; do
   if [[ -n ${variants[$v]} ]]; then echo "variant $((v + 1)): ${variants[$v]}"; fi
 done
-printf "%-8s %3s %6s %6s %9s %8s %6s %5s %6s %8s %8s %9s %7s %7s\n" job var warm arena \
+printf "%-8s %3s %6s %6s %6s %9s %8s %6s %5s %6s %8s %8s %9s %7s %7s\n" job var warm spare arena \
   "wait s" "start s" "tail s" mux "mux s" seconds fps "pipe fps" share own
 for r in $(seq 1 "$rounds"); do
   for v in "${!variants[@]}"; do
@@ -103,12 +105,13 @@ for r in $(seq 1 "$rounds"); do
       job "$kind$id" short "$mfile" "${variants[$v]}"
       f="$work/spool/done/$kind$id/result.json"
       awk -v id="$kind$id" -v var=$((v + 1)) -v warm="$(field workers_warm "$f")" \
+        -v spare="$(field workers_spare "$f")" \
         -v w="$(field workers_wait_s "$f")" -v arena="$(sfield arena "$f")" \
         -v tail="$(field tail_s "$f")" -v mux="$(field mux_s "$f")" -v how="$(sfield mux "$f")" \
         -v st="$(field start_s "$f")" -v s="$(field seconds "$f")" \
         -v n="$(field frames "$f")" -v p="$(field pipeline_s "$f")" -v steady="$steady" 'BEGIN {
-        printf "%-8s %3d %6s %6s %9.3f %8.3f %6.2f %5s %6.2f %8.2f %8.1f %9.1f %7.3f %7.3f\n", id,
-          var, warm, arena, w, st, tail, how, mux, s, n / s, n / p, n / s / steady, p / s }'
+        printf "%-8s %3d %6s %6s %6s %9.3f %8.3f %6.2f %5s %6.2f %8.2f %8.1f %9.1f %7.3f %7.3f\n", id,
+          var, warm, spare, arena, w, st, tail, how, mux, s, n / s, n / p, n / s / steady, p / s }'
     done
   done
 done

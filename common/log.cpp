@@ -54,6 +54,7 @@ bool StderrIsJournal() {
 }
 
 void InitLogging(const std::string& name, const std::string& level) {
+  spdlog::drop(name);  // called again under the same name: the new logger replaces it
   auto logger = spdlog::stderr_logger_mt(name);
   if (StderrIsJournal()) {
     // journald stamps each line itself and reads its priority from the prefix, so that

@@ -7,7 +7,8 @@
 
 namespace framemill {
 
-// Makes a stderr logger named `name` the default. `level`: trace|debug|info|warn|error.
+// Makes a stderr logger named `name` the default (again, when called again: a spare worker taken
+// onto another channel). `level`: trace|debug|info|warn|error.
 void InitLogging(const std::string& name, const std::string& level);
 
 void LogDebug(const std::string& message);

@@ -1,5 +1,7 @@
 #include "common/shared_memory.h"
 
+#include <algorithm>
+
 #include <cstdint>
 #include <atomic>
 #include <cerrno>
@@ -119,7 +121,8 @@ std::mutex g_dir_mu;
 std::weak_ptr<SharedMemory::Directory>* g_dir = new std::weak_ptr<SharedMemory::Directory>();
 }  // namespace
 
-Result<SharedMemory> SharedMemory::Create(const std::string& what, size_t bytes) {
+Result<SharedMemory> SharedMemory::Create(const std::string& what, size_t bytes,
+                                          size_t reserved) {
   std::shared_ptr<Directory> dir;
   {
     std::lock_guard<std::mutex> lock(g_dir_mu);
@@ -149,13 +152,16 @@ Result<SharedMemory> SharedMemory::Create(const std::string& what, size_t bytes)
     ::close(fd);
     return s;
   }
-  // Reserve the pages now: a full /dev/shm must fail here, not SIGBUS on first touch.
-  int err = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  // Reserve the pages now: a full /dev/shm must fail here, not SIGBUS on first touch. The rest
+  // (when `reserved` < `bytes`) is only the file's size, until Reserve.
+  const size_t now = std::min(bytes, reserved);
+  int err = now == 0 ? 0 : ::posix_fallocate(fd, 0, static_cast<off_t>(now));
+  if (err == 0 && now < bytes && ::ftruncate(fd, static_cast<off_t>(bytes)) != 0) err = errno;
   if (err != 0) {
     ::close(fd);
-    return Status(StatusCode::kIo, "cannot reserve " + std::to_string(bytes >> 20) +
-                                       " MiB of shared memory for " + path + ": " +
-                                       std::strerror(err) + " (is /dev/shm large enough?)");
+    return Status(err == ENOSPC ? StatusCode::kNoSpace : StatusCode::kIo,
+                  "cannot reserve " + std::to_string(bytes >> 20) + " MiB of shared memory for " +
+                      path + ": " + std::strerror(err) + " (is /dev/shm large enough?)");
   }
   void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   ::close(fd);
@@ -163,6 +169,22 @@ Result<SharedMemory> SharedMemory::Create(const std::string& what, size_t bytes)
   m.data_ = p;
   m.size_ = bytes;
   return m;
+}
+
+Status SharedMemory::Reserve(size_t offset, size_t bytes) const {
+  if (dir_ == nullptr || offset > size_ || bytes > size_ - offset) {
+    return Status(StatusCode::kInternal, "reserve outside the shared memory " + path_);
+  }
+  int fd = ::open(path_.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return Status(StatusCode::kIo, Errno("cannot open shared memory " + path_));
+  const int err = ::posix_fallocate(fd, static_cast<off_t>(offset), static_cast<off_t>(bytes));
+  ::close(fd);
+  if (err != 0) {
+    return Status(err == ENOSPC ? StatusCode::kNoSpace : StatusCode::kIo,
+                  "cannot reserve " + std::to_string(bytes >> 20) + " MiB more of shared memory for " +
+                      path_ + ": " + std::strerror(err) + " (is /dev/shm large enough?)");
+  }
+  return Status::Ok();
 }
 
 Result<SharedMemory> SharedMemory::Open(const std::string& path) {

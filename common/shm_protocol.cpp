@@ -20,8 +20,8 @@ constexpr int kMaxDrainReads = 16;
 // magic, kProtocolVersion and size written; *header points at it (in the object's mapping).
 template <typename Header>
 Result<SharedMemory> CreateWithHeader(const char* what, size_t bytes, uint64_t magic,
-                                      Header** header) {
-  Result<SharedMemory> shm = SharedMemory::Create(what, bytes);
+                                      Header** header, size_t reserved = SIZE_MAX) {
+  Result<SharedMemory> shm = SharedMemory::Create(what, bytes, reserved);
   if (!shm.ok()) return shm;
   *header = new (shm->data()) Header();
   (*header)->magic = magic;
@@ -93,12 +93,18 @@ Result<ArenaGeometry> SizeArena(const ArenaGeometry& shape, const ArenaDemand& d
   return g;
 }
 
-Result<SharedMemory> CreateFrameArena(const ArenaGeometry& g) {
+std::pair<uint64_t, uint64_t> ArenaSlotRange(const ArenaGeometry& g, uint32_t slot) {
+  return {g.data_offset + uint64_t{slot} * g.slot_bytes, g.slot_bytes};
+}
+
+Result<SharedMemory> CreateFrameArena(const ArenaGeometry& g, bool all_slots) {
   if (Status valid = ValidateArenaGeometry(g, g.total_bytes); !valid.ok()) {
     return Status(StatusCode::kInternal, valid.message());
   }
   ArenaHeader* header = nullptr;
-  Result<SharedMemory> shm = CreateWithHeader("arena", g.total_bytes, kArenaMagic, &header);
+  const uint64_t first_slot_end = g.data_offset + g.slot_bytes;
+  Result<SharedMemory> shm = CreateWithHeader("arena", g.total_bytes, kArenaMagic, &header,
+                                              all_slots ? SIZE_MAX : first_slot_end);
   if (shm.ok()) header->geometry = g;
   return shm;
 }

@@ -34,6 +34,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <cstring>
 #include <poll.h>
 #include <string>
@@ -273,9 +274,14 @@ uint64_t ArenaSlotsWanted(const ArenaDemand& demand);
 
 // Creates a job's frame arena: a fresh shared-memory object ("arena-...") of g.total_bytes, its
 // header written (magic, version, the geometry for people reading a dump), the slots zero.
-// kInternal when `g` fails ValidateArenaGeometry against its own total_bytes; kIo when the object
-// cannot be made (shared_memory.h).
-Result<SharedMemory> CreateFrameArena(const ArenaGeometry& g);
+// kInternal when `g` fails ValidateArenaGeometry against its own total_bytes; kIo (kNoSpace for a
+// full /dev/shm) when the object cannot be made (shared_memory.h). `all_slots` false: only the
+// header and slot 0 get their pages now, and each other slot must be reserved
+// (SharedMemory::Reserve of ArenaSlotRange) before anything touches it; a 4 GB arena is then
+// made in milliseconds instead of most of a second.
+Result<SharedMemory> CreateFrameArena(const ArenaGeometry& g, bool all_slots = true);
+// Slot `slot`'s bytes in the arena object: {offset, length}.
+std::pair<uint64_t, uint64_t> ArenaSlotRange(const ArenaGeometry& g, uint32_t slot);
 
 // Creates the control block of the worker about to start on channel `channel_index`: a fresh
 // shared-memory object ("ctl-...") with its header written, the rings empty and the worker's

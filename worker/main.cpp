@@ -27,7 +27,6 @@
 #include "common/config.h"
 #include "common/file_util.h"
 #include "common/load_request.h"
-#include "common/log.h"
 #include "common/log_lines.h"
 #include "worker/example_models.h"
 #include "worker/fault_injection.h"
@@ -97,12 +96,13 @@ struct Parsed {
   framemill::SandboxOptions sandbox;
 };
 
-// The keys a load request may carry: the model's and the channel's, none fixed at spawn (the
-// device, the sandbox, the control block, the log level).
+// The keys a load request may carry: the model's, the channel's and the job's own name for the
+// device (of the same class as the spare's: supervisor/workers/worker_pool.h, SpareKey); none
+// fixed at spawn (the sandbox, the control block, the log level).
 bool LoadRequestKey(const std::string& key) {
-  static const char* const kKeys[] = {"--channel", "--model-label",  "--precision",
-                                      "--optimize", "--tile",        "--probe-size",
-                                      "--probe-batch", "--cudnn-autotune"};
+  static const char* const kKeys[] = {"--channel",     "--device",        "--model-label",
+                                      "--precision",   "--optimize",      "--tile",
+                                      "--probe-size",  "--probe-batch",   "--cudnn-autotune"};
   return std::any_of(std::begin(kKeys), std::end(kKeys),
                      [&](const char* k) { return key == k; });
 }
@@ -251,10 +251,7 @@ std::optional<int> AwaitModel(framemill::WorkerArgs* args, Parsed* parsed) {
     return bad;
   }
   if (args->model_label.empty()) args->model_label = "the model";
-  if (args->channel != channel) {
-    spdlog::drop_all();
-    InitLogging("worker" + std::to_string(args->channel), parsed->level);
-  }
+  if (args->channel != channel) InitLogging("worker" + std::to_string(args->channel), parsed->level);
   args->model_fd = model_fd;
   LogInfo("worker " + std::to_string(args->channel) + ": a spare, started " +
           std::to_string(args->main_ms - t0) + " ms before this job took it (" +

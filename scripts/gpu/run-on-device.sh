@@ -57,7 +57,7 @@
 #               (default 2; $SC_VARIANTS: job keys that differ, ';' between variants, each
 #               run cold and warm in every round; $SC_CONFIG: service config keys, e.g.
 #               '"log_level": "debug"'); work in build-gpu/startcost, the service's log
-#               and the workers' start lines in $OUT
+#               and the workers' start lines in $OUT (named with $SC_TAG, to keep two runs')
 #   models      the imported trained models on the GPU (carry .deps/model-packages/esrgan-*, or
 #               a trimmed copy named by $PACKAGES,
 #               and waifu2x-*): each imported here (LibTorch 2.11), then framemill-bench fp16,
@@ -369,10 +369,11 @@ PY
         FRAMEMILL_START_COST_CONFIG="${SC_CONFIG:-}" FRAMEMILL_START_COST_LONG="${SC_LONG:-5}" \
         bench/start-cost.sh cuda 1920x1080 "${SC_SECONDS:-60}" "${SC_MODEL:-restore}" 1 \
         "${SC_ROUNDS:-2}"
-      cp build-gpu/startcost/serve.log "$OUT/startcost-serve.log" 2>/dev/null
-      # Each worker's start, split (main(), sandbox, device, load, probe), and its arena.
+      cp build-gpu/startcost/serve.log "$OUT/startcost${SC_TAG:-}-serve.log" 2>/dev/null
+      # Each worker's start, split (main(), sandbox, device, load, probe), and its arena; each
+      # spare's device readiness and how long it waited.
       cat build-gpu/startcost/spool/workers/*.log 2>/dev/null |
-        grep -E "ready on|arena of" > "$OUT/startcost-workers.log" || true
+        grep -E "ready on|arena of|spare" > "$OUT/startcost${SC_TAG:-}-workers.log" || true
       ;;
     models)
       mf=${MODEL_FRAMES:-300}

@@ -349,6 +349,7 @@ class Service {
   std::atomic<int64_t> gpus_free_{0};  // free_gpus_.size(), for the metrics (any thread)
   std::list<WarmSlot> warm_;  // a list: running jobs hold pointers into it
   std::list<SparePlace> spare_places_;  // a list: running jobs hold pointers into it
+  std::atomic<int64_t> spares_waiting_{0};  // live spares at their places, for the metrics
   std::list<JobThread> threads_;  // as many as jobs ran at once; they end with the service
   int wake_fds_[2] = {-1, -1};  // a job's thread writes a byte when it ends
   // Metrics, written from the loop and the jobs' threads.
@@ -396,6 +397,7 @@ void Service::WriteMetrics(bool up) {
   f.jobs_failed = c.failed;
   f.gpus_free = gpus_free_.load();
   f.gpus_busy = static_cast<int64_t>(config_.service_gpus.size()) - f.gpus_free;
+  f.spare_workers = spares_waiting_.load();
   if (c.oldest_incoming_ns > 0) {
     const double submitted_s = static_cast<double>(c.oldest_incoming_ns) / 1e9;
     f.oldest_waiting_age_s = std::max(0.0, WallSeconds() - submitted_s);
@@ -824,6 +826,11 @@ void Service::KeepSpares() {
                  place.gpu_label >= 0 ? " for GPU " + std::to_string(place.gpu_label) : "",
                  place.pool->Pid(0));
   }
+  int64_t waiting = 0;
+  for (const SparePlace& place : spare_places_) {
+    waiting += place.pool != nullptr && place.pool->Alive(0) ? 1 : 0;
+  }
+  spares_waiting_.store(waiting);
 }
 
 void Service::ReturnSpares(RunningJob* job) {

@@ -113,6 +113,11 @@ class JobRun {
         model_fd_(files->model),
         output_dir_fd_(files->output_dir) {}
 
+  // The previous job's workers, retiring beside this one (StartWorkers), are waited for here.
+  ~JobRun() {
+    if (retiring_.joinable()) retiring_.join();
+  }
+
   // The pipeline, then the report (for a job that started workers, whatever the outcome).
   Result<JobReport> Run();
   // The worker counts of this run (empty when it started no workers).
@@ -233,6 +238,9 @@ class JobRun {
   std::string scratch_;
   Timeline timeline_;
   std::unique_ptr<Dispatcher> dispatcher_;
+  // Stops the previous job's idle workers of another model (StartWorkers): joined when the job
+  // ends, not when its own workers are ready.
+  std::thread retiring_;
   // dispatcher_ for the decoder thread's wake-ups: set once made (an early decoder runs before).
   std::atomic<Dispatcher*> wake_{nullptr};
   // When the pipeline stage began (MonotonicUs; 0 before): the decoder's time before it is the
@@ -471,24 +479,19 @@ Status JobRun::StartWorkers(WarmChoice choice) {
   std::unique_ptr<WorkerPool> pool;
   WarmWorkers* warm = options_.warm;
   // The previous job's idle workers, of another model or settings, exit on a thread of their own
-  // while this job's workers start: a CUDA worker's exit (its context torn down) is otherwise
-  // waited for first. Joined before this returns, by then long done: the new workers spend
-  // their first second in the driver and the model's load, so the two seldom hold the GPU's
-  // memory at once.
-  std::thread retiring;
-  struct JoinOnExit {
-    std::thread& t;
-    ~JoinOnExit() {
-      if (t.joinable()) t.join();
-    }
-  } join_retiring{retiring};
+  // while this job's workers start: a CUDA worker's exit (its context torn down, 0.4-0.8 s on the
+  // H200 machine) is otherwise waited for first. Joined when the job ends (~JobRun), not here: a
+  // spare that loads the model in 0.3 s is ready before the old workers are gone, and the job
+  // then waited for them (measured: 0.48 s of a 0.8 s start). The two hold the GPU's memory at
+  // once for that while.
   switch (choice) {
     case WarmChoice::kReuse:
       pool = std::move(warm->pool);
       spdlog::info("reusing the loaded workers of the previous job");
       break;
     case WarmChoice::kReplace:
-      retiring = std::thread([old = std::move(warm->pool)]() mutable {
+      if (retiring_.joinable()) retiring_.join();
+      retiring_ = std::thread([old = std::move(warm->pool)]() mutable {
         const uint64_t t0 = MonotonicMs();
         old->StopAll(5000);
         old.reset();
@@ -693,10 +696,16 @@ Status JobRun::CreateArena(ReadyArenas* ready, std::thread* decoder) {
     ready->kept = SharedMemory();  // not this job's geometry: removed now
   }
   if (!shm.ok()) {
-    shm = CreateFrameArena(*g);
+    // Slots reserved as the decoder first takes them (DecodeLoop), unless the workers page-lock
+    // the whole arena at their first chunk.
+    shm = CreateFrameArena(*g, /*all_slots=*/PageLocks());
     report_.arena = "made";
   }
   if (!shm.ok()) return shm.status();
+  if (PageLocks()) {
+    // A kept arena may have slots its job never took, not reserved yet: page-locking touches them.
+    FM_RETURN_IF_ERROR(shm->Reserve(0, shm->size()));
+  }
   arena_shm_ = std::move(*shm);
   arena_ = *g;
   arena_.flags = PageLocks() ? kArenaPageLock : 0;  // this job's, sent with each request
@@ -718,9 +727,12 @@ void JobRun::StartEarlyDecoder(ReadyArenas* ready, std::thread* decoder) {
   ready->early = made->get_future();
   *decoder = std::thread([this, made] {
     // Creating it zeroes its pages (posix_fallocate on tmpfs: 0.45 s for 2.6 GB on the 2-core
-    // machine), off the start as the decoding is.
+    // machine, 0.75 s for 4 GB on the H200 machine), off the start as the decoding is; and only
+    // slot 0's unless the workers page-lock it: the decoder reserves each slot as it first takes
+    // it, so that a worker ready early (a spare) does not wait for gigabytes to be zeroed.
     try {
-      Result<SharedMemory> shm = CreateFrameArena(arena_);
+      Result<SharedMemory> shm =
+          CreateFrameArena(arena_, /*all_slots=*/(arena_.flags & kArenaPageLock) != 0);
       if (!shm.ok()) return made->set_value(shm.status());
       arena_shm_ = std::move(*shm);
       arena_base_ = static_cast<uint8_t*>(arena_shm_.data());
@@ -942,6 +954,7 @@ void JobRun::DecodeLoop() {
     return board_->Fail(started.WithContext(job_.input + " (skipping finished segments)"));
   }
   size_t frame_bytes = arena_.InFrameBytes();
+  std::vector<bool> reserved(arena_.slot_count, false);  // by this loop (CreateFrameArena)
   auto fail = [&](const Status& s) {
     reader_.reset();  // kills and reaps the decoder now, not when the job object goes
     board_->Fail(s);
@@ -962,6 +975,13 @@ void JobRun::DecodeLoop() {
     uint64_t t_read = MonotonicUs();
     account(t_wait, &stages_.decode_wait_s, nullptr);  // waiting for the workers: the start's
     if (!slot) return reader_.reset();
+    if (!reserved[*slot]) {
+      // Its pages, before anything touches them (CreateFrameArena); a no-op where they are.
+      const auto [offset, bytes] = ArenaSlotRange(arena_, *slot);
+      Status r = arena_shm_.Reserve(offset, bytes);
+      if (!r.ok()) return fail(r);
+      reserved[*slot] = true;
+    }
     uint8_t* dst = arena_.SlotIn(arena_base_, *slot);
     for (int32_t f = 0; f < chunk.frames; ++f) {
       Result<bool> got = ReadFrame(dst + f * frame_bytes);

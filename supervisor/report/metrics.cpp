@@ -158,6 +158,9 @@ std::string RenderMetrics(const MetricsFigures& f) {
          "The service's GPUs (config service_gpus) held by running jobs and free; 0 without.");
   Sample(&out, "framemill_service_gpus", {{"state", "busy"}}, f.gpus_busy);
   Sample(&out, "framemill_service_gpus", {{"state", "free"}}, f.gpus_free);
+  Header(&out, "framemill_spare_workers", "gauge",
+         "Spare workers started without a model and waiting for a job (config spare_workers).");
+  Sample(&out, "framemill_spare_workers", {}, f.spare_workers);
 
   Header(&out, "framemill_frames_processed_total", "counter",
          "Frames through the model since the service started (resumed frames not counted).");

@@ -17,6 +17,7 @@
 #include <boost/process/extend.hpp>
 #include <boost/process/posix.hpp>
 
+#include "common/file_util.h"
 #include "common/load_request.h"
 #include "common/log.h"
 #include "supervisor/process/child_fds.h"
@@ -94,7 +95,8 @@ bool WorkerSandboxDegraded(const std::string& summary) {
   return summary.rfind("partial", 0) == 0 || summary.rfind("none", 0) == 0 || files_open;
 }
 
-Result<std::unique_ptr<WorkerPool>> WorkerPool::Create(const WorkerOptions& options, int channels) {
+// What every pool needs: a channel count in range, and a worker binary that can run.
+static Status CheckPool(const WorkerOptions& options, int channels) {
   if (channels < 1 || channels > static_cast<int>(kMaxWorkerChannels)) {
     return Status(StatusCode::kInternal, "worker channel count out of range");
   }
@@ -103,6 +105,11 @@ Result<std::unique_ptr<WorkerPool>> WorkerPool::Create(const WorkerOptions& opti
     return Status(StatusCode::kIo,
                   "worker binary not found or not executable: " + options.worker_binary);
   }
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<WorkerPool>> WorkerPool::Create(const WorkerOptions& options, int channels) {
+  FM_RETURN_IF_ERROR(CheckPool(options, channels));
   Result<int> model_fd = PoolModelFd(options);
   if (!model_fd.ok()) return model_fd.status();
   int wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -116,14 +123,7 @@ Result<std::unique_ptr<WorkerPool>> WorkerPool::Create(const WorkerOptions& opti
 Result<std::unique_ptr<WorkerPool>> WorkerPool::CreateSpares(const WorkerOptions& options,
                                                               int channels,
                                                               uint64_t generations_before) {
-  if (channels < 1 || channels > static_cast<int>(kMaxWorkerChannels)) {
-    return Status(StatusCode::kInternal, "worker channel count out of range");
-  }
-  if (FindExecutable(options.worker_binary).empty() ||
-      ::access(FindExecutable(options.worker_binary).c_str(), X_OK) != 0) {
-    return Status(StatusCode::kIo,
-                  "worker binary not found or not executable: " + options.worker_binary);
-  }
+  FM_RETURN_IF_ERROR(CheckPool(options, channels));
   int wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (wake_fd < 0) return Status(StatusCode::kIo, std::string("eventfd: ") + std::strerror(errno));
   std::unique_ptr<WorkerPool> pool(new WorkerPool(options, wake_fd, channels, -1));
@@ -157,13 +157,40 @@ std::string WorkerPool::ControlPath(int k) const {
   return processes_[k] ? processes_[k]->control.name() : std::string();
 }
 
+namespace {
+
+// The device a worker is told, as it is told it.
+std::string DeviceArgument(const WorkerOptions& options, int gpu) {
+  return gpu >= 0 ? std::string("cuda") : Name(options.device);
+}
+
+// The device a worker told `options.device` (on `gpu`) ends up on, as far as the supervisor can
+// tell: "auto" is cuda:0 where the NVIDIA driver is (the worker falls back to the CPU only when
+// CUDA then fails), "cuda" is cuda:0. Spares and jobs that agree on it agree on what a spare
+// prepared and on the sandbox it chose (worker/sandbox.h: CUDA or not).
+std::string DeviceClass(const WorkerOptions& options, int gpu) {
+  if (gpu >= 0) return "pinned cuda";
+  const DeviceSetting& d = options.device;
+  switch (d.kind) {
+    case DeviceKind::kCpu:
+      return "cpu";
+    case DeviceKind::kAuto:
+      return HostHasNvidiaDriver() ? "cuda:0" : "cpu";
+    case DeviceKind::kCuda:
+      return "cuda:" + std::to_string(std::max(0, d.index));
+  }
+  return Name(d);
+}
+
+}  // namespace
+
 std::vector<std::string> WorkerSpawnArguments(const WorkerOptions& options, int k, int gpu,
                                               const std::string& control, int wake_fd,
                                               bool spare) {
   std::vector<std::string> a = {"--control",   control,
                                 "--channel",   std::to_string(k),
                                 "--wake-fd",   std::to_string(wake_fd),
-                                "--device",    gpu >= 0 ? std::string("cuda") : Name(options.device),
+                                "--device",    DeviceArgument(options, gpu),
                                 "--log-level", options.log_level,
                                 "--sandbox",   Name(options.sandbox)};
   if (spare) {
@@ -195,9 +222,10 @@ std::vector<std::string> WorkerArguments(const WorkerOptions& options, int k, in
 }
 
 std::string SpareKey(const WorkerOptions& options, int gpu) {
-  std::string key = FindExecutable(options.worker_binary) + "|gpu " + std::to_string(gpu);
-  for (const std::string& a : WorkerSpawnArguments(options, 0, gpu, "", 0, true)) key += "|" + a;
-  return key + "|alloc " + options.pytorch_alloc_conf;
+  // What WorkerSpawnArguments fixes, the device by its class; and the spawn's environment.
+  return FindExecutable(options.worker_binary) + "|gpu " + std::to_string(gpu) + "|device " +
+         DeviceClass(options, gpu) + "|log " + options.log_level + "|sandbox " +
+         Name(options.sandbox) + "|alloc " + options.pytorch_alloc_conf;
 }
 
 std::string WorkerPool::Sandbox(int k) const {
@@ -304,8 +332,12 @@ Status WorkerPool::Adopt(int k, int gpu, WorkerPool* spares) {
   const std::string log_path = options_.log_dir + "/worker-" + std::to_string(k) + "-" +
                                std::to_string(generation) + ".log";
   Result<int> log_fd = OpenLog(log_path);
-  Status sent = log_fd.ok() ? SendLoadRequest(p->sock, WorkerModelArguments(options_, k),
-                                              {model_fd_, *log_fd})
+  // The job's own device too: a spare told "auto" is told "cuda" when the job says so, and then
+  // fails as a worker started for the job would if CUDA does not work.
+  std::vector<std::string> request = WorkerModelArguments(options_, k);
+  request.push_back("--device");
+  request.push_back(DeviceArgument(options_, gpu));
+  Status sent = log_fd.ok() ? SendLoadRequest(p->sock, request, {model_fd_, *log_fd})
                             : log_fd.status();
   if (log_fd.ok()) ::close(*log_fd);
   if (!sent.ok()) {

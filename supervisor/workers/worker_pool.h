@@ -75,8 +75,10 @@ std::vector<std::string> WorkerSpawnArguments(const WorkerOptions& options, int 
 // in the load request a spare gets (common/load_request.h).
 std::vector<std::string> WorkerModelArguments(const WorkerOptions& options, int k);
 // What a spare must have been started with to serve a pool of `options` on `gpu`: the program,
-// the device as the worker is told it, the GPU it is pinned to, the sandbox, the log level and the
-// allocator's environment. Equal keys: the spare fits.
+// the GPU it is pinned to, the device it ends up on ("auto" and "cuda" are cuda:0 where the NVIDIA
+// driver is, "auto" is "cpu" where it is not: what the spare prepared, and the sandbox it chose,
+// depend on that alone), the sandbox mode, the log level and the allocator's environment. Equal
+// keys: the spare fits; the load request then tells it the job's own device name.
 std::string SpareKey(const WorkerOptions& options, int gpu);
 
 // A worker process that has ended and been reaped.

@@ -99,6 +99,20 @@ nlohmann::json DoneResult(const Service& s, const std::string& id, int64_t frame
   return r;
 }
 
+// Drops job `id` (`input` through `model`, one worker, out/<id>.mp4) and waits for it to be
+// done: its result.json, checked as DoneResult does.
+nlohmann::json RunOneWorker(const Service& s, const std::string& id, const std::string& input,
+                            const std::string& model, int64_t frames) {
+  Drop(s, id,
+       nlohmann::json{{"input", input},
+                      {"output", s.dir + "/out/" + id + ".mp4"},
+                      {"model", model},
+                      {"workers", 1}}
+           .dump());
+  REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/done/" + id + "/result.json"); }, 60));
+  return DoneResult(s, id, frames);
+}
+
 }  // namespace
 
 TEST_CASE("service: drains 30 jobs, good ones to done/, bad ones to failed/ with their reason") {
@@ -235,14 +249,7 @@ TEST_CASE("service: result.json says how long a job waited for its workers and i
   KillOnExit guard_serve{serve};
   // One job at a time, so that each finds what the one before left.
   auto run = [&](const std::string& id, const std::string& model) {
-    Drop(s, id,
-         nlohmann::json{{"input", input},
-                        {"output", s.dir + "/out/" + id + ".mp4"},
-                        {"model", model},
-                        {"workers", 1}}
-             .dump());
-    REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/done/" + id + "/result.json"); }, 60));
-    return DoneResult(s, id, 24);
+    return RunOneWorker(s, id, input, model, 24);
   };
   const nlohmann::json cold = run("cold", identity);
   const nlohmann::json warm = run("warm", identity);  // same model: the loaded worker goes on
@@ -655,15 +662,15 @@ TEST_CASE("service: a spare worker started before the job loads its model, and a
   std::vector<int> spares = ChildrenMentioning(serve.pid, "--await-model");
   REQUIRE(spares.size() == 1);
   const int first_spare = spares[0];
+  // The operator sees it in the metrics.
+  const std::string metrics = s.spool + "/metrics/framemill.prom";
+  auto metric_says = [&](const std::string& line) {
+    return WaitUntil([&] { return ReadText(metrics).find("\n" + line + "\n") != std::string::npos; },
+                     30);
+  };
+  CHECK(metric_says("framemill_spare_workers 1"));
   auto run = [&](const std::string& id, const std::string& model) {
-    Drop(s, id,
-         nlohmann::json{{"input", input},
-                        {"output", s.dir + "/out/" + id + ".mp4"},
-                        {"model", model},
-                        {"workers", 1}}
-             .dump());
-    REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/done/" + id + "/result.json"); }, 60));
-    return DoneResult(s, id, 24);
+    return RunOneWorker(s, id, input, model, 24);
   };
   // The first job's worker is that process: it took the model and wrote the job's log.
   const nlohmann::json first = run("first", identity);
@@ -699,6 +706,7 @@ TEST_CASE("service: a spare worker started before the job loads its model, and a
       [&] { return ReadText(s.dir + "/serve.stderr").find("the spare worker exited") != std::string::npos; },
       30));
   CHECK(ReadText(s.dir + "/serve.stderr").find("killed by signal 9") != std::string::npos);
+  CHECK(metric_says("framemill_spare_workers 0"));  // none until its pause is over
   const nlohmann::json after = run("after_kill", identity);
   INFO(after.dump());
   CHECK(after["workers_spare"] == false);
@@ -720,14 +728,7 @@ TEST_CASE("service: spare_workers false starts no spare") {
   fs::create_directories(s.dir + "/out");
   BackgroundJob serve = Serve(s);
   KillOnExit guard_serve{serve};
-  Drop(s, "lone",
-       nlohmann::json{{"input", input},
-                      {"output", s.dir + "/out/lone.mp4"},
-                      {"model", identity},
-                      {"workers", 1}}
-           .dump());
-  REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/done/lone/result.json"); }, 60));
-  const nlohmann::json r = DoneResult(s, "lone", 24);
+  const nlohmann::json r = RunOneWorker(s, "lone", input, identity, 24);
   CHECK(r["workers_spare"] == false);
   CHECK(ChildrenMentioning(serve.pid, "--await-model").empty());
   CHECK_FALSE(fs::exists(s.spool + "/workers/spare-0-1.log"));

@@ -58,6 +58,13 @@ void SendRaw(int sock, const std::string& bytes, const std::vector<int>& fds) {
   REQUIRE(::sendmsg(sock, &msg, 0) == static_cast<ssize_t>(bytes.size()));
 }
 
+// A load request's header: the magic and a payload length of `n`.
+std::string Header(uint32_t n) {
+  std::string header(kLoadRequestMagic, 4);
+  header.append(reinterpret_cast<const char*>(&n), 4);
+  return header;
+}
+
 }  // namespace
 
 TEST_CASE("load request: arguments and the model's and log's descriptors arrive whole") {
@@ -92,10 +99,7 @@ TEST_CASE("load request: a request sent in pieces is read to its end") {
   int fds[2];
   REQUIRE(::pipe(fds) == 0);
   const std::string payload = std::string("--precision\0fp16\0", 17);
-  std::string message(kLoadRequestMagic, 4);
-  const uint32_t n = static_cast<uint32_t>(payload.size());
-  message.append(reinterpret_cast<const char*>(&n), 4);
-  message += payload;
+  const std::string message = Header(static_cast<uint32_t>(payload.size())) + payload;
   std::thread sender([&] {
     SendRaw(s.fd[0], message.substr(0, 3), {fds[0], fds[1]});
     std::this_thread::sleep_for(std::chrono::milliseconds(30));
@@ -139,9 +143,7 @@ TEST_CASE("load request: wrong descriptors or a broken header are refused, descr
   SUBCASE("one descriptor") {
     Pair s;
     const int before = OpenFds();
-    std::string message(kLoadRequestMagic, 4);
-    const uint32_t n = 0;
-    message.append(reinterpret_cast<const char*>(&n), 4);
+    std::string message = Header(0);
     SendRaw(s.fd[0], message, {fds[0]});
     Result<LoadRequest> got = ReceiveLoadRequest(s.fd[1], [] { return true; }, 5);
     REQUIRE_FALSE(got.ok());
@@ -160,9 +162,7 @@ TEST_CASE("load request: wrong descriptors or a broken header are refused, descr
   SUBCASE("a payload over the bound") {
     Pair s;
     const int before = OpenFds();
-    std::string message(kLoadRequestMagic, 4);
-    const uint32_t n = kMaxLoadRequestBytes + 1;
-    message.append(reinterpret_cast<const char*>(&n), 4);
+    std::string message = Header(kMaxLoadRequestBytes + 1);
     SendRaw(s.fd[0], message, {fds[0], fds[1]});
     Result<LoadRequest> got = ReceiveLoadRequest(s.fd[1], [] { return true; }, 5);
     REQUIRE_FALSE(got.ok());
@@ -172,9 +172,7 @@ TEST_CASE("load request: wrong descriptors or a broken header are refused, descr
   SUBCASE("an unterminated last argument") {
     Pair s;
     const int before = OpenFds();
-    std::string message(kLoadRequestMagic, 4);
-    const uint32_t n = 3;
-    message.append(reinterpret_cast<const char*>(&n), 4);
+    std::string message = Header(3);
     message += "abc";
     SendRaw(s.fd[0], message, {fds[0], fds[1]});
     Result<LoadRequest> got = ReceiveLoadRequest(s.fd[1], [] { return true; }, 5);

@@ -76,6 +76,9 @@ TEST_CASE("metrics: an idle service writes every spool state and every event rea
   const std::string busy = framemill::RenderMetrics(f);
   CHECK(HasLine(busy, "framemill_service_gpus{state=\"busy\"} 3"));
   CHECK(HasLine(busy, "framemill_service_gpus{state=\"free\"} 5"));
+  CHECK(HasLine(text, "framemill_spare_workers 0"));
+  f.spare_workers = 2;
+  CHECK(HasLine(framemill::RenderMetrics(f), "framemill_spare_workers 2"));
   int pairs = 0;
   for (WorkerEvent e : {WorkerEvent::kRecycle, WorkerEvent::kCrash, WorkerEvent::kKill}) {
     for (const std::string& reason : framemill::WorkerEventReasons(e)) {

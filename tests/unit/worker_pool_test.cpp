@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/file_util.h"
 #include "common/shared_memory.h"
 #include "common/shm_protocol.h"
 #include "real_worker.h"
@@ -132,6 +133,13 @@ TEST_CASE("worker pool: a worker's arguments name its channel, model descriptor 
   other = o;
   other.device = *ParseDevice("cpu");
   CHECK(SpareKey(o, -1) != SpareKey(other, -1));
+  // "auto" is where a worker told it ends up: cuda:0 where the NVIDIA driver is, else the CPU.
+  WorkerOptions automatic = o;
+  automatic.device = *ParseDevice("auto");
+  other.device = *ParseDevice(HostHasNvidiaDriver() ? "cuda" : "cpu");
+  CHECK(SpareKey(automatic, -1) == SpareKey(other, -1));
+  other.device = *ParseDevice(HostHasNvidiaDriver() ? "cpu" : "cuda:1");
+  CHECK(SpareKey(automatic, -1) != SpareKey(other, -1));
   o.cudnn_autotune = true;
   a = WorkerArguments(o, 2, -1, "/dev/shm/d/c", 9);
   CHECK(value("--cudnn-autotune") == "on");
@@ -302,9 +310,9 @@ TEST_CASE("worker pool: a real spare waits without a model, is taken onto a job'
   CHECK(*(*spares)->State(0) == WorkerState::kStarting);  // it has not attached yet
 
   // A pool whose spawn-time settings differ takes nothing, and the spare stays.
-  WorkerOptions auto_device = o;
-  auto_device.device = *ParseDevice("auto");
-  auto unfit = WorkerPool::Create(auto_device, 2);
+  WorkerOptions unsandboxed = o;
+  unsandboxed.sandbox = WorkerSandbox::kOff;
+  auto unfit = WorkerPool::Create(unsandboxed, 2);
   REQUIRE(unfit.ok());
   Status taken = (*unfit)->Adopt(1, -1, spares->get());
   CHECK(taken.code() == StatusCode::kWorkerFailed);

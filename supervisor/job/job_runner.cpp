@@ -695,20 +695,21 @@ Status JobRun::CreateArena(ReadyArenas* ready, std::thread* decoder) {
     }
     ready->kept = SharedMemory();  // not this job's geometry: removed now
   }
+  arena_ = *g;  // first: PageLocks reads the geometry
+  arena_.flags = PageLocks() ? kArenaPageLock : 0;  // this job's, sent with each request
+  const bool page_locks = (arena_.flags & kArenaPageLock) != 0;
   if (!shm.ok()) {
     // Slots reserved as the decoder first takes them (DecodeLoop), unless the workers page-lock
     // the whole arena at their first chunk.
-    shm = CreateFrameArena(*g, /*all_slots=*/PageLocks());
+    shm = CreateFrameArena(*g, /*all_slots=*/page_locks);
     report_.arena = "made";
   }
   if (!shm.ok()) return shm.status();
-  if (PageLocks()) {
+  if (page_locks) {
     // A kept arena may have slots its job never took, not reserved yet: page-locking touches them.
     FM_RETURN_IF_ERROR(shm->Reserve(0, shm->size()));
   }
   arena_shm_ = std::move(*shm);
-  arena_ = *g;
-  arena_.flags = PageLocks() ? kArenaPageLock : 0;  // this job's, sent with each request
   arena_base_ = static_cast<uint8_t*>(arena_shm_.data());
   board_ =
       std::make_unique<ChunkBoard>(static_cast<int64_t>(plan_.chunks.size()), arena_.slot_count);

@@ -14,6 +14,7 @@
 
 #include "common/file_util.h"
 #include "common/shared_memory.h"
+#include "common/shm_protocol.h"
 #include "skip.h"
 
 using namespace framemill;
@@ -194,4 +195,59 @@ TEST_CASE("shared memory: process identities tell a live process from a reused p
   if (child == 0) ::_exit(0);
   ::waitpid(child, nullptr, 0);
   CHECK(ProcessIdentity(child).empty());  // gone
+}
+
+TEST_CASE("shared memory: pages reserved at creation only as asked, the rest by Reserve") {
+  // tmpfs gives a file its blocks when they are reserved (posix_fallocate) or first touched.
+  auto blocks = [](const std::string& path) {
+    struct stat st {};
+    REQUIRE(::stat(path.c_str(), &st) == 0);
+    return static_cast<uint64_t>(st.st_blocks) * 512;
+  };
+  const size_t mib = 1 << 20;
+  auto all = framemill::SharedMemory::Create("test", 8 * mib);
+  REQUIRE(all.ok());
+  CHECK(blocks(all->name()) >= 8 * mib);
+  auto part = framemill::SharedMemory::Create("test", 8 * mib, 2 * mib);
+  REQUIRE(part.ok());
+  CHECK(part->size() == 8 * mib);  // mapped whole
+  CHECK(blocks(part->name()) >= 2 * mib);
+  CHECK(blocks(part->name()) < 3 * mib);
+  REQUIRE(part->Reserve(4 * mib, 2 * mib).ok());
+  CHECK(blocks(part->name()) >= 4 * mib);
+  CHECK(blocks(part->name()) < 5 * mib);
+  REQUIRE(part->Reserve(4 * mib, 2 * mib).ok());  // again: nothing more
+  CHECK(blocks(part->name()) < 5 * mib);
+  CHECK(part->Reserve(7 * mib, 2 * mib).code() == framemill::StatusCode::kInternal);  // past its end
+  framemill::SharedMemory empty;
+  CHECK_FALSE(empty.Reserve(0, 1).ok());
+}
+
+TEST_CASE("shared memory: an arena made with slot 0 alone reserves the rest slot by slot") {
+  framemill::ArenaGeometry shape;
+  shape.chunk_frames = 4;
+  shape.in_width = shape.out_width = 64;
+  shape.in_height = shape.out_height = 64;
+  shape.in_format = shape.out_format = framemill::FrameFormat::kRgb24;
+  framemill::ArenaDemand demand;
+  demand.workers = 1;
+  demand.encoders = 1;
+  demand.chunks_per_segment = 1;
+  demand.chunks = 8;
+  demand.arena_mb = 4096;
+  auto g = framemill::SizeArena(shape, demand);
+  REQUIRE(g.ok());
+  REQUIRE(g->slot_count >= 2);
+  auto arena = framemill::CreateFrameArena(*g, /*all_slots=*/false);
+  REQUIRE(arena.ok());
+  struct stat st {};
+  REQUIRE(::stat(arena->name().c_str(), &st) == 0);
+  const auto [offset1, bytes1] = framemill::ArenaSlotRange(*g, 1);
+  CHECK(offset1 == g->data_offset + g->slot_bytes);
+  CHECK(bytes1 == g->slot_bytes);
+  // Header and slot 0 only (rounded up to pages).
+  CHECK(static_cast<uint64_t>(st.st_blocks) * 512 < offset1 + 4096);
+  REQUIRE(arena->Reserve(offset1, bytes1).ok());
+  REQUIRE(::stat(arena->name().c_str(), &st) == 0);
+  CHECK(static_cast<uint64_t>(st.st_blocks) * 512 >= offset1 + bytes1);
 }

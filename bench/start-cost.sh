@@ -25,6 +25,8 @@
 #   $FRAMEMILL_START_COST_CONFIG: more service config keys, as JSON members, e.g.
 #   '"log_level": "debug"' (each segment's end in the service's log)
 #   $FRAMEMILL_START_COST_LONG: the steady state's job, in times SECONDS (default 5)
+#   $FRAMEMILL_START_COST_PAUSE: seconds to wait before each cold job (default 0: it follows
+#   the other model's job at once), as when jobs do not come back to back
 # Needs a build in ./build (or $FRAMEMILL_BUILD_DIR) and ffmpeg on PATH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -102,6 +104,7 @@ for r in $(seq 1 "$rounds"); do
     # Another model first: the next job finds no warm workers of its own.
     job "other$id" tiny "$work/other.pt"
     for kind in cold warm; do
+      if [[ $kind == cold ]]; then sleep "${FRAMEMILL_START_COST_PAUSE:-0}"; fi
       job "$kind$id" short "$mfile" "${variants[$v]}"
       f="$work/spool/done/$kind$id/result.json"
       awk -v id="$kind$id" -v var=$((v + 1)) -v warm="$(field workers_warm "$f")" \

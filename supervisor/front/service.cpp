@@ -226,6 +226,9 @@ class JobThread {
 struct SparePlace {
   int gpu_label = -1;    // the service GPU it stands for; -1 = none (no GPU set)
   int gpu = -1;          // the GPU its spare is pinned to; -1 = not pinned (no GPU set, or labels)
+  // Its spare runs on the CPU: the next one starts when the job that took one ends, not while it
+  // runs (a spare's start, about a second of CPU, would compete with the job for the cores).
+  bool cpu = false;
   std::string log_dir;   // spare-K-GEN.log, and the workers' logs of jobs on this GPU alone
   std::unique_ptr<WorkerPool> pool;  // its spare, if started; null while a job holds it
   bool held = false;     // a running job holds it (RunningJob::spares)
@@ -775,6 +778,9 @@ void Service::MakeSparePlaces() {
     SparePlace& place = spare_places_.emplace_back();
     place.gpu_label = label;
     place.gpu = gpu_labels_ ? -1 : label;
+    const DeviceKind kind = config_.defaults.device.kind;
+    place.cpu = place.gpu < 0 && (kind == DeviceKind::kCpu ||
+                                  (kind == DeviceKind::kAuto && !HostHasNvidiaDriver()));
     place.log_dir = WorkerLogDir(label >= 0 ? std::vector<int>{label} : std::vector<int>(), false);
   }
 }
@@ -782,8 +788,11 @@ void Service::MakeSparePlaces() {
 void Service::KeepSpares() {
   const uint64_t now = MonotonicMs();
   for (SparePlace& place : spare_places_) {
-    // Lent to a job: left alone until the job has taken its spare; then the next one starts.
-    if (place.held && place.pool == nullptr && !place.taken.exchange(false)) continue;
+    // Lent to a job: left alone until the job has taken its spare; then the next one starts
+    // (on the CPU, once the job has ended).
+    if (place.held && place.pool == nullptr && (!place.taken.exchange(false) || place.cpu)) {
+      continue;
+    }
     if (place.pool != nullptr) {
       for (const WorkerExit& e : place.pool->ReapExited()) {
         std::string tail = e.stderr_tail;

@@ -237,7 +237,8 @@ struct Config {
   // worker process started without a model, its sandbox on and its device ready (the CUDA
   // context, cuDNN and cuBLAS), that the next job's first worker takes instead of starting one
   // (supervisor/workers/worker_pool.h, CreateSpares and Adopt). It holds the device's context
-  // memory while it waits. Started again when a job that took it ends.
+  // memory while it waits. The next one starts once a job takes it (a CPU spare's once that job
+  // ends).
   bool spare_workers = true;
   // The service's backend; with kSlurm, each job is submitted as slurm_parts parts and a stitch
   // (sbatch options slurm_options) and the service follows it until the stitch job ends.

@@ -119,6 +119,14 @@ struct SharedMemory::Directory {
 namespace {
 std::mutex g_dir_mu;
 std::weak_ptr<SharedMemory::Directory>* g_dir = new std::weak_ptr<SharedMemory::Directory>();
+
+// posix_fallocate's error `err` for `bytes` of the object at `path`.
+Status ReserveFailed(int err, size_t bytes, const std::string& path) {
+  return Status(err == ENOSPC ? StatusCode::kNoSpace : StatusCode::kIo,
+                "cannot reserve " + std::to_string(bytes >> 20) + " MiB of shared memory for " +
+                    path + ": " + std::strerror(err) + " (is /dev/shm large enough?)");
+}
+
 }  // namespace
 
 Result<SharedMemory> SharedMemory::Create(const std::string& what, size_t bytes,
@@ -159,9 +167,7 @@ Result<SharedMemory> SharedMemory::Create(const std::string& what, size_t bytes,
   if (err == 0 && now < bytes && ::ftruncate(fd, static_cast<off_t>(bytes)) != 0) err = errno;
   if (err != 0) {
     ::close(fd);
-    return Status(err == ENOSPC ? StatusCode::kNoSpace : StatusCode::kIo,
-                  "cannot reserve " + std::to_string(bytes >> 20) + " MiB of shared memory for " +
-                      path + ": " + std::strerror(err) + " (is /dev/shm large enough?)");
+    return ReserveFailed(err, bytes, path);
   }
   void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   ::close(fd);
@@ -179,11 +185,7 @@ Status SharedMemory::Reserve(size_t offset, size_t bytes) const {
   if (fd < 0) return Status(StatusCode::kIo, Errno("cannot open shared memory " + path_));
   const int err = ::posix_fallocate(fd, static_cast<off_t>(offset), static_cast<off_t>(bytes));
   ::close(fd);
-  if (err != 0) {
-    return Status(err == ENOSPC ? StatusCode::kNoSpace : StatusCode::kIo,
-                  "cannot reserve " + std::to_string(bytes >> 20) + " MiB more of shared memory for " +
-                      path_ + ": " + std::strerror(err) + " (is /dev/shm large enough?)");
-  }
+  if (err != 0) return ReserveFailed(err, bytes, path_);
   return Status::Ok();
 }
 

@@ -795,8 +795,7 @@ void Service::KeepSpares() {
     }
     if (place.pool != nullptr) {
       for (const WorkerExit& e : place.pool->ReapExited()) {
-        std::string tail = e.stderr_tail;
-        std::replace(tail.begin(), tail.end(), '\n', ' ');
+        const std::string tail = e.StderrLine();
         ++place.failures;
         const uint64_t pause_s = std::min<uint64_t>(600, 5ull << std::min(place.failures, 7));
         place.next_try_ms = now + pause_s * 1000;

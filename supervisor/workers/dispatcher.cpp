@@ -30,11 +30,6 @@ bool PlainDevice(const std::string& d) {
   return std::all_of(d.begin() + 5, d.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-std::string OneLine(std::string s) {
-  std::replace(s.begin(), s.end(), '\n', '|');
-  return s;
-}
-
 }  // namespace
 
 Dispatcher::Dispatcher(const JobPlan& plan, const JobSettings& settings,
@@ -88,12 +83,13 @@ Status Dispatcher::Spawn(int k, int replaces, bool may_adopt) {
   // A standby takes over its worker's GPU; a new worker goes where workers are fewest.
   const int gpu = GpuFor(replaces, settings_.gpus, channels_);
   bool adopted = false;
-  for (WorkerPool* spares : may_adopt ? spares_ : std::vector<WorkerPool*>()) {
+  for (size_t i = 0; may_adopt && i < spares_.size() && !adopted; ++i) {
+    WorkerPool* spares = spares_[i];
     Status taken = pool_->Adopt(k, gpu, spares);
     if (taken.ok()) {
       adopted = true;
       if (on_spare_taken_) on_spare_taken_(spares);
-      break;
+      continue;
     }
     if (taken.code() != StatusCode::kWorkerFailed) {
       spdlog::warn("worker {}: a spare could not be taken ({}); starting one", k, taken.message());
@@ -212,7 +208,7 @@ Result<FirstWorker> Dispatcher::Start(const std::atomic<bool>& stop) {
     if (stop.load()) return Status(StatusCode::kCancelled, "stopped while workers were starting");
     for (const WorkerExit& e : pool_->ReapExited()) {
       std::string why = e.Describe();
-      if (!e.stderr_tail.empty() && e.error.empty()) why += "; stderr: " + OneLine(e.stderr_tail);
+      if (!e.stderr_tail.empty() && e.error.empty()) why += "; stderr: " + e.StderrLine();
       // A worker that says why it failed (model not loadable, no such device) speaks for all of
       // them. One that died without a word (a signal, a crash in a library) gets a few tries.
       // (The last words of a worker killed for a protocol violation are not believed.)
@@ -302,7 +298,7 @@ void Dispatcher::HandleExit(const WorkerExit& e) {
   int k = e.channel;
   DispatchChannel& ch = channels_[k];
   std::string what = e.Describe();
-  if (!e.stderr_tail.empty()) what += "; stderr: " + OneLine(e.stderr_tail);
+  if (!e.stderr_tail.empty()) what += "; stderr: " + e.StderrLine();
   bool clean = ch.stop_sent && !e.signaled && e.exit_code == 0;
   if (clean) {
     Record(k, TimelineEventKind::kStop, ch.retire_reason);

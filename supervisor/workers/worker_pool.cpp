@@ -53,6 +53,12 @@ std::string WorkerExit::Describe() const {
   return what;
 }
 
+std::string WorkerExit::StderrLine() const {
+  std::string line = stderr_tail;
+  std::replace(line.begin(), line.end(), '\n', '|');
+  return line;
+}
+
 namespace {
 
 // The pool's own descriptor of the model: a duplicate of the caller's, or the file opened here.
@@ -315,10 +321,8 @@ Status WorkerPool::Adopt(int k, int gpu, WorkerPool* spares) {
     return Status(StatusCode::kInternal, "channel " + std::to_string(k) + " cannot take a spare");
   }
   for (const WorkerExit& e : spares->ReapExited()) {
-    std::string tail = e.stderr_tail;
-    std::replace(tail.begin(), tail.end(), '\n', ' ');
     spdlog::warn("spare worker {} (pid {}) had exited: {}{}", e.channel, e.pid, e.Describe(),
-                 tail.empty() ? std::string() : "; its log ends: " + tail);
+                 e.stderr_tail.empty() ? std::string() : "; its log ends: " + e.StderrLine());
   }
   const std::string key = SpareKey(options_, gpu);
   int from = -1;

@@ -94,6 +94,7 @@ struct WorkerExit {
   std::string stderr_tail;  // last lines the worker wrote to stderr
 
   std::string Describe() const;  // "exit code 3: <error>" / "killed by signal 9 (Killed)"
+  std::string StderrLine() const;  // stderr_tail on one line, its lines joined by '|'
 };
 
 class WorkerPool {

@@ -99,6 +99,21 @@ nlohmann::json DoneResult(const Service& s, const std::string& id, int64_t frame
   return r;
 }
 
+// A service with two models (identity, invert), a 24-frame input and out/, not yet started.
+struct TwoModels {
+  Service s;
+  std::string identity, invert, input;
+};
+TwoModels MakeTwoModels(const std::string& name) {
+  TwoModels t;
+  t.s = MakeService(name);
+  t.identity = ModelCopy("identity", t.s.dir);
+  t.invert = ModelCopy("invert", t.s.dir);
+  t.input = SmallVideo(t.s.dir, 24);
+  fs::create_directories(t.s.dir + "/out");
+  return t;
+}
+
 // Drops job `id` (`input` through `model`, one worker, out/<id>.mp4) and waits for it to be
 // done: its result.json, checked as DoneResult does.
 nlohmann::json RunOneWorker(const Service& s, const std::string& id, const std::string& input,
@@ -240,11 +255,9 @@ TEST_CASE("service: drains 30 jobs, good ones to done/, bad ones to failed/ with
 }
 
 TEST_CASE("service: result.json says how long a job waited for its workers and if they were warm") {
-  Service s = MakeService("svc_warm_wait");
-  const std::string identity = ModelCopy("identity", s.dir);
-  const std::string invert = ModelCopy("invert", s.dir);
-  const std::string input = SmallVideo(s.dir, 24);
-  fs::create_directories(s.dir + "/out");
+  const TwoModels t = MakeTwoModels("svc_warm_wait");
+  const Service& s = t.s;
+  const std::string &identity = t.identity, &invert = t.invert, &input = t.input;
   BackgroundJob serve = Serve(s);
   KillOnExit guard_serve{serve};
   // One job at a time, so that each finds what the one before left.
@@ -353,10 +366,11 @@ TEST_CASE("service: a worker still loading when a short job ends is kept for the
   const std::string model = ModelCopy("identity", s.dir);
   const std::string input = SmallVideo(s.dir, 40);
   fs::create_directories(s.dir + "/out");
-  // One of the first job's two workers takes 2.5 s more to load than the job lasts: without
-  // keeping it, every job would start a worker and kill it while it loads.
+  // One of the first job's two workers takes 10 s more to load than the job lasts: without
+  // keeping it, every job would start a worker and kill it while it loads. (With 2.5 s, a job
+  // on a busy 2-core machine outlasted the slow load, and the test failed.)
   BackgroundJob serve =
-      Serve(s, {{"FRAMEMILL_TEST_FAULT", "slowload:2500@0,once=" + s.dir + "/slow"}});
+      Serve(s, {{"FRAMEMILL_TEST_FAULT", "slowload:10000@0,once=" + s.dir + "/slow"}});
   KillOnExit guard_serve{serve};
   const int kJobs = 5;
   for (int i = 0; i < kJobs; ++i) {
@@ -641,11 +655,9 @@ TEST_CASE("service: serve refuses to start without roots unless allow_any_path s
 }
 
 TEST_CASE("service: a spare worker started before the job loads its model, and a killed one is replaced later") {
-  Service s = MakeService("svc_spare");
-  const std::string identity = ModelCopy("identity", s.dir);
-  const std::string invert = ModelCopy("invert", s.dir);
-  const std::string input = SmallVideo(s.dir, 24);
-  fs::create_directories(s.dir + "/out");
+  const TwoModels t = MakeTwoModels("svc_spare");
+  const Service& s = t.s;
+  const std::string &identity = t.identity, &invert = t.invert, &input = t.input;
   BackgroundJob serve = Serve(s);
   KillOnExit guard_serve{serve};
   const std::string logs = s.spool + "/workers";

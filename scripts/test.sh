@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs dependencies, builds, and runs the whole test suite (unit and integration) with ctest.
-# Tests run in parallel, one per core ($FRAMEMILL_TEST_JOBS to change it); the few that kill a
-# supervisor on purpose and look at what it left in /dev/shm are RUN_SERIAL and run alone
+# Tests run in parallel, one per core ($FRAMEMILL_TEST_JOBS to change it); the two that look at
+# what a dead supervisor or another user left in /dev/shm are RUN_SERIAL and run alone
 # (tests/serial_tests.cmake).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1259,8 +1259,10 @@ Result<JobReport> JobRun::RunPipeline() {
     FM_RETURN_IF_ERROR(timeline_.Adopt(::fcntl(fd->get(), F_DUPFD_CLOEXEC, 0), timeline, t0));
   }
   if (options_.part.whole()) {
-    source_carried_ =
-        std::async(std::launch::async, ProbeCarried, config_.ffprobe, source_).share();
+    // From the probe Prepare made: the same ffprobe run that read its streams.
+    std::promise<Result<CarriedMetadata>> carried;
+    carried.set_value(CarriedOf(media_, source_.name));
+    source_carried_ = carried.get_future().share();
   }
   if (settings_.mode == JobMode::kFaces) {
     FM_RETURN_IF_ERROR(FindFaces());

@@ -149,24 +149,13 @@ Status CheckStream(ContainerFamily family, const CarriedStream& want, const Carr
   return Status::Ok();
 }
 
-}  // namespace
-
-Result<CarriedMetadata> ProbeCarried(const std::string& ffprobe, const SourceFile& file) {
-  std::vector<std::string> argv = {ffprobe, "-v", "error"};
-  argv.insert(argv.end(), file.restrictions.begin(), file.restrictions.end());
-  argv.insert(argv.end(), {"-print_format", "json", "-show_format", "-show_streams",
-                           "-show_chapters", FdPath(file.fd)});
-  Result<CommandOutput> r = RunAndCapture(argv, {file.fd});
-  if (!r.ok()) return r.status();
-  if (r->exit_code != 0) {
-    return Status(StatusCode::kInputInvalid,
-                  file.name + ": ffprobe could not read its metadata: " + LastLines(r->err, 3));
-  }
+// ffprobe's JSON (-show_format -show_streams -show_chapters) of the file called `name`.
+Result<CarriedMetadata> ParseCarried(const std::string& text, const std::string& name) {
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(r->out);
+    j = nlohmann::json::parse(text);
   } catch (const std::exception&) {
-    return Status(StatusCode::kInputInvalid, file.name + ": ffprobe gave unreadable output");
+    return Status(StatusCode::kInputInvalid, name + ": ffprobe gave unreadable output");
   }
   CarriedMetadata m;
   const nlohmann::json format = j.value("format", nlohmann::json::object());
@@ -181,6 +170,26 @@ Result<CarriedMetadata> ProbeCarried(const std::string& ffprobe, const SourceFil
     m.streams.push_back(ReadStream(s));
   }
   return m;
+}
+
+}  // namespace
+
+Result<CarriedMetadata> ProbeCarried(const std::string& ffprobe, const SourceFile& file) {
+  std::vector<std::string> argv = {ffprobe, "-v", "error"};
+  argv.insert(argv.end(), file.restrictions.begin(), file.restrictions.end());
+  argv.insert(argv.end(), {"-print_format", "json", "-show_format", "-show_streams",
+                           "-show_chapters", FdPath(file.fd)});
+  Result<CommandOutput> r = RunAndCapture(argv, {file.fd});
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0) {
+    return Status(StatusCode::kInputInvalid,
+                  file.name + ": ffprobe could not read its metadata: " + LastLines(r->err, 3));
+  }
+  return ParseCarried(r->out, file.name);
+}
+
+Result<CarriedMetadata> CarriedOf(const MediaInfo& info, const std::string& name) {
+  return ParseCarried(info.probe_json, name);
 }
 
 ContainerFamily FamilyOfMuxer(const std::string& muxer) {

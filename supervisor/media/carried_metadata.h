@@ -55,6 +55,9 @@ struct CarriedMetadata {
 // when ffprobe fails or prints something unreadable.
 Result<CarriedMetadata> ProbeCarried(const std::string& ffprobe, const SourceFile& file);
 
+// The same from what ProbeMedia already read (MediaInfo::probe_json) of the file called `name`.
+Result<CarriedMetadata> CarriedOf(const MediaInfo& info, const std::string& name);
+
 // What an output container can hold of the above (decides both the plan and the check).
 enum class ContainerFamily {
   kMatroska,  // .mkv/.mka: everything, attachments included

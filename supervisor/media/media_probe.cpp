@@ -352,7 +352,8 @@ Result<MediaInfo> ProbeMedia(const std::string& ffprobe, const SourceFile& sourc
   std::vector<std::string> argv = {ffprobe, "-v", "error"};
   argv.insert(argv.end(), source.restrictions.begin(), source.restrictions.end());
   argv.insert(argv.end(),
-              {"-print_format", "json", "-show_format", "-show_streams", FdPath(source.fd)});
+              {"-print_format", "json", "-show_format", "-show_streams", "-show_chapters",
+               FdPath(source.fd)});
   Result<CommandOutput> r = RunAndCapture(argv, {source.fd});
   if (!r.ok()) return r.status();
   if (r->exit_code != 0) {
@@ -375,6 +376,7 @@ Result<MediaInfo> ProbeMedia(const std::string& ffprobe, const SourceFile& sourc
     return Status(StatusCode::kInputInvalid, path + ": ffprobe gave unreadable output");
   }
   MediaInfo info;
+  info.probe_json = std::move(r->out);
   const nlohmann::json& format = j.value("format", nlohmann::json::object());
   info.format_name = StringField(format, "format_name");
   info.start_time = NumberField(format, "start_time");

@@ -68,6 +68,9 @@ struct MediaInfo {
   VideoStreamInfo video;
   std::vector<OtherStreamInfo> audio;
   std::vector<OtherStreamInfo> subtitles;
+  // ffprobe's format, streams and chapters as it printed them (JSON): what ParseCarried reads
+  // the tags, tracks and chapters from, with no second ffprobe.
+  std::string probe_json;
 };
 
 // An open file that ffprobe and ffmpeg read as /proc/self/fd/<fd> (the descriptor is passed to
@@ -91,8 +94,8 @@ enum class PlaylistInputs { kRefuse, kAllow };
 Result<std::vector<std::string>> InputRestrictions(const std::string& ffprobe,
                                                    PlaylistInputs playlists);
 
-// Probes the open file `source`. With `frame_times`, reads every video packet's timestamp (no
-// decoding; fast). Errors: kInputInvalid (not a media file, a refused format named by its
+// Probes the open file `source` (its format, streams and chapters in one ffprobe, kept in
+// probe_json). With `frame_times`, reads every video packet's timestamp (no decoding; fast). Errors: kInputInvalid (not a media file, a refused format named by its
 // demuxer, no video stream, no frames) with ffprobe's own message.
 Result<MediaInfo> ProbeMedia(const std::string& ffprobe, const SourceFile& source,
                              bool frame_times);

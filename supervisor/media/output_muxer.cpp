@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <fcntl.h>
 #include <fstream>
-#include <future>
 #include <sys/stat.h>
 #include <map>
 #include <unistd.h>
@@ -32,10 +31,6 @@ std::string Extension(const std::string& path) {
 Status Verify(const MuxRequest& rq, int fd, const CarriedMetadata& carried,
               const CarriedPlan& plan) {
   const SourceFile output{fd, "output " + rq.output, rq.source.restrictions};
-  // The output's tags, read by a process of their own beside the frame count's (an ffprobe less
-  // one after the other at the end of every job).
-  std::future<Result<CarriedMetadata>> out_carried =
-      std::async(std::launch::async, [&] { return ProbeCarried(rq.ffprobe, output); });
   Result<MediaInfo> out = ProbeMedia(rq.ffprobe, output, true);
   if (!out.ok())
     return Status(StatusCode::kVerifyFailed,
@@ -68,7 +63,8 @@ Status Verify(const MuxRequest& rq, int fd, const CarriedMetadata& carried,
   }
   FM_RETURN_IF_ERROR(CheckDepthAndColor(
       DepthExpectation{rq.expected_pix_fmt, rq.codec, rq.expected_color, src.hdr}, depth));
-  Result<CarriedMetadata> tags = out_carried.get();
+  // The output's tags, from the same ffprobe run that read its streams.
+  Result<CarriedMetadata> tags = CarriedOf(*out, output.name);
   if (!tags.ok()) return Status(StatusCode::kVerifyFailed, tags.status().message());
   return CheckCarriedMetadata(carried, plan, *tags);
 }

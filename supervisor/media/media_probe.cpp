@@ -18,6 +18,7 @@
 #include "common/checked_file.h"
 #include "supervisor/media/source_geometry.h"
 #include "supervisor/media/pixel_format.h"
+#include "supervisor/process/program_answers.h"
 #include "supervisor/process/subprocess.h"
 
 namespace framemill {
@@ -157,7 +158,7 @@ const std::set<std::string>& NeverDemuxers() {
 // The names in the table `ffprobe -demuxers` or `-devices` prints: " D  name  description"
 // (a name may be "a,b,c"). `flag_d`: only rows whose flags include D.
 Result<std::vector<std::string>> FormatTable(const std::string& ffprobe, const std::string& which) {
-  Result<CommandOutput> r = RunAndCapture({ffprobe, "-hide_banner", which});
+  Result<CommandOutput> r = AskProgram({ffprobe, "-hide_banner", which});
   if (!r.ok()) return r.status();
   if (r->exit_code != 0) {
     return Status(StatusCode::kIo, ffprobe + " " + which + " failed: " + LastLines(r->err, 3));

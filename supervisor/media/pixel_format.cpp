@@ -5,6 +5,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "supervisor/process/program_answers.h"
 #include "supervisor/process/subprocess.h"
 
 namespace framemill {
@@ -151,11 +152,12 @@ Result<std::vector<std::string>> EncoderPixelFormats(const std::string& ffmpeg,
   auto it = cache.find({ffmpeg, codec});
   if (it != cache.end()) return it->second;
   Result<CommandOutput> r =
-      RunAndCapture({ffmpeg, "-hide_banner", "-nostdin", "-h", "encoder=" + codec}, {});
+      AskProgram({ffmpeg, "-hide_banner", "-nostdin", "-h", "encoder=" + codec});
   if (!r.ok()) return r.status();
   if (r->exit_code != 0 || r->out.find("Encoder " + codec) == std::string::npos) {
+    // (ffmpeg prints "Codec 'x' is not recognized" on stdout, and exits 0.)
     return Status(StatusCode::kInvalidJob, "encoder \"" + codec + "\" is not known to " + ffmpeg +
-                                               ": " + LastLines(r->err, 2));
+                                               ": " + LastLines(r->err.empty() ? r->out : r->err, 2));
   }
   std::vector<std::string> names = ParseEncoderPixelFormats(r->out);
   cache[{ffmpeg, codec}] = names;

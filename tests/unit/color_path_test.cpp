@@ -80,6 +80,17 @@ TEST_CASE("depth: the encoder's pixel formats are read from ffmpeg -h encoder=NA
   CHECK(ParseEncoderPixelFormats("Encoder foo:\n    General capabilities: none\n").empty());
 }
 
+TEST_CASE("depth: an encoder ffmpeg does not know is refused with ffmpeg's words, asked or kept") {
+  // Twice: the second answer may come from the kept one (program_answers.h), which has no stderr;
+  // ffmpeg says it on stdout anyway, and exits 0.
+  for (int i = 0; i < 2; ++i) {
+    Result<std::vector<std::string>> f = EncoderPixelFormats("ffmpeg", "no_such_encoder");
+    REQUIRE_FALSE(f.ok());
+    CHECK(f.status().code() == StatusCode::kInvalidJob);
+    CHECK(f.status().message().find("no_such_encoder' is not recognized") != std::string::npos);
+  }
+}
+
 TEST_CASE("depth: pix_fmt auto keeps the source's depth and layout where the encoder has them") {
   const std::vector<std::string> x264 = ParseEncoderPixelFormats(kX264Help);
   const std::vector<std::string> x265 = Split(kX265Formats);

@@ -95,8 +95,9 @@ Result<std::vector<std::string>> InputRestrictions(const std::string& ffprobe,
                                                    PlaylistInputs playlists);
 
 // Probes the open file `source` (its format, streams and chapters in one ffprobe, kept in
-// probe_json). With `frame_times`, reads every video packet's timestamp (no decoding; fast). Errors: kInputInvalid (not a media file, a refused format named by its
-// demuxer, no video stream, no frames) with ffprobe's own message.
+// probe_json). With `frame_times`, reads every video packet's timestamp (no decoding; fast).
+// Errors: kInputInvalid (not a media file, a refused format named by its demuxer, no video
+// stream, no frames) with ffprobe's own message.
 Result<MediaInfo> ProbeMedia(const std::string& ffprobe, const SourceFile& source,
                              bool frame_times);
 

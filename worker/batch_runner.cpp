@@ -107,8 +107,8 @@ Status BatchRunner::RunOnCpu(const ChunkFrames& c,
     if (pad) *y = y->narrow(0, 0, b);
     torch::Tensor dst =
         torch::from_blob(c.out + off * out_bytes, {b, c.out_h, c.out_w, 3}, out_type);
-    // One pass: NCHW float -> NHWC integers, written straight into the arena.
-    dst.permute({0, 3, 1, 2}).copy_(ToOutputValues(*y, c.out_format));
+    // Written straight into the arena.
+    WriteOutputFrames(*y, dst, c.out_format);
     profile_.Mark(i, ProfileMark::kFromModelEnd);
     after_batch(b);
   }
@@ -135,8 +135,8 @@ Status BatchRunner::Run(const ChunkFrames& c,
   // Staged copies (an arena not page-locked): through page-locked host buffers, the host copying
   // between them and the arena while the device works on other batches.
   const bool staged = !c.pinned;
-  const std::array<int64_t, 6> shape = {c.batch, in_bytes, c.out_h, c.out_w,
-                                        static_cast<int64_t>(out_type), staged ? 1 : 0};
+  const std::array<int64_t, 6> shape = {
+      c.batch, in_bytes, c.out_h, c.out_w, static_cast<int64_t>(out_type), staged ? 1 : 0};
   if (shape != s.shape) {
     // A new frame size or batch: the device is idle (every chunk ends synchronized).
     for (auto& buf : s.buffers) {
@@ -225,7 +225,7 @@ Status BatchRunner::Run(const ChunkFrames& c,
       if (!status.ok()) break;
       if (b < c.batch) *y = y->narrow(0, 0, b);
       if (buf.used) buf.downloaded.block(compute);  // batch i-2's download has left `down`
-      buf.down.narrow(0, 0, b).permute({0, 3, 1, 2}).copy_(ToOutputValues(*y, c.out_format));
+      WriteOutputFrames(*y, buf.down.narrow(0, 0, b), c.out_format);
       profile_.Mark(i, ProfileMark::kFromModelEnd);
       buf.computed.record(compute);
       buf.used = true;

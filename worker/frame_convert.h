@@ -10,7 +10,8 @@
 //            limited or full range, as ffmpeg converts it on the decoder's colour path
 //            (supervisor/media/color_path.h) within a fraction of a level
 //            (tests/integration/frame_exact_test.cpp measures it)
-// Out: the model's [b, 3, oh, ow] clamped to [0, 1], scaled to 255 or 65535 and rounded.
+// Out: the model's [b, 3, oh, ow] clamped to [0, 1], scaled to 255 or 65535 and rounded (half up
+//   at 8 bits, half to even at 16), written into the frames' NHWC bytes.
 #pragma once
 
 #include <cstdint>
@@ -38,12 +39,12 @@ torch::Tensor ToModelInput(const torch::Tensor& frames, const InputLayout& in,
                            torch::ScalarType dtype);
 
 // The element type an output frame of `format` is stored as: uint8 for rgb24, int16 for rgb48
-// (the same bits as uint16, which torch 1.13 lacks; see ToOutputValues).
+// (the same bits as uint16, which torch 1.13 lacks: a level above 32767 is stored as itself minus
+// 65536).
 torch::ScalarType OutputElementType(FrameFormat format);
 
-// The model's output -> float [b,3,h,w] holding whole numbers ready to be copied exactly into a
-// tensor of OutputElementType(format): 0..255 for rgb24; for rgb48 0..65535 with the values above
-// 32767 shifted down by 65536, so that their int16 bits are the uint16 value.
-torch::Tensor ToOutputValues(const torch::Tensor& y, FrameFormat format);
+// The model's output `y` [b, 3, oh, ow], of any float type, into `dst` [b, oh, ow, 3] of
+// OutputElementType(format) on the same device.
+void WriteOutputFrames(const torch::Tensor& y, const torch::Tensor& dst, FrameFormat format);
 
 }  // namespace framemill

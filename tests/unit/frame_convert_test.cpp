@@ -2,8 +2,12 @@
 // FRAMEMILL_TEST_DEVICE=cuda, on the GPU too: the same torch code on both.
 #include "doctest_with_torch.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "torch_devices.h"
@@ -44,7 +48,7 @@ TEST_CASE("frame convert: every 16-bit value survives rgb48 -> float -> rgb48 un
     CHECK(x.max().item<float>() == 1.0f);
     torch::Tensor out = torch::empty(
         {n, 64, 64, 3}, torch::TensorOptions().device(device).dtype(OutputElementType(in.format)));
-    out.permute({0, 3, 1, 2}).copy_(ToOutputValues(x, FrameFormat::kRgb48));
+    WriteOutputFrames(x, out, FrameFormat::kRgb48);
     CHECK(torch::equal(out.view(torch::kUInt8).view({n, -1}).cpu(), frames.cpu()));
   }
 }
@@ -69,8 +73,9 @@ TEST_CASE("frame convert: an 8-bit and a 16-bit picture reach the model with the
     torch::Tensor b = ToModelInput(bytes16, in16, torch::kFloat32);
     CHECK((a - b).abs().max().item<float>() < 1e-6f);
     // And back: 8-bit output of the 16-bit input gives the 8-bit levels.
-    torch::Tensor back = ToOutputValues(b, FrameFormat::kRgb24).permute({0, 2, 3, 1});
-    CHECK(torch::equal(back.to(torch::kUInt8).cpu(), v8.to(torch::kUInt8)));
+    torch::Tensor back = torch::empty({1, 16, 16, 3}, bytes8.options());
+    WriteOutputFrames(b, back, FrameFormat::kRgb24);
+    CHECK(torch::equal(back.cpu(), v8.to(torch::kUInt8)));
   }
 }
 
@@ -90,4 +95,113 @@ TEST_CASE("frame convert: 4:2:0 chroma is repeated over its 2x2 block") {
   CHECK(blue[0][1].item<float>() == doctest::Approx(blue[1][0].item<float>()));
   CHECK(blue[0][0].item<float>() > blue[0][2].item<float>() + 0.3f);
   CHECK(blue[2][0].item<float>() == doctest::Approx(blue[3][3].item<float>()));
+}
+
+namespace {
+
+// ffmpeg's arithmetic for one limited- or full-range sample, in double: the reference the
+// worker's float matrix product must stay within float rounding of.
+void ReferenceRgb(double y, double u, double v, YuvMatrix m, bool full, double rgb[3]) {
+  double kr = 0, kb = 0;
+  MatrixWeights(m, &kr, &kb);
+  const double kg = 1 - kr - kb;
+  const double yn = full ? y / 255 : (y - 16) / 219;
+  const double cb = full ? (u - 128) / 255 : (u - 128) / 224;
+  const double cr = full ? (v - 128) / 255 : (v - 128) / 224;
+  rgb[0] = yn + 2 * (1 - kr) * cr;
+  rgb[1] = yn - 2 * kb * (1 - kb) / kg * cb - 2 * kr * (1 - kr) / kg * cr;
+  rgb[2] = yn + 2 * (1 - kb) * cb;
+  for (int c = 0; c < 3; ++c) rgb[c] = std::min(1.0, std::max(0.0, rgb[c]));
+}
+
+}  // namespace
+
+TEST_CASE("frame convert: yuv420p of odd and even sizes, every matrix and range, as the formula") {
+  for (const torch::Device& device : Devices()) {
+    for (auto [h, w] : {std::pair<int64_t, int64_t>{6, 8}, {5, 7}, {3, 2}}) {
+      for (YuvMatrix m : {YuvMatrix::kBt601, YuvMatrix::kBt709, YuvMatrix::kBt2020}) {
+        for (bool full : {false, true}) {
+          INFO("device " << device.str() << ", " << w << "x" << h << ", matrix "
+                         << static_cast<int>(m) << ", " << std::string(full ? "full" : "limited"));
+          InputLayout in;
+          in.format = FrameFormat::kYuv420p;
+          in.height = h;
+          in.width = w;
+          in.matrix = m;
+          in.full_range = full;
+          const int64_t cw = (w + 1) / 2, ch = (h + 1) / 2, b = 2;
+          torch::Tensor f = torch::randint(0, 256, {b, in.FrameBytes()}, torch::kUInt8);
+          torch::Tensor rgb = ToModelInput(f.to(device), in, torch::kFloat32).cpu();
+          REQUIRE(rgb.sizes() == torch::IntArrayRef({b, 3, h, w}));
+          CHECK(rgb.is_contiguous(torch::MemoryFormat::ChannelsLast));
+          auto bytes = f.accessor<uint8_t, 2>();
+          auto got = rgb.accessor<float, 4>();
+          double worst = 0;
+          for (int64_t i = 0; i < b; ++i) {
+            for (int64_t r = 0; r < h; ++r) {
+              for (int64_t c = 0; c < w; ++c) {
+                const int64_t k = (r / 2) * cw + c / 2;
+                double want[3];
+                ReferenceRgb(bytes[i][r * w + c], bytes[i][h * w + k],
+                             bytes[i][h * w + cw * ch + k], m, full, want);
+                for (int p = 0; p < 3; ++p) {
+                  worst = std::max(worst, std::abs(got[i][p][r][c] - want[p]));
+                }
+              }
+            }
+          }
+          CHECK(worst < 1e-5);  // float rounding; a level is 1/255 = 0.0039
+          // In the model's 16-bit types: the float values, rounded once.
+          for (torch::ScalarType t : {torch::kBFloat16, torch::kFloat16}) {
+            if (t == torch::kFloat16 && device.is_cpu()) continue;  // refused there
+            torch::Tensor narrow = ToModelInput(f.to(device), in, t);
+            CHECK((narrow.scalar_type() == t));
+            CHECK(narrow.is_contiguous(torch::MemoryFormat::ChannelsLast));
+            CHECK(torch::equal(narrow.cpu(), rgb.to(t)));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("frame convert: 8-bit output is y * 255 to the nearest level, clamped, for every type") {
+  for (const torch::Device& device : Devices()) {
+    // For each level, the model's output a quarter below, just below and just above the half-way
+    // point to the next, and out of range on both sides.
+    std::vector<float> y;
+    std::vector<uint8_t> want;
+    for (int k = 0; k < 255; ++k) {
+      y.insert(y.end(), {(k + 0.25f) / 255, (k + 0.49f) / 255, (k + 0.51f) / 255});
+      want.insert(want.end(),
+                  {static_cast<uint8_t>(k), static_cast<uint8_t>(k), static_cast<uint8_t>(k + 1)});
+    }
+    y.insert(y.end(), {-3.0f, -0.001f, 1.001f, 7.0f, 0.0f, 1.0f});
+    want.insert(want.end(), {0, 0, 255, 255, 0, 255});
+    const int64_t n = static_cast<int64_t>(y.size());  // 771: 257 pixels of 3 colours
+    torch::Tensor values = torch::tensor(y).view({1, n / 3, 1, 3}).permute({0, 3, 1, 2});
+    torch::Tensor expected = torch::tensor(want, torch::kUInt8).view({1, n / 3, 1, 3});
+    for (torch::ScalarType t : {torch::kFloat32, torch::kBFloat16, torch::kFloat16}) {
+      INFO("device " << device.str() << ", type " << t);
+      if (t == torch::kFloat16 && device.is_cpu()) continue;  // the worker refuses fp16 there
+      torch::Tensor dst = torch::empty({1, n / 3, 1, 3}, torch::kUInt8).to(device);
+      WriteOutputFrames(values.to(device).to(t), dst, FrameFormat::kRgb24);
+      if (t == torch::kFloat32) {
+        CHECK(torch::equal(dst.cpu(), expected));
+      } else {
+        // In 16 bits the values themselves move: the level is the one of the value as stored
+        // (computed here in double; in float it is exact too, a 16-bit value times 255 having
+        // at most 19 significant bits).
+        torch::Tensor rounded = values.to(t)
+                                    .to(torch::kFloat64)
+                                    .clamp(0, 1)
+                                    .mul(255)
+                                    .add(0.5)
+                                    .floor()
+                                    .to(torch::kUInt8)
+                                    .permute({0, 2, 3, 1});
+        CHECK(torch::equal(dst.cpu(), rounded));
+      }
+    }
+  }
 }

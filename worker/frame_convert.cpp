@@ -54,7 +54,7 @@ std::array<std::vector<float>, 4> ColourMatrix(const InputLayout& in) {
 }
 
 // yuv420p frames -> RGB [b, 3, h, w] of `dtype` in [0, 1], channels-last. This runs on the
-// device's compute stream between model calls, so it is one pass over the whole frames: each
+// device's compute stream between model calls, so it takes two passes over the frames: each
 // 2x2 block's chroma part of the three colours (with the offsets) is worked out first, at a
 // quarter of the samples; then each pixel is its luma times Y's weights plus its block's part,
 // computed in float and stored as `dtype` in NHWC memory (the layout the model is handed); then

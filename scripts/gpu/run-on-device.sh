@@ -29,6 +29,8 @@
 #               (an example model or a model file with its card; default restore) with
 #               FRAMEMILL_WORKER_PROFILE=1 and $PROF_JOB's job keys (e.g. '"batch": 4'): the
 #               summary and the worker's profile, its first chunk apart from the later ones
+#               ($PROF_ENCODERS encoders, default 2; x264 $PROF_PRESET, default veryfast;
+#               $PROF_CONFIG: config keys, e.g. '"arena_mb": 8192')
 #   shapecheck  $SHAPE_PKG (a .pt2 made for one shape) without its card: the job must fail with
 #               the worker's reason (the package's metadata), not run the package at 64x64
 #   sandbox     the same CUDA job (heavy fp16, 1080p) with worker_sandbox off and required: the
@@ -123,14 +125,15 @@ bench_input() {  # makes $OUT/in1080.mp4 once
 # apart from the later ones).
 profile_run() {
   printf '{"input": "%s", "output": "%s", "model": "%s", "device": "cuda", "workers": 1,
-    "precision": "fp16", "color_conversion": "device", "encoders": 2, "overwrite": true,
-    "encoder": {"preset": "veryfast"}%s}\n' "$OUT/in1080.mp4" "$OUT/$1-profile.mkv" "$2" \
-    "${3:+, $3}" >"$OUT/$1-profile.job.json"
+    "precision": "fp16", "color_conversion": "device", "encoders": %s, "overwrite": true,
+    "encoder": {"preset": "%s"}%s}\n' "$OUT/in1080.mp4" "$OUT/$1-profile.mkv" "$2" \
+    "${PROF_ENCODERS:-2}" "${PROF_PRESET:-veryfast}" "${3:+, $3}" >"$OUT/$1-profile.job.json"
+  printf '{%s}\n' "${PROF_CONFIG:-}" >"$OUT/$1-profile.config.json"
   mkdir -p "$OUT/$1-worker"
   (while sleep 0.2; do cp "$OUT"/.framemill-work.*/worker-*.log "$OUT/$1-worker/" 2>/dev/null; done) &
   local copier=$!
-  FRAMEMILL_WORKER_PROFILE=1 ./build-gpu/framemill run "$OUT/$1-profile.job.json" \
-    >"$OUT/$1-profile.log" 2>&1
+  FRAMEMILL_WORKER_PROFILE=1 ./build-gpu/framemill run --config "$OUT/$1-profile.config.json" \
+    "$OUT/$1-profile.job.json" >"$OUT/$1-profile.log" 2>&1
   echo "exit $?"
   kill "$copier"
   grep "wrote\|stages:\|workers \|failed\|error" "$OUT/$1-profile.log" | cut -c1-400 | tail -5

@@ -142,7 +142,7 @@ class JobRun {
   // networks are built for 512), a one-shape package's shape. Set by Prepare.
   ProbeShape probe_in_;
   std::optional<int> card_scale_;  // the model card's scale, when the model has a card
-  ArenaDemand Demand() const;  // what the pipeline keeps in flight (common/shm_protocol.h)
+  ArenaDemand Demand() const;      // what the pipeline keeps in flight (common/shm_protocol.h)
   FrameFormat InputFormat(ColorConversion conversion) const;  // how input frames lie in a slot
   // The arena's geometry for these output and input frames (no side effects).
   Result<ArenaGeometry> ArenaFor(int out_w, int out_h, FrameFormat in_format) const;
@@ -270,13 +270,12 @@ class JobRun {
   JobReport report_;
   StageTimes& stages_ = report_.stages;  // decode_* written by the decoder thread only,
                                          // encode_* under stages_mu_
-  // The source's carried metadata for the mux, probed by its own thread while the frames are
-  // rendered (an ffprobe less at the end). Last member: destroyed first, so a job that ends
-  // early waits here for the probe, while the input it reads is still open.
-  std::shared_future<Result<CarriedMetadata>> source_carried_;
+  // The source's carried metadata (streams, tags, chapters) for the mux, read from the probe
+  // Prepare made; none for a part of a job (its stitch reads them).
+  std::optional<Result<CarriedMetadata>> source_carried_;
   // The mux beside the render (live_mux.h), when the job has one; its segments are reported by
-  // the encoder threads (SegmentFinished). After source_carried_: destroyed before it, and before
-  // the files its ffmpeg reads (JobFiles, the caller's).
+  // the encoder threads (SegmentFinished). Last member: destroyed first, before the files its
+  // ffmpeg reads (JobFiles, the caller's).
   std::unique_ptr<LiveMux> live_mux_;
 };
 
@@ -428,10 +427,10 @@ Status JobRun::Prepare() {
   first_chunk_ = first_segment < seg_end_ ? plan_.segments[first_segment].first_chunk : end_chunk_;
   report_.segments_resumed = state_->resumed();
   if (state_->resumed() > 0) {
-    spdlog::info("resuming: {} of {} segments already finished; starting at frame {}",
-                 state_->resumed(), seg_end_ - seg_begin_,
-                 first_chunk_ < end_chunk_ ? plan_.chunks[first_chunk_].first_frame
-                                           : plan_.frame_count);
+    spdlog::info(
+        "resuming: {} of {} segments already finished; starting at frame {}", state_->resumed(),
+        seg_end_ - seg_begin_,
+        first_chunk_ < end_chunk_ ? plan_.chunks[first_chunk_].first_frame : plan_.frame_count);
   }
   return Status::Ok();
 }
@@ -551,8 +550,7 @@ Status JobRun::StartWorkers(WarmChoice choice) {
     spdlog::info("worker sandbox: {}", first->sandbox);
   }
   spdlog::info("model maps {}x{} to {}x{} on {}", probe_in_.width, probe_in_.height, probe_w_,
-               probe_h_,
-               worker_device_);
+               probe_h_, worker_device_);
   return Status::Ok();
 }
 
@@ -569,9 +567,9 @@ ArenaDemand JobRun::Demand() const {
 FrameFormat JobRun::InputFormat(ColorConversion conversion) const {
   // color_conversion device: the source's 4:2:0 planes go to the workers as they are. More than
   // 8 bits reach the model as 16 (rgb48).
-  return conversion == ColorConversion::kDevice   ? FrameFormat::kYuv420p
-         : media_.video.bits_per_component > 8 ? FrameFormat::kRgb48
-                                               : FrameFormat::kRgb24;
+  return conversion == ColorConversion::kDevice ? FrameFormat::kYuv420p
+         : media_.video.bits_per_component > 8  ? FrameFormat::kRgb48
+                                                : FrameFormat::kRgb24;
 }
 
 Result<ArenaGeometry> JobRun::ArenaFor(int out_w, int out_h, FrameFormat in_format) const {
@@ -639,14 +637,12 @@ Status JobRun::CreateArena(ReadyArenas* ready, std::thread* decoder) {
     // The model sees upright frames: display_width x display_height (source_geometry.h).
     uint64_t ow = static_cast<uint64_t>(v.display_width) * probe_w_;
     uint64_t oh = static_cast<uint64_t>(v.display_height) * probe_h_;
-    if (probe_w_ == 0 || probe_h_ == 0 || ow % probe_in_.width != 0 ||
-        oh % probe_in_.height != 0) {
+    if (probe_w_ == 0 || probe_h_ == 0 || ow % probe_in_.width != 0 || oh % probe_in_.height != 0) {
       return Status(StatusCode::kModelInvalid,
                     "model output size " + std::to_string(probe_w_) + "x" +
                         std::to_string(probe_h_) + " for a " + std::to_string(probe_in_.width) +
-                        "x" + std::to_string(probe_in_.height) +
-                        " input is not a whole scale of " + std::to_string(v.display_width) +
-                        "x" + std::to_string(v.display_height));
+                        "x" + std::to_string(probe_in_.height) + " input is not a whole scale of " +
+                        std::to_string(v.display_width) + "x" + std::to_string(v.display_height));
     }
     out_w_ = static_cast<int>(ow / probe_in_.width);
     out_h_ = static_cast<int>(oh / probe_in_.height);
@@ -695,7 +691,7 @@ Status JobRun::CreateArena(ReadyArenas* ready, std::thread* decoder) {
     }
     ready->kept = SharedMemory();  // not this job's geometry: removed now
   }
-  arena_ = *g;  // first: PageLocks reads the geometry
+  arena_ = *g;                                      // first: PageLocks reads the geometry
   arena_.flags = PageLocks() ? kArenaPageLock : 0;  // this job's, sent with each request
   const bool page_locks = (arena_.flags & kArenaPageLock) != 0;
   if (!shm.ok()) {
@@ -761,8 +757,8 @@ void JobRun::DecodeLoopGuarded() {
 // it holds fewer chunks than the pipeline keeps in flight.
 Status JobRun::ArenaReady(const ArenaDemand& demand) {
   FM_RETURN_IF_ERROR(CheckFreeSpace());
-  spdlog::info("arena {}: {} slots of {} MiB ({} -> {}x{}){}", arena_shm_.name(),
-               arena_.slot_count, arena_.slot_bytes >> 20, plan_.chunk_frames, out_w_, out_h_,
+  spdlog::info("arena {}: {} slots of {} MiB ({} -> {}x{}){}", arena_shm_.name(), arena_.slot_count,
+               arena_.slot_bytes >> 20, plan_.chunk_frames, out_w_, out_h_,
                worker_device_.rfind("cuda", 0) != 0 ? ""
                : arena_.flags & kArenaPageLock      ? ", page-locked in the workers"
                                                     : ", copies staged in the workers");
@@ -858,16 +854,17 @@ Status JobRun::CheckFreeSpace() const {
 // here. A part's decoder stops by itself after the part's last frame.
 Status JobRun::StartDecoder(int64_t skip) {
   reader_.reset();  // a crashed one is reaped here
-  const int64_t end_frame =
-      end_chunk_ < static_cast<int64_t>(plan_.chunks.size()) ? plan_.chunks[end_chunk_].first_frame
-                                                              : 0;
+  const int64_t end_frame = end_chunk_ < static_cast<int64_t>(plan_.chunks.size())
+                                ? plan_.chunks[end_chunk_].first_frame
+                                : 0;
   DecodeSeek seek = SeekFor(media_.video, media_.start_time, skip, 0);
   const int64_t from = seek.seeks() ? skip : 0;
   if (end_frame > 0) seek.max_frames = end_frame - from;
   if (seek.seeks()) {
-    spdlog::info("decoder: frame {} on, seeking to {:.3f} s and dropping frames shown before "
-                 "{:.6f} s",
-                 skip, seek.input_seek_s, seek.trim_start_s);
+    spdlog::info(
+        "decoder: frame {} on, seeking to {:.3f} s and dropping frames shown before "
+        "{:.6f} s",
+        skip, seek.input_seek_s, seek.trim_start_s);
   }
   Result<std::unique_ptr<FrameReader>> reader = FrameReader::Start(
       config_.ffmpeg, source_, media_.video, scratch_ + "/decoder.log", in_format_,
@@ -1258,12 +1255,7 @@ Result<JobReport> JobRun::RunPipeline() {
     if (!fd.ok()) return fd.status();
     FM_RETURN_IF_ERROR(timeline_.Adopt(::fcntl(fd->get(), F_DUPFD_CLOEXEC, 0), timeline, t0));
   }
-  if (options_.part.whole()) {
-    // From the probe Prepare made: the same ffprobe run that read its streams.
-    std::promise<Result<CarriedMetadata>> carried;
-    carried.set_value(CarriedOf(media_, source_.name));
-    source_carried_ = carried.get_future().share();
-  }
+  if (options_.part.whole()) source_carried_.emplace(CarriedOf(media_, source_.name));
   if (settings_.mode == JobMode::kFaces) {
     FM_RETURN_IF_ERROR(FindFaces());
     lap(&stages_.faces_s);
@@ -1382,8 +1374,7 @@ Result<JobReport> JobRun::RunPipeline() {
   return report_;
 }
 
-void JobRun::PlanSegments(std::vector<std::string>* segments,
-                          std::vector<int64_t>* frames) const {
+void JobRun::PlanSegments(std::vector<std::string>* segments, std::vector<int64_t>* frames) const {
   for (const SegmentPlan& seg : plan_.segments) {
     segments->push_back(state_->SegmentPath(seg.index));
     frames->push_back(seg.frames);
@@ -1393,13 +1384,15 @@ void JobRun::PlanSegments(std::vector<std::string>* segments,
 void JobRun::StartLiveMux() {
   if (!UsesLiveMux(settings_.live_mux, options_.part.whole() && !options_.stitch,
                    media_.video.constant_rate) ||
-      !source_carried_.valid()) {
-    return;
+      !source_carried_.has_value() || !source_carried_->ok()) {
+    return;  // (metadata that could not be read: the mux after the render reads it again)
   }
   std::vector<std::string> segments;
   std::vector<int64_t> frames;
   PlanSegments(&segments, &frames);
-  live_mux_ = LiveMux::Start(MakeMuxRequest(segments, frames), source_carried_);
+  MuxRequest rq = MakeMuxRequest(segments, frames);
+  rq.source_carried = **source_carried_;
+  live_mux_ = LiveMux::Start(std::move(rq));
   for (int64_t i = 0; i < state_->resumed(); ++i) live_mux_->SegmentReady(static_cast<size_t>(i));
 }
 
@@ -1421,9 +1414,8 @@ Status JobRun::Mux(const std::vector<std::string>& segments, const std::vector<i
     report_.warnings.push_back(warning);
   }
   MuxRequest mux = MakeMuxRequest(segments, frames);
-  if (source_carried_.valid()) {
-    const Result<CarriedMetadata>& carried = source_carried_.get();
-    if (carried.ok()) mux.source_carried = *carried;  // else probed again, reported
+  if (source_carried_.has_value() && source_carried_->ok()) {
+    mux.source_carried = **source_carried_;  // else probed again, reported
   }
   report_.mux = "after";
   return MuxAndVerify(mux);
@@ -1484,8 +1476,8 @@ Result<JobReport> JobRun::Stitch() {
   for (int i = 0; i < count; ++i) {
     const PartRange& r = parts->parts[static_cast<size_t>(i)];
     const PartRef ref{i + 1, count};
-    JobState st(PartDir(options_.parts_dir, ref), job_, plan_, chunks_per_segment_,
-                r.first_segment, r.end_segment());
+    JobState st(PartDir(options_.parts_dir, ref), job_, plan_, chunks_per_segment_, r.first_segment,
+                r.end_segment());
     FM_RETURN_IF_ERROR(st.Load(/*write_back=*/false));
     if (!st.all_done()) {
       return Status(StatusCode::kInvalidJob,
@@ -1502,8 +1494,7 @@ Result<JobReport> JobRun::Stitch() {
   out_w_ = first->video.width;
   out_h_ = first->video.height;
   FM_RETURN_IF_ERROR(PlanGeometry());
-  scratch_dir_.dir.Reset(
-      ::open(options_.parts_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  scratch_dir_.dir.Reset(::open(options_.parts_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!scratch_dir_.dir.valid()) {
     return Status(StatusCode::kIo, "open " + options_.parts_dir + ": " + std::strerror(errno));
   }

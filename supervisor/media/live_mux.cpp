@@ -64,12 +64,10 @@ bool UsesLiveMux(bool asked, bool whole_job, bool constant_rate) {
   return asked && whole_job && constant_rate;
 }
 
-LiveMux::LiveMux(MuxRequest rq, std::shared_future<Result<CarriedMetadata>> carried)
-    : rq_(std::move(rq)), carried_(std::move(carried)), ready_(rq_.segments.size(), false) {}
+LiveMux::LiveMux(MuxRequest rq) : rq_(std::move(rq)), ready_(rq_.segments.size(), false) {}
 
-std::unique_ptr<LiveMux> LiveMux::Start(MuxRequest rq,
-                                        std::shared_future<Result<CarriedMetadata>> carried) {
-  std::unique_ptr<LiveMux> mux(new LiveMux(std::move(rq), std::move(carried)));
+std::unique_ptr<LiveMux> LiveMux::Start(MuxRequest rq) {
+  std::unique_ptr<LiveMux> mux(new LiveMux(std::move(rq)));
   mux->thread_ = std::thread([m = mux.get()] { m->Run(); });
   return mux;
 }
@@ -121,13 +119,13 @@ bool LiveMux::ChildExited() const {
 }
 
 Status LiveMux::Prepare() {
-  const Result<CarriedMetadata>& carried = carried_.get();
-  if (!carried.ok()) return carried.status();
+  if (!rq_.source_carried.has_value()) {
+    return Status(StatusCode::kInternal, "a live mux needs the source's streams");
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (abandoned_) return Status(StatusCode::kCancelled, "the mux was abandoned");
   }
-  rq_.source_carried = *carried;
   Result<JoinPlan> join = PlanJoin(rq_);
   if (!join.ok()) return join.status();
   join_ = std::move(*join);
@@ -157,8 +155,8 @@ Result<UniqueFd> LiveMux::OpenPipe(size_t index) {
   // segment before to its end. Polled, so that an ffmpeg that has died, or an abandoned mux,
   // ends the wait.
   while (true) {
-    UniqueFd fd(::openat(rq_.scratch_fd, name.c_str(),
-                         O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW));
+    UniqueFd fd(
+        ::openat(rq_.scratch_fd, name.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW));
     if (fd.valid()) {
       struct stat st {};
       if (::fstat(fd.get(), &st) != 0 || !S_ISFIFO(st.st_mode)) {
@@ -196,8 +194,8 @@ Status LiveMux::Feed(size_t index) {
   }
   off_t offset = 0;
   while (offset < st.st_size) {
-    const ssize_t n = ::sendfile(pipe->get(), segment.get(), &offset,
-                                 static_cast<size_t>(st.st_size - offset));
+    const ssize_t n =
+        ::sendfile(pipe->get(), segment.get(), &offset, static_cast<size_t>(st.st_size - offset));
     const int err = n < 0 ? errno : 0;
     if (err == EINTR) continue;
     if (err == EPIPE) {
@@ -262,8 +260,8 @@ void LiveMux::Run() {
     } else if (exit.exit_code != 0) {
       outcome_ = JoinFailed(rq_, Result<CommandOutput>(exit));
     } else {
-      spdlog::debug("live mux: {} segments joined by an ffmpeg that ran {} ms",
-                    rq_.segments.size(), (MonotonicUs() - t0) / 1000);
+      spdlog::debug("live mux: {} segments joined by an ffmpeg that ran {} ms", rq_.segments.size(),
+                    (MonotonicUs() - t0) / 1000);
     }
   } catch (const std::exception& e) {
     {

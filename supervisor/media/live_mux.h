@@ -23,7 +23,6 @@
 
 #include <condition_variable>
 #include <cstddef>
-#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -42,12 +41,11 @@ bool UsesLiveMux(bool asked, bool whole_job, bool constant_rate);
 
 class LiveMux {
  public:
-  // Starts the mux's thread, which first waits for `carried` (the source's streams, probed by the
-  // caller beside the render), then creates the pipes, the list and the partial output and
+  // Starts the mux's thread, which creates the pipes, the list and the partial output and
   // starts ffmpeg. rq.segments and rq.segment_frames: every segment of the output, in order, as
-  // they will be on disk; rq.source_carried is ignored (`carried` gives it).
-  static std::unique_ptr<LiveMux> Start(MuxRequest rq,
-                                        std::shared_future<Result<CarriedMetadata>> carried);
+  // they will be on disk; rq.source_carried: the source's streams (required: the join's plan
+  // needs them before the first segment).
+  static std::unique_ptr<LiveMux> Start(MuxRequest rq);
   // A mux not finished is abandoned: its ffmpeg killed and reaped, the partial output, the
   // pipes and the list removed.
   ~LiveMux();
@@ -63,7 +61,7 @@ class LiveMux {
   Status Finish();
 
  private:
-  LiveMux(MuxRequest rq, std::shared_future<Result<CarriedMetadata>> carried);
+  explicit LiveMux(MuxRequest rq);
   void Run();  // the mux's thread
   Status Prepare();
   Status Feed(size_t index);
@@ -76,14 +74,13 @@ class LiveMux {
   void Cleanup();
 
   MuxRequest rq_;
-  std::shared_future<Result<CarriedMetadata>> carried_;
   std::thread thread_;
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<bool> ready_;   // under mu_
-  bool abandoned_ = false;    // under mu_
-  int pid_ = -1;              // ffmpeg, while not reaped; under mu_
+  std::vector<bool> ready_;  // under mu_
+  bool abandoned_ = false;   // under mu_
+  int pid_ = -1;             // ffmpeg, while not reaped; under mu_
   // Set by the thread before it ends; read by Finish after the join.
   Status outcome_;
   std::optional<JoinPlan> join_;

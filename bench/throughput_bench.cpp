@@ -402,6 +402,17 @@ Row Framemill(const std::string& input, const std::string& model, const std::str
   row.seconds = (fm::MonotonicMs() - t0) / 1000.0;
   row.cpu_seconds = CpuSeconds(RUSAGE_CHILDREN) - cpu0;
   row.frames = WIFEXITED(status) && WEXITSTATUS(status) == 0 ? frames : 0;
+  if (row.frames == 0) {
+    // A failed run prints 0 fps: say why, from the job's own last word on stderr.
+    std::string reason = "no reason in its log";
+    std::ifstream log(tmp + "/framemill.log");
+    for (std::string line; std::getline(log, line);) {
+      if (line.find("job failed") != std::string::npos) reason = line;
+    }
+    std::printf("%s: framemill run failed (%s %d): %s\n", row.name.c_str(),
+                WIFEXITED(status) ? "exit" : "signal",
+                WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), reason.c_str());
+  }
   // From the job's memory timeline: the largest GPU reservation of any one worker, and each
   // worker's reservation after its first chunk and after its last (flat = no creep).
   std::ifstream timeline(output + ".timeline.jsonl");

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <malloc.h>
 #include <map>
+#include <string_view>
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -26,6 +28,7 @@
 #include "common/shm_protocol.h"
 #include "common/shm_validate.h"
 #include "worker/batch_runner.h"
+#include "worker/cpu_allocator.h"
 #include "worker/face_composite.h"
 #include "worker/fault_injection.h"
 #include "worker/frame_convert.h"
@@ -104,6 +107,7 @@ class Worker {
   ChunkResult Process(const ChunkRequest& rq);
   void Warmup(const ChunkRequest& rq);
   void Publish(const ChunkResult& result);
+  void LogCpuAllocator() const;
 
   SharedMemory* control_shm_;
   ControlHeader* control_;
@@ -300,6 +304,21 @@ void Worker::Warmup(const ChunkRequest& rq) {
            " took " + std::to_string(MonotonicMs() - t0) + " ms");
 }
 
+void Worker::LogCpuAllocator() const {
+  if (!CachingCpuAllocatorInstalled()) return;
+  const CpuAllocatorStats st = GetCpuAllocatorStats();
+  if (st.allocations == 0) return;
+  constexpr double kMiB = 1024.0 * 1024.0;
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "worker %d: CPU tensors: %llu of %llu large blocks reused, peak %.0f MiB in "
+                "use, %.0f MiB kept for reuse",
+                channel_, static_cast<unsigned long long>(st.reused),
+                static_cast<unsigned long long>(st.allocations), st.peak_live_bytes / kMiB,
+                st.cached_bytes / kMiB);
+  LogInfo(line);
+}
+
 void Worker::Publish(const ChunkResult& result) {
   // The supervisor keeps at most a few requests in flight per worker, fewer than the ring holds,
   // so this loop only spins if the supervisor is stuck; it ends when the supervisor is gone.
@@ -352,6 +371,8 @@ int Worker::Run(const WorkerArgs& args) {
   Result<std::pair<int64_t, int64_t>> size =
       ProbeOutputSize(*model_, args.probe_width, args.probe_height, args.probe_batch);
   if (!size.ok()) return Fail(kWorkerExitModel, size.status().message());
+  // The load's CPU copies of the weights and the probe's tensors are not asked for again.
+  ReleaseCachedCpuMemory();
   ch_.probe_out_width.store(static_cast<uint32_t>(size->first));
   ch_.probe_out_height.store(static_cast<uint32_t>(size->second));
   CopyString(ch_.device, device->str());
@@ -379,6 +400,7 @@ int Worker::Run(const WorkerArgs& args) {
       continue;
     }
     if (rq.kind == ChunkRequest::kStop) {
+      LogCpuAllocator();
       SetState(WorkerState::kExited);
       WakeSupervisor();
       return kWorkerExitOk;
@@ -388,6 +410,7 @@ int Worker::Run(const WorkerArgs& args) {
       continue;
     }
     Publish(Process(rq));
+    ReleaseIdleCpuBlocks();
   }
 }
 
@@ -397,12 +420,17 @@ int RunWorker(const WorkerArgs& args) {
   // Die with the supervisor: an orphaned worker would hold GPU memory forever.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   // Every batch allocates the same large tensors (the model's activations on the CPU, and the
-  // conversions). glibc serves each one from a fresh mmap, or trims the heap after it, so every
-  // batch page-faulted its memory in again: a third of a CPU worker's time went to the kernel's
-  // page-fault path. Serve them from the heap and keep it: the heap stays at the peak of one
+  // conversions). glibc served each one from a fresh mmap, or trimmed the heap after it, so every
+  // batch page-faulted its memory in again. Serve what is not LibTorch's from the heap and keep
+  // it; LibTorch's CPU tensors come from a cache of blocks by size (worker/cpu_allocator.h says
+  // why glibc's heap alone is not enough for them). The process then stays at the peak of one
   // batch, a flat figure that the RSS recycle limit reads as it should.
   ::mallopt(M_MMAP_MAX, 0);
   ::mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
+  const char* cpu_allocator = std::getenv("FRAMEMILL_WORKER_CPU_ALLOCATOR");
+  if (cpu_allocator == nullptr || std::string_view(cpu_allocator) != "system") {
+    InstallCachingCpuAllocator();
+  }
   Result<SharedMemory> shm = SharedMemory::Open(args.control);
   if (!shm.ok()) {
     LogError("cannot attach: " + shm.status().message());

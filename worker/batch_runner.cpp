@@ -218,6 +218,10 @@ Status BatchRunner::Run(const ChunkFrames& c,
       CudaState::Buffers& buf = s.buffers[i % 2];
       const int64_t off = i * c.batch, b = std::min(c.batch, c.frames - off);
       before_batch(c.first_frame + off, b);
+      // At most two batches in flight: batch i-2 is out before batch i is queued. Tensors made on
+      // one stream and freed after use on another go back to the caching allocator only once that
+      // use is done, so a host running ahead by a whole chunk would hold a chunk's worth of them.
+      if (buf.used) buf.downloaded.synchronize();
       if (i + 1 < batches) upload(i + 1);  // queued now: it runs while this batch computes
       // Compute, on the current stream.
       buf.converted.block(compute);
@@ -232,6 +236,18 @@ Status BatchRunner::Run(const ChunkFrames& c,
       status = CheckOutputShape(*y, c.batch, c.out_h, c.out_w);
       if (!status.ok()) break;
       if (b < c.batch) *y = y->narrow(0, 0, b);
+      x = torch::Tensor();  // this batch's alone: a model that hands its input back owns it now
+      // The output's conversion runs beside the next batch's model call only when nothing but `y`
+      // holds its memory. A model may hand back a buffer it keeps and writes again on its next
+      // call (frame_convert.h): that output is converted here, on the compute stream, before the
+      // next call can write it.
+      const bool beside = y->is_cuda() && y->use_count() == 1 && y->storage().use_count() == 1;
+      if (!beside) {
+        if (buf.used) buf.downloaded.block(compute);  // batch i-2's download has left `down`
+        profile_.Mark(i, ProfileMark::kFromModelStart);
+        WriteOutputFrames(*y, buf.down.narrow(0, 0, b), c.out_format);
+        profile_.Mark(i, ProfileMark::kFromModelEnd);
+      }
       buf.computed.record(compute);
       buf.used = true;
       // The output's conversion and its download, on the down stream: straight into the arena,
@@ -240,10 +256,12 @@ Status BatchRunner::Run(const ChunkFrames& c,
         c10::cuda::CUDAStreamGuard on_down(s.down_stream);
         if (staged) flush(buf);
         buf.computed.block(s.down_stream);
-        y->record_stream(s.down_stream);
-        profile_.Mark(i, ProfileMark::kFromModelStart);
-        WriteOutputFrames(*y, buf.down.narrow(0, 0, b), c.out_format);
-        profile_.Mark(i, ProfileMark::kFromModelEnd);
+        if (beside) {
+          y->record_stream(s.down_stream);
+          profile_.Mark(i, ProfileMark::kFromModelStart);
+          WriteOutputFrames(*y, buf.down.narrow(0, 0, b), c.out_format);
+          profile_.Mark(i, ProfileMark::kFromModelEnd);
+        }
         profile_.Mark(i, ProfileMark::kDownloadStart);
         if (staged) {
           buf.host_down.narrow(0, 0, b).copy_(buf.down.narrow(0, 0, b), /*non_blocking=*/true);
@@ -279,6 +297,8 @@ Status BatchRunner::Run(const ChunkFrames& c,
   } catch (const std::exception& e) {
     if (status.ok()) status = Status(StatusCode::kModelInvalid, "CUDA: " + FirstLine(e.what()));
   }
+  // A failed chunk may leave the next batch's converted input behind.
+  for (auto& buf : s.buffers) buf.x = torch::Tensor();
   if (status.ok()) profile_.EndChunk(c.frames);
   return status;
 #else

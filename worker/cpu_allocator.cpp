@@ -2,6 +2,7 @@
 
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
+#include <c10/util/Exception.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -9,7 +10,6 @@
 #include <iterator>
 #include <map>
 #include <mutex>
-#include <new>
 #include <vector>
 
 namespace framemill {
@@ -37,8 +37,9 @@ BlockHeader* HeaderOf(void* data) {
 // library. Nothing is given back while a chunk runs: a batch asks for its
 // tensors in the same order every time, and giving back within it would only move the faults.
 // After each chunk the worker gives back the blocks that chunk did not use (ReleaseIdleCpuBlocks):
-// they belong to a geometry or batch size of before. So the process holds what one chunk uses,
-// and the RSS recycle limit reads a flat figure.
+// they belong to a geometry or batch size of before. glibc keeps that memory (the worker turns
+// its trimming off) and serves later requests of other sizes from it, so the RSS stays at the
+// largest a chunk has needed: a flat figure for the RSS recycle limit.
 class BlockCache {
  public:
   void* Allocate(std::size_t n) {
@@ -62,18 +63,20 @@ class BlockCache {
         NoteLive(block);
         return data;
       }
-      NoteLive(size);
     }
     void* base = nullptr;
-    if (::posix_memalign(&base, kAlignment, size + kAlignment) != 0) {
-      if (cached) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        stats_.live_bytes -= size;
-      }
-      throw std::bad_alloc();
-    }
+    // Out of memory says so as LibTorch's own allocator does, so that the worker takes it for
+    // what it is (a smaller batch or tiles, worker/tiled_model.h) and not for a broken model.
+    TORCH_CHECK_WITH(OutOfMemoryError,
+                     ::posix_memalign(&base, kAlignment, size + kAlignment) == 0,
+                     "framemill's CPU allocator: can't allocate memory: you tried to allocate ",
+                     n, " bytes");
     void* data = static_cast<char*>(base) + kAlignment;
     HeaderOf(data)->cached_size = cached ? size : 0;
+    if (cached) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      NoteLive(size);
+    }
     return data;
   }
 
@@ -98,11 +101,13 @@ class BlockCache {
   }
 
   // Gives back the kept blocks freed before the current generation (all of them with
-  // `everything`), and starts the next generation.
+  // `everything`, which also starts the peak in use again from what is in use now), and starts
+  // the next generation.
   void Release(bool everything) {
     std::vector<void*> blocks;
     {
       std::lock_guard<std::mutex> lock(mutex_);
+      if (everything) stats_.peak_live_bytes = stats_.live_bytes;
       for (auto it = free_.begin(); it != free_.end();) {
         if (everything || it->second.generation < generation_) {
           blocks.push_back(it->second.data);

@@ -29,7 +29,8 @@ void InstallCachingCpuAllocator();
 bool CachingCpuAllocatorInstalled();
 
 // Gives every kept block back to the C library (after the model's load, whose CPU copies of the
-// weights will not be asked for again).
+// weights will not be asked for again), and starts the peak in use again from what is in use now
+// (the load's peak would otherwise set the limit on kept blocks for the worker's life).
 void ReleaseCachedCpuMemory();
 
 // Gives back the kept blocks that were not asked for since the previous call. The worker calls it

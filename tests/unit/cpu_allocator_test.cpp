@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "worker/cpu_allocator.h"
 
@@ -152,4 +153,24 @@ TEST_CASE("cpu allocator: kept blocks add up to no more than the peak in use") {
   CHECK(st.cached_bytes <= std::max(st.peak_live_bytes, floor_bytes));
   CHECK(GetCpuAllocatorStats().cached_bytes > 0);
   ReleaseCachedCpuMemory();
+}
+
+TEST_CASE("cpu allocator: out of memory is LibTorch's out-of-memory error, and counts nothing") {
+  // The worker answers it with a smaller batch or tiles (worker/frame_model.cpp's ModelRaised
+  // reads the type, and the text through TorchScript's rethrow), not as a broken model.
+  InstallCachingCpuAllocator();
+  const CpuAllocatorStats before = GetCpuAllocatorStats();
+  bool oom = false;
+  std::string what;
+  try {
+    torch::Tensor t = torch::empty({int64_t{1} << 46}, torch::kUInt8);  // 64 TiB
+  } catch (const c10::OutOfMemoryError& e) {
+    oom = true;
+    what = e.what();
+  }
+  CHECK(oom);
+  CHECK(what.find("can't allocate memory") != std::string::npos);
+  const CpuAllocatorStats after = GetCpuAllocatorStats();
+  CHECK(after.live_bytes == before.live_bytes);
+  CHECK(after.peak_live_bytes == before.peak_live_bytes);
 }

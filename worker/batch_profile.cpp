@@ -122,9 +122,9 @@ void BatchProfile::EndChunk(int64_t frames) {
   StageSums chunk;
   for (int64_t b = 0; b < s.batches; ++b) {
     chunk.upload += s.Between(b, M::kUploadStart, b, M::kUploadEnd);
-    chunk.to_model += s.Between(b, M::kToModelStart, b, M::kToModelEnd);
+    chunk.to_model += s.Between(b, M::kToModelStart, b, M::kModelStart);
     chunk.model += s.Between(b, M::kModelStart, b, M::kModelEnd);
-    chunk.from_model += s.Between(b, M::kFromModelStart, b, M::kFromModelEnd);
+    chunk.from_model += s.Between(b, M::kModelEnd, b, M::kFromModelEnd);
     chunk.download += s.Between(b, M::kDownloadStart, b, M::kDownloadEnd);
   }
   if (s.batches > 0) {

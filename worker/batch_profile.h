@@ -2,8 +2,8 @@
 // slower than its model alone?", turned on by FRAMEMILL_WORKER_PROFILE=1 in the worker's
 // environment (off: every call returns at its first test, nothing is allocated or timed).
 //
-// Per batch it times the upload and the conversion to the model's input (up stream), the model
-// (compute stream), the conversion of its output and the download (down stream). On CUDA with CUDA
+// Per batch it times the upload (up stream), the conversion to the model's input, the model, the
+// conversion of its output (compute stream) and the download (down stream). On CUDA with CUDA
 // events, each on the stream it runs on; on the CPU, where the steps run in line, with the host's
 // monotonic clock (no upload or download there: they read 0). With staged copies (an arena not
 // page-locked) also the host's copies between the arena and the staging buffers. Per chunk: the span from the first
@@ -34,10 +34,8 @@ enum class ProfileMark {
   kUploadStart,
   kUploadEnd,
   kToModelStart,
-  kToModelEnd,
   kModelStart,
   kModelEnd,
-  kFromModelStart,
   kFromModelEnd,
   kDownloadStart,
   kDownloadEnd,

@@ -46,7 +46,6 @@ struct BatchRunner::CudaState {
   static constexpr unsigned kHostWaits = cudaEventDisableTiming | cudaEventBlockingSync;
   struct Buffers {
     torch::Tensor up;    // uint8 [batch, frame bytes] on the device: the batch's input frames
-    torch::Tensor x;     // the model's input, converted from `up` on the up stream
     torch::Tensor down;  // [batch, oh, ow, 3] on the device, uint8 or int16: its output frames
     // Staged copies (an arena not page-locked): page-locked host buffers of the same shapes that
     // the copies go through, and the batch whose output waits in `host_down` for the host to move
@@ -56,7 +55,7 @@ struct BatchRunner::CudaState {
     // The host waits on `uploaded` and `downloaded` (staged copies) asleep, not spinning: a
     // spinning wait would take a core from the decoder and the encoders for most of each batch.
     at::cuda::CUDAEvent uploaded{kHostWaits}, downloaded{kHostWaits};
-    at::cuda::CUDAEvent converted, computed;
+    at::cuda::CUDAEvent consumed, computed;
     bool used = false;  // events recorded at least once
   };
   c10::cuda::CUDAStream up_stream;
@@ -100,11 +99,9 @@ Status BatchRunner::RunOnCpu(const ChunkFrames& c,
       frames = torch::cat({frames, frames.narrow(0, b - 1, 1).expand({c.batch - b, in_bytes})});
     }
     torch::Tensor x = ToModelInput(frames.to(model_.device()), c.layout, model_.dtype());
-    profile_.Mark(i, ProfileMark::kToModelEnd);
     profile_.Mark(i, ProfileMark::kModelStart);
     Result<torch::Tensor> y = RunBatch(model_, c, x, off, b);
     profile_.Mark(i, ProfileMark::kModelEnd);
-    profile_.Mark(i, ProfileMark::kFromModelStart);
     if (!y.ok()) return y.status();
     FM_RETURN_IF_ERROR(CheckOutputShape(*y, pad ? c.batch : b, c.out_h, c.out_w));
     if (pad) *y = y->narrow(0, 0, b);
@@ -180,15 +177,13 @@ Status BatchRunner::Run(const ChunkFrames& c,
   c10::cuda::CUDAStream compute = c10::cuda::getCurrentCUDAStream(device.index());
   Status status = Status::Ok();
   const int64_t batches = (c.frames + c.batch - 1) / c.batch;
-  // The conversions run beside the neighbouring batches' model calls, not between them: batch i's
-  // upload and conversion to the model's input on the up stream, its output's conversion and its
-  // download on the down stream. Each stream's own order keeps `up` and `down` safe to reuse two
-  // batches later. A tensor made on one stream and used on another is recorded on that stream
-  // too, so that the caching allocator does not hand its memory out again before that use ends.
+  // Uploads batch i on the up stream, once the compute stream has converted batch i-2's input
+  // out of the same buffer.
   auto upload = [&](int64_t i) {
     CudaState::Buffers& buf = s.buffers[i % 2];
     const int64_t off = i * c.batch, b = std::min(c.batch, c.frames - off);
     c10::cuda::CUDAStreamGuard on_up(s.up_stream);
+    if (buf.used) buf.consumed.block(s.up_stream);
     torch::Tensor src =
         torch::from_blob(const_cast<uint8_t*>(c.in) + off * in_bytes, {b, in_bytes}, torch::kUInt8);
     if (staged) {
@@ -201,15 +196,6 @@ Status BatchRunner::Run(const ChunkFrames& c,
     buf.up.narrow(0, 0, b).copy_(src, /*non_blocking=*/true);
     profile_.Mark(i, ProfileMark::kUploadEnd);
     buf.uploaded.record(s.up_stream);
-    // A short batch (a chunk's last) runs at the full batch shape, the rows past `b` holding an
-    // earlier batch's frames: with cuDNN autotuning every new shape costs a search (1.2 s for a
-    // 4-frame tail of `restore` at 1080p on an H200, against 62 ms of compute for the padding),
-    // so the model sees one shape per job.
-    profile_.Mark(i, ProfileMark::kToModelStart);
-    buf.x = ToModelInput(buf.up, c.layout, model_.dtype());
-    buf.x.record_stream(compute);
-    profile_.Mark(i, ProfileMark::kToModelEnd);
-    buf.converted.record(s.up_stream);
   };
   profile_.BeginChunk(batches);
   try {
@@ -218,14 +204,16 @@ Status BatchRunner::Run(const ChunkFrames& c,
       CudaState::Buffers& buf = s.buffers[i % 2];
       const int64_t off = i * c.batch, b = std::min(c.batch, c.frames - off);
       before_batch(c.first_frame + off, b);
-      // At most two batches in flight: batch i-2 is out before batch i is queued. Tensors made on
-      // one stream and freed after use on another go back to the caching allocator only once that
-      // use is done, so a host running ahead by a whole chunk would hold a chunk's worth of them.
-      if (buf.used) buf.downloaded.synchronize();
       if (i + 1 < batches) upload(i + 1);  // queued now: it runs while this batch computes
       // Compute, on the current stream.
-      buf.converted.block(compute);
-      torch::Tensor x = std::move(buf.x);
+      buf.uploaded.block(compute);
+      profile_.Mark(i, ProfileMark::kToModelStart);
+      // A short batch (a chunk's last) runs at the full batch shape, the rows past `b` holding
+      // an earlier batch's frames: with cuDNN autotuning every new shape costs a search (1.2 s
+      // for a 4-frame tail of `restore` at 1080p on an H200, against 62 ms of compute for the
+      // padding), so the model sees one shape per job.
+      torch::Tensor x = ToModelInput(buf.up, c.layout, model_.dtype());
+      buf.consumed.record(compute);
       profile_.Mark(i, ProfileMark::kModelStart);
       Result<torch::Tensor> y = RunBatch(model_, c, x, off, b);
       profile_.Mark(i, ProfileMark::kModelEnd);
@@ -236,32 +224,17 @@ Status BatchRunner::Run(const ChunkFrames& c,
       status = CheckOutputShape(*y, c.batch, c.out_h, c.out_w);
       if (!status.ok()) break;
       if (b < c.batch) *y = y->narrow(0, 0, b);
-      x = torch::Tensor();  // this batch's alone: a model that hands its input back owns it now
-      // The output's conversion runs beside the next batch's model call only when nothing but `y`
-      // holds its memory. A model may hand back a buffer it keeps and writes again on its next
-      // call (frame_convert.h): that output is converted here, on the compute stream, before the
-      // next call can write it.
-      const bool beside = y->is_cuda() && y->use_count() == 1 && y->storage().use_count() == 1;
-      if (!beside) {
-        if (buf.used) buf.downloaded.block(compute);  // batch i-2's download has left `down`
-        profile_.Mark(i, ProfileMark::kFromModelStart);
-        WriteOutputFrames(*y, buf.down.narrow(0, 0, b), c.out_format);
-        profile_.Mark(i, ProfileMark::kFromModelEnd);
-      }
+      if (buf.used) buf.downloaded.block(compute);  // batch i-2's download has left `down`
+      WriteOutputFrames(*y, buf.down.narrow(0, 0, b), c.out_format);
+      profile_.Mark(i, ProfileMark::kFromModelEnd);
       buf.computed.record(compute);
       buf.used = true;
-      // The output's conversion and its download, on the down stream: straight into the arena,
-      // or staged into `host_down` once batch i-2's output has left it.
+      // Download, on the down stream: straight into the arena, or staged into `host_down` once
+      // batch i-2's output has left it.
       {
         c10::cuda::CUDAStreamGuard on_down(s.down_stream);
         if (staged) flush(buf);
         buf.computed.block(s.down_stream);
-        if (beside) {
-          y->record_stream(s.down_stream);
-          profile_.Mark(i, ProfileMark::kFromModelStart);
-          WriteOutputFrames(*y, buf.down.narrow(0, 0, b), c.out_format);
-          profile_.Mark(i, ProfileMark::kFromModelEnd);
-        }
         profile_.Mark(i, ProfileMark::kDownloadStart);
         if (staged) {
           buf.host_down.narrow(0, 0, b).copy_(buf.down.narrow(0, 0, b), /*non_blocking=*/true);
@@ -297,8 +270,6 @@ Status BatchRunner::Run(const ChunkFrames& c,
   } catch (const std::exception& e) {
     if (status.ok()) status = Status(StatusCode::kModelInvalid, "CUDA: " + FirstLine(e.what()));
   }
-  // A failed chunk may leave the next batch's converted input behind.
-  for (auto& buf : s.buffers) buf.x = torch::Tensor();
   if (status.ok()) profile_.EndChunk(c.frames);
   return status;
 #else

@@ -274,8 +274,9 @@ int64_t g_fixed_batch = 0;
 // depend on the pixels), the row's seconds scaled to frames at the table's mean faces per frame.
 // Up to 128 frames of the input (16 on the CPU), or face_size crops of random pixels in face
 // mode, as rgb24 in `frames`; returns how many.
-int64_t ModelFrames(const std::string& input, const fm::VideoStreamInfo& v, const fm::FrameModel& model,
-                    const std::string& tmp, std::vector<uint8_t>* frames, int* height, int* width) {
+int64_t ModelFrames(const std::string& input, const fm::VideoStreamInfo& v,
+                    const fm::FrameModel& model, const std::string& tmp,
+                    std::vector<uint8_t>* frames, int* height, int* width) {
   fm::Result<fm::UniqueFd> in = fm::OpenCheckedFile(fm::CheckedKind::kInput, input, {});
   auto reader = fm::FrameReader::Start(
       "ffmpeg", Source(*in, input), v, tmp + "/dec.log", fm::FrameFormat::kRgb24,
@@ -369,9 +370,9 @@ Row ModelOnly(const std::string& input, const fm::VideoStreamInfo& v, fm::FrameM
 // has been busy a while runs at a lower clock than in the model row's second or so (an H200 at
 // its 700 W limit: 1590-1620 MHz where it starts at 1980). Returns the fps over the whole time
 // and, in `first_second`, over its first second.
-double ModelSustained(const std::string& input, const fm::VideoStreamInfo& v,
-                      fm::FrameModel& model, const std::string& tmp, const Row& best,
-                      double seconds, double* first_second) {
+double ModelSustained(const std::string& input, const fm::VideoStreamInfo& v, fm::FrameModel& model,
+                      const std::string& tmp, const Row& best, double seconds,
+                      double* first_second) {
   torch::InferenceMode guard;
   std::vector<uint8_t> frames;
   int height = 0, width = 0;
@@ -661,15 +662,16 @@ int main(int argc, char** argv) {
     // $FRAMEMILL_BENCH_MODEL_SECONDS (default 10 on CUDA, 0 on the CPU): the model row's
     // settings again for that long, for the rate a long job's worker can reach.
     const char* sustain_env = std::getenv("FRAMEMILL_BENCH_MODEL_SECONDS");
-    const double sustain = sustain_env != nullptr ? std::atof(sustain_env)
-                                                  : (device->is_cuda() ? 10.0 : 0.0);
+    const double sustain =
+        sustain_env != nullptr ? std::atof(sustain_env) : (device->is_cuda() ? 10.0 : 0.0);
     if (sustain > 0 && model_only.batch > 0) {
       double first = 0;
       sustained_fps = ModelSustained(input, v, frozen_best ? **frozen : **model, tmp, model_only,
                                      sustain, &first);
-      std::printf("%-22s %8.1f fps sustained over %.0f s at its settings (%.1f in the first "
-                  "second)\n",
-                  "model", sustained_fps, sustain, first);
+      std::printf(
+          "%-22s %8.1f fps sustained over %.0f s at its settings (%.1f in the first "
+          "second)\n",
+          "model", sustained_fps, sustain, first);
     }
   }
   Row best = fm_rows.front();

@@ -67,10 +67,9 @@ class BlockCache {
     void* base = nullptr;
     // Out of memory says so as LibTorch's own allocator does, so that the worker takes it for
     // what it is (a smaller batch or tiles, worker/tiled_model.h) and not for a broken model.
-    TORCH_CHECK_WITH(OutOfMemoryError,
-                     ::posix_memalign(&base, kAlignment, size + kAlignment) == 0,
-                     "framemill's CPU allocator: can't allocate memory: you tried to allocate ",
-                     n, " bytes");
+    TORCH_CHECK_WITH(OutOfMemoryError, ::posix_memalign(&base, kAlignment, size + kAlignment) == 0,
+                     "framemill's CPU allocator: can't allocate memory: you tried to allocate ", n,
+                     " bytes");
     void* data = static_cast<char*>(base) + kAlignment;
     HeaderOf(data)->cached_size = cached ? size : 0;
     if (cached) {

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <csignal>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <atomic>
@@ -654,7 +655,43 @@ TEST_CASE("service: serve refuses to start without roots unless allow_any_path s
   CHECK(WaitJob(serve, 30).exit_code == 0);
 }
 
-TEST_CASE("service: a spare worker started before the job loads its model, and a killed one is replaced later") {
+TEST_CASE(
+    "service: a CPU worker's tensors take the blocks its earlier batches freed, and its log says "
+    "so") {
+  // worker/cpu_allocator.h: without the worker's own CPU allocator, every batch's tensors land
+  // on fresh pages. Its count at the worker's end shows that it is installed and reusing.
+  Service s = MakeService("svc_cpu_blocks", {{"spare_workers", false}});
+  Drop(s, "blocks",
+       nlohmann::json{{"input", SmallVideo(s.dir, 64, 320, 240)},
+                      {"output", s.dir + "/out.mp4"},
+                      {"model", ModelCopy("identity", s.dir)},
+                      {"device", "cpu"},
+                      {"workers", 1},
+                      {"batch", 4},
+                      {"chunk_frames", 16}}
+           .dump());
+  BackgroundJob serve = Serve(s);
+  KillOnExit guard{serve};
+  REQUIRE_MESSAGE(WaitUntil([&] { return fs::exists(s.spool + "/done/blocks/result.json"); }, 120),
+                  ReadText(s.dir + "/serve.stderr"));
+  CHECK(CountFrames(s.dir + "/out.mp4") == 64);
+  ::kill(serve.pid, SIGTERM);  // the service stops its warm worker, which then logs its count
+  REQUIRE(WaitJob(serve, 30).exit_code == 0);
+  const std::string log = ReadText(s.spool + "/workers/worker-0-1.log");
+  INFO(log);
+  const size_t at = log.find("CPU tensors: ");
+  REQUIRE(at != std::string::npos);
+  long reused = -1, asked = -1;
+  REQUIRE(std::sscanf(log.c_str() + at, "CPU tensors: %ld of %ld", &reused, &asked) == 2);
+  // 4 chunks of 4 batches of 4 frames: the first batch's blocks come from the C library, the
+  // other 15 batches' from the cache.
+  CHECK(asked >= 16);
+  CHECK(reused >= asked * 3 / 4);
+}
+
+TEST_CASE(
+    "service: a spare worker started before the job loads its model, and a killed one is replaced "
+    "later") {
   const TwoModels t = MakeTwoModels("svc_spare");
   const Service& s = t.s;
   const std::string &identity = t.identity, &invert = t.invert, &input = t.input;

@@ -265,13 +265,6 @@ void Synchronize(const torch::Device& d) {
 // A package made for one batch size (its card's fixed_batch), else 0.
 int64_t g_fixed_batch = 0;
 
-// The model alone, at its best: frames already on the device in the model's dtype (no decode,
-// upload, conversion or download timed), every batch size of 1-16 with channels-last and with
-// contiguous (NCHW) input, two warm-up calls per shape (cuDNN autotuning). The row is the fastest
-// of them, named with its settings, with the time of its shape's first call (the warm-up a
-// worker's first chunk pays; the timed calls do not). Up to 128 frames on CUDA, 16 on the CPU.
-// Face mode: face_size crops of random pixels instead of frames (a convolution's cost does not
-// depend on the pixels), the row's seconds scaled to frames at the table's mean faces per frame.
 // Up to 128 frames of the input (16 on the CPU), or face_size crops of random pixels in face
 // mode, as rgb24 in `frames`; returns how many.
 int64_t ModelFrames(const std::string& input, const fm::VideoStreamInfo& v,
@@ -313,6 +306,13 @@ std::vector<torch::Tensor> ModelInputs(const std::vector<uint8_t>& frames, int64
   return inputs;
 }
 
+// The model alone, at its best: frames already on the device in the model's dtype (no decode,
+// upload, conversion or download timed), every batch size of 1-16 with channels-last and with
+// contiguous (NCHW) input, two warm-up calls per shape (cuDNN autotuning). The row is the fastest
+// of them, named with its settings, with the time of its shape's first call (the warm-up a
+// worker's first chunk pays; the timed calls do not). Up to 128 frames on CUDA, 16 on the CPU.
+// Face mode: face_size crops of random pixels instead of frames (a convolution's cost does not
+// depend on the pixels), the row's seconds scaled to frames at the table's mean faces per frame.
 Row ModelOnly(const std::string& input, const fm::VideoStreamInfo& v, fm::FrameModel& model,
               const std::string& tmp, const std::string& tag = "") {
   torch::InferenceMode guard;
@@ -664,7 +664,8 @@ int main(int argc, char** argv) {
     const char* sustain_env = std::getenv("FRAMEMILL_BENCH_MODEL_SECONDS");
     const double sustain =
         sustain_env != nullptr ? std::atof(sustain_env) : (device->is_cuda() ? 10.0 : 0.0);
-    if (sustain > 0 && model_only.batch > 0) {
+    // (Not in face mode, whose model row counts frames at the table's faces per frame.)
+    if (sustain > 0 && model_only.batch > 0 && g_faces == nullptr) {
       double first = 0;
       sustained_fps = ModelSustained(input, v, frozen_best ? **frozen : **model, tmp, model_only,
                                      sustain, &first);

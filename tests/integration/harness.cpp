@@ -107,6 +107,15 @@ bool StartedHere(int pid) {
 
 }  // namespace
 
+nlohmann::json WithTestEncoder(nlohmann::json job, const nlohmann::json& config) {
+  const bool config_names_one = config.is_object() && config.contains("defaults") &&
+                                config["defaults"].is_object() &&
+                                config["defaults"].contains("encoder");
+  if (job.is_object() && !job.contains("encoder") && !config_names_one)
+    job["encoder"] = TestEncoder();
+  return job;
+}
+
 BackgroundJob StartFramemill(const std::string& dir, const std::vector<std::string>& args,
                              const Env& env, const std::string& name) {
   std::vector<std::string> argv = {FRAMEMILL_BIN};
@@ -139,7 +148,7 @@ BackgroundJob StartFramemill(const std::string& dir, const std::vector<std::stri
 BackgroundJob StartJob(const std::string& dir, const nlohmann::json& job, const Env& env,
                        const nlohmann::json& config, const std::string& name) {
   std::string job_path = dir + "/" + name + ".json";
-  std::ofstream(job_path) << job.dump(2);
+  std::ofstream(job_path) << WithTestEncoder(job, config).dump(2);
   std::vector<std::string> args;
   if (!config.is_null()) {
     std::string config_path = dir + "/" + name + ".config.json";

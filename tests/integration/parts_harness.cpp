@@ -31,13 +31,16 @@ std::string MakePartsClip(const std::string& dir) {
   return clip;
 }
 
-std::string WritePartsJob(const std::string& dir, const std::string& name,
-                          const std::string& input, const std::string& output,
-                          const nlohmann::json& extra) {
-  nlohmann::json job = {{"input", input},          {"output", output},
-                        {"model", ModelPath("identity")}, {"device", TestDevice()},
-                        {"workers", 1},            {"chunk_frames", 4},
-                        {"segment_seconds", 1.0}};
+std::string WritePartsJob(const std::string& dir, const std::string& name, const std::string& input,
+                          const std::string& output, const nlohmann::json& extra) {
+  nlohmann::json job = {{"input", input},
+                        {"output", output},
+                        {"model", ModelPath("identity")},
+                        {"device", TestDevice()},
+                        {"workers", 1},
+                        {"chunk_frames", 4},
+                        {"segment_seconds", 1.0},
+                        {"encoder", TestEncoder()}};
   job.update(extra);
   const std::string path = dir + "/" + name + ".json";
   std::ofstream(path) << job.dump(2);

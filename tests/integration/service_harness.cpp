@@ -17,7 +17,11 @@ Service MakeService(const std::string& name, nlohmann::json extra) {
               {"allowed_input_roots", {s.dir, TestClip("")}},
               {"allowed_output_roots", {s.dir}},
               {"allowed_model_roots", {s.dir}},
-              {"defaults", {{"workers", 2}, {"chunk_frames", 16}, {"device", TestDevice()}}}};
+              {"defaults",
+               {{"workers", 2},
+                {"chunk_frames", 16},
+                {"device", TestDevice()},
+                {"encoder", TestEncoder()}}}};
   for (auto& [k, v] : extra.items()) {
     if (v.is_null())
       s.config.erase(k);

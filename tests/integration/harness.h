@@ -38,9 +38,9 @@ struct BackgroundJob {
 };
 
 // The encoder of a test job that names none: x264 `ultrafast`, not the default `medium`. Most
-// tests check frames, order, times and files, which the preset does not change; with `ultrafast`
-// the suite took 15% less CPU (BENCHMARKS.md, "The test suite on 2 cores"). Tests that measure
-// the picture against a floor name their encoder.
+// tests check frames, order, times and files, which the preset does not change; the tests with
+// the largest frames take a quarter less CPU with it (BENCHMARKS.md, "The test suite on 2
+// cores"). Tests that measure the picture against a floor name their encoder.
 inline nlohmann::json TestEncoder() { return {{"preset", "ultrafast"}}; }
 // `job` with TestEncoder() added when neither it nor the config's defaults name an encoder.
 nlohmann::json WithTestEncoder(nlohmann::json job, const nlohmann::json& config = nullptr);

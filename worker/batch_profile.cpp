@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/clock.h"
@@ -20,37 +21,53 @@ constexpr int kMarks = static_cast<int>(ProfileMark::kCount);
 }  // namespace
 
 struct BatchProfile::State {
-  bool on_device = false;
+  // One chunk's marks. Two chunks may be open at once: one whose output is still being downloaded
+  // while the next one runs (batch_runner.h, "Chunks back to back").
+  struct Chunk {
 #ifdef FRAMEMILL_WITH_CUDA
-  // One set of events per batch of the current chunk (grown, never shrunk).
-  std::vector<std::array<at::cuda::CUDAEvent, kMarks>> events;
+    // One set of events per batch (grown, never shrunk).
+    std::vector<std::array<at::cuda::CUDAEvent, kMarks>> events;
 #endif
-  // On the host: each batch's marks in µs, 0 = not recorded.
-  std::vector<std::array<uint64_t, kMarks>> host;
-  int64_t batches = 0;
-  uint64_t chunk_start_us = 0, last_end_us = 0;
-  double between = 0;    // ms before the current chunk
-  double host_copy = 0;  // ms of the current chunk's staged copies on the host
+    // On the host: each batch's marks in µs, 0 = not recorded.
+    std::vector<std::array<uint64_t, kMarks>> host;
+    int64_t batches = 0;
+    uint64_t start_us = 0;
+    double between = 0;    // ms before the chunk (0 when it started beside an open one)
+    double host_copy = 0;  // ms of the chunk's staged copies on the host
+  };
+  bool on_device = false;
+  std::array<Chunk, 2> chunks;
+  int oldest = 0, open = 0;  // the open chunks: chunks[oldest], then chunks[(oldest + 1) % 2]
+  // The last ended chunk's last output conversion (kFromModelEnd of its last batch), for the fed
+  // period (profile_sums.h): taken out of its chunk, whose slot the next chunks reuse.
+  bool have_prev_end = false;
+#ifdef FRAMEMILL_WITH_CUDA
+  at::cuda::CUDAEvent prev_end;
+#endif
+  uint64_t prev_end_host = 0;
+  uint64_t last_end_us = 0;
   bool first_reported = false;
   ProfileSums sums;
 
-  bool Recorded(int64_t b, ProfileMark m) const {
+  Chunk& Newest() { return chunks[(oldest + open - 1) % 2]; }
+
+  bool Recorded(const Chunk& c, int64_t b, ProfileMark m) const {
 #ifdef FRAMEMILL_WITH_CUDA
-    if (on_device) return events[b][static_cast<int>(m)].isCreated();
+    if (on_device) return c.events[b][static_cast<int>(m)].isCreated();
 #endif
-    return host[b][static_cast<int>(m)] != 0;
+    return c.host[b][static_cast<int>(m)] != 0;
   }
-  // Milliseconds from mark `a` of batch `ba` to mark `z` of batch `bz`, 0 when either was not
-  // recorded.
-  double Between(int64_t ba, ProfileMark a, int64_t bz, ProfileMark z) {
-    if (!Recorded(ba, a) || !Recorded(bz, z)) return 0;
+  // Milliseconds from mark `a` of batch `ba` to mark `z` of batch `bz` of chunk `c`, 0 when
+  // either was not recorded.
+  double Between(Chunk& c, int64_t ba, ProfileMark a, int64_t bz, ProfileMark z) {
+    if (!Recorded(c, ba, a) || !Recorded(c, bz, z)) return 0;
 #ifdef FRAMEMILL_WITH_CUDA
     if (on_device) {
       return static_cast<double>(
-          events[ba][static_cast<int>(a)].elapsed_time(events[bz][static_cast<int>(z)]));
+          c.events[ba][static_cast<int>(a)].elapsed_time(c.events[bz][static_cast<int>(z)]));
     }
 #endif
-    return static_cast<double>(host[bz][static_cast<int>(z)] - host[ba][static_cast<int>(a)]) /
+    return static_cast<double>(c.host[bz][static_cast<int>(z)] - c.host[ba][static_cast<int>(a)]) /
            1000.0;
   }
 };
@@ -84,60 +101,104 @@ const ProfileSums* BatchProfile::sums() const {
 void BatchProfile::BeginChunk(int64_t batches) {
   if (state_ == nullptr) return;
   State& s = *state_;
-  s.chunk_start_us = MonotonicUs();
-  s.between = s.last_end_us != 0 ? (s.chunk_start_us - s.last_end_us) / 1000.0 : 0.0;
-  s.batches = batches;
-  s.host_copy = 0;
+  if (s.open == 2) {  // (a caller that never ended one: the older is dropped)
+    s.oldest = (s.oldest + 1) % 2;
+    s.open = 1;
+  }
+  ++s.open;
+  State::Chunk& c = s.Newest();
+  c.start_us = MonotonicUs();
+  // Time between chunks is the host's wait for work; a chunk started while the one before is
+  // still open did not wait.
+  c.between = s.open == 1 && s.last_end_us != 0 ? (c.start_us - s.last_end_us) / 1000.0 : 0.0;
+  c.batches = batches;
+  c.host_copy = 0;
 #ifdef FRAMEMILL_WITH_CUDA
   if (s.on_device) {
-    while (static_cast<int64_t>(s.events.size()) < batches) {
-      s.events.emplace_back();
-      for (auto& e : s.events.back()) e = at::cuda::CUDAEvent(cudaEventDefault);  // timing on
+    while (static_cast<int64_t>(c.events.size()) < batches) {
+      c.events.emplace_back();
+      for (auto& e : c.events.back()) e = at::cuda::CUDAEvent(cudaEventDefault);  // timing on
     }
     return;
   }
 #endif
-  s.host.assign(static_cast<size_t>(batches), {});
+  c.host.assign(static_cast<size_t>(batches), {});
 }
 
 void BatchProfile::Mark(int64_t batch, ProfileMark mark) {
-  if (state_ == nullptr || batch >= state_->batches) return;
+  if (state_ == nullptr || state_->open == 0) return;
+  State::Chunk& c = state_->Newest();
+  if (batch >= c.batches) return;
 #ifdef FRAMEMILL_WITH_CUDA
   if (state_->on_device) {
-    state_->events[batch][static_cast<int>(mark)].record();
+    c.events[batch][static_cast<int>(mark)].record();
     return;
   }
 #endif
-  state_->host[batch][static_cast<int>(mark)] = MonotonicUs();
+  c.host[batch][static_cast<int>(mark)] = MonotonicUs();
 }
 
 void BatchProfile::AddHostCopy(double ms) {
-  if (state_ != nullptr) state_->host_copy += ms;
+  if (state_ != nullptr && state_->open > 0) state_->Newest().host_copy += ms;
+}
+
+void BatchProfile::AbandonChunk(bool oldest) {
+  if (state_ == nullptr || state_->open == 0) return;
+  state_->have_prev_end = false;  // the next period would count the failed chunk's work
+  if (oldest) state_->oldest = (state_->oldest + 1) % 2;
+  --state_->open;
 }
 
 void BatchProfile::EndChunk(int64_t frames) {
-  if (state_ == nullptr) return;
+  if (state_ == nullptr || state_->open == 0) return;
   State& s = *state_;
+  State::Chunk& c = s.chunks[s.oldest];
+  s.oldest = (s.oldest + 1) % 2;
+  --s.open;
   using M = ProfileMark;
   StageSums chunk;
-  for (int64_t b = 0; b < s.batches; ++b) {
-    chunk.upload += s.Between(b, M::kUploadStart, b, M::kUploadEnd);
-    chunk.to_model += s.Between(b, M::kToModelStart, b, M::kModelStart);
-    chunk.model += s.Between(b, M::kModelStart, b, M::kModelEnd);
-    chunk.from_model += s.Between(b, M::kModelEnd, b, M::kFromModelEnd);
-    chunk.download += s.Between(b, M::kDownloadStart, b, M::kDownloadEnd);
+  for (int64_t b = 0; b < c.batches; ++b) {
+    chunk.upload += s.Between(c, b, M::kUploadStart, b, M::kUploadEnd);
+    chunk.to_model += s.Between(c, b, M::kToModelStart, b, M::kModelStart);
+    chunk.model += s.Between(c, b, M::kModelStart, b, M::kModelEnd);
+    chunk.from_model += s.Between(c, b, M::kModelEnd, b, M::kFromModelEnd);
+    chunk.download += s.Between(c, b, M::kDownloadStart, b, M::kDownloadEnd);
   }
-  if (s.batches > 0) {
+  if (c.batches > 0) {
     // On the CPU there is no upload or download: the span runs from conversion to conversion.
-    const int64_t last = s.batches - 1;
-    const M begin = s.Recorded(0, M::kUploadStart) ? M::kUploadStart : M::kToModelStart;
-    const M end = s.Recorded(last, M::kDownloadEnd) ? M::kDownloadEnd : M::kFromModelEnd;
-    chunk.span = s.Between(0, begin, last, end);
+    const int64_t last = c.batches - 1;
+    const M begin = s.Recorded(c, 0, M::kUploadStart) ? M::kUploadStart : M::kToModelStart;
+    const M end = s.Recorded(c, last, M::kDownloadEnd) ? M::kDownloadEnd : M::kFromModelEnd;
+    chunk.span = s.Between(c, 0, begin, last, end);
+    // Fed: it started beside the chunk before, or less than this after that one ended.
+    constexpr double kFedMs = 1.0;
+    const int lm = static_cast<int>(M::kFromModelEnd);
+    if (s.Recorded(c, last, M::kFromModelEnd)) {
+#ifdef FRAMEMILL_WITH_CUDA
+      if (s.on_device) {
+        if (s.have_prev_end && c.between < kFedMs) {
+          chunk.fed_period = static_cast<double>(s.prev_end.elapsed_time(c.events[last][lm]));
+          chunk.fed_frames = frames;
+        }
+        std::swap(s.prev_end, c.events[last][lm]);
+      }
+#endif
+      if (!s.on_device) {
+        if (s.have_prev_end && c.between < kFedMs) {
+          chunk.fed_period = static_cast<double>(c.host[last][lm] - s.prev_end_host) / 1000.0;
+          chunk.fed_frames = frames;
+        }
+        s.prev_end_host = c.host[last][lm];
+      }
+      s.have_prev_end = true;
+    } else {
+      s.have_prev_end = false;
+    }
   }
   s.last_end_us = MonotonicUs();
-  chunk.wall = (s.last_end_us - s.chunk_start_us) / 1000.0;
-  chunk.between = s.between;
-  chunk.host_copy = s.host_copy;
+  chunk.wall = (s.last_end_us - c.start_us) / 1000.0;
+  chunk.between = c.between;
+  chunk.host_copy = c.host_copy;
   chunk.frames = frames;
   s.sums.AddChunk(chunk);
   if (s.sums.later().chunks >= kReportEvery) Report();

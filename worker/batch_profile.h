@@ -6,9 +6,10 @@
 // conversion of its output (compute stream) and the download (down stream). On CUDA with CUDA
 // events, each on the stream it runs on; on the CPU, where the steps run in line, with the host's
 // monotonic clock (no upload or download there: they read 0). With staged copies (an arena not
-// page-locked) also the host's copies between the arena and the staging buffers. Per chunk: the span from the first
-// batch's first mark to the last batch's last, the host's wall time in BatchRunner::Run, and the
-// host's time between two chunks (the worker waiting for work).
+// page-locked) also the host's copies between the arena and the staging buffers. Per chunk: the
+// span from the first batch's first mark to the last batch's last, the host's wall time from the
+// chunk's start until its output is complete, and the host's time between two chunks (the worker
+// waiting for work).
 //
 // The worker's first chunk is summed apart from the later ones (profile_sums.h): it pays the
 // warm-up (cuDNN's algorithm search, TorchScript's profiling runs), the later ones show the
@@ -57,15 +58,20 @@ class BatchProfile {
   BatchProfile& operator=(const BatchProfile&) = delete;
 
   bool enabled() const { return state_ != nullptr; }
-  // A chunk starts (host time) with `batches` batches.
+  // A chunk starts (host time) with `batches` batches. Two chunks may be open at once: one whose
+  // last download still runs while the next one starts (batch_runner.h, "Chunks back to back").
   void BeginChunk(int64_t batches);
-  // Records `mark` of batch `batch` (on the current CUDA stream, or the host's clock).
+  // Records `mark` of batch `batch` of the newest open chunk (on the current CUDA stream, or the
+  // host's clock).
   void Mark(int64_t batch, ProfileMark mark);
   // The host spent `ms` copying between the arena and a staging buffer (staged copies), in the
-  // current chunk.
+  // newest open chunk.
   void AddHostCopy(double ms);
-  // The chunk's work is finished (on CUDA: the host has synchronized): reads the marks.
+  // The oldest open chunk's work is finished (on CUDA: the host has synchronized with it): reads
+  // its marks. Its wall time runs from its start to this call.
   void EndChunk(int64_t frames);
+  // The newest (or the oldest) open chunk failed: it is dropped, not summed.
+  void AbandonChunk(bool oldest = false);
   // The sums so far (the later chunks' since the last report); null when off.
   const ProfileSums* sums() const;
 

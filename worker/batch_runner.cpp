@@ -61,6 +61,8 @@ struct BatchRunner::CudaState {
   c10::cuda::CUDAStream up_stream;
   c10::cuda::CUDAStream down_stream;
   std::array<Buffers, 2> buffers;
+  // A chunk left with its output pending (overlap_next): recorded after its last download.
+  at::cuda::CUDAEvent output_done{kHostWaits};
   // batch, input frame bytes, oh, ow, output element type, staged the buffers were made for
   std::array<int64_t, 6> shape{};
 
@@ -102,8 +104,15 @@ Status BatchRunner::RunOnCpu(const ChunkFrames& c,
     profile_.Mark(i, ProfileMark::kModelStart);
     Result<torch::Tensor> y = RunBatch(model_, c, x, off, b);
     profile_.Mark(i, ProfileMark::kModelEnd);
-    if (!y.ok()) return y.status();
-    FM_RETURN_IF_ERROR(CheckOutputShape(*y, pad ? c.batch : b, c.out_h, c.out_w));
+    if (!y.ok()) {
+      profile_.AbandonChunk();
+      return y.status();
+    }
+    Status shape = CheckOutputShape(*y, pad ? c.batch : b, c.out_h, c.out_w);
+    if (!shape.ok()) {
+      profile_.AbandonChunk();
+      return shape;
+    }
     if (pad) *y = y->narrow(0, 0, b);
     torch::Tensor dst =
         torch::from_blob(c.out + off * out_bytes, {b, c.out_h, c.out_w, 3}, out_type);
@@ -124,6 +133,7 @@ Status BatchRunner::Run(const ChunkFrames& c,
     try {
       return RunOnCpu(c, before_batch, after_batch);
     } catch (const std::exception& e) {
+      profile_.AbandonChunk();
       return Status(StatusCode::kModelInvalid, FirstLine(e.what()));
     }
   }
@@ -138,7 +148,15 @@ Status BatchRunner::Run(const ChunkFrames& c,
   const std::array<int64_t, 6> shape = {
       c.batch, in_bytes, c.out_h, c.out_w, static_cast<int64_t>(out_type), staged ? 1 : 0};
   if (shape != s.shape) {
-    // A new frame size or batch: the device is idle (every chunk ends synchronized).
+    // A new frame size or batch: the buffers are made again once the device is idle (a chunk
+    // whose output is pending may still be downloading from them).
+    try {
+      s.up_stream.synchronize();
+      c10::cuda::getCurrentCUDAStream(device.index()).synchronize();
+      s.down_stream.synchronize();
+    } catch (const std::exception& e) {
+      return Status(StatusCode::kModelInvalid, "CUDA: " + FirstLine(e.what()));
+    }
     for (auto& buf : s.buffers) {
       auto opts = torch::TensorOptions().device(device).dtype(torch::kUInt8);
       buf.up = torch::empty({c.batch, in_bytes}, opts);
@@ -262,19 +280,46 @@ Status BatchRunner::Run(const ChunkFrames& c,
       status = Status(StatusCode::kModelInvalid, "CUDA: " + FirstLine(e.what()));
     }
   }
-  // Nothing may still write into the arena, or read a buffer, once we answer.
+  // Back to back (page-locked, ok): the last download keeps running while the caller queues
+  // the next chunk; FinishOutput waits for it. Else nothing may still write into the arena, or
+  // read a buffer, once we answer.
   try {
+    if (status.ok() && c.overlap_next && !staged) {
+      s.output_done.record(s.down_stream);
+      output_pending_ = true;
+      pending_frames_ = c.frames;
+      return status;
+    }
     s.up_stream.synchronize();
     compute.synchronize();
     s.down_stream.synchronize();
   } catch (const std::exception& e) {
     if (status.ok()) status = Status(StatusCode::kModelInvalid, "CUDA: " + FirstLine(e.what()));
   }
-  if (status.ok()) profile_.EndChunk(c.frames);
+  if (status.ok()) {
+    profile_.EndChunk(c.frames);
+  } else {
+    profile_.AbandonChunk();
+  }
   return status;
 #else
   return Status(StatusCode::kInternal, "CUDA state without a CUDA build");
 #endif
+}
+
+Status BatchRunner::FinishOutput() {
+  if (!output_pending_) return Status::Ok();
+  output_pending_ = false;
+#ifdef FRAMEMILL_WITH_CUDA
+  try {
+    cuda_->output_done.synchronize();
+  } catch (const std::exception& e) {
+    profile_.AbandonChunk(/*oldest=*/true);
+    return Status(StatusCode::kModelInvalid, "CUDA: " + FirstLine(e.what()));
+  }
+#endif
+  profile_.EndChunk(pending_frames_);
+  return Status::Ok();
 }
 
 }  // namespace framemill

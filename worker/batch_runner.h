@@ -23,6 +23,14 @@
 // page-locking the whole arena (`page_lock_arena` in common/config.h says what that costs). On the
 // CPU the same steps run in line, with no intermediate copy of the output.
 //
+// Chunks back to back (`ChunkFrames::overlap_next`, page-locked arenas on CUDA): a chunk's last
+// download need not hold up the next chunk. Run then returns once that download is queued, with
+// OutputPending() true, and the caller queues the next chunk before it calls FinishOutput(), which
+// waits for the download; the next chunk's first upload and model call overlap it. (A chunk's
+// output is complete only after FinishOutput: its caller must not report it before.) Without
+// this, the device idled for the length of every chunk's last download: 6.4 ms of 8 frames of
+// 5120x2880 against 66 ms of model (BENCHMARKS.md, "Chunks back to back").
+//
 // Not thread-safe: one per worker process.
 #pragma once
 
@@ -49,6 +57,9 @@ struct ChunkFrames {
   FrameFormat out_format = FrameFormat::kRgb24;  // kRgb24 or kRgb48
   int64_t first_frame = 0;  // the chunk's first frame in the source (for `before_batch`)
   bool pinned = false;      // in/out are page-locked (cudaHostRegister); else copies are staged
+  // The caller runs the next chunk before it needs this one's output (see the top): with `pinned`
+  // on CUDA, Run may return before the last download ends.
+  bool overlap_next = false;
   // Face mode: `face` from the arena geometry (per_call: the crops per face model call), and
   // `faces` the chunk's frames * face.slots FaceWarps (frame f's at [f * slots, (f + 1) * slots)),
   // read while the chunk runs. face.slots 0 (the default): whole frames, `faces` unused.
@@ -70,10 +81,19 @@ class BatchRunner {
 
   // Runs the chunk. `before_batch(first_frame, frames)` is called before each batch starts
   // (fault injection); `after_batch(frames)` once it is queued (telemetry, heartbeat). Returns
-  // only when every output byte is in `c.out`, or with an error (model raised, wrong output
-  // shape), after the device has finished with the chunk's memory either way.
+  // when every output byte is in `c.out`, or with an error (model raised, wrong output shape),
+  // after the device has finished with the chunk's memory either way; except that with
+  // `c.overlap_next` an ok Run may leave the chunk's last download running (OutputPending()).
+  // A chunk whose output is pending may still be running when the next Run starts: the next
+  // chunk's batches queue behind it on the device.
   Status Run(const ChunkFrames& c, const std::function<void(int64_t, int64_t)>& before_batch,
              const std::function<void(int64_t)>& after_batch);
+
+  // The last ok Run left its download running: its output is not all in its arena yet.
+  bool OutputPending() const { return output_pending_; }
+  // Waits until the pending chunk's output is all in its arena (at once when none is pending).
+  // An error when the device failed meanwhile: that chunk's output cannot be trusted.
+  Status FinishOutput();
 
   // A model that takes one batch size only (a package made for one shape): a chunk's short last
   // batch runs padded to the full batch on the CPU too. (On CUDA every batch runs at the full
@@ -85,6 +105,8 @@ class BatchRunner {
                   const std::function<void(int64_t)>& after_batch);
   FrameModel& model_;
   bool pad_short_batches_ = false;
+  bool output_pending_ = false;
+  int64_t pending_frames_ = 0;  // the pending chunk's, for the profile
   struct CudaState;  // streams, events, device buffers (CUDA builds only)
   std::unique_ptr<CudaState> cuda_;
   BatchProfile profile_;  // FRAMEMILL_WORKER_PROFILE=1: where the time goes

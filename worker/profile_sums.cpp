@@ -14,6 +14,8 @@ void StageSums::Add(const StageSums& o) {
   span += o.span;
   wall += o.wall;
   between += o.between;
+  fed_period += o.fed_period;
+  fed_frames += o.fed_frames;
   frames += o.frames;
   chunks += o.chunks;
 }
@@ -21,12 +23,15 @@ void StageSums::Add(const StageSums& o) {
 std::string StageSums::PerFrame() const {
   if (frames <= 0) return "no frames";
   const double f = static_cast<double>(frames);
-  char line[320];
+  char line[384];
   std::snprintf(line, sizeof line,
                 "upload %.3f, to_model %.3f, model %.3f, from_model %.3f, download %.3f, "
-                "host_copy %.3f; chunk span %.3f, chunk wall %.3f, between chunks %.3f",
+                "host_copy %.3f; chunk span %.3f, chunk wall %.3f, between chunks %.3f; fed %.3f "
+                "(%lld frames)",
                 upload / f, to_model / f, model / f, from_model / f, download / f, host_copy / f,
-                span / f, wall / f, between / f);
+                span / f, wall / f, between / f,
+                fed_frames > 0 ? fed_period / static_cast<double>(fed_frames) : 0.0,
+                static_cast<long long>(fed_frames));
   return line;
 }
 

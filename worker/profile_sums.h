@@ -20,15 +20,22 @@ struct StageSums {
   // batch_runner.h; 0 when the arena is page-locked or on the CPU). They overlap the device's work.
   double host_copy = 0;
   double span = 0;     // first upload's start to last download's end, per chunk
-  double wall = 0;     // the host's time in BatchRunner::Run, per chunk
+  double wall = 0;     // the host's time from a chunk's start until its output is complete
   double between = 0;  // the host's time between the end of a chunk and the start of the next
+  // What the worker sustains when it is fed: for the chunks that did not wait for work (the next
+  // request was there when the chunk before ended, or it started beside it), the time from the
+  // chunk before's last output conversion to this one's, on the device; and those chunks' frames.
+  // Unlike the span it counts what lies between chunks (the last download, unless it overlaps
+  // the next chunk, and the host's turn), and overlapping chunks only once.
+  double fed_period = 0;
+  int64_t fed_frames = 0;
   int64_t frames = 0;
   int64_t chunks = 0;
 
   void Add(const StageSums& other);
   // "upload 0.210, to_model 0.050, model 13.900, from_model 0.070, download 0.300, host_copy
-  // 0.000; chunk span 14.400, chunk wall 14.500, between chunks 0.200": each sum per frame, in ms ("no frames"
-  // when there are none).
+  // 0.000; chunk span 14.400, chunk wall 14.500, between chunks 0.200; fed 14.450 (310 frames)":
+  // each sum per frame, in ms, the fed period per fed frame ("no frames" when there are none).
   std::string PerFrame() const;
 };
 

@@ -9,6 +9,7 @@
 #include <limits>
 #include <malloc.h>
 #include <map>
+#include <optional>
 #include <string_view>
 #include <poll.h>
 #include <sys/prctl.h>
@@ -42,6 +43,23 @@ namespace framemill {
 namespace {
 
 constexpr int kIdleWaitMs = 200;  // wake-up period while idle: heartbeat and parent check
+// FRAMEMILL_WORKER_OVERLAP_CHUNKS=always: how long a held result waits for the next request.
+constexpr int kHeldWaitMs = 1000;
+
+// Chunks back to back (worker/batch_runner.h): a chunk's result is held while the next chunk
+// starts, and reported once its output is complete. FRAMEMILL_WORKER_OVERLAP_CHUNKS (a
+// diagnostic, like FRAMEMILL_WORKER_PROFILE): unset, where it helps (CUDA with a page-locked
+// arena); "0", never (the A/B in BENCHMARKS.md); "always", every result is held, also on the CPU,
+// where nothing is left to overlap: the tests drive the holding where no GPU runs.
+enum class Overlap { kAuto, kOff, kAlways };
+
+Overlap OverlapFromEnvironment() {
+  const char* v = std::getenv("FRAMEMILL_WORKER_OVERLAP_CHUNKS");
+  if (v == nullptr || *v == '\0') return Overlap::kAuto;
+  if (std::string_view(v) == "0") return Overlap::kOff;
+  if (std::string_view(v) == "always") return Overlap::kAlways;
+  return Overlap::kAuto;
+}
 
 // How the arena's input frames lie, for the conversion to the model's input.
 InputLayout ArenaLayout(const ArenaGeometry& arena) {
@@ -107,6 +125,8 @@ class Worker {
   ChunkResult Process(const ChunkRequest& rq);
   void Warmup(const ChunkRequest& rq);
   void Publish(const ChunkResult& result);
+  // Reports the held chunk, if any, once its output is complete (as failed if the device failed).
+  void PublishHeld();
   void LogCpuAllocator() const;
 
   SharedMemory* control_shm_;
@@ -126,6 +146,13 @@ class Worker {
   bool staged_logged_ = false, page_lock_failed_ = false;
   bool arena_registered_ = false;  // the arena is page-locked for the GPU (cudaHostRegister)
   void* registered_ptr_ = nullptr;
+  Overlap overlap_ = OverlapFromEnvironment();
+  // A chunk that is done but not reported: its last download may still run (batch_runner.h). It
+  // is reported once the next chunk's first batch is queued, or when no request waits, and
+  // always before a warm-up, a stop or another arena. If the worker dies meanwhile, the
+  // supervisor sends it again, as it does every chunk a dead worker held.
+  std::optional<ChunkResult> held_;
+  bool held_waited_ = false;  // (FRAMEMILL_WORKER_OVERLAP_CHUNKS=always) waited for a request
 };
 
 int Worker::Fail(int exit_code, const std::string& message) {
@@ -152,7 +179,8 @@ uint8_t* Worker::Arena(const ChunkRequest& rq, std::string* error) {
   name[kNameBytes - 1] = '\0';
   auto it = arenas_.find(name);
   if (it == arenas_.end()) {
-    // One job at a time: an arena from an earlier job is no longer needed.
+    // One job at a time: an arena from an earlier job is no longer needed (nor written to).
+    PublishHeld();
     UnregisterArena();
     arenas_.clear();
     Result<SharedMemory> shm = SharedMemory::Open(name);
@@ -248,6 +276,7 @@ ChunkResult Worker::Process(const ChunkRequest& rq) {
   c.out_format = arena.out_format;
   c.first_frame = static_cast<int64_t>(rq.first_frame);
   c.pinned = arena_registered_;
+  c.overlap_next = overlap_ != Overlap::kOff;
   c.face = ArenaFaces(arena, rq.batch);
   if (c.face.slots > 0) c.faces = arena.SlotFaces(base, rq.slot);
   Status escape = TryEscapeFault(fault_, c.first_frame, c.frames);
@@ -262,6 +291,8 @@ ChunkResult Worker::Process(const ChunkRequest& rq) {
         MaybeScribble(fault_, first, n, scribble);
       },
       [this](int64_t n) {
+        // The first batch is queued: the chunk before, if held, has overlapped it.
+        PublishHeld();
         ch_.telemetry.frames_done.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
         PublishTelemetry(ch_.telemetry, model_->device(), nvml_.get());
       });
@@ -317,6 +348,19 @@ void Worker::LogCpuAllocator() const {
                 static_cast<unsigned long long>(st.allocations), st.peak_live_bytes / kMiB,
                 st.cached_bytes / kMiB);
   LogInfo(line);
+}
+
+void Worker::PublishHeld() {
+  if (!held_) return;
+  ChunkResult result = *held_;
+  held_.reset();
+  Status s = runner_->FinishOutput();
+  if (!s.ok()) {
+    result.error = 1;
+    result.frames_done = 0;
+    CopyString(result.message, s.message());
+  }
+  Publish(result);
 }
 
 void Worker::Publish(const ChunkResult& result) {
@@ -389,27 +433,49 @@ int Worker::Run(const WorkerArgs& args) {
           std::to_string(args.probe_height) + "x" + std::to_string(args.probe_batch) + " " +
           std::to_string(t_ready - t_loaded) + " ms");
 
+  if (overlap_ != Overlap::kAuto) {
+    LogInfo("worker " + std::to_string(channel_) + ": chunks back to back " +
+            (overlap_ == Overlap::kOff ? "off" : "always (every result held into the next chunk)") +
+            " (FRAMEMILL_WORKER_OVERLAP_CHUNKS)");
+  }
   while (true) {
     ChunkRequest rq{};
     PopResult p = ch_.requests.TryPop(&rq);
     if (p == PopResult::kCorrupt) return Fail(kWorkerExitAttach, "request ring corrupted");
     if (p == PopResult::kEmpty) {
-      WaitForRequest(kIdleWaitMs);
+      // No next chunk to overlap: the supervisor may be waiting for this one. (Holding every
+      // result, the worker first waits a while for the next request, so that the tests find a
+      // chunk held when the next one starts even where the worker is faster than its supply.)
+      if (held_ && (overlap_ != Overlap::kAlways || held_waited_)) {
+        PublishHeld();
+        continue;
+      }
+      WaitForRequest(held_ ? kHeldWaitMs : kIdleWaitMs);
+      held_waited_ = held_.has_value();
       if (!SupervisorAlive()) return kWorkerExitOrphaned;
       PublishTelemetry(ch_.telemetry, *device, nvml_.get());
       continue;
     }
     if (rq.kind == ChunkRequest::kStop) {
+      PublishHeld();
       LogCpuAllocator();
       SetState(WorkerState::kExited);
       WakeSupervisor();
       return kWorkerExitOk;
     }
     if (rq.kind == ChunkRequest::kWarmup) {
+      PublishHeld();
       Warmup(rq);
       continue;
     }
-    Publish(Process(rq));
+    ChunkResult result = Process(rq);
+    PublishHeld();  // (normally done at its first batch; not when it failed before)
+    if (result.error == 0 && (runner_->OutputPending() || overlap_ == Overlap::kAlways)) {
+      held_ = result;
+      held_waited_ = false;
+    } else {
+      Publish(result);
+    }
     ReleaseIdleCpuBlocks();
   }
 }

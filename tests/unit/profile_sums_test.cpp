@@ -137,3 +137,49 @@ TEST_CASE("batch profile: off, it records nothing, and the environment turns it 
   ::unsetenv("FRAMEMILL_WORKER_PROFILE");
   CHECK_FALSE(BatchProfile::EnabledByEnvironment());
 }
+
+TEST_CASE(
+    "batch profile: back to back, a chunk ends after the next starts, a failed one is dropped") {
+  BatchProfile p(/*on_device=*/false, /*enabled=*/true);
+  auto model = [&p](int64_t us) {  // one batch's model call of `us` µs, in the newest chunk
+    p.Mark(0, ProfileMark::kModelStart);
+    Pass(us);
+    p.Mark(0, ProfileMark::kModelEnd);
+    p.Mark(0, ProfileMark::kFromModelEnd);
+  };
+  p.BeginChunk(1);  // a: its output pending while b starts
+  model(1000);
+  p.BeginChunk(1);  // b
+  model(4000);
+  p.EndChunk(3);  // a's: the oldest open chunk
+  REQUIRE(p.sums() != nullptr);
+  CHECK(p.sums()->first().frames == 3);
+  CHECK(p.sums()->first().model >= 1.0);
+  CHECK(p.sums()->first().model < 4.0);  // not b's marks
+  CHECK(p.sums()->first().wall >= 5.0);  // a ended only after b's model call
+  p.EndChunk(2);                         // b's
+  CHECK(p.sums()->later().frames == 2);
+  CHECK(p.sums()->later().model >= 4.0);
+  CHECK(p.sums()->later().between == 0);  // b started beside a: the host did not wait
+  // Fed: from a's last output conversion to b's, which holds b's model call.
+  CHECK(p.sums()->first().fed_frames == 0);  // nothing before a
+  CHECK(p.sums()->later().fed_frames == 2);
+  CHECK(p.sums()->later().fed_period >= 4.0);
+  CHECK(p.sums()->later().fed_period < 30.0);
+  p.BeginChunk(1);  // c fails: dropped
+  model(30000);
+  p.AbandonChunk();
+  Pass(2000);
+  p.BeginChunk(1);  // d
+  model(500);
+  p.EndChunk(5);
+  CHECK(p.sums()->later().chunks == 2);  // b and d, not c
+  CHECK(p.sums()->later().frames == 7);
+  CHECK(p.sums()->later().model < 30.0);     // c's 30 ms are not in it
+  CHECK(p.sums()->later().between >= 2.0);   // from b's end to d's start
+  CHECK(p.sums()->later().fed_frames == 2);  // d waited, after a failed chunk: not fed
+  CHECK(p.sums()->Line().find("; fed ") != std::string::npos);
+  // Ends with nothing open are ignored.
+  p.EndChunk(9);
+  CHECK(p.sums()->later().frames == 7);
+}

@@ -1,0 +1,124 @@
+// BatchRunner's chunks back to back (worker/batch_runner.h): a chunk whose last download is left
+// running while the next one starts, its output complete once FinishOutput returns. On the CPU
+// (nothing is left pending there), and with FRAMEMILL_TEST_DEVICE=cuda on the GPU, where the
+// download really is still running: frames large enough that it takes milliseconds, in
+// page-locked memory as a worker's page-locked arena is.
+#include "doctest_with_torch.h"
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "example_model.h"
+#include "torch_devices.h"
+#include "worker/batch_runner.h"
+
+using namespace framemill;
+
+namespace {
+
+constexpr int64_t kBatch = 4;
+
+// A chunk of `n` rgb24 frames, frame f flat at (seed + 7f) % 256, in one buffer of input and one
+// of output, page-locked (torch's pinned host memory) when the device is CUDA. The frames are
+// 1080p on CUDA (a download of milliseconds), a sixteenth of that on the CPU; `half`: half as
+// high and wide.
+struct Chunk {
+  torch::Tensor in, out;
+  ChunkFrames frames;
+
+  Chunk(const torch::Device& device, int64_t n, int seed, bool half = false) {
+    const bool cuda = device.is_cuda();
+    const int64_t h = (cuda ? 1080 : 270) / (half ? 2 : 1);
+    const int64_t w = (cuda ? 1920 : 480) / (half ? 2 : 1);
+    auto opts = torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(cuda);
+    in = torch::empty({n, h, w, 3}, opts);
+    out = torch::zeros({n, h, w, 3}, opts);
+    for (int64_t f = 0; f < n; ++f) in[f].fill_((seed + 7 * f) % 256);
+    frames.in = in.data_ptr<uint8_t>();
+    frames.out = out.data_ptr<uint8_t>();
+    frames.frames = n;
+    frames.batch = kBatch;
+    frames.layout.format = FrameFormat::kRgb24;
+    frames.layout.height = h;
+    frames.layout.width = w;
+    frames.out_h = h;
+    frames.out_w = w;
+    frames.pinned = cuda;
+    frames.overlap_next = true;
+  }
+
+  // Frames whose output is not the invert model's of their input (255 - value), read from the
+  // buffer as it is now.
+  int64_t Wrong() const {
+    const torch::Tensor want = 255 - in.to(torch::kInt32);
+    return (out.to(torch::kInt32) != want).flatten(1).any(1).sum().item<int64_t>();
+  }
+};
+
+const std::function<void(int64_t, int64_t)> kNoHook = [](int64_t, int64_t) {};
+const std::function<void(int64_t)> kNoCount = [](int64_t) {};
+
+}  // namespace
+
+TEST_CASE("batch runner: a chunk's output left pending is complete once FinishOutput returns") {
+  for (const torch::Device& device : test::TorchTestDevices()) {
+    INFO("on " << device.str());
+    std::unique_ptr<FrameModel> model = test::ExampleModel("invert", device);
+    BatchRunner runner(*model);
+    // Three chunks back to back, as a worker runs them; the third of another frame size (the
+    // runner makes its buffers again, while the second's download may still run from them).
+    Chunk a(device, 10, 11), b(device, 10, 101), c(device, 6, 201, /*half=*/true);
+    REQUIRE(runner.Run(a.frames, kNoHook, kNoCount).ok());
+    // On CUDA the chunk's last download is left running; on the CPU nothing is.
+    CHECK(runner.OutputPending() == device.is_cuda());
+    int64_t before_wrong = -1;
+    bool finished = false;
+    auto finish_at_first_batch = [&](Chunk* before) {
+      return [&, before](int64_t) {
+        if (finished) return;
+        finished = true;
+        REQUIRE(runner.FinishOutput().ok());
+        before_wrong = before->Wrong();
+      };
+    };
+    REQUIRE(runner.Run(b.frames, kNoHook, finish_at_first_batch(&a)).ok());
+    CHECK(before_wrong == 0);  // a's output was complete before b's first batch ended
+    CHECK(runner.OutputPending() == device.is_cuda());
+    finished = false;
+    before_wrong = -1;
+    REQUIRE(runner.Run(c.frames, kNoHook, finish_at_first_batch(&b)).ok());
+    CHECK(before_wrong == 0);  // b's, checked the same way
+    REQUIRE(runner.FinishOutput().ok());
+    CHECK_FALSE(runner.OutputPending());
+    CHECK(c.Wrong() == 0);
+    CHECK(a.Wrong() == 0);
+    CHECK(b.Wrong() == 0);
+    // Without overlap_next, Run returns with every byte in place.
+    Chunk d(device, 10, 57);
+    d.frames.overlap_next = false;
+    REQUIRE(runner.Run(d.frames, kNoHook, kNoCount).ok());
+    CHECK_FALSE(runner.OutputPending());
+    CHECK(d.Wrong() == 0);
+  }
+}
+
+TEST_CASE(
+    "batch runner: a chunk that fails after one left pending leaves that one's output whole") {
+  for (const torch::Device& device : test::TorchTestDevices()) {
+    INFO("on " << device.str());
+    std::unique_ptr<FrameModel> model = test::ExampleModel("invert", device);
+    BatchRunner runner(*model);
+    Chunk a(device, 10, 33), b(device, 10, 77);
+    REQUIRE(runner.Run(a.frames, kNoHook, kNoCount).ok());
+    // b's model call is asked for another output size: a wrong shape, at its first batch, before
+    // any after_batch (so a's output is finished only after b's Run).
+    b.frames.out_h /= 2;
+    const Status failed = runner.Run(b.frames, kNoHook, kNoCount);
+    CHECK_FALSE(failed.ok());
+    REQUIRE(runner.FinishOutput().ok());
+    CHECK(a.Wrong() == 0);
+  }
+}

@@ -42,7 +42,8 @@ struct BatchProfile::State {
   // period (profile_sums.h): taken out of its chunk, whose slot the next chunks reuse.
   bool have_prev_end = false;
 #ifdef FRAMEMILL_WITH_CUDA
-  at::cuda::CUDAEvent prev_end;
+  // Timing on, as every event of a chunk: swapped into a chunk's slot, it is recorded there next.
+  at::cuda::CUDAEvent prev_end{cudaEventDefault};
 #endif
   uint64_t prev_end_host = 0;
   uint64_t last_end_us = 0;
@@ -50,6 +51,18 @@ struct BatchProfile::State {
   ProfileSums sums;
 
   Chunk& Newest() { return chunks[(oldest + open - 1) % 2]; }
+
+#ifdef FRAMEMILL_WITH_CUDA
+  // Milliseconds from `a` to `z`; 0 where torch refuses (an event without timing, not recorded):
+  // a diagnostic must not take the worker down.
+  static double Elapsed(const at::cuda::CUDAEvent& a, const at::cuda::CUDAEvent& z) {
+    try {
+      return static_cast<double>(a.elapsed_time(z));
+    } catch (const std::exception&) {
+      return 0;
+    }
+  }
+#endif
 
   bool Recorded(const Chunk& c, int64_t b, ProfileMark m) const {
 #ifdef FRAMEMILL_WITH_CUDA
@@ -63,8 +76,7 @@ struct BatchProfile::State {
     if (!Recorded(c, ba, a) || !Recorded(c, bz, z)) return 0;
 #ifdef FRAMEMILL_WITH_CUDA
     if (on_device) {
-      return static_cast<double>(
-          c.events[ba][static_cast<int>(a)].elapsed_time(c.events[bz][static_cast<int>(z)]));
+      return Elapsed(c.events[ba][static_cast<int>(a)], c.events[bz][static_cast<int>(z)]);
     }
 #endif
     return static_cast<double>(c.host[bz][static_cast<int>(z)] - c.host[ba][static_cast<int>(a)]) /
@@ -177,7 +189,7 @@ void BatchProfile::EndChunk(int64_t frames) {
 #ifdef FRAMEMILL_WITH_CUDA
       if (s.on_device) {
         if (s.have_prev_end && c.between < kFedMs) {
-          chunk.fed_period = static_cast<double>(s.prev_end.elapsed_time(c.events[last][lm]));
+          chunk.fed_period = State::Elapsed(s.prev_end, c.events[last][lm]);
           chunk.fed_frames = frames;
         }
         std::swap(s.prev_end, c.events[last][lm]);

@@ -95,6 +95,9 @@ class BatchRunner {
   // An error when the device failed meanwhile: that chunk's output cannot be trusted.
   Status FinishOutput();
 
+  // The profile's sums so far (FRAMEMILL_WORKER_PROFILE=1 at construction), else null.
+  const ProfileSums* profile() const { return profile_.sums(); }
+
   // A model that takes one batch size only (a package made for one shape): a chunk's short last
   // batch runs padded to the full batch on the CPU too. (On CUDA every batch runs at the full
   // shape already.)

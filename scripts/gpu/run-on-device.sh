@@ -405,12 +405,13 @@ PY
             echo "exit $?"
             unset FRAMEMILL_WORKER_OVERLAP_CHUNKS
             kill "$copier"
-            grep "wrote\|stages:\|failed\|error" "$OUT/overlap/$tag.log" | cut -c1-300 | tail -3
+            grep "framemill: wrote\|framemill: stages:" "$OUT/overlap/$tag.log" | cut -c1-300
+            echo "workers that died: $(grep -c "died:" "$OUT/overlap/$tag.log")"
             grep -h "profile:" "$OUT/overlap/$tag-worker"/*.log | tail -1 | sed 's/.*later chunks/later chunks/'
             ffmpeg -nostdin -v error -i "$OUT/overlap/$tag.mkv" -map 0:v -f framemd5 - 2>/dev/null |
-              grep -v "^#" | md5sum | cut -c1-16 >"$OUT/overlap/$tag.frames"
-            echo "frames $(cat "$OUT/overlap/$tag.frames")"
-            rm -f "$OUT/overlap/$tag.mkv"
+              grep -v "^#" | md5sum | cut -c1-16 >"$OUT/overlap/$name-$mode-$round.frames"
+            echo "frames $(cat "$OUT/overlap/$name-$mode-$round.frames")"
+            rm -rf "$OUT/overlap/$tag".mkv* "$OUT/overlap/$tag".job.json "$OUT/overlap/$tag-worker"
           done
         done
         if [ "$(cat "$OUT"/overlap/"$name"-*.frames | sort -u | wc -l)" = 1 ]; then

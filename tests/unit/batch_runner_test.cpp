@@ -6,7 +6,9 @@
 #include "doctest_with_torch.h"
 
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include <torch/torch.h>
@@ -121,4 +123,41 @@ TEST_CASE(
     REQUIRE(runner.FinishOutput().ok());
     CHECK(a.Wrong() == 0);
   }
+}
+
+TEST_CASE("batch runner: with the profile on, five chunks back to back and one by one are timed") {
+  // FRAMEMILL_WORKER_PROFILE=1 times every batch with CUDA events, and the fed period from one
+  // chunk's events to the next's: events of every chunk slot, reused chunk after chunk.
+  ::setenv("FRAMEMILL_WORKER_PROFILE", "1", 1);
+  for (const torch::Device& device : test::TorchTestDevices()) {
+    for (bool overlap : {true, false}) {
+      INFO("on " << device.str() << (overlap ? ", back to back" : ", one by one"));
+      std::unique_ptr<FrameModel> model = test::ExampleModel("invert", device);
+      BatchRunner runner(*model);
+      std::vector<std::unique_ptr<Chunk>> chunks;
+      for (int k = 0; k < 5; ++k) {
+        chunks.push_back(std::make_unique<Chunk>(device, 6, 13 * k));
+        chunks.back()->frames.overlap_next = overlap;
+      }
+      // One after the other, as a fed worker runs them (nothing in between).
+      for (const auto& c : chunks) {
+        bool finished = false;
+        auto finish = [&](int64_t) {
+          if (!finished) REQUIRE(runner.FinishOutput().ok());
+          finished = true;
+        };
+        REQUIRE(runner.Run(c->frames, kNoHook, finish).ok());
+      }
+      REQUIRE(runner.FinishOutput().ok());
+      for (const auto& c : chunks) CHECK(c->Wrong() == 0);
+      // Every chunk summed (the first apart), the later ones fed: each started at once.
+      REQUIRE(runner.profile() != nullptr);
+      CHECK(runner.profile()->first().frames == 6);
+      CHECK(runner.profile()->later().frames == 4 * 6);
+      CHECK(runner.profile()->later().model > 0);
+      CHECK(runner.profile()->later().fed_frames == 4 * 6);
+      CHECK(runner.profile()->later().fed_period > 0);
+    }
+  }
+  ::unsetenv("FRAMEMILL_WORKER_PROFILE");
 }

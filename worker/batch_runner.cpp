@@ -104,15 +104,8 @@ Status BatchRunner::RunOnCpu(const ChunkFrames& c,
     profile_.Mark(i, ProfileMark::kModelStart);
     Result<torch::Tensor> y = RunBatch(model_, c, x, off, b);
     profile_.Mark(i, ProfileMark::kModelEnd);
-    if (!y.ok()) {
-      profile_.AbandonChunk();
-      return y.status();
-    }
-    Status shape = CheckOutputShape(*y, pad ? c.batch : b, c.out_h, c.out_w);
-    if (!shape.ok()) {
-      profile_.AbandonChunk();
-      return shape;
-    }
+    if (!y.ok()) return y.status();
+    FM_RETURN_IF_ERROR(CheckOutputShape(*y, pad ? c.batch : b, c.out_h, c.out_w));
     if (pad) *y = y->narrow(0, 0, b);
     torch::Tensor dst =
         torch::from_blob(c.out + off * out_bytes, {b, c.out_h, c.out_w, 3}, out_type);
@@ -130,12 +123,14 @@ Status BatchRunner::Run(const ChunkFrames& c,
                         const std::function<void(int64_t)>& after_batch) {
   torch::InferenceMode guard;
   if (cuda_ == nullptr) {
+    Status status = Status::Ok();
     try {
-      return RunOnCpu(c, before_batch, after_batch);
+      status = RunOnCpu(c, before_batch, after_batch);
     } catch (const std::exception& e) {
-      profile_.AbandonChunk();
-      return Status(StatusCode::kModelInvalid, FirstLine(e.what()));
+      status = Status(StatusCode::kModelInvalid, FirstLine(e.what()));
     }
+    if (!status.ok()) profile_.AbandonChunk();
+    return status;
   }
 #ifdef FRAMEMILL_WITH_CUDA
   CudaState& s = *cuda_;

@@ -13,6 +13,7 @@ packages=(
   nlohmann-json3-dev libspdlog-dev doctest-dev libcli11-dev
   libsystemd-dev
   ffmpeg                  # ffmpeg and ffprobe: decoding, encoding, muxing
+  opencv-doc              # real footage (examples/data/*.avi) for the demo and the tests
   mkvtoolnix              # mkvmerge: source timestamps for variable-frame-rate videos
   prometheus              # promtool: the metrics test checks the service's metrics file
   systemd                 # systemd-analyze: the unit's verify and security tests

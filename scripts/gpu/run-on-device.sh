@@ -79,8 +79,8 @@
 #               esrgan-slim-x2, each with tile auto and chunk_frames 4: fps, model_fallbacks
 #               ($MODELS names the models to run instead; MODEL_TILES=0 leaves out the tile runs)
 #   longinput   the long run's input, once, kept in build-gpu/long (it outlives a call while the
-#               machine stays warm): real footage (tests/data/friday.mp4, speech audio) scaled to
-#               1080p without B-frames (so that the loop stays constant-rate), looped by stream
+#               machine stays warm): generated 1080p footage (testsrc2, a 440 Hz tone) of 185 frames
+#               without B-frames (so that the loop stays constant-rate), looped by stream
 #               copy to $LONG_FRAMES frames (default 30,000, rounded up to whole loops of 185); then framemill-bench on its first 1,500 frames (the
 #               per-frame loop's rate beside framemill's on the same content)
 #   long        one `framemill run` over the long input: `restore` fp16, device colour,
@@ -556,8 +556,9 @@ PY
       mkdir -p build-gpu/long
       if [ ! -f build-gpu/long/long-cfr.mp4 ]; then
         loops=$(( (${LONG_FRAMES:-30000} + 184) / 185 ))
-        ffmpeg -nostdin -v error -y -i tests/data/friday.mp4 -vf scale=1920:1080 -c:v libx264 \
-          -bf 0 -preset veryfast -crf 20 -pix_fmt yuv420p -c:a copy build-gpu/long/base.mp4 &&
+        ffmpeg -nostdin -v error -y -f lavfi -i testsrc2=size=1920x1080:rate=30 \
+          -f lavfi -i sine=frequency=440:sample_rate=44100 -frames:v 185 -shortest -c:v libx264 \
+          -bf 0 -preset veryfast -crf 20 -pix_fmt yuv420p -c:a aac build-gpu/long/base.mp4 &&
           ffmpeg -nostdin -v error -y -stream_loop $((loops - 1)) -i build-gpu/long/base.mp4 \
             -map 0 -c copy build-gpu/long/long-cfr.mp4 &&
           ffmpeg -nostdin -v error -y -i build-gpu/long/long-cfr.mp4 -map 0 -c copy -frames:v 1500 \

@@ -99,7 +99,7 @@ TEST_CASE("bad input: a .pt2 package where it cannot run fails before any frame,
   // the package is for another device.
   std::string dir = Prepare("pt2_here");
   nlohmann::json job = BaseJob(dir, TestClip("d20.mp4"));
-  job["model"] = TestClip("tiny-cuda.pt2");
+  job["model"] = std::string(FRAMEMILL_SOURCE_DIR) + "/tests/data/tiny-cuda.pt2";
   job["device"] = "cpu";
   std::string err = ExpectFailure(dir, job, "model_invalid");
   CHECK((err.find("without AOTInductor packages") != std::string::npos ||

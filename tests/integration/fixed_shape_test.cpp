@@ -1,6 +1,6 @@
 // A model made for one shape (a .pt2 package exported with --shape and --batch: its card's
 // fixed_width, fixed_height and fixed_batch, common/model_card.h), end to end: the real framemill
-// and its workers on a real clip (tests/data/d0.mp4, 512x512, 78 frames). The model is a
+// and its workers on a real clip (d0.mp4 of the shared test data, 512x512, 78 frames). The model is a
 // TorchScript stand-in that raises on any other shape (shape_model.cpp), so the job is
 // frame-exact only if every call comes at that shape: the worker's probe (supervisor/job/
 // model_fit.h ProbeShapeFor), the warm-up, and each chunk's short last batch (78 frames in chunks

@@ -26,7 +26,9 @@ std::string ModelPath(const std::string& name);
 // `dir` in their command line, which ProcessesMentioning(dir) finds.
 std::string ModelCopy(const std::string& name, const std::string& dir);
 
-// The real-footage clip `name` from the shared test data.
+// The real-footage clip `name` (shared/testdata/SOURCES.md), read in place from the shared test
+// data beside the checkout ($FRAMEMILL_TESTDATA overrides); the calling test is skipped, with the
+// reason, where it is absent. No clip is copied into the repository.
 std::string TestClip(const std::string& name);
 
 using Env = std::vector<std::pair<std::string, std::string>>;
@@ -138,6 +140,9 @@ std::vector<int> ChildrenMentioning(int parent, const std::string& needle);
 // The partial outputs in `dir`: files named ".framemill-partial.*", which exist only while a
 // job writes its output (the join beside the render: the whole job) and must not outlive it.
 int PartialOutputs(const std::string& dir);
+// The whole file `path` ("" when it cannot be read).
+std::string ReadFile(const std::string& path);
+
 // Files in `dir` (names only), hidden ones included.
 std::vector<std::string> ListDir(const std::string& dir);
 

@@ -75,7 +75,7 @@ MetricsService MakeMetricsService(const std::string& name, nlohmann::json defaul
   return m;
 }
 
-// Submits job d0: tests/data/d0.mp4 (78 frames) through the identity model.
+// Submits job d0: d0.mp4 (78 frames) through the identity model.
 void DropD0(const MetricsService& m) {
   Drop(m.s, "d0",
        nlohmann::json{
@@ -150,7 +150,7 @@ TEST_CASE("service metrics: a real job's states, frames and recycles, checked by
   CHECK(Value(after, "framemill_queue_oldest_age_seconds") == 0);
   CHECK(Value(after, "framemill_job_fps") == 0);  // no job runs
   CHECK(Value(after, "framemill_service_gpus{state=\"busy\"}") == 0);  // no service_gpus
-  // d0.mp4 has 78 frames (tests/data/SOURCES.md); every one went through the model once.
+  // d0.mp4 has 78 frames (shared/testdata/SOURCES.md); every one went through the model once.
   CHECK(result["frames"] == 78);
   CHECK(Value(after, "framemill_frames_processed_total") == 78);
   CHECK(frames_seen <= 78);

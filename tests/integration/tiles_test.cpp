@@ -1,5 +1,5 @@
 // The job key `tile` and the worker's out-of-memory fallbacks (worker/tiled_model.h), end to
-// end: the real framemill and its workers on a real clip (tests/data/d0.mp4, 512x512, 78 frames).
+// end: the real framemill and its workers on a real clip (d0.mp4 of the shared test data, 512x512, 78 frames).
 // The out-of-memory errors come from the test hook FRAMEMILL_TEST_FAULT=oom_over:MB, which raises
 // the error type CUDA raises, so the fallbacks run as they would on a GPU.
 #include <doctest/doctest.h>

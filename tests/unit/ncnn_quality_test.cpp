@@ -1,5 +1,5 @@
 // Whether the imported realesr-animevideov3 upscales like the trained network it is: a real clip
-// (tests/data/flower.webm, native pixels) is downscaled by the model's scale with ffmpeg's bicubic,
+// (flower.webm from the shared test data, native pixels) is downscaled by the model's scale with ffmpeg's bicubic,
 // then upscaled by the imported model and by bicubic interpolation, and both are compared with
 // the original by PSNR. Each scale leaves a still (bicubic | model | original) in the build
 // directory for a person to look at: ncnn_quality_x{2,3,4}.ppm.
@@ -64,7 +64,8 @@ torch::Tensor Frames(const std::string& dir, int width, int height, int out_widt
                        std::to_string(kCentreY - height / 2) +
                        ",format=rgb24,scale=" + std::to_string(out_width) + ":" +
                        std::to_string(out_height) + ":flags=bicubic";
-  REQUIRE(Ffmpeg({"-ss", "2", "-i", std::string(FRAMEMILL_TESTDATA) + "/flower.webm", "-frames:v",
+  const std::string clip = unit::TestClip("flower.webm");
+  REQUIRE(Ffmpeg({"-ss", "2", "-i", clip, "-frames:v",
                   std::to_string(kFrames), "-vf", filter, "-f", "rawvideo", "-pix_fmt", "rgb24",
                   raw}) == 0);
   std::string bytes = Slurp(raw);

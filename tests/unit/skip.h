@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <unistd.h>
 
 namespace framemill::unit {
 
@@ -16,5 +17,18 @@ inline constexpr int kSkipExitCode = 77;
   std::fflush(nullptr);
   std::_Exit(kSkipExitCode);
 }
+
+#ifdef FRAMEMILL_TESTDATA
+// The real clip `name`, read in place from the shared test data beside the checkout
+// (tests/data/SOURCES.md); the calling test is skipped, with the reason, where it is absent.
+inline std::string TestClip(const std::string& name) {
+  const std::string path = std::string(FRAMEMILL_TESTDATA) + "/" + name;
+  if (::access(path.c_str(), R_OK) != 0) {
+    SkipTest(path + " is not here: the real clips are read in place from shared/testdata beside "
+                    "the checkout");
+  }
+  return path;
+}
+#endif
 
 }  // namespace framemill::unit

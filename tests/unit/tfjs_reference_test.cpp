@@ -1,5 +1,5 @@
 // The imported TF.js models against the original: the same real frames (a 64x48 or 32x24 crop of
-// tests/data/flower.webm) through TensorFlow.js (pure JavaScript, CPU, under Node:
+// flower.webm from the shared test data) through TensorFlow.js (pure JavaScript, CPU, under Node:
 // tests/reference/tfjs_reference.js) and through the imported TorchScript module loaded the way
 // the worker loads a model (LoadTorchScriptModel). Both give [0,1]; the largest difference must
 // stay below kBound (1e-3 of the range, a quarter of one 8-bit step): float32 sums in another
@@ -18,6 +18,7 @@
 #include "doctest_with_torch.h"
 
 #include "tests/unit/model_packages.h"
+#include "tests/unit/skip.h"
 
 using namespace framemill;
 
@@ -46,8 +47,8 @@ double MaxDifference(const std::string& model_json, int scale, int frames, int w
   const std::string dir = tmpl;
   const std::string in = dir + "/in.rgb", ref = dir + "/ref.f32", pt = dir + "/model.pt";
   // A crop with petals, leaves and edges, not a flat area.
-  REQUIRE(Run(std::string(FRAMEMILL_TEST_FFMPEG) + " -v error -i " + FRAMEMILL_SOURCE_DIR +
-              "/tests/data/flower.webm -vf crop=" + std::to_string(width) + ":" +
+  REQUIRE(Run(std::string(FRAMEMILL_TEST_FFMPEG) + " -v error -i " + unit::TestClip("flower.webm") +
+              " -vf crop=" + std::to_string(width) + ":" +
               std::to_string(height) + ":440:230,format=rgb24 -frames:v " + std::to_string(frames) +
               " -f rawvideo " + in) == 0);
   REQUIRE(Run(std::string(FRAMEMILL_TEST_NODE) + " " + FRAMEMILL_SOURCE_DIR +

@@ -296,6 +296,7 @@ Result<Config> ParseConfig(const nlohmann::json& object) {
   if (const nlohmann::json* d = r.Object("defaults")) {
     Status s = ReadJobSettings(*d, r.Child("defaults"), StatusCode::kInvalidConfig, &c.defaults);
     if (!s.ok()) return s;
+    c.defaults_object = *d;
   }
   r.String("ffmpeg", &c.ffmpeg);
   r.String("ffprobe", &c.ffprobe);

@@ -197,6 +197,9 @@ inline constexpr int kMaxSlurmParts = 10000;
 
 struct Config {
   JobSettings defaults;
+  // The config file's "defaults" object as written ({} without one): with a job's own keys over
+  // it, what a job's frames are made with (`framemill run` compares it to keep or redo its work).
+  nlohmann::json defaults_object = nlohmann::json::object();
   std::string ffmpeg = "ffmpeg";  // path or name on PATH
   std::string ffprobe = "ffprobe";
   std::string worker_binary;              // "" = framemill-worker beside the framemill binary

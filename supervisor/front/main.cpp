@@ -25,8 +25,9 @@
 #include "common/shared_memory.h"
 #include "supervisor/faces/faces_in_video.h"
 #include "supervisor/faces/video_face_table.h"
+#include "supervisor/front/command_typo.h"
 #include "supervisor/front/completion.h"
-#include "supervisor/front/parts_options.h"
+#include "supervisor/front/run_command.h"
 #include "supervisor/front/slurm_commands.h"
 #include "supervisor/job/job_runner.h"
 #include "supervisor/job/preview.h"
@@ -97,7 +98,7 @@ int ModelInfoCommand(const std::string& model_path) {
   return kExitOk;
 }
 
-// The job file of `run` and `preview` (a rejection is printed), and shared memory left by dead
+// The job file of `preview` (a rejection is printed), and shared memory left by dead
 // supervisors removed before this one makes its own.
 framemill::Result<framemill::JobSpec> LoadJobForCommand(const std::string& job_path,
                                                         const framemill::Config& config) {
@@ -109,58 +110,6 @@ framemill::Result<framemill::JobSpec> LoadJobForCommand(const std::string& job_p
   int stale = framemill::RemoveStaleObjects();
   if (stale > 0) spdlog::info("removed {} shared-memory objects left by dead supervisors", stale);
   return job;
-}
-
-// `run` (the whole job, or with `part` one part of it) and `stitch`.
-int RunCommand(const std::string& job_path, const std::string& part, bool stitch,
-               const framemill::Config& config) {
-  framemill::Result<framemill::JobSpec> job = LoadJobForCommand(job_path, config);
-  if (!job.ok()) return kExitFailed;
-  // On a terminal, a live progress line on stderr (logs go there too, each on its own line).
-  framemill::JobOptions options;
-  if (stitch) framemill::SetStitchOptions(job_path, &options);
-  if (!part.empty()) {
-    framemill::Status s = framemill::SetPartOptions(job_path, part, &options);
-    if (!s.ok()) {
-      std::fprintf(stderr, "framemill: %s\n", s.message().c_str());
-      return kExitUsage;
-    }
-  }
-  uint64_t start_ms = framemill::MonotonicMs(), last_ms = 0;
-  if (::isatty(2)) {
-    options.on_progress = [&](const framemill::JobProgress& p) {
-      uint64_t now = framemill::MonotonicMs();
-      if (now - last_ms < 250 || p.frames_total <= 0) return;
-      last_ms = now;
-      double frac = static_cast<double>(p.frames_done) / static_cast<double>(p.frames_total);
-      double secs = static_cast<double>(now - start_ms) / 1000.0;
-      double fps = framemill::FramesPerSecond(p.frames_done, secs);
-      std::string bar(static_cast<size_t>(frac * 30), '#');
-      bar.resize(30, '.');
-      std::fprintf(stderr, "\r[%s] %5.1f%% %lld/%lld frames %6.1f fps ETA %4.0f s ", bar.c_str(),
-                   100.0 * frac, static_cast<long long>(p.frames_done),
-                   static_cast<long long>(p.frames_total), fps,
-                   framemill::EtaSeconds(p.frames_done, p.frames_total, fps));
-    };
-  }
-  framemill::JobReportFile report_file;
-  options.report_file = &report_file;
-  framemill::Result<framemill::JobReport> report = framemill::RunJob(*job, config, g_stop, options);
-  if (::isatty(2)) std::fprintf(stderr, "\n");
-  if (!report.ok()) {
-    std::fprintf(stderr, "framemill: job failed: %s\n", report.status().ToString().c_str());
-    if (!report_file.path.empty()) {
-      std::fprintf(stderr, "framemill: report: %s\n", report_file.path.c_str());
-    }
-    if (!report_file.warning.empty()) {
-      std::fprintf(stderr, "framemill: warning: %s\n", report_file.warning.c_str());
-    }
-    return framemill::ExitCodeOf(report.status().code());
-  }
-  std::fputs(framemill::RunSummary(*report).c_str(), stdout);
-  // The output is in place: the parts' segments and the plan have served.
-  if (stitch) (void)framemill::RemoveTree(options.parts_dir);
-  return kExitOk;
 }
 
 // A command's report (anything with ToJson() and ToText()) on stdout, as one JSON document or as
@@ -225,8 +174,8 @@ int FacesCommand(const std::string& video, const framemill::FacesInVideoOptions&
 // What the command line asked for, filled by CLI11.
 struct Request {
   std::string config_path;
-  std::string job_path;          // run, preview, stitch, slurm submit
-  std::string part;              // run --part I/N
+  std::string job_path;          // preview, stitch, slurm submit
+  framemill::RunArgs run;        // run
   framemill::SlurmArgs slurm;    // slurm submit, slurm status
   int frames = framemill::kDefaultPreviewFrames;  // preview
   framemill::SubmitArgs submit;  // submit
@@ -255,11 +204,30 @@ void DefineCommands(CLI::App& app, Request& rq) {
   app.footer(std::string(framemill::kExitCodesHelp) +
              "\nRun `framemill COMMAND --help` for a command's options.");
 
-  CLI::App* run = app.add_subcommand("run", "Run one job in the foreground and print a summary");
-  run->add_option("job", rq.job_path, "The job file (JSON: input, model, output, ...)")
+  CLI::App* run = app.add_subcommand(
+      "run",
+      "Run one job in the foreground and print a summary. Stopped or killed, it keeps its "
+      "finished segments beside the output (.OUTPUT.framemill/), and the same command continues "
+      "from them");
+  run->add_option("job", rq.run.job_or_input,
+                  "The job file (JSON: input, model, output, ...); or, with --model and "
+                  "--output, the input video")
       ->required()
-      ->type_name("JOB.json");
-  run->add_option("--part", rq.part,
+      ->type_name("JOB.json|INPUT");
+  run->add_option("--model", rq.run.model, "The model file (with an input video)")
+      ->type_name("FILE");
+  run->add_option("--output", rq.run.output, "Where to write the result (with an input video)")
+      ->type_name("FILE");
+  run->add_option("settings", rq.run.settings,
+                  "Job keys as key=value, over the job file's (value read as JSON when it "
+                  "parses: workers=2 device=\"cuda:0\")")
+      ->type_name("KEY=VALUE");
+  run->add_flag("-y,--overwrite", rq.run.overwrite, "Replace an existing output");
+  run->add_flag("--fresh", rq.run.fresh,
+                "Start over: throw away the segments an earlier run of this output kept");
+  run->add_flag("--json", rq.run.json,
+                "Print the result as one JSON document (as the service's result.json)");
+  run->add_option("--part", rq.run.part,
                   "Render only part I of N of the job's segments (for a cluster: each part on "
                   "its own machine, then `framemill stitch`); resumes from its own done-log")
       ->type_name("I/N");
@@ -405,6 +373,13 @@ int Main(int argc, char** argv) {
   CLI::App app("framemill: runs a model over every frame of long videos, unattended", "framemill");
   Request rq;
   DefineCommands(app, rq);
+  const std::string typo = framemill::UnknownCommandMessage(
+      app, std::vector<std::string>(argv + 1, argv + argc));
+  if (!typo.empty()) {
+    std::fprintf(stderr, "framemill: %s\nRun `framemill --help` for the commands.\n",
+                 typo.c_str());
+    return kExitUsage;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -441,8 +416,8 @@ int Main(int argc, char** argv) {
         name == "serve" ? framemill::WorkerSandbox::kRequired : framemill::WorkerSandbox::kAuto;
   }
   InstallSignalHandlers();
-  if (name == "run") return RunCommand(rq.job_path, rq.part, false, *config);
-  if (name == "stitch") return RunCommand(rq.job_path, "", true, *config);
+  if (name == "run") return framemill::RunCommand(rq.run, *config, g_stop);
+  if (name == "stitch") return framemill::StitchCommand(rq.job_path, *config, g_stop);
   if (name == "slurm") return framemill::SlurmCommand(*cmd, rq.config_path, rq.job_path, rq.slurm, *config);
   if (name == "preview") return PreviewCommand(rq.job_path, rq.frames, rq.json, *config);
   if (name == "faces") {

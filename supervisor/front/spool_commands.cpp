@@ -13,6 +13,7 @@
 #include "common/file_util.h"
 #include "common/job_file.h"
 #include "common/json_fields.h"
+#include "supervisor/front/job_args.h"
 #include "supervisor/front/spool.h"
 #include "supervisor/front/spool_requests.h"
 #include "supervisor/report/job_result.h"
@@ -23,15 +24,6 @@ namespace {
 nlohmann::json ReadJson(const std::string& path) {
   Result<nlohmann::json> j = ReadJsonFile(path, 16 << 20, StatusCode::kIo);
   return j.ok() ? *j : nlohmann::json();
-}
-
-// A value on the command line: JSON when it parses (numbers, true, objects), else a string.
-nlohmann::json CliValue(const std::string& text) {
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const std::exception&) {
-    return text;
-  }
 }
 
 // The fields `list --json` gives each job and `status --json` each active one: id, state,
@@ -77,19 +69,14 @@ bool SpoolUsable(const Spool& spool, const char* command) {
 }  // namespace
 
 int SubmitCommand(const SubmitArgs& args, const Config& config, bool json) {
-  nlohmann::json job = nlohmann::json::object();
-  job["input"] = ResolvePath(args.input);
-  job["model"] = ResolvePath(args.model);
-  job["output"] = ResolvePath(args.output);
-  if (!args.priority.empty()) job["priority"] = CliValue(args.priority);
-  for (const std::string& kv : args.settings) {
-    size_t eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      std::fprintf(stderr, "framemill submit: %s is not a key=value job setting\n", kv.c_str());
-      return kExitUsage;
-    }
-    job[kv.substr(0, eq)] = CliValue(kv.substr(eq + 1));
+  Result<nlohmann::json> from_args =
+      JobFromArgs(args.input, args.model, args.output, args.settings);
+  if (!from_args.ok()) {
+    std::fprintf(stderr, "framemill submit: %s\n", from_args.status().message().c_str());
+    return kExitUsage;
   }
+  nlohmann::json& job = *from_args;
+  if (!args.priority.empty()) job["priority"] = CliValue(args.priority);
   Result<JobSpec> parsed = ParseJob(job, config.defaults);
   if (!parsed.ok()) {
     std::fprintf(stderr, "framemill submit: job rejected: %s\n",

@@ -35,6 +35,7 @@
 #include "supervisor/media/ffmpeg_pipes.h"
 #include "supervisor/plan/job_plan.h"
 #include "supervisor/job/job_state.h"
+#include "supervisor/job/kept_work.h"
 #include "supervisor/job/parts_dir.h"
 #include "supervisor/media/decode_seek.h"
 #include "supervisor/media/media_probe.h"
@@ -86,6 +87,7 @@ struct JobFiles {
   UniqueFd input, model, output_dir;
   UniqueFd dir;              // the scratch directory, open
   std::string private_name;  // "" = the caller's workspace (kept); else removed at the end
+  std::string kept_name;     // keep_work: the kept work's name in output_dir, held (locked)
   std::string path() const { return FdPath(dir.get()); }
 };
 
@@ -331,6 +333,14 @@ Status JobRun::OpenPaths() {
 // created once per RunJob. With one: the caller's directory, opened.
 Status JobRun::OpenScratch() {
   if (scratch_dir_.dir.valid()) return Status::Ok();
+  if (options_.workspace.empty() && options_.keep_work) {
+    const std::string name = KeptWorkName(job_.output);
+    Result<UniqueFd> dir = OpenKeptWork(output_dir_fd_.get(), name, options_.fresh_work);
+    if (!dir.ok()) return dir.status();
+    scratch_dir_.kept_name = name;
+    scratch_dir_.dir = std::move(*dir);
+    return Status::Ok();
+  }
   if (options_.workspace.empty()) {
     Result<CreatedFile> dir = MakePrivateDirectoryAt(output_dir_fd_.get(), ".framemill-work.");
     if (!dir.ok()) return dir.status();
@@ -422,10 +432,18 @@ Status JobRun::Prepare() {
   scratch_ = scratch_dir_.path();
   state_ =
       std::make_unique<JobState>(scratch_, job_, plan_, chunks_per_segment_, seg_begin_, seg_end_);
+  if (!scratch_dir_.kept_name.empty()) {
+    state_->SetIdentity(
+        KeptWorkIdentity(input_fd_.get(), model_fd_.get(), options_.work_settings));
+  }
   FM_RETURN_IF_ERROR(state_->Load());
   const int64_t first_segment = seg_begin_ + state_->resumed();
   first_chunk_ = first_segment < seg_end_ ? plan_.segments[first_segment].first_chunk : end_chunk_;
   report_.segments_resumed = state_->resumed();
+  report_.frames_resumed =
+      (first_chunk_ < end_chunk_ ? plan_.chunks[first_chunk_].first_frame : plan_.frame_count) -
+      (seg_begin_ < seg_end_ ? plan_.chunks[plan_.segments[seg_begin_].first_chunk].first_frame
+                             : plan_.frame_count);
   if (state_->resumed() > 0) {
     spdlog::info(
         "resuming: {} of {} segments already finished; starting at frame {}", state_->resumed(),
@@ -1539,6 +1557,12 @@ Result<JobReport> RunJob(const JobSpec& job, const Config& config, const std::at
   if (!files.private_name.empty() && files.output_dir.valid()) {
     files.dir.Reset();
     (void)RemoveTreeAt(files.output_dir.get(), files.private_name);
+  }
+  // The kept work goes once the output is in place, or when a new run would start over anyway;
+  // it is removed while still locked, so that no other run takes it meanwhile.
+  if (!files.kept_name.empty() && (result->ok() || !KeepsWork(result->status()))) {
+    (void)RemoveTreeAt(files.output_dir.get(), files.kept_name);
+    files.dir.Reset();
   }
   return std::move(*result);
 }

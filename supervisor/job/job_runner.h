@@ -52,6 +52,20 @@ struct JobOptions {
   // records every finished segment (written atomically), and a later run with the same
   // workspace and job resumes: finished segments are kept as they are, the rest is redone.
   std::string workspace;
+  // `framemill run`'s kept work (ignored with a workspace): the scratch directory is
+  // KeptWorkName(output) (job/kept_work.h) beside the output, mode 0700, this user's, locked while the job runs
+  // (a second run of the same output is refused). It is removed once the output is in place,
+  // and when the job fails for its input, model, output or job file; otherwise (stopped, a
+  // crash, a worker or encoder failure, a full disk, or the process killed) it is kept, and the
+  // same job run again continues from its finished segments. Its state.json records what they
+  // were made from: the input's and the model's file (device, inode, size, modification time)
+  // and `work_settings`; a change to any starts the job over, with a warning naming it.
+  bool keep_work = false;
+  // With keep_work: what an earlier run kept is thrown away first (`framemill run --fresh`).
+  bool fresh_work = false;
+  // The settings that shape the frames, as one canonical text (the front's): part of the kept
+  // work's identity.
+  std::string work_settings;
   // The memory timeline; "" = <output>.timeline.jsonl.
   std::string timeline;
   // Called from the supervisor's dispatch thread about every 50 ms while the job runs.

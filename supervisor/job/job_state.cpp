@@ -52,8 +52,21 @@ Status JobState::Load(bool write_back) {
                   st.value("chunks_per_segment", int64_t{-1}) == chunks_per_segment_ &&
                   st.value("first_segment", int64_t{0}) == first_ &&
                   st.value("end_segment", static_cast<int64_t>(plan_.segments.size())) == end_;
+      std::string changed;  // the identity's keys that differ from the saved one's
+      if (same && !identity_.is_null()) {
+        const nlohmann::json saved_identity = st.value("identity", nlohmann::json::object());
+        for (const auto& [key, value] : identity_.items()) {
+          if (!saved_identity.contains(key) || saved_identity[key] != value) {
+            changed += (changed.empty() ? "" : ", ") + key;
+          }
+        }
+      }
       if (!same) {
         spdlog::warn("{}: made for another plan; starting the job over", path);
+      } else if (!changed.empty()) {
+        spdlog::warn("the job's {} changed since its finished segments were made; starting the "
+                     "job over",
+                     changed);
       } else {
         for (const nlohmann::json& seg : st.value("segments_done", nlohmann::json::array())) {
           int64_t index = seg.value("index", int64_t{-1});
@@ -104,6 +117,7 @@ Status JobState::Save() {
                        {"first_segment", first_},
                        {"end_segment", end_},
                        {"segments_done", done}};
+  if (!identity_.is_null()) st["identity"] = identity_;
   return AtomicWriteFile(workspace_ + "/state.json", DumpJson(st, 1) + "\n");
 }
 

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "common/job_file.h"
 #include "common/status.h"
 #include "supervisor/plan/job_plan.h"
@@ -27,6 +29,12 @@ class JobState {
   // to the plan's last.
   JobState(std::string workspace, const JobSpec& job, const JobPlan& plan,
            int64_t chunks_per_segment, int64_t first_segment = 0, int64_t end_segment = -1);
+
+  // What the finished segments were made from, beyond the plan's sizes (the input's and the
+  // model's file identity, the settings that shape the frames): a JSON object whose keys Load()
+  // compares one by one with the saved one's, naming those that changed. Null (the default):
+  // not compared. Set before Load().
+  void SetIdentity(nlohmann::json identity) { identity_ = std::move(identity); }
 
   // Reads state.json, if any, and keeps the finished segments it lists when they belong to this
   // very plan (and range) and are on disk as recorded; then, with `write_back`, writes the state
@@ -61,6 +69,7 @@ class JobState {
   std::vector<int64_t> bytes_;  // by segment: its file's size once finished, else -1
   int64_t resumed_ = 0;
   std::atomic<int64_t> done_{0};
+  nlohmann::json identity_;  // null = not compared
 };
 
 }  // namespace framemill

@@ -117,6 +117,7 @@ nlohmann::json DoneResultJson(const std::string& id, const JobReport& r,
           {"chunk_retries", r.dispatch.chunk_retries},
           {"segments", r.segments},
           {"segments_resumed", r.segments_resumed},
+          {"frames_resumed", r.frames_resumed},
           {"stages", r.stages.ToJson()},
           {"worker_input_format", r.worker_input_format},
           {"output_pix_fmt", r.output_pix_fmt},
@@ -181,13 +182,22 @@ std::string ResultOutput(const nlohmann::json& result) {
 std::string RunSummary(const JobReport& r) {
   const DispatchStats& d = r.dispatch;
   std::string out;
+  // The rate is this run's: the frames it rendered over its time, not those an earlier run kept.
+  const int64_t rendered = r.frames - r.frames_resumed;
   Appendf(&out,
           "framemill: wrote %s: %lld frames %dx%d (%s to the workers) -> %dx%d in %.1f s (%.1f "
           "fps), %lld chunks, %lld segments\n",
           r.output.c_str(), static_cast<long long>(r.frames), r.in_width, r.in_height,
           r.worker_input_format.c_str(), r.out_width, r.out_height, r.seconds,
-          r.seconds > 0 ? r.frames / r.seconds : 0.0, static_cast<long long>(r.chunks),
+          FramesPerSecond(rendered, r.seconds), static_cast<long long>(r.chunks),
           static_cast<long long>(r.segments));
+  if (r.segments_resumed > 0) {
+    Appendf(&out,
+            "framemill: resumed: %lld of %lld segments (%lld frames) kept from an earlier run; "
+            "this run rendered %lld frames\n",
+            static_cast<long long>(r.segments_resumed), static_cast<long long>(r.segments),
+            static_cast<long long>(r.frames_resumed), static_cast<long long>(rendered));
+  }
   Appendf(&out, "framemill: output pixel format %s\n", r.output_pix_fmt.c_str());
   if (r.faces.present) Appendf(&out, "framemill: faces: %s\n", r.faces.Summary().c_str());
   for (const std::string& w : r.warnings) Appendf(&out, "framemill: warning: %s\n", w.c_str());
@@ -235,14 +245,31 @@ double EtaSeconds(int64_t frames_done, int64_t frames_total, double fps) {
   return fps > 0 ? static_cast<double>(frames_total - frames_done) / fps : 0.0;
 }
 
+std::string DurationText(double seconds) {
+  const long long s = seconds > 0 ? static_cast<long long>(seconds + 0.5) : 0;
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "%lld:%02lld:%02lld", s / 3600, s / 60 % 60, s % 60);
+  return buf;
+}
+
+std::string RateText(int64_t frames_done, int64_t frames_total, double fps) {
+  if (fps <= 0) return "no rate yet";
+  char buf[96];
+  std::snprintf(buf, sizeof(buf), "%.1f fps, ETA %s", fps,
+                DurationText(EtaSeconds(frames_done, frames_total, fps)).c_str());
+  return buf;
+}
+
 nlohmann::json ProgressJson(const std::string& id, const JobProgress& p, double elapsed_s) {
   nlohmann::json progress = {{"id", id},
                              {"frames_done", p.frames_done},
                              {"frames_total", p.frames_total},
                              {"segments_done", p.segments_done},
                              {"segments_total", p.segments_total},
+                             {"frames_resumed", p.frames_resumed},
                              {"elapsed_s", elapsed_s},
-                             {"fps", FramesPerSecond(p.frames_done, elapsed_s)},
+                             // This run's rate: the frames an earlier run kept are not in it.
+                             {"fps", FramesPerSecond(p.frames_done - p.frames_resumed, elapsed_s)},
                              {"workers", nlohmann::json::array()}};
   for (const WorkerSnapshot& w : p.workers) {
     progress["workers"].push_back(
@@ -278,11 +305,13 @@ std::string ProgressLine(const nlohmann::json& progress) {
   const int64_t total = progress.value("frames_total", int64_t{0});
   const double fps = progress.value("fps", 0.0);
   char buf[160];
-  std::snprintf(buf, sizeof(buf), "%lld/%lld frames (%.1f%%), %.1f fps, ETA %.0f s",
-                static_cast<long long>(done), static_cast<long long>(total),
-                total > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 0.0,
-                fps, EtaSeconds(done, total, fps));
-  std::string line = buf;
+  std::snprintf(buf, sizeof(buf), "%lld/%lld frames (%.1f%%), ", static_cast<long long>(done),
+                static_cast<long long>(total),
+                total > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 0.0);
+  std::string line = buf + RateText(done, total, fps);
+  if (const int64_t kept = progress.value("frames_resumed", int64_t{0}); kept > 0) {
+    line += ", resumed (" + std::to_string(kept) + " frames kept from an earlier run)";
+  }
   if (auto g = progress.find("service_gpus"); g != progress.end() && g->is_array() && !g->empty()) {
     line += ", on GPUs " + GpuListText(*g);
   }

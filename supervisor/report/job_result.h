@@ -66,6 +66,7 @@ struct JobReport {
                                  // warning says why)
   DispatchStats dispatch;        // workers started, recycles, crashes, kills, retries, peaks
   int64_t segments_resumed = 0;  // segments found finished in the workspace and kept
+  int64_t frames_resumed = 0;    // the frames of those segments (not rendered by this run)
   StageTimes stages;
   // The workers were warm: the first ready one was kept loaded from the service's previous job
   // (warm_key.h), not started for this one. stages.workers_wait_s is the wait either way.
@@ -138,7 +139,7 @@ std::string IsoNow();
 
 // {"version", "id", "status": "done", "output", "frames", "seconds", "started_at",
 // "finished_at", "workers_started", "recycles", "recycles_by_reason", "crashes", "kills",
-// "chunk_retries", "segments", "segments_resumed", "stages", "worker_input_format",
+// "chunk_retries", "segments", "segments_resumed", "frames_resumed", "stages", "worker_input_format",
 // "output_pix_fmt", "warnings", "worker_sandbox", "worker_start", "workers_wait_s",
 // "workers_warm", "workers_spare", "mux", "faults", "model_fallbacks"} of a finished job.
 nlohmann::json DoneResultJson(const std::string& id, const JobReport& r,
@@ -173,6 +174,10 @@ int TotalRecycles(const DispatchStats& d);
 double FramesPerSecond(int64_t frames, double seconds);
 // Seconds left at `fps` (0 when the rate is unknown).
 double EtaSeconds(int64_t frames_done, int64_t frames_total, double fps);
+// "h:mm:ss" ("1:02:03", "0:00:15") of a duration in seconds, rounded.
+std::string DurationText(double seconds);
+// "12.0 fps, ETA 0:00:15"; "no rate yet" while `fps` is 0 (nothing rendered by this run yet).
+std::string RateText(int64_t frames_done, int64_t frames_total, double fps);
 
 // {"id", "frames_done", "frames_total", "segments_done", "segments_total", "elapsed_s", "fps",
 // "workers": [{"worker", "gen", "pid", "frames", "rss_mb", "gpu_reserved_mb"}]} of job `id`,

@@ -50,6 +50,33 @@ TEST_CASE("cli: --help on every command is usage on stdout with exit 0, bad usag
   CHECK(Bare("frobnicate").exit_code == 2);
 }
 
+TEST_CASE("cli: a mistyped command names itself and the command meant, exit 2") {
+  struct Typo {
+    const char* args;
+    const char* named;  // the word as typed
+    const char* meant;  // the suggestion, "" for none
+  };
+  for (const Typo& t : {Typo{"sumbit in.mp4 --model m.pt --output o.mp4", "'sumbit'", "'submit'"},
+                        Typo{"stauts", "'stauts'", "'status'"},
+                        Typo{"--config /nonexistent.json stauts", "'stauts'", "'status'"},
+                        Typo{"model exprot identity /tmp/x.pt", "'exprot'", "'model export'"},
+                        Typo{"slurm stauts job.json", "'stauts'", "'slurm status'"},
+                        Typo{"frobnicate", "'frobnicate'", ""}}) {
+    RunResult r = Bare(t.args);
+    INFO(t.args << ": " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(t.named) != std::string::npos);
+    if (*t.meant != '\0') {
+      CHECK(r.err.find(std::string("did you mean ") + t.meant) != std::string::npos);
+    } else {
+      CHECK(r.err.find("Commands: run") != std::string::npos);  // the list, when none is near
+    }
+  }
+  // A command's own arguments are no commands: `run` takes a file whatever its name.
+  RunResult run = Bare("run stauts.json");
+  CHECK(run.err.find("did you mean") == std::string::npos);
+}
+
 TEST_CASE("cli: a missing spool is an error naming where it looked") {
   Service s = MakeService("cli_no_spool", {{"spool_dir", ScratchDir("cli_no_spool_x") + "/none"}});
   for (const char* cmd : {"list", "status", "list --json"}) {

@@ -33,6 +33,7 @@ fm::JobReport FinishedReport() {
   r.chunks = 10;
   r.segments = 2;
   r.segments_resumed = 1;
+  r.frames_resumed = 150;
   r.in_width = 640;
   r.in_height = 360;
   r.out_width = 1280;
@@ -98,6 +99,7 @@ TEST_CASE("job result: a finished job's result.json has every key, with the repo
                                          "chunk_retries",
                                          "segments",
                                          "segments_resumed",
+                                         "frames_resumed",
                                          "stages",
                                          "worker_input_format",
                                          "output_pix_fmt",
@@ -130,6 +132,7 @@ TEST_CASE("job result: a finished job's result.json has every key, with the repo
   CHECK(j["chunk_retries"] == 4);
   CHECK(j["segments"] == 2);
   CHECK(j["segments_resumed"] == 1);
+  CHECK(j["frames_resumed"] == 150);
   CHECK(j["worker_input_format"] == "rgb24");
   CHECK(j["output_pix_fmt"] == "yuv420p");
   CHECK(j["warnings"] == nlohmann::json{"kept 8 bits"});
@@ -213,7 +216,8 @@ TEST_CASE("job result: progress.json has every key, and `status` reads it back a
   p.workers = {w};
   const nlohmann::json j = fm::ProgressJson("j1", p, 10.0);
   CHECK(Keys(j) == std::set<std::string>{"id", "frames_done", "frames_total", "segments_done",
-                                         "segments_total", "elapsed_s", "fps", "workers"});
+                                         "segments_total", "frames_resumed", "elapsed_s", "fps",
+                                         "workers"});
   CHECK(j["id"] == "j1");
   CHECK(j["frames_done"] == 120);
   CHECK(j["frames_total"] == 300);
@@ -230,18 +234,29 @@ TEST_CASE("job result: progress.json has every key, and `status` reads it back a
                                           {"gpu_reserved_mb", 1.5}});
   // Read back from its text, as `list` and `status` do.
   const nlohmann::json back = nlohmann::json::parse(j.dump());
-  CHECK(fm::ProgressLine(back) == "120/300 frames (40.0%), 12.0 fps, ETA 15 s");
+  CHECK(fm::ProgressLine(back) == "120/300 frames (40.0%), 12.0 fps, ETA 0:00:15");
   CHECK(fm::ProgressWorkerLines(back) ==
         std::vector<std::string>{
             "worker 1 gen 2 pid 4242: 40 frames, rss 100 MiB, gpu reserved 2 MiB"});
   // The service's GPUs the job holds; a job queued for GPUs.
   nlohmann::json on_gpus = back;
   on_gpus["service_gpus"] = {0, 1};
-  CHECK(fm::ProgressLine(on_gpus) == "120/300 frames (40.0%), 12.0 fps, ETA 15 s, on GPUs [0, 1]");
+  CHECK(fm::ProgressLine(on_gpus) == "120/300 frames (40.0%), 12.0 fps, ETA 0:00:15, on GPUs [0, 1]");
   CHECK(fm::ProgressLine({{"id", "j1"}, {"waiting_for_gpus", {2}}}) == "waiting for GPUs [2]");
   CHECK(fm::ProgressLine({{"id", "j1"}, {"waiting_for_gpus", nlohmann::json::array()}}) ==
         "waiting for a free GPU");
   // No progress.json yet; no time passed yet.
+  // A resumed job: the rate is this run's frames (120 - 100 in 10 s), the kept ones are named.
+  fm::JobProgress resumed = p;
+  resumed.frames_resumed = 100;
+  const nlohmann::json r = fm::ProgressJson("j1", resumed, 10.0);
+  CHECK(r["fps"] == 2.0);
+  CHECK(fm::ProgressLine(r) == "120/300 frames (40.0%), 2.0 fps, ETA 0:01:30, resumed (100 "
+                               "frames kept from an earlier run)");
+  // No rate before this run rendered a frame: no ETA of 0 s at 0%.
+  CHECK(fm::ProgressLine(fm::ProgressJson("j1", fm::JobProgress{}, 0.0)) ==
+        "0/0 frames (0.0%), no rate yet");
+  CHECK(fm::DurationText(3723.4) == "1:02:03");
   CHECK(fm::ProgressLine(nullptr) == "starting");
   CHECK(fm::ProgressWorkerLines(nullptr).empty());
   CHECK(fm::ProgressJson("j1", p, 0.0)["fps"] == 0.0);
@@ -253,7 +268,10 @@ TEST_CASE("job result: `framemill run`'s summary states the result's figures") {
   const std::string s = fm::RunSummary(r);
   CHECK(Contains(s,
                  "framemill: wrote /out/film.mkv: 300 frames 640x360 (rgb24 to the workers) -> "
-                 "1280x720 in 12.5 s (24.0 fps), 10 chunks, 2 segments\n"));
+                 "1280x720 in 12.5 s (12.0 fps), 10 chunks, 2 segments\n"));
+  // The rate is this run's own: the 150 frames of the segment an earlier run kept are not in it.
+  CHECK(Contains(s, "framemill: resumed: 1 of 2 segments (150 frames) kept from an earlier run; "
+                    "this run rendered 150 frames\n"));
   CHECK(Contains(s, "framemill: output pixel format yuv420p\n"));
   CHECK(Contains(s, "framemill: warning: kept 8 bits\n"));
   CHECK(Contains(s,

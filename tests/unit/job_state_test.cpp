@@ -91,3 +91,46 @@ TEST_CASE("job state: a state made for another plan, or unreadable, starts the j
   CHECK(ReadState(dir)["segments_done"].empty());  // rewritten, valid again
   fs::remove_all(dir);
 }
+
+TEST_CASE("job state: an identity that changed in any key starts the job over") {
+  const std::string dir = FreshDir("state_identity");
+  framemill::JobSpec job;
+  job.input = "/in.mp4";
+  job.model = "/m.pt";
+  auto plan = framemill::MakePlan(400, 25, 4);  // 16 chunks, 4 segments
+  REQUIRE(plan.ok());
+  const nlohmann::json identity = {{"input", {{"size", 10}}}, {"model", {{"size", 20}}},
+                                   {"settings", "crf 18"}};
+  {
+    JobState st(dir, job, *plan, 4);
+    st.SetIdentity(identity);
+    REQUIRE(st.Load().ok());
+    WriteSegment(st, 0, "zero");
+    REQUIRE(st.Finished(0, 4).ok());
+  }
+  CHECK(ReadState(dir)["identity"] == identity);
+  {  // The same identity keeps the segment.
+    JobState st(dir, job, *plan, 4);
+    st.SetIdentity(identity);
+    REQUIRE(st.Load(/*write_back=*/false).ok());
+    CHECK(st.resumed() == 1);
+  }
+  for (const char* key : {"input", "model", "settings"}) {
+    nlohmann::json other = identity;
+    other[key] = "changed";
+    JobState st(dir, job, *plan, 4);
+    st.SetIdentity(other);
+    REQUIRE(st.Load(/*write_back=*/false).ok());
+    INFO(key);
+    CHECK(st.resumed() == 0);
+  }
+  {  // A state saved without an identity (an older run) is not trusted either.
+    nlohmann::json st = ReadState(dir);
+    st.erase("identity");
+    std::ofstream(dir + "/state.json") << st.dump();
+    JobState again(dir, job, *plan, 4);
+    again.SetIdentity(identity);
+    REQUIRE(again.Load(/*write_back=*/false).ok());
+    CHECK(again.resumed() == 0);
+  }
+}

@@ -44,7 +44,10 @@ namespace {
 
 constexpr int kIdleWaitMs = 200;  // wake-up period while idle: heartbeat and parent check
 // FRAMEMILL_WORKER_OVERLAP_CHUNKS=always: how long a held result waits for the next request.
-constexpr int kHeldWaitMs = 1000;
+// Long enough that a loaded 2-core machine's decoder always supplies the next chunk first (with
+// 1 s, the test that crashes a worker holding a chunk found the chunk reported early now and
+// then in the full suite); the job's last chunk waits this long once.
+constexpr int kHeldWaitMs = 5000;
 
 // Chunks back to back (worker/batch_runner.h): a chunk's result is held while the next chunk
 // starts, and reported once its output is complete. FRAMEMILL_WORKER_OVERLAP_CHUNKS (a

@@ -196,10 +196,10 @@ std::vector<int> WorkerPids(const std::string& dir) {
 
 // Example model `name` exported into `dir`: the job's workers then carry `dir` in their command
 // line, which WorkerPids finds.
+// The tests' leaking model fixture (tests/fixtures/fixture_models.cpp).
 std::string ExportModel(const std::string& name, const std::string& dir) {
   const std::string path = dir + "/" + name + ".pt";
-  fm::Result<fm::CommandOutput> r =
-      fm::RunAndCapture({FRAMEMILL_BIN, "model", "export", name, path});
+  fm::Result<fm::CommandOutput> r = fm::RunAndCapture({FRAMEMILL_TEST_MODELS_BIN, name, path});
   if (!r.ok()) throw std::runtime_error(r.status().ToString());
   if (r->exit_code != 0) throw std::runtime_error("model export failed: " + r->err);
   return path;

@@ -1,5 +1,10 @@
 #include "common/face_setting.h"
 
+#include <climits>
+#include <cstdlib>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "common/json_fields.h"
 
 namespace framemill {
@@ -10,6 +15,24 @@ std::optional<JobMode> ParseJobMode(const std::string& name) {
   if (name == "frames") return JobMode::kFrames;
   if (name == "faces") return JobMode::kFaces;
   return std::nullopt;
+}
+
+std::string InstalledFaceDetector() {
+  char exe[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (n <= 0) return "";
+  std::string dir(exe, static_cast<size_t>(n));
+  dir = dir.substr(0, dir.rfind('/'));  // .../bin, or a build tree
+  for (const std::string& candidate :
+       {dir + "/../share/framemill/face-detector/" + kInstalledFaceDetector,
+        dir + "/../.deps/face-detector/" + kInstalledFaceDetector}) {
+    struct stat st {};
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      char real[4096];
+      return ::realpath(candidate.c_str(), real) != nullptr ? std::string(real) : candidate;
+    }
+  }
+  return "";
 }
 
 void ReadFaceSetting(FieldReader& r, FaceSetting* face) {
@@ -28,7 +51,10 @@ Status CheckFaceSetting(JobMode mode, const FaceSetting& face, const std::string
     return Status(StatusCode::kInvalidJob,
                   path +
                       ".face_detector: face mode needs face_detector (a BlazeFace ONNX file) "
-                      "or face_table");
+                      "or face_table, and no detector is installed with framemill (" +
+                      kInstalledFaceDetector +
+                      " in <prefix>/share/framemill/face-detector: scripts/install.sh puts it "
+                      "there)");
   }
   if (face.BlendPixels() * 2 > face.size) {
     return Status(StatusCode::kInvalidJob, path + ".blend: " + std::to_string(face.blend) +

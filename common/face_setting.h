@@ -39,8 +39,8 @@ struct FaceSetting {
   int max_faces = 4;
   // Feather width where the restored crop meets the frame, in crop pixels; 0 = size / 16.
   int blend = 0;
-  // The BlazeFace ONNX file (scripts/fetch-face-detector.sh): required in face mode unless `table`
-  // is given.
+  // The BlazeFace ONNX file (scripts/fetch-face-detector.sh). Face mode without it nor `table`
+  // takes InstalledFaceDetector().
   std::string detector;
   // A face table written by `framemill faces VIDEO --table FILE` (face_table.h), used instead of
   // detecting: "" = detect.
@@ -48,6 +48,14 @@ struct FaceSetting {
 
   int BlendPixels() const { return blend > 0 ? blend : size / 16; }
 };
+
+// The face detector file installed with framemill: the long-range BlazeFace model
+// (kInstalledFaceDetector) in <prefix>/share/framemill/face-detector/ beside the running
+// program's bin/ (`cmake --install`, the .deb), or, for a program in a build tree inside the
+// source tree, the source's .deps/face-detector/ (scripts/fetch-face-detector.sh). "" when
+// neither has it.
+inline constexpr const char* kInstalledFaceDetector = "face_detection_back_256x256_barracuda.onnx";
+std::string InstalledFaceDetector();
 
 // Reads the face keys (face_size, face_margin, face_min_size, max_faces, blend, face_detector,
 // face_table) from the object `r` reads, over `*face`; errors are recorded in `r`, naming the key.

@@ -27,7 +27,11 @@ Result<JobSpec> ParseJob(const nlohmann::json& object, const JobSettings& defaul
   // value nests.)
   FM_RETURN_IF_ERROR(ReadJobSettings(object, "job", StatusCode::kInvalidJob, &job.settings,
                                      {"input", "output", "model", "overwrite", "priority"}));
-  FM_RETURN_IF_ERROR(CheckFaceSetting(job.settings.mode, job.settings.faces, "job"));
+  FaceSetting& faces = job.settings.faces;
+  if (job.settings.mode == JobMode::kFaces && faces.detector.empty() && faces.table.empty()) {
+    faces.detector = InstalledFaceDetector();
+  }
+  FM_RETURN_IF_ERROR(CheckFaceSetting(job.settings.mode, faces, "job"));
   // A face model sees whole crops of face_size; tiles of a crop would cut the face it restores.
   // ("auto" stays allowed: it only halves the crops per call on out-of-memory, and tiles last.)
   if (job.settings.mode == JobMode::kFaces && job.settings.tile.mode == TileMode::kFixed) {

@@ -64,19 +64,6 @@ def forward(self, x):
   return m;
 }
 
-torch::jit::Module Leak() {
-  torch::jit::Module m("framemill.Leak");
-  // A list attribute the model appends to: every batch stays referenced for the life of the
-  // process, like a cache nobody clears. Growth: 12 bytes per pixel per frame (float RGB).
-  m.register_attribute("kept", c10::ListType::ofTensors(), c10::List<at::Tensor>());
-  m.define(R"(
-def forward(self, x):
-    self.kept.append(x.clone())
-    return x
-)");
-  return m;
-}
-
 // Registers NAME_w (a 3x3 convolution from `in` to `out` channels, He-initialised from torch's
 // seeded generator) and NAME_b (zeros) on `m`.
 void AddConv(torch::jit::Module& m, const std::string& name, int in, int out) {
@@ -132,58 +119,30 @@ torch::jit::Module Restore() {
   return m;
 }
 
-// The target's name and size as attributes of a hostile fixture.
-Result<torch::jit::Module> Aimed(const std::string& type, const std::string& target,
-                                 const std::string& forward) {
-  struct stat st {};
-  if (target.empty() || ::stat(target.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
-      st.st_size == 0) {
-    return Status(StatusCode::kInvalidJob,
-                  type + " needs --target FILE, an existing non-empty regular file");
-  }
-  torch::jit::Module m("framemill." + type);
-  m.register_attribute("target", c10::StringType::get(), target);
-  m.register_attribute("target_bytes", c10::IntType::get(), static_cast<int64_t>(st.st_size));
-  m.define(forward);
-  return m;
-}
-
-// Each uses what it took in its output: TorchScript drops code whose result is unused (a lone
-// fill_ on a tensor nobody reads included). In their code, dtype=0 is uint8
-// (c10::ScalarType::Byte): Module::define resolves no torch.uint8.
-Result<torch::jit::Module> ReadFile(const std::string& target) {
-  return Aimed("ReadFile", target, R"(
-def forward(self, x):
-    data = torch.from_file(self.target, False, self.target_bytes, dtype=0)
-    return torch.clamp(x + data.float().mean() / 255.0, 0.0, 1.0)
-)");
-}
-
-Result<torch::jit::Module> WriteFile(const std::string& target) {
-  return Aimed("WriteFile", target, R"(
-def forward(self, x):
-    data = torch.from_file(self.target, True, self.target_bytes, dtype=0)
-    written = data.fill_(88).float().mean() - 88.0
-    return torch.clamp(x + written, 0.0, 1.0)
-)");
-}
-
 }  // namespace
 
-std::vector<std::string> ExampleModelNames() {
-  return {"identity", "invert",    "sharpen",   "upscale2x", "heavy",
-          "restore",  "leak",      "read_file", "write_file"};
+Status SaveModule(torch::jit::Module& module, const std::string& path) {
+  try {
+    const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+    module.save(tmp);
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+      std::remove(tmp.c_str());
+      return Status(StatusCode::kIo, "cannot rename " + tmp + " to " + path);
+    }
+  } catch (const std::exception& e) {
+    return Status(StatusCode::kIo, "cannot write a model to " + path + ": " + e.what());
+  }
+  return Status::Ok();
 }
 
-Status ExportExampleModel(const std::string& name, const std::string& path,
-                          const std::string& target) {
+std::vector<std::string> ExampleModelNames() {
+  return {"identity", "invert", "sharpen", "upscale2x", "heavy", "restore"};
+}
+
+Status ExportExampleModel(const std::string& name, const std::string& path) {
   try {
     torch::jit::Module m;
-    if (name == "read_file" || name == "write_file") {
-      Result<torch::jit::Module> aimed = name == "read_file" ? ReadFile(target) : WriteFile(target);
-      if (!aimed.ok()) return aimed.status();
-      m = *aimed;
-    } else if (name == "identity") {
+    if (name == "identity") {
       m = Identity();
     } else if (name == "invert") {
       m = Invert();
@@ -195,24 +154,16 @@ Status ExportExampleModel(const std::string& name, const std::string& path,
       m = Heavy();
     } else if (name == "restore") {
       m = Restore();
-    } else if (name == "leak") {
-      m = Leak();
     } else {
       std::string names;
       for (const std::string& n : ExampleModelNames()) names += (names.empty() ? "" : ", ") + n;
       return Status(StatusCode::kInvalidJob,
                     "unknown example model \"" + name + "\" (known: " + names + ")");
     }
-    std::string tmp = path + ".tmp." + std::to_string(::getpid());
-    m.save(tmp);
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-      std::remove(tmp.c_str());
-      return Status(StatusCode::kIo, "cannot rename " + tmp + " to " + path);
-    }
+    return SaveModule(m, path);
   } catch (const std::exception& e) {
     return Status(StatusCode::kIo, "cannot write model " + name + " to " + path + ": " + e.what());
   }
-  return Status::Ok();
 }
 
 }  // namespace framemill

@@ -8,17 +8,14 @@
 //              output stays close to its input
 //   restore    a residual restoration net of realistic size (64 channels, 8 residual blocks,
 //              about 2.4 TFLOP per 1080p frame), random (seeded) weights, output close to input
-//   leak       identity that keeps a copy of every input batch: memory grows by 12 bytes per
-//              pixel of every frame it sees (a fault fixture for recycling)
-// Hostile fixtures for the sandbox tests, each aimed at a `target` file named at export:
-//   read_file  reads the target (torch.from_file) and adds its mean byte to every pixel: the
-//              file's content leaks into the output video
-//   write_file maps the target shared (torch.from_file(..., shared=True)) and fills it with 'X':
-//              the file is overwritten; returns its input
+// The tests' fault and hostile fixtures (a leaking model, models that read or write a file) are
+// not here: they live with the tests (tests/fixtures/fixture_models.cpp).
 #pragma once
 
 #include <string>
 #include <vector>
+
+#include <torch/script.h>
 
 #include "common/status.h"
 
@@ -26,9 +23,11 @@ namespace framemill {
 
 std::vector<std::string> ExampleModelNames();
 
-// Writes model `name` to `path` (through a temporary file and a rename). `target` is the file the
-// hostile fixtures aim at (it must exist: its size is fixed at export); others ignore it.
-Status ExportExampleModel(const std::string& name, const std::string& path,
-                          const std::string& target = "");
+// Writes model `name` to `path` (SaveModule).
+Status ExportExampleModel(const std::string& name, const std::string& path);
+
+// Saves `module` as a TorchScript file at `path`, through a temporary file and a rename (a
+// reader never sees half a file). Errors: kIo.
+Status SaveModule(torch::jit::Module& module, const std::string& path);
 
 }  // namespace framemill

@@ -50,7 +50,7 @@ constexpr const char* kUsage =
     "                        (a spare: the model's arguments and descriptor come later)\n"
     "       framemill-worker ... --model PATH ...  (tools: the worker opens the file itself,\n"
     "                                               instead of --model-fd)\n"
-    "       framemill-worker --export-model NAME PATH [--target FILE]\n"
+    "       framemill-worker --export-model NAME PATH\n"
     "       framemill-worker --list-models\n"
     "       framemill-worker --import-model NAME PATH --packages DIR\n"
     "       framemill-worker --list-importable\n";
@@ -266,8 +266,8 @@ int main(int argc, char** argv) {
   using namespace framemill;
   const uint64_t main_ms = MonotonicMs();
   std::vector<std::string> a(argv + 1, argv + argc);
-  if ((a.size() == 3 || (a.size() == 5 && a[3] == "--target")) && a[0] == "--export-model") {
-    Status s = ExportExampleModel(a[1], a[2], a.size() == 5 ? a[4] : "");
+  if (a.size() == 3 && a[0] == "--export-model") {
+    Status s = ExportExampleModel(a[1], a[2]);
     if (!s.ok()) {
       std::fprintf(stderr, "framemill: %s\n", s.ToString().c_str());
       return 1;

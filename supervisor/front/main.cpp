@@ -17,6 +17,7 @@
 #include <CLI/CLI.hpp>
 
 #include "common/config.h"
+#include "common/face_setting.h"
 #include "common/file_util.h"
 #include "common/job_file.h"
 #include "common/json_fields.h"
@@ -56,7 +57,7 @@ void InstallSignalHandlers() {
 }
 
 // Model export needs LibTorch, which the supervisor does not link: the worker binary does it.
-// `args`: the worker's own arguments (--export-model NAME PATH [--target FILE] | --list-models).
+// `args`: the worker's own arguments (--export-model NAME PATH | --list-models).
 int ModelCommand(const std::vector<std::string>& args, const framemill::Config& config) {
   std::vector<std::string> argv = {framemill::WorkerBinaryPath(config.worker_binary)};
   argv.insert(argv.end(), args.begin(), args.end());
@@ -143,9 +144,17 @@ int PreviewCommand(const std::string& job_path, int frames, bool json,
 
 // `framemill faces`: the faces found in sampled frames, as text or as one JSON document.
 // With --table: the face pass over the whole video, written as a face table (face_table.h).
-int FacesCommand(const std::string& video, const framemill::FacesInVideoOptions& options,
+int FacesCommand(const std::string& video, framemill::FacesInVideoOptions options,
                  const std::string& table_path, framemill::FacePassOptions pass, bool json,
                  const framemill::Config& config) {
+  if (options.detector.empty()) options.detector = framemill::InstalledFaceDetector();
+  if (options.detector.empty()) {
+    std::fprintf(stderr, "framemill faces: no face detector is installed with framemill (%s in "
+                         "<prefix>/share/framemill/face-detector: scripts/install.sh puts it "
+                         "there); name one with --detector FILE\n",
+                 framemill::kInstalledFaceDetector);
+    return kExitUsage;
+  }
   if (!table_path.empty()) {
     pass.face.detector = options.detector;
     pass.detection = options.detection;
@@ -179,10 +188,11 @@ struct Request {
   framemill::SlurmArgs slurm;    // slurm submit, slurm status
   int frames = framemill::kDefaultPreviewFrames;  // preview
   framemill::SubmitArgs submit;  // submit
-  std::string job_id;            // status, cancel, retry
+  std::string job_id;            // status, cancel, retry (an id or its unique start)
+  std::string list_state;        // list --state
   bool follow = false;
   bool json = false;
-  std::string model_name, model_path, model_target;  // model export, import, info
+  std::string model_name, model_path;  // model export, import, info
   std::string model_packages = ".deps/model-packages";  // model import
   std::string shell = "bash";                        // completion
   std::string video;                                 // faces
@@ -260,9 +270,8 @@ void DefineCommands(CLI::App& app, Request& rq) {
   faces->add_option("video", rq.video, "The video")->required();
   faces
       ->add_option("--detector", rq.faces.detector,
-                   "The BlazeFace ONNX file (scripts/fetch-face-detector.sh puts both models in "
-                   ".deps/face-detector/)")
-      ->required()
+                   "The BlazeFace ONNX file (default: the long-range model installed with "
+                   "framemill; scripts/fetch-face-detector.sh puts both in .deps/face-detector/)")
       ->type_name("FILE");
   faces
       ->add_option("--frames", rq.faces.frames,
@@ -328,17 +337,20 @@ void DefineCommands(CLI::App& app, Request& rq) {
 
   CLI::App* list = app.add_subcommand("list", "List every job of the spool: id, state, detail");
   list->add_flag("--json", rq.json, "Print a JSON array of jobs");
+  list->add_option("--state", rq.list_state, "Only the jobs in this state")
+      ->check(CLI::IsMember({"incoming", "active", "done", "failed"}))
+      ->type_name("STATE");
 
   CLI::App* status =
       app.add_subcommand("status", "The spool's counts and active jobs, or one job's progress");
-  status->add_option("job", rq.job_id, "A job id (as `submit` printed it)");
+  status->add_option("job", rq.job_id, "A job id (as `submit` printed it), or its unique start");
   status->add_flag("--follow,-f", rq.follow, "Repeat every second until the job ends");
   status->add_flag("--json", rq.json, "Print JSON")->excludes("--follow");
 
   CLI::App* cancel = app.add_subcommand("cancel", "Ask the service to cancel a job");
-  cancel->add_option("job", rq.job_id, "A job id")->required();
+  cancel->add_option("job", rq.job_id, "A job id, or its unique start")->required();
   CLI::App* retry = app.add_subcommand("retry", "Ask the service to run a failed job again");
-  retry->add_option("job", rq.job_id, "A job id")->required();
+  retry->add_option("job", rq.job_id, "A job id, or its unique start")->required();
 
   CLI::App* model =
       app.add_subcommand("model", "Models: export examples, import trained ones, describe them");
@@ -346,10 +358,6 @@ void DefineCommands(CLI::App& app, Request& rq) {
   CLI::App* exp = model->add_subcommand("export", "Write an example TorchScript model");
   exp->add_option("name", rq.model_name, "The example's name (`framemill model list`)")->required();
   exp->add_option("path", rq.model_path, "Where to write it")->required();
-  exp->add_option("--target", rq.model_target,
-                  "A file the test models `read_file`/`write_file`"
-                  " try to reach (sandbox tests)")
-      ->type_name("FILE");
   model->add_subcommand("list", "Names of the example models and of the importable trained ones");
   CLI::App* imp = model->add_subcommand(
       "import", "Turn a published trained model into a TorchScript model file and its card");
@@ -436,7 +444,7 @@ int Main(int argc, char** argv) {
     return kExitOk;
   }
   if (name == "submit") return framemill::SubmitCommand(rq.submit, *config, rq.json);
-  if (name == "list") return framemill::ListCommand(*config, rq.json);
+  if (name == "list") return framemill::ListCommand(*config, rq.json, rq.list_state);
   if (name == "status") return framemill::StatusCommand(rq.job_id, rq.follow, rq.json, *config);
   if (name == "cancel") return framemill::CancelCommand(rq.job_id, *config);
   if (name == "retry") return framemill::RetryCommand(rq.job_id, *config);
@@ -448,9 +456,7 @@ int Main(int argc, char** argv) {
           {"--import-model", rq.model_name, rq.model_path, "--packages", rq.model_packages},
           *config);
     }
-    std::vector<std::string> args = {"--export-model", rq.model_name, rq.model_path};
-    if (!rq.model_target.empty()) args.insert(args.end(), {"--target", rq.model_target});
-    return ModelCommand(args, *config);
+    return ModelCommand({"--export-model", rq.model_name, rq.model_path}, *config);
   }
   std::fprintf(stderr, "framemill: unknown command %s\n", name.c_str());
   return kExitUsage;

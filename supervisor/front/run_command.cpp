@@ -85,14 +85,17 @@ std::function<void(const JobProgress&)> ProgressPrinter() {
     const uint64_t now = MonotonicMs();
     if (now - *last_ms < 250 || p.frames_total <= 0) return;
     *last_ms = now;
-    const double frac = static_cast<double>(p.frames_done) / static_cast<double>(p.frames_total);
-    const double fps = FramesPerSecond(p.frames_done - p.frames_resumed,
+    // Frames written count; the model runs ahead of them by the arena's depth.
+    const double frac =
+        static_cast<double>(p.frames_written) / static_cast<double>(p.frames_total);
+    const double fps = FramesPerSecond(p.frames_written - p.frames_resumed,
                                        static_cast<double>(now - start_ms) / 1000.0);
     std::string bar(static_cast<size_t>(frac * 30), '#');
     bar.resize(30, '.');
-    std::fprintf(stderr, "\r[%s] %5.1f%% %lld/%lld frames, %s%s ", bar.c_str(), 100.0 * frac,
-                 static_cast<long long>(p.frames_done), static_cast<long long>(p.frames_total),
-                 RateText(p.frames_done, p.frames_total, fps).c_str(),
+    std::fprintf(stderr, "\r[%s] %5.1f%% %lld/%lld frames written, %s%s ", bar.c_str(),
+                 100.0 * frac, static_cast<long long>(p.frames_written),
+                 static_cast<long long>(p.frames_total),
+                 RateText(p.frames_written, p.frames_total, fps).c_str(),
                  p.frames_resumed > 0 ? ", resumed" : "");
   };
 }
@@ -176,7 +179,9 @@ int RunCommand(const RunArgs& args, const Config& config, const std::atomic<bool
       result.erase("id");
       result["started_at"] = started_at;
       result["finished_at"] = IsoNow();
-      if (whole && PathExists(kept)) result["work_kept"] = kept;
+      // As the service's result.json: whether finished segments were kept; and where.
+      result["work_kept"] = whole && PathExists(kept);
+      if (whole && PathExists(kept)) result["work_dir"] = kept;
       std::printf("%s\n", DumpJson(result, 2).c_str());
     }
     return ExitCodeOf(report.status().code());

@@ -260,7 +260,9 @@ struct RunningJob {
 class Service {
  public:
   Service(const Config& config, const std::atomic<bool>& stop)
-      : config_(config), stop_(stop), spool_(config.spool_dir), requests_(spool_, config) {}
+      : config_(config), stop_(stop), spool_(config.spool_dir), requests_(spool_, config, [this](const std::string& id, SpoolState state) {
+          JobEnded(id, state);
+        }) {}
 
   Status Run();
 
@@ -1109,14 +1111,14 @@ void Service::RunClaimed(RunningJob* running) {
     if (now - last_write < 1000) return;
     last_write = now;
     double secs = static_cast<double>(now - start_ms) / 1000.0;
-    double fps = FramesPerSecond(p.frames_done, secs);
     nlohmann::json progress = ProgressJson(id, p, secs);
+    const double fps = progress.value("fps", 0.0);
     if (!gpus.empty()) progress["service_gpus"] = gpus;
     (void)AtomicWriteFile(dir + "/progress.json", DumpJson(progress) + "\n");
     char status[256];
-    std::snprintf(status, sizeof(status), "STATUS=job %s: %lld/%lld frames, %.1f fps", id.c_str(),
-                  static_cast<long long>(p.frames_done), static_cast<long long>(p.frames_total),
-                  fps);
+    std::snprintf(status, sizeof(status), "STATUS=job %s: %lld/%lld frames written, %.1f fps",
+                  id.c_str(), static_cast<long long>(p.frames_written),
+                  static_cast<long long>(p.frames_total), fps);
     sd_notify(0, status);
   };
   Result<JobReport> report = config_.backend == Backend::kSlurm

@@ -84,6 +84,7 @@ Result<JobReport> RunOnSlurm(const std::string& job_path, const JobSpec& job, co
       JobProgress p;
       p.frames_total = plan->frame_count;
       p.frames_done = PathExists(parts_dir) ? PartsFramesDone(parts_dir, job, *plan) : 0;
+      p.frames_written = p.frames_done;  // a part's finished segments are written
       p.segments_total = plan->segments;
       options.on_progress(p);
     }

@@ -1,7 +1,10 @@
 #include "supervisor/front/slurm_commands.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <map>
+#include <string>
+#include <vector>
 #include <unistd.h>
 
 #include "common/file_util.h"
@@ -111,7 +114,15 @@ Result<std::string> RunSbatch(const std::vector<std::string>& argv) {
   Result<CommandOutput> r = RunAndCapture(argv);
   if (!r.ok()) return r.status().WithContext("sbatch");
   if (r->exit_code != 0) {
-    return Status(StatusCode::kIo, "sbatch failed (" + DescribeExit(*r) + "): " + r->err);
+    // Without a configuration sbatch looks for the controller in DNS and says only that.
+    const char* conf = std::getenv("SLURM_CONF");
+    const std::string hint =
+        (conf == nullptr || *conf == '\0') && ::access("/etc/slurm/slurm.conf", R_OK) != 0
+            ? " (no Slurm configuration here: SLURM_CONF is unset and /etc/slurm/slurm.conf is "
+              "missing; set SLURM_CONF to the cluster's slurm.conf)"
+            : "";
+    return Status(StatusCode::kIo,
+                  "sbatch failed (" + DescribeExit(*r) + "): " + r->err + hint);
   }
   return ParseParsableId(r->out);
 }
@@ -204,10 +215,16 @@ std::map<int, std::string> SlurmTaskStates(const std::string& array_job) {
 
 namespace {
 
+// The Slurm state of job `id` as squeue gives it, with its pending reason when it has one
+// ("PENDING (DependencyNeverSatisfied)"); "not queued" when squeue does not list it.
 std::string JobStateOf(const std::string& id) {
-  Result<CommandOutput> r = RunAndCapture({"squeue", "-h", "-j", id, "-o", "%T"});
+  Result<CommandOutput> r = RunAndCapture({"squeue", "-h", "-j", id, "-o", "%T|%r"});
   if (!r.ok() || r->exit_code != 0 || r->out.empty()) return "not queued";
-  return r->out.substr(0, r->out.find('\n'));
+  std::string line = r->out.substr(0, r->out.find('\n'));
+  const size_t bar = line.find('|');
+  if (bar == std::string::npos) return line;
+  const std::string state = line.substr(0, bar), reason = line.substr(bar + 1);
+  return reason.empty() || reason == "None" ? state : state + " (" + reason + ")";
 }
 
 int StatusCommand(const std::string& job_path, bool json, const Config& config) {
@@ -227,6 +244,19 @@ int StatusCommand(const std::string& job_path, bool json, const Config& config) 
   Result<PartsPlan> plan = ReadPartsPlan(parts_dir);
   if (!plan.ok() && PathExists(job->output) && !PathExists(parts_dir)) {
     // The stitch removes the parts once the output is in place.
+    if (json) {
+      std::printf("%s\n", DumpJson({{"job", ResolvePath(job_path)},
+                                     {"array_job", array_job},
+                                     {"stitch_job", stitch_job},
+                                     {"stitch", "done"},
+                                     {"stitched", true},
+                                     {"output", job->output},
+                                     {"output_exists", true},
+                                     {"parts", nlohmann::json::array()}},
+                                    2)
+                               .c_str());
+      return kExitOk;
+    }
     std::printf("job %s: stitched into %s (stitch job %s)\n", job_path.c_str(),
                 job->output.c_str(), stitch_job.empty() ? "-" : stitch_job.c_str());
     return kExitOk;
@@ -264,8 +294,22 @@ int StatusCommand(const std::string& job_path, bool json, const Config& config) 
                         {"array_job", array_job},
                         {"stitch_job", stitch_job},
                         {"stitch", stitch_job.empty() ? "-" : JobStateOf(stitch_job)},
+                        {"stitched", false},
+                        {"output", job->output},
                         {"output_exists", output},
                         {"parts", parts}};
+  // A part neither done nor known to Slurm was cancelled or lost: the stitch waits on it for ever
+  // (DependencyNeverSatisfied) until `slurm resume` runs it again.
+  std::vector<std::string> stuck;
+  for (const nlohmann::json& p : parts) {
+    if (p["slurm"] == "not queued" && p["segments_done"] != p["segments"]) {
+      stuck.push_back(p["part"].get<std::string>());
+    }
+  }
+  const bool never = all["stitch"].get<std::string>().find("DependencyNeverSatisfied") !=
+                     std::string::npos;
+  const std::string mend = "framemill slurm resume " + job_path;
+  if (!stuck.empty() || never) all["mend"] = mend;
   if (json) {
     std::printf("%s\n", DumpJson(all, 2).c_str());
     return kExitOk;
@@ -278,6 +322,16 @@ int StatusCommand(const std::string& job_path, bool json, const Config& config) 
                 static_cast<long long>(p["segments_done"].get<int64_t>()),
                 static_cast<long long>(p["segments"].get<int64_t>()),
                 p["slurm"].get<std::string>().c_str());
+  }
+  if (!stuck.empty() || never) {
+    std::string names;
+    for (const std::string& n : stuck) names += (names.empty() ? "" : ", ") + n;
+    std::printf("%s%s: `%s` runs %s again, and the stitch after them\n",
+                stuck.empty() ? "" : ("part " + names + " is neither done nor queued").c_str(),
+                never ? (stuck.empty() ? "the stitch waits on a part that will never end"
+                                       : " and the stitch waits on it for ever")
+                      : "",
+                mend.c_str(), stuck.empty() ? "the unfinished parts" : "them");
   }
   return kExitOk;
 }

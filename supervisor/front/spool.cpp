@@ -12,6 +12,7 @@
 #include <random>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "common/config.h"
@@ -142,6 +143,32 @@ Status Spool::Lock() {
   return Status::Ok();
 }
 
+int Spool::ServingPid() const {
+  struct stat st {};
+  if (::stat((root_ + "/lock").c_str(), &st) != 0) return 0;
+  // "1: FLOCK  ADVISORY  WRITE 4242 fe:01:1234567 0 EOF": the holder's pid, then the file as
+  // major:minor (hex) and inode.
+  FILE* locks = std::fopen("/proc/locks", "re");
+  if (locks == nullptr) return 0;
+  int pid = 0;
+  char line[256];
+  while (pid == 0 && std::fgets(line, sizeof(line), locks) != nullptr) {
+    char kind[16] = {}, mode[16] = {};
+    int holder = 0;
+    unsigned major_no = 0, minor_no = 0;
+    unsigned long long inode = 0;
+    if (std::sscanf(line, "%*[^:]: %15s %*s %15s %d %x:%x:%llu", kind, mode, &holder, &major_no,
+                    &minor_no, &inode) == 6 &&
+        std::strcmp(kind, "FLOCK") == 0 && std::strcmp(mode, "WRITE") == 0 &&
+        major_no == major(st.st_dev) && minor_no == minor(st.st_dev) && inode == st.st_ino &&
+        holder > 0) {
+      pid = holder;
+    }
+  }
+  std::fclose(locks);
+  return pid;
+}
+
 std::vector<SpoolEntry> Spool::Incoming() const {
   std::vector<SpoolEntry> jobs;
   for (const std::string& name : ListNames(Dir(SpoolState::kIncoming))) {
@@ -212,6 +239,21 @@ Result<SpoolEntry> Spool::Find(const std::string& id) const {
     if (e.id == id) return e;
   }
   return Status(StatusCode::kInvalidJob, "no job " + id + " in spool " + root_);
+}
+
+Result<SpoolEntry> Spool::Resolve(const std::string& id) const {
+  std::vector<SpoolEntry> matches;
+  for (const SpoolEntry& e : All()) {
+    if (e.id == id) return e;
+    if (!id.empty() && e.id.compare(0, id.size(), id) == 0) matches.push_back(e);
+  }
+  if (matches.size() == 1) return matches[0];
+  if (matches.empty()) return Status(StatusCode::kInvalidJob, "no job " + id + " in spool " + root_);
+  std::string names;
+  for (size_t i = 0; i < matches.size() && i < 5; ++i) names += " " + matches[i].id;
+  return Status(StatusCode::kInvalidJob,
+                std::to_string(matches.size()) + " jobs begin with " + id + ":" + names +
+                    (matches.size() > 5 ? " ..." : "") + "; give more of the id");
 }
 
 std::string Spool::UniqueId(const std::string& wanted) const {

@@ -81,6 +81,10 @@ class Spool {
   Status Prepare();
   // Takes the spool's lock; fails (kIo) naming the holder's pid when another supervisor has it.
   Status Lock();
+  // The pid of the supervisor that holds the spool's lock (serves it now), read from
+  // /proc/locks without touching the lock; 0 when none does (no service is running on this
+  // spool: its active jobs wait for the next start). Any user may ask.
+  int ServingPid() const;
 
   const std::string& root() const { return root_; }
   // A folder of the spool by name ("tmp", "requests", "workers"), or a state's.
@@ -102,6 +106,9 @@ class Spool {
   SpoolCounts Count() const;
   // Finds a job by id in any state.
   Result<SpoolEntry> Find(const std::string& id) const;
+  // What a person typed: the job of that id, else the one job whose id begins with it (as git
+  // takes a commit's prefix). Errors: kInvalidJob for none, or for several (named).
+  Result<SpoolEntry> Resolve(const std::string& id) const;
 
   // Takes incoming/<name>.json: opens it once (O_NOFOLLOW | O_NONBLOCK) and checks with fstat
   // that it is a regular file of at most kMaxJobFileBytes, then moves it to active/<id>/job.json

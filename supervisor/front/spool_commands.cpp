@@ -21,6 +21,9 @@
 namespace framemill {
 namespace {
 
+// Progress older than this is named (the service rewrites it every few seconds while it runs).
+constexpr double kStaleProgressS = 120.0;
+
 nlohmann::json ReadJson(const std::string& path) {
   Result<nlohmann::json> j = ReadJsonFile(path, 16 << 20, StatusCode::kIo);
   return j.ok() ? *j : nlohmann::json();
@@ -29,17 +32,94 @@ nlohmann::json ReadJson(const std::string& path) {
 // The fields `list --json` gives each job and `status --json` each active one: id, state,
 // priority, submitted (Unix seconds), and by state progress (active), output (done) or reason
 // (failed: the reason code).
-nlohmann::json EntryJson(const SpoolEntry& e) {
+// Seconds since `path` was last written (wall clock, for people); -1 when it is not there.
+double AgeSeconds(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return -1;
+  struct timespec now {};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  return static_cast<double>(now.tv_sec - st.st_mtim.tv_sec) +
+         static_cast<double>(now.tv_nsec - st.st_mtim.tv_nsec) / 1e9;
+}
+
+// An active job's fields: "service_pid" (the supervisor serving the spool, null when none runs:
+// the job waits for the next start) and "progress_age_s" (since progress.json was written).
+// `serving_pid`: Spool::ServingPid().
+nlohmann::json EntryJson(const SpoolEntry& e, int serving_pid) {
   nlohmann::json j = {{"id", e.id},
                       {"state", Name(e.state)},
                       {"priority", e.priority},
                       {"submitted", static_cast<double>(e.submitted_ns) / 1e9}};
-  if (e.state == SpoolState::kActive) j["progress"] = ReadJson(e.path + "/progress.json");
+  if (e.state == SpoolState::kActive) {
+    j["progress"] = ReadJson(e.path + "/progress.json");
+    j["service_pid"] = serving_pid > 0 ? nlohmann::json(serving_pid) : nlohmann::json(nullptr);
+    const double age = AgeSeconds(e.path + "/progress.json");
+    j["progress_age_s"] = age >= 0 ? nlohmann::json(age) : nlohmann::json(nullptr);
+  }
   if (e.state == SpoolState::kDone) j["output"] = ResultOutput(ReadJson(e.path + "/result.json"));
   if (e.state == SpoolState::kFailed) {
     j["reason"] = ResultReasonCode(ReadJson(e.path + "/result.json"));
   }
   return j;
+}
+
+// An active job as people read it (EntryJson's fields): its progress while a service runs; what
+// it had done and that it waits for the service when none does, never a rate or an ETA then.
+std::string ActiveLine(const nlohmann::json& entry) {
+  const nlohmann::json progress = entry.value("progress", nlohmann::json());
+  const nlohmann::json age = entry.value("progress_age_s", nlohmann::json());
+  if (entry.value("service_pid", nlohmann::json()).is_null()) {
+    std::string line = "interrupted: no framemill service is running on this spool; the job "
+                       "continues from its finished segments when it starts again";
+    if (progress.is_object()) {
+      line += " (at its last report " + std::to_string(progress.value("frames_done", 0)) + "/" +
+              std::to_string(progress.value("frames_total", 0)) + " frames";
+      if (age.is_number()) line += ", " + DurationText(age.get<double>()) + " ago";
+      line += ")";
+    }
+    return line;
+  }
+  std::string line = "active, " + ProgressLine(progress);
+  // The service writes progress.json every few seconds while a job runs.
+  if (age.is_number() && age.get<double>() > kStaleProgressS) {
+    line += "; no progress reported for " + DurationText(age.get<double>());
+  }
+  return line;
+}
+
+// An ended job's result.json in a few lines (the document itself: status --json).
+std::string ResultText(const std::string& id, const nlohmann::json& r) {
+  std::string out;
+  if (!r.is_object()) return id + ": ended, but its result.json cannot be read\n";
+  if (r.value("status", "") != "done") {
+    const nlohmann::json reason = r.value("reason", nlohmann::json::object());
+    const std::string code = reason.value("code", std::string("unknown"));
+    out = id + (code == StatusCodeName(StatusCode::kCancelled) ? ": " : ": failed: ") + code +
+          ": " + reason.value("message", std::string()) + "\n";
+    if (r.value("work_kept", false)) out += "  finished segments kept: `framemill retry " + id + "`\n";
+    return out;
+  }
+  const double seconds = r.value("seconds", 0.0);
+  const int64_t frames = r.value("frames", int64_t{0});
+  const int64_t kept = r.value("frames_resumed", int64_t{0});
+  char buf[256];
+  std::snprintf(buf, sizeof(buf), "%s: done: %s\n  %lld frames in %s (%.1f fps)", id.c_str(),
+                r.value("output", std::string()).c_str(), static_cast<long long>(frames),
+                DurationText(seconds).c_str(), FramesPerSecond(frames - kept, seconds));
+  out = buf;
+  if (const int64_t segments = r.value("segments_resumed", int64_t{0}); segments > 0) {
+    out += ", resumed: " + std::to_string(segments) + " of " +
+           std::to_string(r.value("segments", 0)) + " segments kept from an earlier run";
+  }
+  out += "\n  workers started " + std::to_string(r.value("workers_started", 0)) + ", recycled " +
+         std::to_string(r.value("recycles", 0)) + ", crashed " + std::to_string(r.value("crashes", 0)) +
+         ", killed " + std::to_string(r.value("kills", 0)) + "; chunks retried " +
+         std::to_string(r.value("chunk_retries", 0)) + "\n";
+  for (const nlohmann::json& w : r.value("warnings", nlohmann::json::array())) {
+    if (w.is_string()) out += "  warning: " + w.get<std::string>() + "\n";
+  }
+  out += "  (the whole result: framemill status " + id + " --json)\n";
+  return out;
 }
 
 // A client's spool must exist and be readable: an empty listing of a spool that is not there
@@ -102,12 +182,15 @@ int SubmitCommand(const SubmitArgs& args, const Config& config, bool json) {
   return kExitOk;
 }
 
-int ListCommand(const Config& config, bool json) {
+int ListCommand(const Config& config, bool json, const std::string& state) {
   Spool spool(config.spool_dir);
   if (!SpoolUsable(spool, "list")) return kExitFailed;
   nlohmann::json all = nlohmann::json::array();
+  const int serving = spool.ServingPid();
+  if (!json) std::printf("ID\tSTATE\tDETAIL\n");
   for (const SpoolEntry& e : spool.All()) {
-    nlohmann::json entry = EntryJson(e);
+    if (!state.empty() && state != Name(e.state)) continue;
+    nlohmann::json entry = EntryJson(e, serving);
     if (json) {
       all.push_back(entry);
       continue;
@@ -118,7 +201,7 @@ int ListCommand(const Config& config, bool json) {
         detail = "priority " + std::to_string(e.priority);
         break;
       case SpoolState::kActive:
-        detail = ProgressLine(entry.value("progress", nlohmann::json()));
+        detail = ActiveLine(entry);
         break;
       case SpoolState::kDone:
         detail = entry.value("output", "");
@@ -133,34 +216,49 @@ int ListCommand(const Config& config, bool json) {
   return kExitOk;
 }
 
-int StatusCommand(const std::string& id, bool follow, bool json, const Config& config) {
+int StatusCommand(const std::string& id_or_prefix, bool follow, bool json, const Config& config) {
   Spool spool(config.spool_dir);
   if (!SpoolUsable(spool, "status")) return kExitFailed;
-  if (id.empty()) {
+  if (id_or_prefix.empty()) {
     nlohmann::json counts = nlohmann::json::object();
     for (SpoolState state : kSpoolStates) counts[Name(state)] = 0;
     for (const SpoolEntry& e : spool.All())
       counts[Name(e.state)] = counts[Name(e.state)].get<int>() + 1;
+    const int serving = spool.ServingPid();
     nlohmann::json active = nlohmann::json::array();
-    for (const SpoolEntry& e : spool.Active()) active.push_back(EntryJson(e));
+    for (const SpoolEntry& e : spool.Active()) active.push_back(EntryJson(e, serving));
     if (json) {
-      std::printf(
-          "%s\n",
-          DumpJson({{"spool", spool.root()}, {"counts", counts}, {"active", active}}, 2).c_str());
+      std::printf("%s\n", DumpJson({{"spool", spool.root()},
+                                     {"service_pid", serving > 0 ? nlohmann::json(serving)
+                                                                 : nlohmann::json(nullptr)},
+                                     {"counts", counts},
+                                     {"active", active}},
+                                    2)
+                               .c_str());
       return kExitOk;
     }
     auto count = [&](SpoolState state) { return counts[Name(state)].get<int>(); };
-    std::printf("spool %s: %d waiting, %d active, %d done, %d failed\n", spool.root().c_str(),
+    std::printf("spool %s: %d waiting, %d active, %d done, %d failed; %s\n", spool.root().c_str(),
                 count(SpoolState::kIncoming), count(SpoolState::kActive), count(SpoolState::kDone),
-                count(SpoolState::kFailed));
+                count(SpoolState::kFailed),
+                serving > 0 ? ("served by pid " + std::to_string(serving)).c_str()
+                            : "no service running");
     for (const nlohmann::json& a : active) {
-      nlohmann::json p = a.value("progress", nlohmann::json());
-      std::printf("  %s: %s\n", a.value("id", "").c_str(), ProgressLine(p).c_str());
-      for (const std::string& line : ProgressWorkerLines(p)) std::printf("    %s\n", line.c_str());
+      std::printf("  %s: %s\n", a.value("id", "").c_str(), ActiveLine(a).c_str());
+      if (a.value("service_pid", nlohmann::json()).is_null()) continue;  // no live workers
+      for (const std::string& line : ProgressWorkerLines(a.value("progress", nlohmann::json()))) {
+        std::printf("    %s\n", line.c_str());
+      }
     }
     return kExitOk;
   }
   bool tty = ::isatty(1) != 0;
+  Result<SpoolEntry> resolved = spool.Resolve(id_or_prefix);
+  if (!resolved.ok()) {
+    std::fprintf(stderr, "framemill status: %s\n", resolved.status().message().c_str());
+    return kExitNoSuchJob;
+  }
+  const std::string id = resolved->id;
   while (true) {
     Result<SpoolEntry> e = spool.Find(id);
     if (!e.ok()) {
@@ -168,20 +266,21 @@ int StatusCommand(const std::string& id, bool follow, bool json, const Config& c
       return kExitNoSuchJob;
     }
     if (json) {
-      nlohmann::json entry = EntryJson(*e);
+      nlohmann::json entry = EntryJson(*e, spool.ServingPid());
       if (Ended(e->state)) entry["result"] = ReadJson(e->path + "/result.json");
       std::printf("%s\n", DumpJson(entry, 2).c_str());
       return e->state == SpoolState::kFailed ? kExitFailed : kExitOk;
     }
     if (e->state == SpoolState::kActive) {
-      std::printf(tty && follow ? "\r%s: active, %s   " : "%s: active, %s\n", id.c_str(),
-                  ProgressLine(ReadJson(e->path + "/progress.json")).c_str());
+      std::printf(tty && follow ? "\r%s: %s   " : "%s: %s\n", id.c_str(),
+                  ActiveLine(EntryJson(*e, spool.ServingPid())).c_str());
       std::fflush(stdout);
     } else if (e->state == SpoolState::kIncoming) {
-      std::printf("%s: waiting (priority %d)\n", id.c_str(), e->priority);
+      std::printf("%s: waiting (priority %d)%s\n", id.c_str(), e->priority,
+                  spool.ServingPid() > 0 ? "" : "; no framemill service is running on this spool");
     } else {
       if (tty && follow) std::printf("\n");
-      std::printf("%s\n", DumpJson(ReadJson(e->path + "/result.json"), 2).c_str());
+      std::fputs(ResultText(id, ReadJson(e->path + "/result.json")).c_str(), stdout);
       return e->state == SpoolState::kDone ? kExitOk : kExitFailed;
     }
     if (!follow) return kExitOk;
@@ -223,9 +322,10 @@ int Request(RequestAction action, const std::string& id, const Config& config,
 
 }  // namespace
 
-int CancelCommand(const std::string& id, const Config& config) {
+int CancelCommand(const std::string& id_or_prefix, const Config& config) {
   Spool spool(config.spool_dir);
-  Result<SpoolEntry> e = spool.Find(id);
+  Result<SpoolEntry> e = spool.Resolve(id_or_prefix);
+  const std::string id = e.ok() ? e->id : id_or_prefix;
   if (!e.ok()) {
     std::fprintf(stderr, "framemill cancel: %s\n", e.status().message().c_str());
     return kExitNoSuchJob;
@@ -243,15 +343,29 @@ int CancelCommand(const std::string& id, const Config& config) {
   });
 }
 
-int RetryCommand(const std::string& id, const Config& config) {
+int RetryCommand(const std::string& id_or_prefix, const Config& config) {
   Spool spool(config.spool_dir);
-  Result<SpoolEntry> e = spool.Find(id);
+  Result<SpoolEntry> e = spool.Resolve(id_or_prefix);
+  const std::string id = e.ok() ? e->id : id_or_prefix;
   if (!e.ok()) {
     std::fprintf(stderr, "framemill retry: %s\n", e.status().message().c_str());
     return kExitNoSuchJob;
   }
   if (e->state != SpoolState::kFailed) {
     std::fprintf(stderr, "framemill retry: job %s is %s, not failed\n", id.c_str(), Name(e->state));
+    return kExitFailed;
+  }
+  // The service retries only what may succeed again: say why not here, with the real reason.
+  const std::string reason = ResultReasonCode(ReadJson(e->path + "/result.json"));
+  if (!RetryableReason(reason)) {
+    std::fprintf(stderr,
+                 "framemill retry: job %s %s; it is not retried (submit it again, mended)\n",
+                 id.c_str(),
+                 reason == StatusCodeName(StatusCode::kCancelled)
+                     ? "was cancelled"
+                     : ("failed with " + (reason.empty() ? std::string("no readable reason")
+                                                         : reason))
+                           .c_str());
     return kExitFailed;
   }
   return Request(RequestAction::kRetry, id, config, [&](const Spool& s) {

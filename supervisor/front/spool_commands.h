@@ -21,12 +21,13 @@ struct SubmitArgs {
 
 // Submits a job; prints its id (json: {"id", "state": "incoming", "job"}).
 int SubmitCommand(const SubmitArgs& args, const Config& config, bool json);
-// One line per job: id, state, detail (json: an array of ListEntryJson objects).
-int ListCommand(const Config& config, bool json);
-// No id: the spool's counts and its active jobs; an id: that job's progress or result. `follow`
-// repeats until the job ends (not with json).
+// A header, then one line per job: id, state, detail (json: an array of EntryJson objects);
+// `state` ("incoming", "active", "done", "failed"; "" = all) keeps only the jobs in it.
+int ListCommand(const Config& config, bool json, const std::string& state = "");
+// No id: the spool's counts and its active jobs; an id (or the start of one, when only one job's
+// begins so): that job's progress or result. `follow` repeats until the job ends (not with json).
 int StatusCommand(const std::string& id, bool follow, bool json, const Config& config);
-// cancel JOB / retry JOB: a request the service acts on when the caller submitted the job or is
+// cancel JOB / retry JOB (an id, or its unique start): a request the service acts on when the caller submitted the job or is
 // an admin (spool_requests.h); 1 when the service refused.
 int CancelCommand(const std::string& id, const Config& config);
 int RetryCommand(const std::string& id, const Config& config);

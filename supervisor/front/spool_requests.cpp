@@ -149,12 +149,20 @@ Status RequestHandler::Cancel(const std::string& id, const Submitter& from,
                   "not the submitter (" + Describe(*owner) + ") nor an admin");
   }
   std::string message = "cancelled by " + Describe(from);
-  if (e->state == SpoolState::kIncoming) {
-    return spool_.SetAside(*e, CancelledResult(id, message + " before it started")).status();
-  }
   if (running.count(id) != 0) return AtomicWriteFile(e->path + "/cancel", message + "\n");
-  (void)RemoveTree(e->path + "/work");
-  return spool_.Finish(id, false, CancelledResult(id, message));
+  // Filed here: the job's end as any other's (the hook runs, the metrics count it).
+  std::string filed_id = id;
+  if (e->state == SpoolState::kIncoming) {
+    Result<std::string> set_aside =
+        spool_.SetAside(*e, CancelledResult(id, message + " before it started"));
+    if (!set_aside.ok()) return set_aside.status();
+    filed_id = *set_aside;
+  } else {
+    (void)RemoveTree(e->path + "/work");
+    FM_RETURN_IF_ERROR(spool_.Finish(id, false, CancelledResult(id, message)));
+  }
+  if (filed_) filed_(filed_id, SpoolState::kFailed);
+  return Status::Ok();
 }
 
 Status RequestHandler::Retry(const std::string& id, const Submitter& from) {

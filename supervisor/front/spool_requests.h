@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <set>
 #include <string>
 #include <utility>
@@ -43,7 +44,11 @@ Result<Submitter> JobOwner(const std::string& dir);
 
 class RequestHandler {
  public:
-  RequestHandler(Spool& spool, const Config& config) : spool_(spool), config_(config) {}
+  // `filed` is called for a job this handler itself filed under failed/ (a cancel of a job that
+  // was not running), as the service's end of a job is: its on_job_end hook and its metrics.
+  using FiledCallback = std::function<void(const std::string& id, SpoolState state)>;
+  RequestHandler(Spool& spool, const Config& config, FiledCallback filed = nullptr)
+      : spool_(spool), config_(config), filed_(std::move(filed)) {}
 
   // Reads, acts on and removes every request now in requests/. `running` are the jobs the
   // service runs now.
@@ -56,6 +61,7 @@ class RequestHandler {
 
   Spool& spool_;
   const Config& config_;
+  FiledCallback filed_;
   // Entries that could not be removed (name, inode): logged once, then skipped.
   std::set<std::pair<std::string, uint64_t>> stuck_;
 };

@@ -2,6 +2,8 @@
 
 #include <cstdint>
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstring>
@@ -231,6 +233,7 @@ class JobRun {
   MediaInfo media_;
   int64_t chunks_per_segment_ = 1;
   std::unique_ptr<JobState> state_;  // the done-log (state.json)
+  std::atomic<int64_t> frames_written_{0};  // frames handed to the encoders by this run
   int64_t first_chunk_ = 0;
   // What this run renders: segments [seg_begin_, seg_end_), chunks before end_chunk_ (the whole
   // plan, or a part of it).
@@ -1099,6 +1102,7 @@ Status JobRun::EncodeSegment(const SegmentPlan& seg, const SegmentFormat& fmt, i
       stills_->Capture(c, arena_.SlotIn(arena_base_, slot), arena_.SlotOut(arena_base_, slot));
     }
     board_->ReleaseSlot(c);
+    frames_written_.fetch_add(chunk.frames);
     if (seg.index == kill_segment && !g_encoder_fault_fired.exchange(true)) {
       spdlog::warn("fault hook: killing the encoder of segment {}", seg.index);
       (*enc)->KillForTest();
@@ -1320,13 +1324,15 @@ Result<JobReport> JobRun::RunPipeline() {
     board_->MarkAllEncoded();  // a resumed job whose every segment was already finished
   }
   std::vector<std::thread> encoders;
+  std::atomic<int> encoders_left{settings_.encoders};
   for (int e = 0; e < settings_.encoders; ++e) {
-    encoders.emplace_back([this, e] {
+    encoders.emplace_back([this, e, &encoders_left] {
       try {
         EncodeLoop(e);
       } catch (const std::exception& ex) {
         board_->Fail(Status(StatusCode::kInternal, std::string("encoder thread: ") + ex.what()));
       }
+      encoders_left.fetch_sub(1);
     });
   }
   auto tick = [this](int64_t processed) {
@@ -1334,6 +1340,7 @@ Result<JobReport> JobRun::RunPipeline() {
     JobProgress p;
     p.frames_total = plan_.frame_count;
     p.frames_done = ChunkStartFrame(processed);
+    p.frames_written = ChunkStartFrame(first_chunk_) + frames_written_.load();
     p.segments_total = static_cast<int64_t>(plan_.segments.size());
     p.segments_done = state_->done();
     p.frames_resumed = ChunkStartFrame(first_chunk_);
@@ -1343,6 +1350,12 @@ Result<JobReport> JobRun::RunPipeline() {
   };
   dispatcher_->Run(board_.get(), arena_shm_.name(), arena_, first_chunk_, stop_, tick);
   decoder.join();
+  // The encoders may trail the workers by much (an encode-bound job): the progress goes on,
+  // counting the frames written, until they end.
+  while (encoders_left.load() > 0 && !board_->failed()) {
+    tick(end_chunk_);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
   for (std::thread& t : encoders) t.join();
   if (const uint64_t last = board_->last_processed_us(); last > 0) {
     stages_.tail_s = static_cast<double>(MonotonicUs() - last) / 1e6;

@@ -184,13 +184,23 @@ std::string RunSummary(const JobReport& r) {
   std::string out;
   // The rate is this run's: the frames it rendered over its time, not those an earlier run kept.
   const int64_t rendered = r.frames - r.frames_resumed;
-  Appendf(&out,
-          "framemill: wrote %s: %lld frames %dx%d (%s to the workers) -> %dx%d in %.1f s (%.1f "
-          "fps), %lld chunks, %lld segments\n",
-          r.output.c_str(), static_cast<long long>(r.frames), r.in_width, r.in_height,
-          r.worker_input_format.c_str(), r.out_width, r.out_height, r.seconds,
-          FramesPerSecond(rendered, r.seconds), static_cast<long long>(r.chunks),
-          static_cast<long long>(r.segments));
+  // A run that started no workers rendered nothing (a stitch joins what parts rendered): no rate,
+  // and no worker lines of zeros.
+  const bool no_workers = d.workers_started == 0;
+  if (no_workers) {
+    Appendf(&out, "framemill: wrote %s: %lld frames %dx%d, %lld segments joined in %.1f s\n",
+            r.output.c_str(), static_cast<long long>(r.frames), r.out_width, r.out_height,
+            static_cast<long long>(r.segments), r.seconds);
+  } else {
+    Appendf(&out,
+            "framemill: %s %s: %lld frames %dx%d (%s to the workers) -> %dx%d in %.1f s (%.1f "
+            "fps), %lld chunks, %lld segments\n",
+            r.mux.empty() ? "rendered a part into" : "wrote", r.output.c_str(),
+            static_cast<long long>(r.frames), r.in_width, r.in_height,
+            r.worker_input_format.c_str(), r.out_width, r.out_height, r.seconds,
+            FramesPerSecond(rendered, r.seconds), static_cast<long long>(r.chunks),
+            static_cast<long long>(r.segments));
+  }
   if (r.segments_resumed > 0) {
     Appendf(&out,
             "framemill: resumed: %lld of %lld segments (%lld frames) kept from an earlier run; "
@@ -201,6 +211,10 @@ std::string RunSummary(const JobReport& r) {
   Appendf(&out, "framemill: output pixel format %s\n", r.output_pix_fmt.c_str());
   if (r.faces.present) Appendf(&out, "framemill: faces: %s\n", r.faces.Summary().c_str());
   for (const std::string& w : r.warnings) Appendf(&out, "framemill: warning: %s\n", w.c_str());
+  if (no_workers) {
+    Appendf(&out, "framemill: stages: %s\n", r.stages.Summary().c_str());
+    return out;
+  }
   std::string by_reason;
   for (const auto& [reason, n] : d.recycles) {
     by_reason += (by_reason.empty() ? "" : ", ") + reason + " " + std::to_string(n);
@@ -266,10 +280,13 @@ nlohmann::json ProgressJson(const std::string& id, const JobProgress& p, double 
                              {"frames_total", p.frames_total},
                              {"segments_done", p.segments_done},
                              {"segments_total", p.segments_total},
+                             {"frames_written", p.frames_written},
                              {"frames_resumed", p.frames_resumed},
                              {"elapsed_s", elapsed_s},
-                             // This run's rate: the frames an earlier run kept are not in it.
-                             {"fps", FramesPerSecond(p.frames_done - p.frames_resumed, elapsed_s)},
+                             // This run's rate of frames written: the frames an earlier run kept
+                             // are not in it, nor those the model has done ahead of the encoders.
+                             {"fps", FramesPerSecond(p.frames_written - p.frames_resumed,
+                                                     elapsed_s)},
                              {"workers", nlohmann::json::array()}};
   for (const WorkerSnapshot& w : p.workers) {
     progress["workers"].push_back(
@@ -301,14 +318,17 @@ std::string ProgressLine(const nlohmann::json& progress) {
   if (auto w = progress.find("waiting_for_gpus"); w != progress.end() && w->is_array()) {
     return w->empty() ? "waiting for a free GPU" : "waiting for GPUs " + GpuListText(*w);
   }
-  const int64_t done = progress.value("frames_done", int64_t{0});
+  // Frames written: what is done. (A progress.json of an older framemill has frames_done only.)
+  const int64_t modelled = progress.value("frames_done", int64_t{0});
+  const int64_t done = progress.value("frames_written", modelled);
   const int64_t total = progress.value("frames_total", int64_t{0});
   const double fps = progress.value("fps", 0.0);
   char buf[160];
-  std::snprintf(buf, sizeof(buf), "%lld/%lld frames (%.1f%%), ", static_cast<long long>(done),
-                static_cast<long long>(total),
+  std::snprintf(buf, sizeof(buf), "%lld/%lld frames written (%.1f%%), ",
+                static_cast<long long>(done), static_cast<long long>(total),
                 total > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 0.0);
   std::string line = buf + RateText(done, total, fps);
+  if (modelled > done) line += ", model at " + std::to_string(modelled);
   if (const int64_t kept = progress.value("frames_resumed", int64_t{0}); kept > 0) {
     line += ", resumed (" + std::to_string(kept) + " frames kept from an earlier run)";
   }

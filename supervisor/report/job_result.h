@@ -109,6 +109,9 @@ struct JobProgress {
   int64_t frames_total = 0;
   int64_t frames_done = 0;  // frames whose model output is ready (resumed ones included)
   int64_t frames_resumed = 0;  // of those, frames of segments finished by an earlier run
+  // Frames written to the encoders (resumed ones included): what the job has truly done; the
+  // model's count runs ahead of it by the arena's depth, and by much on an encode-bound job.
+  int64_t frames_written = 0;
   int64_t segments_done = 0;
   int64_t segments_total = 0;
   // The job's worker counts so far (recycles, crashes, kills by kind); valid during the call.

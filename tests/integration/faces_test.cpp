@@ -340,3 +340,30 @@ TEST_CASE("face table: a part's face pass agrees with the whole video's inside t
     }
   }
 }
+
+TEST_CASE("faces: without --detector, the long-range model installed with framemill is taken") {
+  // A framemill in a build tree inside the source takes the source's .deps/face-detector/.
+  const std::string bin_dir = std::filesystem::path(FRAMEMILL_BIN).parent_path().string();
+  if (!std::filesystem::exists(bin_dir + "/../.deps/face-detector/"
+                               "face_detection_back_256x256_barracuda.onnx")) {
+    SkipTest("this framemill's build tree is not inside the source tree (no ../.deps beside it)");
+  }
+  // Real footage with faces from Debian's opencv-doc: an animated trailer.
+  const std::string clip = "/usr/share/doc/opencv-doc/examples/data/Megamind.avi";
+  if (!std::filesystem::exists(clip)) SkipTest(clip + " is missing: install opencv-doc");
+  const std::string dir = ScratchDir("faces_default_detector");
+  RunResult plain = Faces(dir, {clip, "--frames", "4", "--json"});
+  INFO("stderr: " << plain.err);
+  REQUIRE(plain.exit_code == 0);
+  RunResult named = Faces(dir, {clip, "--frames", "4", "--json", "--detector", kBack});
+  REQUIRE(named.exit_code == 0);
+  // The same faces as the long-range model named, on the same frames.
+  nlohmann::json a = nlohmann::json::parse(plain.out), b = nlohmann::json::parse(named.out);
+  REQUIRE(a.at("frames").size() == 4);
+  REQUIRE(b.at("frames").size() == 4);
+  for (size_t i = 0; i < 4; ++i) {  // the detection's own time differs from run to run
+    a["frames"][i].erase("detect_ms");
+    b["frames"][i].erase("detect_ms");
+  }
+  CHECK(a.at("frames") == b.at("frames"));
+}

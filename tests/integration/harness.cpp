@@ -57,8 +57,11 @@ std::string ModelPath(const std::string& name) {
   fs::create_directories(dir);
   std::string path = dir + "/" + name + ".pt";
   if (!fs::exists(path)) {
-    // Export writes a temporary file and renames it, so parallel test processes are safe.
-    RunResult r = Shell(Quote(FRAMEMILL_BIN) + " model export " + name + " " + Quote(path));
+    // Export writes a temporary file and renames it, so parallel test processes are safe. The
+    // fault fixture comes from the tests' own program, the examples from the product's.
+    RunResult r = Shell(name == "leak"
+                            ? Quote(FRAMEMILL_TEST_MODELS_BIN) + " leak " + Quote(path)
+                            : Quote(FRAMEMILL_BIN) + " model export " + name + " " + Quote(path));
     if (r.exit_code != 0) throw std::runtime_error("model export failed: " + r.err);
   }
   return path;

@@ -108,6 +108,14 @@ TEST_CASE("model import: esrgan-slim-x2 writes a model and its card, which info 
   CHECK(list.out.find("Importable trained models") != std::string::npos);
   CHECK(list.out.find("esrgan-medium-x4") != std::string::npos);
   CHECK(list.out.find("realesr-animevideov3-x2") != std::string::npos);
+  // The tests' fixtures are theirs: not in the user's list, not exportable, no --target.
+  for (const char* fixture : {"leak", "read_file", "write_file"}) {
+    CHECK(list.out.find(fixture) == std::string::npos);
+    CHECK(Shell(Q(FRAMEMILL_BIN) + " model export " + fixture + " " + Q(dir + "/f.pt")).exit_code ==
+          1);
+  }
+  RunResult help = Shell(Q(FRAMEMILL_BIN) + " model export --help");
+  CHECK(help.out.find("--target") == std::string::npos);
 }
 
 TEST_CASE(

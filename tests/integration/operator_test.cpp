@@ -1,5 +1,6 @@
 // The operator's command line (CLI11), the on_job_end hook and journal-aware log lines, driven
 // through the real framemill binary.
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -170,4 +171,71 @@ TEST_CASE("service: --json, the on_job_end hook once per job, and journal priori
   for (std::string line; std::getline(in, line);) {
     if (!line.empty()) CHECK_MESSAGE(line[0] == '<', line);
   }
+}
+
+TEST_CASE("service: a job cancelled while waiting runs the hook, ids by prefix, a brief status") {
+  const std::string bin = ScratchDir("op_cancel_bin");
+  const std::string calls = bin + "/calls.txt";
+  const std::string hook = bin + "/hook.sh";
+  std::ofstream(hook) << "#!/bin/sh\necho \"$FRAMEMILL_JOB_ID $FRAMEMILL_JOB_STATE\" >> '"
+                      << calls << "'\n";
+  fs::permissions(hook, fs::perms::owner_all);
+  Service s = MakeService("op_cancel", {{"on_job_end", {hook}}, {"on_job_end_timeout_s", 10}});
+  const std::string model = ModelCopy("identity", s.dir);
+  fs::create_directories(s.dir + "/out");
+  BackgroundJob serve = Serve(s);
+  KillOnExit guard{serve};
+  REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/incoming"); }, 30));
+  auto submit = [&](const std::string& input, const std::string& out) {
+    RunResult r = Cli(s, "submit '" + input + "' --model '" + model + "' --output '" + s.dir +
+                             "/out/" + out + "' batch=1 --json");
+    REQUIRE(r.exit_code == 0);
+    return nlohmann::json::parse(r.out).at("id").get<std::string>();
+  };
+  // A short job first, to have one done.
+  const std::string short_id = submit(SmallVideo(s.dir, 24), "short.mp4");
+  REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/done/" + short_id); }, 90));
+  // The done job's status: a few lines, not the document; by a unique start of its id.
+  RunResult brief = Cli(s, "status " + short_id.substr(0, short_id.size() - 2));
+  INFO(brief.out << brief.err);
+  CHECK(brief.exit_code == 0);
+  CHECK(brief.out.rfind(short_id + ": done: " + s.dir + "/out/short.mp4\n", 0) == 0);
+  CHECK(brief.out.find("24 frames in 0:00:") != std::string::npos);
+  CHECK(std::count(brief.out.begin(), brief.out.end(), '\n') <= 6);
+
+  // One job runs (one at a time), the next waits; cancelling the waiting one files it at once
+  // and runs the hook, as any job's end does.
+  const std::string long_input = s.dir + "/long.mp4";
+  MakeIndexVideo(long_input, 3000, 160, 128, 25, 0);
+  const std::string running = submit(long_input, "long.mp4");
+  REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/active/" + running); }, 60));
+  const std::string waiting = submit(long_input, "waiting.mp4");
+  RunResult cancel = Cli(s, "cancel " + waiting);
+  INFO(cancel.out << cancel.err);
+  CHECK(cancel.exit_code == 0);
+  REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/failed/" + waiting); }, 30));
+  CHECK(WaitUntil([&] { return CountLines(ReadText(calls), waiting + " failed") == 1; }, 30));
+  RunResult shown = Cli(s, "status " + waiting);
+  CHECK(shown.out.find(waiting + ": cancelled: ") != std::string::npos);
+  // Retrying it names the real reason.
+  RunResult retry = Cli(s, "retry " + waiting);
+  CHECK(retry.exit_code == 1);
+  CHECK(retry.err.find("was cancelled; it is not retried") != std::string::npos);
+
+  // An ambiguous start is refused, naming the jobs; list has a header and filters by state.
+  RunResult both = Cli(s, "status " + short_id.substr(0, 1));
+  if (running.rfind(short_id.substr(0, 1), 0) == 0) {
+    CHECK(both.exit_code == 3);
+    CHECK(both.err.find("give more of the id") != std::string::npos);
+  }
+  RunResult list = Cli(s, "list --state done");
+  CHECK(list.out.rfind("ID\tSTATE\tDETAIL\n", 0) == 0);
+  CHECK(list.out.find(short_id + "\tdone") != std::string::npos);
+  CHECK(list.out.find(waiting) == std::string::npos);
+  CHECK(Cli(s, "list --state nosuch").exit_code == 2);
+
+  CHECK(Cli(s, "cancel " + running).exit_code == 0);
+  CHECK(WaitUntil([&] { return CountLines(ReadText(calls), running + " failed") == 1; }, 60));
+  ::kill(serve.pid, SIGTERM);
+  WaitJob(serve, 60);
 }

@@ -107,7 +107,7 @@ std::string Victim(const std::string& dir) {
 
 std::string Export(const std::string& dir, const std::string& name, const std::string& target) {
   std::string path = dir + "/" + name + ".pt";
-  RunResult r = Shell(std::string("'") + FRAMEMILL_BIN + "' model export " + name + " '" + path +
+  RunResult r = Shell(std::string("'") + FRAMEMILL_TEST_MODELS_BIN + "' " + name + " '" + path +
                       "' --target '" + target + "'");
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
   return path;

@@ -409,6 +409,30 @@ TEST_CASE("service: a worker still loading when a short job ends is kept for the
   CHECK(WaitJob(serve, 60).exit_code == 0);
 }
 
+namespace {
+
+// With its service stopped or dead, job `id` is shown as interrupted, with what it had done and
+// no rate or ETA; the spool as served by nobody.
+void CheckShownInterrupted(const Service& s, const std::string& id) {
+  RunResult one = Cli(s, "status " + id);
+  INFO(one.out << one.err);
+  CHECK(one.exit_code == 0);
+  CHECK(one.out.find(id + ": interrupted: no framemill service is running on this spool") !=
+        std::string::npos);
+  CHECK(one.out.find("ETA") == std::string::npos);
+  CHECK(one.out.find("fps") == std::string::npos);
+  RunResult all = Cli(s, "status");
+  CHECK(all.out.find("no service running") != std::string::npos);
+  CHECK(all.out.find("ETA") == std::string::npos);
+  RunResult list = Cli(s, "list");
+  CHECK(list.out.find("interrupted") != std::string::npos);
+  const nlohmann::json json = nlohmann::json::parse(Cli(s, "status " + id + " --json").out);
+  CHECK(json["state"] == "active");
+  CHECK(json["service_pid"].is_null());
+}
+
+}  // namespace
+
 TEST_CASE(
     "service: SIGKILL mid-job, restart: finished segments are kept as they are and the "
     "output is frame-exact") {
@@ -451,6 +475,7 @@ TEST_CASE(
     before.push_back(InodeAndMtime(work + name));
   }
   CHECK(WaitUntil([&] { return WorkerPids(s.dir).empty(); }, 10));
+  CheckShownInterrupted(s, "long");
 
   BackgroundJob second = Serve(s, {}, "serve2");
 
@@ -461,6 +486,11 @@ TEST_CASE(
         return SegmentsDone(work + "/state.json") >= kept + 2 || fs::exists(s.spool + "/done/long");
       },
       120));
+  // Served again: shown as active, by the new service.
+  if (nlohmann::json st = nlohmann::json::parse(Cli(s, "status long --json").out, nullptr, false);
+      st.value("state", "") == "active") {
+    CHECK(st["service_pid"] == second.pid);
+  }
   if (fs::exists(work)) {
     for (int i = 0; i < kept; ++i) {
       char name[64];
@@ -505,6 +535,7 @@ TEST_CASE("service: SIGTERM mid-job exits 0 with nothing left running, and the r
   CHECK(WorkerPids(s.dir).empty());
   CHECK(SharedMemoryObjects().empty());
   CHECK(fs::exists(s.spool + "/active/j/job.json"));
+  CheckShownInterrupted(s, "j");
   nlohmann::json state = ReadJson(s.spool + "/active/j/work/state.json");
   int expected = 0;
   for (const nlohmann::json& seg : state["segments_done"])
@@ -783,4 +814,47 @@ TEST_CASE("service: spare_workers false starts no spare") {
   CHECK_FALSE(fs::exists(s.spool + "/workers/spare-0-1.log"));
   ::kill(serve.pid, SIGTERM);
   CHECK(WaitJob(serve, 60).exit_code == 0);
+}
+
+TEST_CASE("service: progress counts frames written, not frames through the model") {
+  // An encode-bound job: the identity model races through the arena while a slow x264 preset
+  // writes; progress.json and `status` must show what is written, and go on while the encoder
+  // trails the workers.
+  Service s = MakeService("svc_progress_written");
+  const int kFrames = 400;
+  const std::string input = s.dir + "/in.mp4";
+  MakeIndexVideo(input, kFrames, 320, 240, 25, 0);
+  nlohmann::json job = {{"input", input},
+                        {"output", s.dir + "/out.mp4"},
+                        {"model", ModelCopy("identity", s.dir)},
+                        {"encoder", {{"preset", "veryslow"}}}};
+  Drop(s, "enc", job.dump());
+  BackgroundJob serve = Serve(s);
+  KillOnExit guard{serve};
+  const std::string progress = s.spool + "/active/enc/progress.json";
+  bool trailing = false;  // seen: the model done, the frames written behind it
+  std::string trailing_line;
+  WaitUntil(
+      [&] {
+        const nlohmann::json p = ReadJson(progress);
+        if (p.is_object()) {
+          const int64_t done = p.value("frames_done", int64_t{0});
+          const int64_t written = p.value("frames_written", int64_t{-1});
+          CHECK(written <= done);
+          if (done == kFrames && written >= 0 && written < kFrames && !trailing) {
+            trailing = true;
+            trailing_line = Cli(s, "status enc").out;
+          }
+        }
+        return fs::exists(s.spool + "/done/enc/result.json");
+      },
+      300);
+  REQUIRE(fs::exists(s.spool + "/done/enc/result.json"));
+  CHECK(trailing);
+  INFO(trailing_line);
+  CHECK(trailing_line.find("frames written") != std::string::npos);
+  CHECK(trailing_line.find("(100.0%)") == std::string::npos);
+  CHECK(trailing_line.find("model at " + std::to_string(kFrames)) != std::string::npos);
+  ::kill(serve.pid, SIGTERM);
+  WaitJob(serve, 60);
 }

@@ -192,6 +192,16 @@ TEST_CASE("slurm: a task cancelled mid-part is run again by resume, from its own
       },
       120);
   REQUIRE_MESSAGE(stuck, Shell("squeue").out);
+  // The status names the stuck part, the stitch's reason, and the command that mends them.
+  RunResult shown = Framemill(dir, "slurm status job.json");
+  INFO(shown.out);
+  CHECK(shown.out.find("part 3/3 is neither done nor queued") != std::string::npos);
+  CHECK(shown.out.find("DependencyNeverSatisfied") != std::string::npos);
+  CHECK(shown.out.find("`framemill slurm resume job.json`") != std::string::npos);
+  const nlohmann::json stuck_json =
+      nlohmann::json::parse(Framemill(dir, "slurm status job.json --json").out);
+  CHECK(stuck_json["mend"] == "framemill slurm resume job.json");
+  CHECK(stuck_json["stitched"] == false);
 
   RunResult resume = Framemill(dir, "slurm resume job.json");
   std::string array2, stitch2;
@@ -214,6 +224,11 @@ TEST_CASE("slurm: a task cancelled mid-part is run again by resume, from its own
   CHECK(record.find("\"array_job\": \"" + array2 + "\"") != std::string::npos);
   INFO(ReadText(logs + "/slurm-" + stitch2 + "-stitch.out"));
   CheckSameAsWholeRun(dir);
+
+  // Stitched: `status --json` is still one JSON document (a script polling it reads the end).
+  const nlohmann::json done = nlohmann::json::parse(Framemill(dir, "slurm status job.json --json").out);
+  CHECK(done["stitched"] == true);
+  CHECK(done["output_exists"] == true);
 
   // Finished and stitched: nothing left to resume.
   RunResult again = Framemill(dir, "slurm resume job.json");

@@ -19,7 +19,7 @@ inline std::unique_ptr<FrameModel> ExampleModel(const std::string& name,
                                                 torch::ScalarType dtype = torch::kFloat32) {
   const std::string path =
       "/tmp/framemill-unit-test-" + std::to_string(::getpid()) + "-" + name + ".pt";
-  REQUIRE(ExportExampleModel(name, path, "").ok());
+  REQUIRE(ExportExampleModel(name, path).ok());
   Result<std::unique_ptr<FrameModel>> m = LoadTorchScriptModel(path, device, dtype);
   ::unlink(path.c_str());
   REQUIRE(m.ok());

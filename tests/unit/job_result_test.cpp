@@ -203,7 +203,8 @@ TEST_CASE("job result: result.json's times are UTC, to the second") {
 TEST_CASE("job result: progress.json has every key, and `status` reads it back as one line") {
   fm::JobProgress p;
   p.frames_total = 300;
-  p.frames_done = 120;
+  p.frames_done = 150;  // the model is 30 frames ahead of the encoders
+  p.frames_written = 120;
   p.segments_done = 1;
   p.segments_total = 3;
   fm::WorkerSnapshot w;
@@ -216,10 +217,11 @@ TEST_CASE("job result: progress.json has every key, and `status` reads it back a
   p.workers = {w};
   const nlohmann::json j = fm::ProgressJson("j1", p, 10.0);
   CHECK(Keys(j) == std::set<std::string>{"id", "frames_done", "frames_total", "segments_done",
-                                         "segments_total", "frames_resumed", "elapsed_s", "fps",
-                                         "workers"});
+                                         "segments_total", "frames_written", "frames_resumed",
+                                         "elapsed_s", "fps", "workers"});
   CHECK(j["id"] == "j1");
-  CHECK(j["frames_done"] == 120);
+  CHECK(j["frames_done"] == 150);
+  CHECK(j["frames_written"] == 120);
   CHECK(j["frames_total"] == 300);
   CHECK(j["segments_done"] == 1);
   CHECK(j["segments_total"] == 3);
@@ -234,14 +236,17 @@ TEST_CASE("job result: progress.json has every key, and `status` reads it back a
                                           {"gpu_reserved_mb", 1.5}});
   // Read back from its text, as `list` and `status` do.
   const nlohmann::json back = nlohmann::json::parse(j.dump());
-  CHECK(fm::ProgressLine(back) == "120/300 frames (40.0%), 12.0 fps, ETA 0:00:15");
+  // Frames written count (the rate and the ETA too); the model's lead is named.
+  CHECK(fm::ProgressLine(back) ==
+        "120/300 frames written (40.0%), 12.0 fps, ETA 0:00:15, model at 150");
   CHECK(fm::ProgressWorkerLines(back) ==
         std::vector<std::string>{
             "worker 1 gen 2 pid 4242: 40 frames, rss 100 MiB, gpu reserved 2 MiB"});
   // The service's GPUs the job holds; a job queued for GPUs.
   nlohmann::json on_gpus = back;
   on_gpus["service_gpus"] = {0, 1};
-  CHECK(fm::ProgressLine(on_gpus) == "120/300 frames (40.0%), 12.0 fps, ETA 0:00:15, on GPUs [0, 1]");
+  CHECK(fm::ProgressLine(on_gpus) ==
+        "120/300 frames written (40.0%), 12.0 fps, ETA 0:00:15, model at 150, on GPUs [0, 1]");
   CHECK(fm::ProgressLine({{"id", "j1"}, {"waiting_for_gpus", {2}}}) == "waiting for GPUs [2]");
   CHECK(fm::ProgressLine({{"id", "j1"}, {"waiting_for_gpus", nlohmann::json::array()}}) ==
         "waiting for a free GPU");
@@ -251,16 +256,36 @@ TEST_CASE("job result: progress.json has every key, and `status` reads it back a
   resumed.frames_resumed = 100;
   const nlohmann::json r = fm::ProgressJson("j1", resumed, 10.0);
   CHECK(r["fps"] == 2.0);
-  CHECK(fm::ProgressLine(r) == "120/300 frames (40.0%), 2.0 fps, ETA 0:01:30, resumed (100 "
-                               "frames kept from an earlier run)");
+  CHECK(fm::ProgressLine(r) == "120/300 frames written (40.0%), 2.0 fps, ETA 0:01:30, model at "
+                               "150, resumed (100 frames kept from an earlier run)");
   // No rate before this run rendered a frame: no ETA of 0 s at 0%.
   CHECK(fm::ProgressLine(fm::ProgressJson("j1", fm::JobProgress{}, 0.0)) ==
-        "0/0 frames (0.0%), no rate yet");
+        "0/0 frames written (0.0%), no rate yet");
+  // A progress.json of an older framemill (no frames_written) reads as before.
+  CHECK(fm::ProgressLine({{"frames_done", 10}, {"frames_total", 20}, {"fps", 0.0}}) ==
+        "10/20 frames written (50.0%), no rate yet");
   CHECK(fm::DurationText(3723.4) == "1:02:03");
   CHECK(fm::ProgressLine(nullptr) == "starting");
   CHECK(fm::ProgressWorkerLines(nullptr).empty());
   CHECK(fm::ProgressJson("j1", p, 0.0)["fps"] == 0.0);
   CHECK(fm::EtaSeconds(120, 300, 0.0) == 0.0);
+}
+
+TEST_CASE("job result: a stitch's summary has no rate and no worker lines of zeros") {
+  fm::JobReport r = FinishedReport();
+  r.dispatch = fm::DispatchStats{};  // a stitch starts no workers
+  r.worker_sandbox.clear();
+  const std::string s = fm::RunSummary(r);
+  INFO(s);
+  CHECK(Contains(s, "framemill: wrote /out/film.mkv: 300 frames 1280x720, 2 segments joined in "
+                    "12.5 s\n"));
+  CHECK_FALSE(Contains(s, "fps"));
+  CHECK_FALSE(Contains(s, "worker sandbox"));
+  CHECK_FALSE(Contains(s, "workers started"));
+  // A part renders into its directory: "rendered", not "wrote".
+  fm::JobReport part = FinishedReport();
+  part.mux.clear();
+  CHECK(Contains(fm::RunSummary(part), "framemill: rendered a part into /out/film.mkv: 300 frames"));
 }
 
 TEST_CASE("job result: `framemill run`'s summary states the result's figures") {

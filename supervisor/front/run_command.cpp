@@ -37,7 +37,7 @@ constexpr const char* kFrameNeutralKeys[] = {
 std::string WorkSettings(const Config& config, const nlohmann::json& job) {
   nlohmann::json settings = config.defaults_object.is_object() ? config.defaults_object
                                                                : nlohmann::json::object();
-  for (const auto& [key, value] : job.items()) settings[key] = value;
+  settings.merge_patch(job);  // nested keys (encoder, recycle) over the defaults' key by key
   for (const char* key : kFrameNeutralKeys) settings.erase(key);
   return std::string("framemill ") + FRAMEMILL_VERSION + " " + DumpJson(settings);
 }
@@ -100,6 +100,15 @@ std::function<void(const JobProgress&)> ProgressPrinter() {
   };
 }
 
+// Finished segments the kept work's done-log lists (0 when there is none): for messages only,
+// the job itself opens and checks it by descriptor.
+int64_t KeptSegments(const std::string& kept) {
+  Result<nlohmann::json> state = ReadJsonFile(kept + "/state.json", 64 << 20, StatusCode::kIo);
+  if (!state.ok() || !state->is_object()) return 0;
+  const auto done = state->find("segments_done");
+  return done != state->end() && done->is_array() ? static_cast<int64_t>(done->size()) : 0;
+}
+
 // Where a whole run's unfinished work is kept (for messages; the job opens it by descriptor).
 std::string KeptWorkPath(const std::string& output) {
   const std::string abs = ResolvePath(output);
@@ -144,11 +153,11 @@ int RunCommand(const RunArgs& args, const Config& config, const std::atomic<bool
     options.fresh_work = args.fresh;
     options.work_settings = WorkSettings(config, doc);
     kept = KeptWorkPath(job->output);
-    if (PathExists(kept + "/state.json") && !args.fresh) {
+    if (const int64_t n = KeptSegments(kept); n > 0 && !args.fresh) {
       std::fprintf(stderr,
-                   "framemill: continuing from the work an earlier run kept in %s (--fresh "
-                   "starts over)\n",
-                   kept.c_str());
+                   "framemill: continuing from the %lld finished segments an earlier run kept in "
+                   "%s (--fresh starts over)\n",
+                   static_cast<long long>(n), kept.c_str());
     }
   }
   const bool tty = ::isatty(2) != 0;
@@ -168,11 +177,17 @@ int RunCommand(const RunArgs& args, const Config& config, const std::atomic<bool
     if (!report_file.warning.empty()) {
       std::fprintf(stderr, "framemill: warning: %s\n", report_file.warning.c_str());
     }
-    if (whole && PathExists(kept)) {
+    // Kept: this run's own work, when it finished a segment (another run's is not named).
+    const int64_t kept_segments =
+        whole && report.status().message().find("another framemill run is writing") ==
+                     std::string::npos
+            ? KeptSegments(kept)
+            : 0;
+    if (kept_segments > 0) {
       std::fprintf(stderr,
-                   "framemill: the finished segments are kept in %s: run the same command again "
+                   "framemill: %lld finished segments are kept in %s: run the same command again "
                    "to continue from them (--fresh starts over)\n",
-                   kept.c_str());
+                   static_cast<long long>(kept_segments), kept.c_str());
     }
     if (args.json) {
       nlohmann::json result = FailedResultJson("", report.status());
@@ -180,8 +195,8 @@ int RunCommand(const RunArgs& args, const Config& config, const std::atomic<bool
       result["started_at"] = started_at;
       result["finished_at"] = IsoNow();
       // As the service's result.json: whether finished segments were kept; and where.
-      result["work_kept"] = whole && PathExists(kept);
-      if (whole && PathExists(kept)) result["work_dir"] = kept;
+      result["work_kept"] = kept_segments > 0;
+      if (kept_segments > 0) result["work_dir"] = kept;
       std::printf("%s\n", DumpJson(result, 2).c_str());
     }
     return ExitCodeOf(report.status().code());

@@ -260,9 +260,7 @@ struct RunningJob {
 class Service {
  public:
   Service(const Config& config, const std::atomic<bool>& stop)
-      : config_(config), stop_(stop), spool_(config.spool_dir), requests_(spool_, config, [this](const std::string& id, SpoolState state) {
-          JobEnded(id, state);
-        }) {}
+      : config_(config), stop_(stop), spool_(config.spool_dir), requests_(spool_, config) {}
 
   Status Run();
 
@@ -526,12 +524,14 @@ Status Service::Run() {
       Housekeeping();
       Reap();
       KeepSpares();
+      std::vector<std::string> filed;  // cancelled before they ran: ended here, unlocked
       try {
         std::lock_guard<std::recursive_mutex> lock(spool_mu_);
-        requests_.Poll(RunningIds());
+        filed = requests_.Poll(RunningIds());
       } catch (const std::exception& e) {  // the spool's own files; never a reason to stop
         spdlog::error("reading the spool's requests: {}", e.what());
       }
+      for (const std::string& id : filed) JobEnded(id, SpoolState::kFailed);
       const size_t before = running_.size();
       StartJobs();
       const bool idle = running_.empty() && !head_;

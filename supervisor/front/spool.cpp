@@ -149,7 +149,14 @@ int Spool::ServingPid() const {
   // "1: FLOCK  ADVISORY  WRITE 4242 fe:01:1234567 0 EOF": the holder's pid, then the file as
   // major:minor (hex) and inode.
   FILE* locks = std::fopen("/proc/locks", "re");
-  if (locks == nullptr) return 0;
+  if (locks == nullptr) return -1;
+  // The pid the holder wrote into the lock file (Lock()): with the inode, it names the lock even
+  // where /proc/locks gives another device than stat does (btrfs subvolumes).
+  int written = 0;
+  if (FILE* f = std::fopen((root_ + "/lock").c_str(), "re")) {
+    if (std::fscanf(f, "%d", &written) != 1) written = 0;
+    std::fclose(f);
+  }
   int pid = 0;
   char line[256];
   while (pid == 0 && std::fgets(line, sizeof(line), locks) != nullptr) {
@@ -159,9 +166,9 @@ int Spool::ServingPid() const {
     unsigned long long inode = 0;
     if (std::sscanf(line, "%*[^:]: %15s %*s %15s %d %x:%x:%llu", kind, mode, &holder, &major_no,
                     &minor_no, &inode) == 6 &&
-        std::strcmp(kind, "FLOCK") == 0 && std::strcmp(mode, "WRITE") == 0 &&
-        major_no == major(st.st_dev) && minor_no == minor(st.st_dev) && inode == st.st_ino &&
-        holder > 0) {
+        std::strcmp(kind, "FLOCK") == 0 && std::strcmp(mode, "WRITE") == 0 && holder > 0 &&
+        inode == st.st_ino &&
+        ((major_no == major(st.st_dev) && minor_no == minor(st.st_dev)) || holder == written)) {
       pid = holder;
     }
   }

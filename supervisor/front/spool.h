@@ -83,7 +83,8 @@ class Spool {
   Status Lock();
   // The pid of the supervisor that holds the spool's lock (serves it now), read from
   // /proc/locks without touching the lock; 0 when none does (no service is running on this
-  // spool: its active jobs wait for the next start). Any user may ask.
+  // spool: its active jobs wait for the next start); -1 when this cannot be known (no
+  // /proc/locks). Any user may ask.
   int ServingPid() const;
 
   const std::string& root() const { return root_; }

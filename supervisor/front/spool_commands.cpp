@@ -52,7 +52,8 @@ nlohmann::json EntryJson(const SpoolEntry& e, int serving_pid) {
                       {"submitted", static_cast<double>(e.submitted_ns) / 1e9}};
   if (e.state == SpoolState::kActive) {
     j["progress"] = ReadJson(e.path + "/progress.json");
-    j["service_pid"] = serving_pid > 0 ? nlohmann::json(serving_pid) : nlohmann::json(nullptr);
+    // Unknown (-1) reads as served: never claim a service is down without knowing.
+    j["service_pid"] = serving_pid != 0 ? nlohmann::json(serving_pid) : nlohmann::json(nullptr);
     const double age = AgeSeconds(e.path + "/progress.json");
     j["progress_age_s"] = age >= 0 ? nlohmann::json(age) : nlohmann::json(nullptr);
   }
@@ -72,8 +73,17 @@ std::string ActiveLine(const nlohmann::json& entry) {
     std::string line = "interrupted: no framemill service is running on this spool; the job "
                        "continues from its finished segments when it starts again";
     if (progress.is_object()) {
-      line += " (at its last report " + std::to_string(progress.value("frames_done", 0)) + "/" +
-              std::to_string(progress.value("frames_total", 0)) + " frames";
+      // Frames written: what was done and is kept (the model's count runs ahead).
+      const auto number = [&](const char* key, const char* otherwise) {
+        const auto it = progress.find(key);
+        if (it != progress.end() && it->is_number_integer()) return it->get<int64_t>();
+        const auto other = progress.find(otherwise);
+        return other != progress.end() && other->is_number_integer() ? other->get<int64_t>()
+                                                                     : int64_t{0};
+      };
+      line += " (at its last report " +
+              std::to_string(number("frames_written", "frames_done")) + "/" +
+              std::to_string(number("frames_total", "frames_total")) + " frames written";
       if (age.is_number()) line += ", " + DurationText(age.get<double>()) + " ago";
       line += ")";
     }
@@ -87,36 +97,55 @@ std::string ActiveLine(const nlohmann::json& entry) {
   return line;
 }
 
-// An ended job's result.json in a few lines (the document itself: status --json).
+// An ended job's result.json in a few lines (the document itself: status --json). Any value of
+// a damaged file reads as missing.
 std::string ResultText(const std::string& id, const nlohmann::json& r) {
-  std::string out;
   if (!r.is_object()) return id + ": ended, but its result.json cannot be read\n";
-  if (r.value("status", "") != "done") {
-    const nlohmann::json reason = r.value("reason", nlohmann::json::object());
-    const std::string code = reason.value("code", std::string("unknown"));
-    out = id + (code == StatusCodeName(StatusCode::kCancelled) ? ": " : ": failed: ") + code +
-          ": " + reason.value("message", std::string()) + "\n";
-    if (r.value("work_kept", false)) out += "  finished segments kept: `framemill retry " + id + "`\n";
+  auto text = [&](const char* key) {
+    const auto it = r.find(key);
+    return it != r.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  auto number = [&](const char* key) {
+    const auto it = r.find(key);
+    return it != r.end() && it->is_number() ? it->get<double>() : 0.0;
+  };
+  if (text("status") != "done") {
+    const std::string code = ResultReasonCode(r);
+    const auto reason = r.find("reason");
+    const std::string message =
+        reason != r.end() && reason->is_object() && reason->contains("message") &&
+                (*reason)["message"].is_string()
+            ? (*reason)["message"].get<std::string>()
+            : std::string();
+    std::string out = id + (code == StatusCodeName(StatusCode::kCancelled) ? ": " : ": failed: ") +
+                      (code.empty() ? std::string("unknown") : code) + ": " + message + "\n";
+    const auto kept = r.find("work_kept");
+    if (kept != r.end() && kept->is_boolean() && kept->get<bool>()) {
+      out += "  finished segments kept: `framemill retry " + id + "` continues from them\n";
+    }
     return out;
   }
-  const double seconds = r.value("seconds", 0.0);
-  const int64_t frames = r.value("frames", int64_t{0});
-  const int64_t kept = r.value("frames_resumed", int64_t{0});
-  char buf[256];
-  std::snprintf(buf, sizeof(buf), "%s: done: %s\n  %lld frames in %s (%.1f fps)", id.c_str(),
-                r.value("output", std::string()).c_str(), static_cast<long long>(frames),
-                DurationText(seconds).c_str(), FramesPerSecond(frames - kept, seconds));
-  out = buf;
-  if (const int64_t segments = r.value("segments_resumed", int64_t{0}); segments > 0) {
-    out += ", resumed: " + std::to_string(segments) + " of " +
-           std::to_string(r.value("segments", 0)) + " segments kept from an earlier run";
+  const double seconds = number("seconds");
+  const double frames = number("frames"), kept = number("frames_resumed");
+  char rate[64];
+  std::snprintf(rate, sizeof(rate), " (%.1f fps)", seconds > 0 ? (frames - kept) / seconds : 0.0);
+  std::string out = id + ": done: " + text("output") + "\n  " +
+                    std::to_string(static_cast<int64_t>(frames)) + " frames in " +
+                    DurationText(seconds) + rate;
+  if (const double segments = number("segments_resumed"); segments > 0) {
+    out += ", resumed: " + std::to_string(static_cast<int64_t>(segments)) + " of " +
+           std::to_string(static_cast<int64_t>(number("segments"))) +
+           " segments kept from an earlier run";
   }
-  out += "\n  workers started " + std::to_string(r.value("workers_started", 0)) + ", recycled " +
-         std::to_string(r.value("recycles", 0)) + ", crashed " + std::to_string(r.value("crashes", 0)) +
-         ", killed " + std::to_string(r.value("kills", 0)) + "; chunks retried " +
-         std::to_string(r.value("chunk_retries", 0)) + "\n";
-  for (const nlohmann::json& w : r.value("warnings", nlohmann::json::array())) {
-    if (w.is_string()) out += "  warning: " + w.get<std::string>() + "\n";
+  auto count = [&](const char* key) { return std::to_string(static_cast<int64_t>(number(key))); };
+  out += "\n  workers started " + count("workers_started") + ", recycled " + count("recycles") +
+         ", crashed " + count("crashes") + ", killed " + count("kills") + "; chunks retried " +
+         count("chunk_retries") + "\n";
+  const auto warnings = r.find("warnings");
+  if (warnings != r.end() && warnings->is_array()) {
+    for (const nlohmann::json& w : *warnings) {
+      if (w.is_string()) out += "  warning: " + w.get<std::string>() + "\n";
+    }
   }
   out += "  (the whole result: framemill status " + id + " --json)\n";
   return out;
@@ -229,8 +258,8 @@ int StatusCommand(const std::string& id_or_prefix, bool follow, bool json, const
     for (const SpoolEntry& e : spool.Active()) active.push_back(EntryJson(e, serving));
     if (json) {
       std::printf("%s\n", DumpJson({{"spool", spool.root()},
-                                     {"service_pid", serving > 0 ? nlohmann::json(serving)
-                                                                 : nlohmann::json(nullptr)},
+                                     {"service_pid", serving != 0 ? nlohmann::json(serving)
+                                                                  : nlohmann::json(nullptr)},
                                      {"counts", counts},
                                      {"active", active}},
                                     2)
@@ -241,8 +270,9 @@ int StatusCommand(const std::string& id_or_prefix, bool follow, bool json, const
     std::printf("spool %s: %d waiting, %d active, %d done, %d failed; %s\n", spool.root().c_str(),
                 count(SpoolState::kIncoming), count(SpoolState::kActive), count(SpoolState::kDone),
                 count(SpoolState::kFailed),
-                serving > 0 ? ("served by pid " + std::to_string(serving)).c_str()
-                            : "no service running");
+                serving > 0    ? ("served by pid " + std::to_string(serving)).c_str()
+                : serving == 0 ? "no service running"
+                               : "whether a service runs is unknown (no /proc/locks)");
     for (const nlohmann::json& a : active) {
       std::printf("  %s: %s\n", a.value("id", "").c_str(), ActiveLine(a).c_str());
       if (a.value("service_pid", nlohmann::json()).is_null()) continue;  // no live workers
@@ -277,7 +307,7 @@ int StatusCommand(const std::string& id_or_prefix, bool follow, bool json, const
       std::fflush(stdout);
     } else if (e->state == SpoolState::kIncoming) {
       std::printf("%s: waiting (priority %d)%s\n", id.c_str(), e->priority,
-                  spool.ServingPid() > 0 ? "" : "; no framemill service is running on this spool");
+                  spool.ServingPid() != 0 ? "" : "; no framemill service is running on this spool");
     } else {
       if (tty && follow) std::printf("\n");
       std::fputs(ResultText(id, ReadJson(e->path + "/result.json")).c_str(), stdout);

@@ -66,7 +66,8 @@ Result<Submitter> JobOwner(const std::string& dir) {
   return LookupSubmitter(st.st_uid, st.st_gid);
 }
 
-void RequestHandler::Poll(const std::set<std::string>& running) {
+std::vector<std::string> RequestHandler::Poll(const std::set<std::string>& running) {
+  filed_.clear();
   std::vector<std::string> names;
   if (DIR* d = ::opendir(spool_.Dir("requests").c_str())) {
     while (dirent* e = ::readdir(d)) {
@@ -84,6 +85,7 @@ void RequestHandler::Poll(const std::set<std::string>& running) {
       ::unlink((spool_.Dir("requests") + "/" + name).c_str());
     }
   }
+  return std::move(filed_);
 }
 
 void RequestHandler::Handle(const std::string& path, const std::set<std::string>& running) {
@@ -161,7 +163,7 @@ Status RequestHandler::Cancel(const std::string& id, const Submitter& from,
     (void)RemoveTree(e->path + "/work");
     FM_RETURN_IF_ERROR(spool_.Finish(id, false, CancelledResult(id, message)));
   }
-  if (filed_) filed_(filed_id, SpoolState::kFailed);
+  filed_.push_back(filed_id);
   return Status::Ok();
 }
 

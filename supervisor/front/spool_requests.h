@@ -16,7 +16,7 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
+#include <vector>
 #include <set>
 #include <string>
 #include <utility>
@@ -44,15 +44,13 @@ Result<Submitter> JobOwner(const std::string& dir);
 
 class RequestHandler {
  public:
-  // `filed` is called for a job this handler itself filed under failed/ (a cancel of a job that
-  // was not running), as the service's end of a job is: its on_job_end hook and its metrics.
-  using FiledCallback = std::function<void(const std::string& id, SpoolState state)>;
-  RequestHandler(Spool& spool, const Config& config, FiledCallback filed = nullptr)
-      : spool_(spool), config_(config), filed_(std::move(filed)) {}
+  RequestHandler(Spool& spool, const Config& config) : spool_(spool), config_(config) {}
 
   // Reads, acts on and removes every request now in requests/. `running` are the jobs the
-  // service runs now.
-  void Poll(const std::set<std::string>& running);
+  // service runs now. Returns the jobs it filed itself under failed/ (a cancel of a job that was
+  // not running): the caller ends them as any job's end (the on_job_end hook, the metrics),
+  // outside its lock of the spool.
+  std::vector<std::string> Poll(const std::set<std::string>& running);
 
  private:
   void Handle(const std::string& path, const std::set<std::string>& running);
@@ -61,7 +59,7 @@ class RequestHandler {
 
   Spool& spool_;
   const Config& config_;
-  FiledCallback filed_;
+  std::vector<std::string> filed_;  // by the Poll under way
   // Entries that could not be removed (name, inode): logged once, then skipped.
   std::set<std::pair<std::string, uint64_t>> stuck_;
 };

@@ -89,7 +89,8 @@ struct JobFiles {
   UniqueFd input, model, output_dir;
   UniqueFd dir;              // the scratch directory, open
   std::string private_name;  // "" = the caller's workspace (kept); else removed at the end
-  std::string kept_name;     // keep_work: the kept work's name in output_dir, held (locked)
+  std::string kept_name;     // keep_work: the kept work's name in output_dir
+  UniqueFd kept_lock;        // keep_work: its lock, on a descriptor no child inherits
   std::string path() const { return FdPath(dir.get()); }
 };
 
@@ -338,10 +339,11 @@ Status JobRun::OpenScratch() {
   if (scratch_dir_.dir.valid()) return Status::Ok();
   if (options_.workspace.empty() && options_.keep_work) {
     const std::string name = KeptWorkName(job_.output);
-    Result<UniqueFd> dir = OpenKeptWork(output_dir_fd_.get(), name, options_.fresh_work);
-    if (!dir.ok()) return dir.status();
+    Result<KeptWork> kept = OpenKeptWork(output_dir_fd_.get(), name, options_.fresh_work);
+    if (!kept.ok()) return kept.status();
     scratch_dir_.kept_name = name;
-    scratch_dir_.dir = std::move(*dir);
+    scratch_dir_.dir = std::move(kept->dir);
+    scratch_dir_.kept_lock = std::move(kept->lock);
     return Status::Ok();
   }
   if (options_.workspace.empty()) {
@@ -444,9 +446,9 @@ Status JobRun::Prepare() {
   first_chunk_ = first_segment < seg_end_ ? plan_.segments[first_segment].first_chunk : end_chunk_;
   report_.segments_resumed = state_->resumed();
   report_.frames_resumed =
-      (first_chunk_ < end_chunk_ ? plan_.chunks[first_chunk_].first_frame : plan_.frame_count) -
-      (seg_begin_ < seg_end_ ? plan_.chunks[plan_.segments[seg_begin_].first_chunk].first_frame
-                             : plan_.frame_count);
+      seg_begin_ < seg_end_
+          ? ChunkStartFrame(first_chunk_) - ChunkStartFrame(plan_.segments[seg_begin_].first_chunk)
+          : 0;
   if (state_->resumed() > 0) {
     spdlog::info(
         "resuming: {} of {} segments already finished; starting at frame {}", state_->resumed(),
@@ -1145,7 +1147,11 @@ Status JobRun::FindFaces() {
   need.first_frame = first;
   need.frames = end - first;
   // A resumed run: the table the first run made covers these frames (it began at or before them).
-  Result<FaceTable> table = ReadFaceTable(kept);
+  // Only with segments kept: a job started over (its input, model or settings changed) finds
+  // its faces again, as a new job would.
+  Result<FaceTable> table = state_->resumed() > 0
+                                ? ReadFaceTable(kept)
+                                : Result<FaceTable>(Status(StatusCode::kIo, "started over"));
   if (table.ok()) {
     FaceTableNeed whole = need;
     whole.first_frame = table->first_frame;
@@ -1353,6 +1359,10 @@ Result<JobReport> JobRun::RunPipeline() {
   // The encoders may trail the workers by much (an encode-bound job): the progress goes on,
   // counting the frames written, until they end.
   while (encoders_left.load() > 0 && !board_->failed()) {
+    if (stop_.load()) {
+      board_->Fail(Status(StatusCode::kCancelled, "stopped by signal"));
+      break;
+    }
     tick(end_chunk_);
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
@@ -1571,12 +1581,19 @@ Result<JobReport> RunJob(const JobSpec& job, const Config& config, const std::at
     files.dir.Reset();
     (void)RemoveTreeAt(files.output_dir.get(), files.private_name);
   }
-  // The kept work goes once the output is in place, or when a new run would start over anyway;
+  // Stopped: whatever failed on the way out (a decoder that took the terminal's SIGINT too) is
+  // the stop's doing; the job ends cancelled, its work kept.
+  if (!result->ok() && stop.load() && result->status().code() != StatusCode::kCancelled) {
+    result.emplace(Status(StatusCode::kCancelled,
+                          "stopped by signal (meanwhile: " + result->status().ToString() + ")"));
+  }
+  // The kept work goes once the output is in place, or when the job could not start as it is;
   // it is removed while still locked, so that no other run takes it meanwhile.
   if (!files.kept_name.empty() && (result->ok() || !KeepsWork(result->status()))) {
     (void)RemoveTreeAt(files.output_dir.get(), files.kept_name);
-    files.dir.Reset();
   }
+  files.dir.Reset();
+  files.kept_lock.Reset();
   return std::move(*result);
 }
 

@@ -36,8 +36,9 @@ Status JobState::Load(bool write_back) {
   std::string path = workspace_ + "/state.json";
   if (PathExists(path)) {
     Result<nlohmann::json> j = ReadJsonFile(path, 64 << 20, StatusCode::kIo);
-    if (!j.ok()) {
-      spdlog::warn("{}: unreadable ({}); starting the job over", path, j.status().message());
+    if (!j.ok() || !j->is_object()) {
+      spdlog::warn("{}: unreadable ({}); starting the job over", path,
+                   j.ok() ? "not a JSON object" : j.status().message());
     } else {
       const nlohmann::json& st = *j;
       // Names are saved with bytes that are not UTF-8 replaced: compare them the same way.

@@ -73,7 +73,13 @@ RunResult Interrupt(const Run& r, int sig, const std::string& name,
   BackgroundJob job = StartFramemill(r.dir, RunArgs(r), {}, name);
   KillOnExit guard{job};
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
-  while (!ready(ReadFile(job.err_path)) && ::waitpid(job.pid, nullptr, WNOHANG) == 0 &&
+  // (Waited for without reaping it: WaitJob takes its exit status below.)
+  auto running = [&] {
+    siginfo_t info{};
+    return ::waitid(P_PID, static_cast<id_t>(job.pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+           info.si_pid == 0;
+  };
+  while (!ready(ReadFile(job.err_path)) && running() &&
          std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -100,7 +106,7 @@ TEST_CASE("run: stopped or killed at a random segment, the same command continue
     INFO("first run: " << stopped.err);
     if (sig == SIGINT) {
       CHECK(stopped.exit_code == 130);
-      CHECK(stopped.err.find("the finished segments are kept in " + r.kept) != std::string::npos);
+      CHECK(stopped.err.find("finished segments are kept in " + r.kept) != std::string::npos);
     } else {
       CHECK(stopped.exit_code == 128 + SIGKILL);
     }
@@ -114,7 +120,7 @@ TEST_CASE("run: stopped or killed at a random segment, the same command continue
     RunResult again = WaitJob(StartFramemill(r.dir, RunArgs(r), {}, "again"));
     INFO("second run: " << again.err);
     REQUIRE(again.exit_code == 0);
-    CHECK(again.err.find("continuing from the work an earlier run kept in " + r.kept) !=
+    CHECK(again.err.find("finished segments an earlier run kept in " + r.kept) !=
           std::string::npos);
     // It names what it kept: at least the segments the done-log listed when it was stopped.
     const size_t at_line = again.out.find("framemill: resumed: ");
@@ -149,11 +155,15 @@ TEST_CASE("run: a changed model or --fresh starts over, and one output is render
            std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
+    // Held still (its lock held) while the second tries, so that it cannot finish meanwhile.
+    ::kill(running.pid, SIGSTOP);
     RunResult second = WaitJob(StartFramemill(r.dir, RunArgs(r), {}, "second"));
     INFO("second run: " << second.err);
     CHECK(second.exit_code == 1);
     CHECK(second.err.find("another framemill run is writing this output") != std::string::npos);
+    CHECK(second.err.find("are kept in") == std::string::npos);  // not its work to name
     ::kill(running.pid, SIGTERM);
+    ::kill(running.pid, SIGCONT);
     CHECK(WaitJob(running).exit_code == 130);
   }
   REQUIRE(KeptSegments(r) >= 3);
@@ -162,8 +172,13 @@ TEST_CASE("run: a changed model or --fresh starts over, and one output is render
   ::utimensat(AT_FDCWD, r.model.c_str(), nullptr, 0);
   const std::string kChanged =
       "the job's model changed since its finished segments were made; starting the job over";
+  // Stopped once it started over (its done-log emptied) and finished a segment anew.
+  bool emptied = false;
   RunResult changed = Interrupt(r, SIGTERM, "changed", [&](const std::string& err) {
-    return err.find(kChanged) != std::string::npos && KeptSegments(r) >= 1;
+    if (err.find(kChanged) == std::string::npos) return false;
+    const int kept = KeptSegments(r);
+    emptied = emptied || kept == 0;
+    return emptied && kept >= 1;
   });
   INFO("changed model: " << changed.err);
   CHECK(changed.err.find(kChanged) != std::string::npos);

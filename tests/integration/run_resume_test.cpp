@@ -25,7 +25,7 @@ using namespace framemill::test;
 
 namespace {
 
-constexpr int kFrames = 500, kW = 320, kH = 240;
+constexpr int kFrames = 360, kW = 320, kH = 240;
 
 struct Run {
   std::string dir, input, model, output, kept;
@@ -43,7 +43,7 @@ Run MakeRun(const std::string& name) {
   return r;
 }
 
-// `framemill run INPUT --model M --output O KEY=VALUE...`: segments of 24 frames (21 of them),
+// `framemill run INPUT --model M --output O KEY=VALUE...`: segments of 24 frames (15 of them),
 // one worker, lossless-enough x264 so that the index survives.
 std::vector<std::string> RunArgs(const Run& r, const std::vector<std::string>& extra = {}) {
   std::vector<std::string> args = {"--config", r.dir + "/config.json", "run", r.input,
@@ -100,7 +100,7 @@ TEST_CASE("run: stopped or killed at a random segment, the same command continue
   std::fprintf(stderr, "run resume: seed %u\n", seed);
   for (int sig : {SIGINT, SIGKILL}) {
     const Run r = MakeRun(sig == SIGINT ? "run_resume_int" : "run_resume_kill");
-    const int at = std::uniform_int_distribution<int>(2, 12)(rng);
+    const int at = std::uniform_int_distribution<int>(2, 9)(rng);
     INFO("signal " << sig << ", stopped after " << at << " segments (seed " << seed << ")");
     RunResult stopped = InterruptAt(r, sig, at, "first");
     INFO("first run: " << stopped.err);
@@ -127,7 +127,7 @@ TEST_CASE("run: stopped or killed at a random segment, the same command continue
     REQUIRE(at_line != std::string::npos);
     const int resumed = std::stoi(again.out.substr(at_line + 20));
     CHECK(resumed >= kept);
-    CHECK(again.out.find(" of 21 segments (" + std::to_string(resumed * 24) + " frames) kept") !=
+    CHECK(again.out.find(" of 15 segments (" + std::to_string(resumed * 24) + " frames) kept") !=
           std::string::npos);
     // Every frame once, in order, with the source's audio; nothing left behind.
     CHECK(OutOfPlace(FrameIndices(r.output, kW, kH), kFrames) == 0);

@@ -148,3 +148,14 @@ TEST_CASE("tfjs import: a missing shard is kInputMissing naming the file") {
   CHECK(net.status().code() == StatusCode::kInputMissing);
   CHECK(net.status().message().find("group1-shard1of2.bin") != std::string::npos);
 }
+
+TEST_CASE("tfjs import: a shape whose product overflows 64 bits is refused, not wrapped") {
+  // 2^32 * 2^32 * 64 * 64 wraps to 0 in int64 arithmetic: a tiny "size" a naive product accepts.
+  BrokenCopy copy({R"("name": "F_0/kernel", "shape": [3, 3, 64, 64])",
+                   R"("name": "F_0/kernel", "shape": [4294967296, 4294967296, 64, 64])"},
+                  nullptr);
+  Result<ImportedNetwork> net = ImportTfjsLayersNetwork(copy.model_json);
+  REQUIRE(!net.ok());
+  CHECK_MESSAGE(net.status().message().find("F_0/kernel: a shape too large") != std::string::npos,
+                Message(net));
+}

@@ -41,8 +41,11 @@ Result<Spec> ParseSpec(const nlohmann::json& w, size_t group) {
   for (const nlohmann::json& d : w["shape"]) {
     if (!d.is_number_integer() || d.get<int64_t>() < 0) return Invalid(s.name + ": a bad shape");
     s.shape.push_back(d.get<int64_t>());
-    s.elements *= s.shape.back();
-    if (s.elements > kMaxElements) return Invalid(s.name + ": a shape too large");
+    // Checked before it can wrap: dimensions of 2^32 each would overflow to a small product.
+    if (__builtin_mul_overflow(s.elements, s.shape.back(), &s.elements) ||
+        s.elements > kMaxElements) {
+      return Invalid(s.name + ": a shape too large");
+    }
   }
   return s;
 }

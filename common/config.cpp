@@ -337,6 +337,8 @@ Result<Config> ParseConfig(const nlohmann::json& object) {
   r.Bool("allow_playlist_inputs", &c.allow_playlist_inputs);
   r.Int("decoder_restarts", &c.decoder_restarts, 0, 100);
   r.Int("crash_retries", &c.crash_retries, 0, 100);
+  r.Int("max_frame_pixels", &c.max_frame_pixels, 1, int64_t{1} << 40);
+  r.Int("max_job_frames", &c.max_job_frames, 1, int64_t{1} << 40);
   r.StringList("on_job_end", &c.on_job_end);
   if (r.status().ok() && !c.on_job_end.empty() && c.on_job_end.front().rfind('/', 0) != 0) {
     r.Fail("on_job_end", "the program must be an absolute path (it runs without a shell), got \"" +

@@ -258,6 +258,12 @@ struct Config {
   // A job that still fails with a crashed decoder or encoder is run again this many times,
   // keeping its finished segments.
   int crash_retries = 2;
+  // Limits on what one job may make the service hold, checked once the input is probed, before a
+  // worker starts or a frame is decoded (a small file can claim a huge frame or millions of
+  // frames): pixels of one frame (default 8192 x 8192) and frames of one job (default 4,000,000:
+  // 37 hours at 30 fps). Over either, the job fails with input_invalid naming the key.
+  int64_t max_frame_pixels = int64_t{8192} * 8192;
+  int64_t max_job_frames = 4000000;
   // Run when a job ends (supervisor/front/job_end_hook.h): the program (an absolute path, run without
   // a shell) and its first arguments; the job's result.json path is appended. Empty = none.
   std::vector<std::string> on_job_end;

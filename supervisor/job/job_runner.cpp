@@ -36,6 +36,7 @@
 #include "supervisor/workers/dispatcher.h"
 #include "supervisor/media/ffmpeg_pipes.h"
 #include "supervisor/plan/job_plan.h"
+#include "supervisor/job/job_limits.h"
 #include "supervisor/job/job_state.h"
 #include "supervisor/job/kept_work.h"
 #include "supervisor/job/parts_dir.h"
@@ -91,6 +92,7 @@ struct JobFiles {
   std::string private_name;  // "" = the caller's workspace (kept); else removed at the end
   std::string kept_name;     // keep_work: the kept work's name in output_dir
   UniqueFd kept_lock;        // keep_work: its lock, on a descriptor no child inherits
+  int64_t segments_done = 0;  // in the scratch directory after the last run, resumed ones too
   std::string path() const { return FdPath(dir.get()); }
 };
 
@@ -127,6 +129,8 @@ class JobRun {
   Result<JobReport> Run();
   // The worker counts of this run (empty when it started no workers).
   DispatchStats Dispatch() const { return dispatcher_ ? dispatcher_->stats() : DispatchStats(); }
+  // Segments finished in the scratch directory, resumed ones included (0 before it was read).
+  int64_t SegmentsDone() const { return state_ ? state_->done() : 0; }
 
  private:
   Result<JobReport> RunPipeline();
@@ -398,6 +402,7 @@ Status JobRun::Prepare() {
   if (!media.ok()) return media.status();
   media_ = std::move(*media);
   const VideoStreamInfo& v = media_.video;
+  FM_RETURN_IF_ERROR(CheckJobLimits(v, config_).WithContext(job_.input));
   // The card beside the model (supervisor/job/model_fit.h), read beside its resolved path: an
   // input or a setting the model cannot take fails here, before a worker starts or a frame is
   // decoded.
@@ -1563,6 +1568,7 @@ Result<JobReport> RunJob(const JobSpec& job, const Config& config, const std::at
     {
       JobRun run(job, config, stop, options, &files);
       result.emplace(run.Run());
+      files.segments_done = run.SegmentsDone();
       if (options.attempt_dispatch != nullptr) options.attempt_dispatch->push_back(run.Dispatch());
     }
     if (result->ok()) {
@@ -1589,7 +1595,8 @@ Result<JobReport> RunJob(const JobSpec& job, const Config& config, const std::at
   }
   // The kept work goes once the output is in place, or when the job could not start as it is;
   // it is removed while still locked, so that no other run takes it meanwhile.
-  if (!files.kept_name.empty() && (result->ok() || !KeepsWork(result->status()))) {
+  if (!files.kept_name.empty() &&
+      (result->ok() || !KeepsWork(result->status(), files.segments_done))) {
     (void)RemoveTreeAt(files.output_dir.get(), files.kept_name);
   }
   files.dir.Reset();

@@ -94,8 +94,11 @@ nlohmann::json KeptWorkIdentity(int input_fd, int model_fd, const std::string& s
           {"settings", settings}};
 }
 
-bool KeepsWork(const Status& s) {
+bool KeepsWork(const Status& s, int64_t segments_done) {
   switch (s.code()) {
+    case StatusCode::kInputInvalid:
+    case StatusCode::kVerifyFailed:
+      return segments_done > 0;
     case StatusCode::kInvalidJob:
     case StatusCode::kInvalidConfig:
     case StatusCode::kInputMissing:

@@ -3,6 +3,7 @@
 // segments (JobOptions::keep_work). The service keeps its jobs' work in the spool instead.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -34,10 +35,12 @@ Result<KeptWork> OpenKeptWork(int dir_fd, const std::string& name, bool fresh);
 // files as device, inode, size and modification time (JobState::SetIdentity).
 nlohmann::json KeptWorkIdentity(int input_fd, int model_fd, const std::string& settings);
 
-// Whether a job that ended with `s` keeps its work for a later run: yes when it was stopped or
-// failed on the way (a crash, a worker, the decoder or encoder, a full disk, the verification);
-// no when the job could not start as it is (its file, input, model or output is wrong), which a
-// new run starts over anyway.
-bool KeepsWork(const Status& s);
+// Whether a job that ended with `s`, with `segments_done` segments finished, keeps its work for
+// a later run: yes when it was stopped or failed on the way (a crash, a worker, the encoder, a
+// full disk); for an input that turned out bad (input_invalid) or an output that failed its
+// checks (verify_failed), only when segments were finished (a night's work is not thrown away
+// on a failure that may be the machine's); no when the job could not start as it is (its file,
+// input, model or output is wrong), which a new run starts over anyway.
+bool KeepsWork(const Status& s, int64_t segments_done);
 
 }  // namespace framemill

@@ -147,3 +147,29 @@ TEST_CASE("bad input: malformed job JSON and unknown keys are rejected by name")
   std::string err = ExpectFailure(dir, job, "invalid_job");
   CHECK(err.find("job.chunk_frame: unknown key") != std::string::npos);
 }
+
+TEST_CASE("bad input: frames or a frame count over the config's limits are refused before decoding") {
+  std::string dir = Prepare("limits");
+  const std::string input = dir + "/in.mp4";
+  MakeIndexVideo(input, 48, 320, 240, 25, 0);
+  // 320x240 is 76,800 pixels; 48 frames.
+  RunResult pixels =
+      RunJob(dir, BaseJob(dir, input), {{"max_frame_pixels", 76799}});
+  INFO("stderr: " << pixels.err);
+  CHECK(pixels.exit_code == 1);
+  CHECK(pixels.err.find("input_invalid") != std::string::npos);
+  CHECK(pixels.err.find("(76800 pixels) are over the config's max_frame_pixels, 76799") !=
+        std::string::npos);
+  CHECK(pixels.err.find("worker 0") == std::string::npos);  // no worker was started
+  RunResult frames =
+      RunJob(dir, BaseJob(dir, input), {{"max_job_frames", 47}});
+  INFO("stderr: " << frames.err);
+  CHECK(frames.exit_code == 1);
+  CHECK(frames.err.find("48 frames are over the config's max_job_frames, 47") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir + "/out/result.mp4"));
+  for (const std::string& name : ListDir(dir + "/out")) CHECK(name.find("framemill") == std::string::npos);
+  // At the limits, the job runs.
+  RunResult at = RunJob(dir, BaseJob(dir, input),
+                        {{"max_frame_pixels", 76800}, {"max_job_frames", 48}});
+  CHECK(at.exit_code == 0);
+}

@@ -127,6 +127,8 @@ TEST_CASE("config/framemill.json parses and equals the built-in defaults") {
   CHECK(file->max_job_starts == builtin.max_job_starts);
   CHECK(file->admin_group == builtin.admin_group);
   CHECK(file->failed_work_keep_days == builtin.failed_work_keep_days);
+  CHECK(file->max_frame_pixels == builtin.max_frame_pixels);
+  CHECK(file->max_job_frames == builtin.max_job_frames);
   CHECK(file->allow_any_path == builtin.allow_any_path);
   CHECK(file->allow_playlist_inputs == builtin.allow_playlist_inputs);
   CHECK(file->decoder_restarts == builtin.decoder_restarts);

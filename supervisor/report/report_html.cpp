@@ -118,6 +118,21 @@ std::string EventTable(const std::vector<TimelineRecord>& timeline) {
   return o;
 }
 
+// One before/after pair. Whole frames are scaled alike; crops (a model that changes the frame
+// size) are shown 1:1, at their own size.
+std::string StillRow(const ReportStill& s) {
+  const std::string f = std::to_string(s.frame);
+  const bool crop = !s.crop_note.empty();
+  const std::string cls = crop ? " class=\"crop\"" : "";
+  return "<div><figure><img" + cls + " alt=\"frame " + f + " before\" src=\"" +
+         HtmlText(s.input_uri) + "\"><figcaption>frame " + f +
+         (crop ? ", the source scaled to the output's size (bicubic)" : ", as the workers got it") +
+         "</figcaption></figure><figure><img" + cls + " alt=\"frame " + f + " after\" src=\"" +
+         HtmlText(s.output_uri) + "\"><figcaption>frame " + f +
+         ", as the model gave it back</figcaption></figure>" +
+         (crop ? "<p class=\"crop-note\">" + HtmlText(s.crop_note) + "</p>" : "") + "</div>\n";
+}
+
 std::string Style() {
   return "body{font-family:'DejaVu Sans',Arial,sans-serif;font-size:14px;margin:16px 24px;"
          "color:#111111;"
@@ -133,7 +148,8 @@ std::string Style() {
          std::string(kStillsColor) +
          "}"
          ".stills figure{margin:4px;display:inline-block}"
-         ".stills img{width:400px;height:auto;display:block}"
+         ".stills img{width:400px;height:auto;display:block}.stills img.crop{width:auto}"
+         ".crop-note{font-size:12px;margin:0 4px 8px}"
          ".stills figcaption{font-size:12px}"
          "svg.plot{display:block;max-width:100%;height:auto}"
          "@media print{h2{break-after:avoid}svg.plot,.stills figure{break-inside:avoid}}";
@@ -230,15 +246,7 @@ std::string RenderReportHtml(const ReportData& d) {
     o += "<p class=\"stills-note\">stills: " + HtmlText(d.stills_note) + "</p>\n";
   } else {
     o += "<div class=\"stills\">\n";
-    for (const ReportStill& s : d.stills) {
-      const std::string f = std::to_string(s.frame);
-      o += "<div><figure><img alt=\"frame " + f + " before\" src=\"" + HtmlText(s.input_uri) +
-           "\"><figcaption>frame " + f +
-           ", as the workers got it</figcaption></figure>"
-           "<figure><img alt=\"frame " +
-           f + " after\" src=\"" + HtmlText(s.output_uri) + "\"><figcaption>frame " + f +
-           ", as the model gave it back</figcaption></figure></div>\n";
-    }
+    for (const ReportStill& s : d.stills) o += StillRow(s);
     o += "</div>\n";
   }
   o += "</body></html>\n";

@@ -25,6 +25,9 @@ struct ReportStill {
   int64_t frame = 0;       // index in the source
   std::string input_uri;   // data:image/...;base64,...
   std::string output_uri;  // likewise
+  // A model that changes the frame size: the stills are 1:1 crops at the output's size, and this
+  // says which (shown under them); "" = whole frames, scaled alike.
+  std::string crop_note;
 };
 
 struct ReportData {

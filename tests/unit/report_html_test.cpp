@@ -320,3 +320,75 @@ TEST_CASE("report stills: arena frames become 8-bit RGB (rgb48 scaled, yuv420p b
       FrameToRgb24(rgb9, FrameFormat::kRgb24, 3, 3, YuvMatrix::kBt601, false, 2);
   CHECK(d == std::vector<uint8_t>{0, 1, 2, 6, 7, 8, 18, 19, 20, 24, 25, 26});
 }
+
+TEST_CASE(
+    "report stills: an upscaler's stills are 1:1 crops of the output beside the source "
+    "scaled the same way") {
+  const StillCrop big = CenterCrop(1920, 1080);
+  CHECK(big.x == 760);
+  CHECK(big.y == 340);
+  CHECK(big.width == kCropSide);
+  CHECK(big.height == kCropSide);
+  const StillCrop small = CenterCrop(300, 200);
+  CHECK((small.x == 0 && small.y == 0 && small.width == 300 && small.height == 200));
+  if (!StillsAvailable()) {
+    MESSAGE("skipped the scaling: this build has no OpenCV");
+    return;
+  }
+  // A horizontal ramp, 10 per source column, scaled 4x: bicubic keeps a ramp a ramp, so the crop
+  // from output column 20 holds 10 * ((20 + j + 0.5) / 4 - 0.5) in its column j (away from the
+  // picture's edges, where the border is replicated).
+  std::vector<uint8_t> ramp(16 * 8 * 3);
+  for (int r = 0; r < 8; ++r) {
+    for (int c = 0; c < 16; ++c) {
+      for (int k = 0; k < 3; ++k) ramp[(r * 16 + c) * 3 + k] = static_cast<uint8_t>(10 * c);
+    }
+  }
+  StillCrop crop;
+  crop.x = 20, crop.y = 8, crop.width = 24, crop.height = 10;
+  std::vector<uint8_t> scaled = ScaledCrop(ramp, 16, 8, 64, 32, crop);
+  REQUIRE(scaled.size() == size_t(24 * 10 * 3));
+  for (int j = 0; j < 24; ++j) {
+    INFO("column " << j);
+    CHECK(std::abs(scaled[(5 * 24 + j) * 3] - 10 * ((20 + j + 0.5) / 4 - 0.5)) <= 1.5);
+  }
+  // The output's crop is its pixels as they are.
+  std::vector<uint8_t> out(64 * 32 * 3);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<uint8_t>(i % 251);
+  std::vector<uint8_t> cut = CropRgb(out, 64, crop);
+  REQUIRE(cut.size() == size_t(24 * 10 * 3));
+  CHECK(cut[0] == out[(8 * 64 + 20) * 3]);
+  CHECK(cut[(9 * 24 + 23) * 3 + 2] == out[(17 * 64 + 43) * 3 + 2]);
+
+  // A captured still of a 16x8 -> 64x32 model says it is a crop, and the page shows it 1:1.
+  ArenaGeometry arena;
+  arena.in_width = 16, arena.in_height = 8, arena.out_width = 64, arena.out_height = 32;
+  StillCapture capture({0}, arena);
+  capture.Capture(0, ramp.data(), out.data());
+  std::string note;
+  std::vector<ReportStill> stills = capture.Encode(&note);
+  REQUIRE(stills.size() == 1);
+  CHECK(stills[0].crop_note.find("1:1 crops (64x32 at 0,0) of the 64x32 output") == 0);
+  ReportData d = Sample(0);
+  d.stills = stills;
+  const std::string html = RenderReportHtml(d);
+  CHECK(Count(html, "<img class=\"crop\"") == 2);
+  CHECK(html.find("the source scaled to the output's size (bicubic)") != std::string::npos);
+  // A larger output: the middle 400x400, from its rows 8 to 407.
+  arena.out_width = 512, arena.out_height = 416;
+  std::vector<uint8_t> large(512 * 416 * 3, 200);
+  StillCapture middle({0}, arena);
+  middle.Capture(0, ramp.data(), large.data());
+  stills = middle.Encode(&note);
+  REQUIRE(stills.size() == 1);
+  CHECK(stills[0].crop_note.find("1:1 crops (400x400 at 56,8) of the 512x416 output") == 0);
+  CHECK(stills[0].output_uri.find("data:image/jpeg;base64,") == 0);
+  CHECK(stills[0].input_uri.find("data:image/jpeg;base64,") == 0);
+  // Same-size models keep whole frames, scaled alike.
+  arena.out_width = 16, arena.out_height = 8;
+  StillCapture whole({0}, arena);
+  whole.Capture(0, ramp.data(), ramp.data());
+  stills = whole.Encode(&note);
+  REQUIRE(stills.size() == 1);
+  CHECK(stills[0].crop_note.empty());
+}

@@ -3,6 +3,8 @@
 // throughput over time). Used by report_html.cpp; pure functions, thread-safe.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>

@@ -230,8 +230,13 @@ std::string RenderReportHtml(const ReportData& d) {
 
   o += MemoryPlots(d.timeline);
   o += "<h2>Throughput</h2>\n" + ThroughputPlot(d.timeline);
-  // The slots that started, as the timeline saw them; without one, the workers the job wanted.
-  const int slots = d.timeline.empty() ? d.stages.workers : SlotsStarted(d.timeline);
+  // The workers that started: the slots the timeline saw, but no more than the job wanted (a
+  // recycled worker's standby takes a slot above them, one at a time); without a timeline, the
+  // workers the job wanted.
+  const int started = SlotsStarted(d.timeline);
+  const int slots = d.timeline.empty()     ? d.stages.workers
+                    : d.stages.workers > 0 ? std::min(d.stages.workers, started)
+                                           : started;
   o += "<h2>Where the time went</h2>\n" + StagesSvg(d.stages, slots);
   const StageTimes& st = d.stages;
   o += "<p>prepare " + Num(st.prepare_s, 2) + " s, start workers " + Num(st.start_s, 2) +

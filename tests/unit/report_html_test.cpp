@@ -153,8 +153,8 @@ TEST_CASE("report: no script, no remote URL, and every text escaped and valid UT
 
 TEST_CASE("report: stills are embedded as data: URIs, side by side per frame") {
   ReportData d = Sample(500);
-  d.stills = {{0, "data:image/jpeg;base64,AAAA", "data:image/jpeg;base64,BBBB"},
-              {96, "data:image/jpeg;base64,CCCC", "data:image/jpeg;base64,DDDD"}};
+  d.stills = {{0, "data:image/jpeg;base64,AAAA", "data:image/jpeg;base64,BBBB", ""},
+              {96, "data:image/jpeg;base64,CCCC", "data:image/jpeg;base64,DDDD", ""}};
   const std::string html = RenderReportHtml(d);
   CHECK(Count(html, "<img ") == 4);
   CHECK(html.find("src=\"data:image/jpeg;base64,DDDD\"") != std::string::npos);
@@ -262,6 +262,13 @@ TEST_CASE("report: the stages count the worker slots that started, not those ask
   CHECK(html.find("workers (1)") != std::string::npos);
   CHECK(html.find("workers (2)") == std::string::npos);
   CHECK(RenderReportHtml(Sample(500)).find("workers (2)") != std::string::npos);
+  // One worker wanted, recycled: its standby takes slot 1 while slot 0 leaves. Still one.
+  d.stages.workers = 1;
+  d.timeline.push_back(Event(3.1, 1, 2, K::kStart, 0, 0, 0, "standby for slot 0"));
+  d.timeline.push_back(Event(3.5, 1, 2, K::kChunk, 32, 300));
+  const std::string standby = RenderReportHtml(d);
+  CHECK(standby.find("workers (1)") != std::string::npos);
+  CHECK(standby.find("workers (2)") == std::string::npos);
 }
 
 TEST_CASE("report file: a resumed job says what an earlier run kept, and its speed is this run's") {

@@ -1077,6 +1077,9 @@ void Service::RunClaimed(RunningJob* running) {
   JobOptions options;
   options.workspace = dir + "/work";
   options.timeline = dir + "/timeline.jsonl";
+  // active/<id>/ is gone once the job is filed: the report names where the timeline will be.
+  options.timeline_filed_done = spool_.JobDir(SpoolState::kDone, id) + "/timeline.jsonl";
+  options.timeline_filed_failed = spool_.JobDir(SpoolState::kFailed, id) + "/timeline.jsonl";
   options.warm = &running->slot->warm;
   for (auto& lent : running->spares) {
     if (lent.second != nullptr) options.spares.push_back(lent.second.get());

@@ -1238,8 +1238,10 @@ void JobRun::WriteReport(Result<JobReport>* result) {
     note = "this build has no OpenCV";
   }
   const std::string path = job_.output + ".report.html";
+  const std::string& filed =
+      outcome.ok() ? options_.timeline_filed_done : options_.timeline_filed_failed;
   const std::string html = RenderReportHtml(
-      MakeReportData(job_, r, outcome, timeline_.records(), std::move(stills), note));
+      MakeReportData(job_, r, outcome, timeline_.records(), std::move(stills), note, filed));
   Status written = WriteReportFile(output_dir_fd_.get(), ReportName(output_name_), html,
                                    options_.output_reader_uid);
   JobReportFile file;

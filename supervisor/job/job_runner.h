@@ -68,6 +68,11 @@ struct JobOptions {
   std::string work_settings;
   // The memory timeline; "" = <output>.timeline.jsonl.
   std::string timeline;
+  // Where the report says the timeline is when `timeline` does not outlive the run (the service
+  // renames the job's active/<id>/ to done/<id>/ or failed/<id>/ once it is filed): its path
+  // then, for a job that ends well and for one that fails. "" = `timeline` itself.
+  std::string timeline_filed_done;
+  std::string timeline_filed_failed;
   // Called from the supervisor's dispatch thread about every 50 ms while the job runs.
   std::function<void(const JobProgress&)> on_progress;
   // Workers to reuse and to hand back (null: the job starts and stops its own).

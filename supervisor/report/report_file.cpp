@@ -25,13 +25,22 @@ std::string ReportName(const std::string& output_name) { return output_name + ".
 
 ReportData MakeReportData(const JobSpec& job, const JobReport& r, const Status& outcome,
                           std::vector<TimelineRecord> timeline, std::vector<ReportStill> stills,
-                          const std::string& stills_note) {
+                          const std::string& stills_note, const std::string& timeline_path) {
   ReportData d;
   d.title = job.output;
   d.failed = !outcome.ok();
-  d.outcome = outcome.ok()
-                  ? "done: " + std::to_string(r.frames) + " frames in " + Fixed(r.seconds, "s")
-                  : "failed: " + outcome.ToString();
+  // The rate is this run's: the frames it rendered over its time, not those an earlier run kept.
+  const int64_t rendered = r.frames - r.frames_resumed;
+  const bool resumed = r.segments_resumed > 0;
+  if (!outcome.ok()) {
+    d.outcome = "failed: " + outcome.ToString();
+  } else if (resumed) {
+    d.outcome = "done (resumed): " + std::to_string(r.frames) + " frames, " +
+                std::to_string(rendered) + " of them rendered by this run in " +
+                Fixed(r.seconds, "s");
+  } else {
+    d.outcome = "done: " + std::to_string(r.frames) + " frames in " + Fixed(r.seconds, "s");
+  }
   const DispatchStats& s = r.dispatch;
   int recycles = 0;
   std::string by_reason;
@@ -41,13 +50,20 @@ ReportData MakeReportData(const JobSpec& job, const JobReport& r, const Status& 
   }
   if (!by_reason.empty()) by_reason += ")";
   d.facts = {{"input", job.input}, {"output", job.output}, {"model", job.model}};
+  if (resumed) {
+    d.facts.push_back({"resumed", std::to_string(r.segments_resumed) + " segments (" +
+                                      std::to_string(r.frames_resumed) +
+                                      " frames) kept from an earlier run; this run rendered " +
+                                      std::to_string(rendered) + " frames"});
+  }
   if (outcome.ok()) {
     d.facts.push_back({"frames", std::to_string(r.frames) + ", " + std::to_string(r.chunks) +
                                      " chunks, " + std::to_string(r.segments) + " segments"});
     d.facts.push_back({"picture", Size(r.in_width, r.in_height) + " (" + r.worker_input_format +
                                       " to the workers) -> " + Size(r.out_width, r.out_height) +
                                       " " + r.output_pix_fmt});
-    d.facts.push_back({"speed", Fixed(r.seconds > 0 ? r.frames / r.seconds : 0.0, "frames/s")});
+    d.facts.push_back({"speed", Fixed(FramesPerSecond(rendered, r.seconds), "frames/s") +
+                                    (resumed ? " (this run's frames over its time)" : "")});
     if (r.faces.present) d.facts.push_back({"faces", r.faces.Summary()});
   }
   d.facts.push_back({"workers", std::to_string(s.workers_started) + " started, " +
@@ -59,7 +75,8 @@ ReportData MakeReportData(const JobSpec& job, const JobReport& r, const Status& 
   d.facts.push_back({"worker start", s.StartupSummary()});
   for (const std::string& w : r.warnings) d.facts.push_back({"warning", w});
   for (const std::string& f : r.faults_retried) d.facts.push_back({"survived", f});
-  if (!r.timeline.empty()) d.facts.push_back({"memory timeline", r.timeline});
+  const std::string& timeline_file = timeline_path.empty() ? r.timeline : timeline_path;
+  if (!timeline_file.empty()) d.facts.push_back({"memory timeline", timeline_file});
   d.timeline = std::move(timeline);
   d.stages = r.stages;
   d.stills = std::move(stills);

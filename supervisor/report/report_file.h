@@ -20,10 +20,13 @@ namespace framemill {
 std::string ReportName(const std::string& output_name);
 
 // The report's data. `outcome`: ok for a finished job, else why it failed. `report` holds what
-// the job had measured when it ended (a failed job's is partial).
+// the job had measured when it ended (a failed job's is partial). A resumed job (segments an
+// earlier run kept) says so, and its speed is this run's: the frames it rendered over its time.
+// `timeline_path`: where the report says the memory timeline is, a path that stays valid after
+// the run (the service files the job's folder elsewhere); "" = report.timeline.
 ReportData MakeReportData(const JobSpec& job, const JobReport& report, const Status& outcome,
                           std::vector<TimelineRecord> timeline, std::vector<ReportStill> stills,
-                          const std::string& stills_note);
+                          const std::string& stills_note, const std::string& timeline_path = "");
 
 // Writes `html` as `name` in the directory `dir_fd` (see the file comment). `reader_uid`:
 // granted read access through an ACL, UINT32_MAX = none (an ACL that fails is logged, not an

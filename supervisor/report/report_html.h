@@ -1,7 +1,8 @@
 // The job report: one self-contained HTML page (inline CSS and SVG, no script, no external URL,
 // images as data: URIs) that a person opens in a browser or prints. It shows each worker slot's
-// host and GPU memory over the job with its recycle, crash and kill events marked, the
-// throughput over time, where the stages' time went, and before/after stills.
+// host and GPU memory over the job with its recycle, crash and kill events marked (memory axes
+// span the data's own range, said under the plot; a CPU job has no GPU panel), the throughput
+// over windows wide enough to be steady, where the stages' time went, and before/after stills.
 //
 // RenderReportHtml is a pure function of plain data: no I/O, no clock; thread-safe. Every text
 // it is given (paths, worker reasons, errors) may hold any bytes: it comes out HTML-escaped, with
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "supervisor/report/job_result.h"
+#include "supervisor/report/report_plots.h"  // ThroughputSeries and the plots' other parts
 #include "supervisor/workers/timeline.h"
 
 namespace framemill {
@@ -23,6 +25,9 @@ struct ReportStill {
   int64_t frame = 0;       // index in the source
   std::string input_uri;   // data:image/...;base64,...
   std::string output_uri;  // likewise
+  // A model that changes the frame size: the stills are 1:1 crops at the output's size, and this
+  // says which (shown under them); "" = whole frames, scaled alike.
+  std::string crop_note;
 };
 
 struct ReportData {
@@ -50,12 +55,6 @@ inline constexpr const char* kWorkerColors[] = {"#1f77b4", "#2ca02c", "#9467bd",
 inline constexpr const char* kRecycleColor = "#ff7f0e";
 inline constexpr const char* kCrashColor = "#d62728";
 inline constexpr const char* kKillColor = "#000000";
-
-// Frames per second over time, from the chunk events' per-worker frame counts: each point is the
-// middle of a window of `window_s` seconds and the frames finished in it divided by `window_s`.
-// Empty when no chunk was recorded. `window_s` > 0.
-std::vector<std::pair<double, double>> ThroughputSeries(const std::vector<TimelineRecord>& timeline,
-                                                        double window_s);
 
 // The page. Never fails; data it lacks shows as a sentence ("no GPU figures").
 std::string RenderReportHtml(const ReportData& data);

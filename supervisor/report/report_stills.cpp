@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #ifdef FRAMEMILL_HAVE_OPENCV
@@ -117,6 +118,52 @@ std::string RgbToDataUri(const std::vector<uint8_t>& rgb, int width, int height)
 #endif
 }
 
+StillCrop CenterCrop(int width, int height) {
+  StillCrop c;
+  c.width = std::clamp(width, 0, kCropSide);
+  c.height = std::clamp(height, 0, kCropSide);
+  c.x = (std::max(width, 0) - c.width) / 2;
+  c.y = (std::max(height, 0) - c.height) / 2;
+  return c;
+}
+
+std::vector<uint8_t> CropRgb(const std::vector<uint8_t>& rgb, int width, const StillCrop& crop) {
+  std::vector<uint8_t> out(size_t(crop.width) * size_t(crop.height) * 3);
+  for (int r = 0; r < crop.height; ++r) {
+    std::memcpy(&out[size_t(r) * crop.width * 3], &rgb[(size_t(crop.y + r) * width + crop.x) * 3],
+                size_t(crop.width) * 3);
+  }
+  return out;
+}
+
+std::vector<uint8_t> ScaledCrop(const std::vector<uint8_t>& rgb, int in_width, int in_height,
+                                int out_width, int out_height, const StillCrop& crop) {
+#ifdef FRAMEMILL_HAVE_OPENCV
+  if (in_width <= 0 || in_height <= 0 || out_width <= 0 || out_height <= 0 || crop.width <= 0 ||
+      crop.height <= 0 || rgb.size() != size_t(in_width) * size_t(in_height) * 3) {
+    return {};
+  }
+  try {
+    // Only the crop is computed: output pixel X is source coordinate (X + 0.5) / scale - 0.5, as
+    // cv::resize maps it, sampled with the same bicubic kernel.
+    const double sx = double(out_width) / in_width, sy = double(out_height) / in_height;
+    const cv::Matx23d to_source(1 / sx, 0, (crop.x + 0.5) / sx - 0.5, 0, 1 / sy,
+                                (crop.y + 0.5) / sy - 0.5);
+    cv::Mat source(in_height, in_width, CV_8UC3, const_cast<uint8_t*>(rgb.data()));
+    std::vector<uint8_t> out(size_t(crop.width) * size_t(crop.height) * 3);
+    cv::Mat scaled(crop.height, crop.width, CV_8UC3, out.data());
+    cv::warpAffine(source, scaled, to_source, scaled.size(), cv::INTER_CUBIC | cv::WARP_INVERSE_MAP,
+                   cv::BORDER_REPLICATE);
+    return out;
+  } catch (const cv::Exception&) {
+    return {};
+  }
+#else
+  (void)rgb, (void)in_width, (void)in_height, (void)out_width, (void)out_height, (void)crop;
+  return {};
+#endif
+}
+
 StillCapture::StillCapture(std::vector<int64_t> chunk_first_frames, const ArenaGeometry& arena)
     : first_frames_(std::move(chunk_first_frames)), arena_(arena) {
   const int64_t n = static_cast<int64_t>(first_frames_.size());
@@ -154,13 +201,43 @@ void StillCapture::Capture(int64_t chunk, const uint8_t* in, const uint8_t* out)
                         static_cast<int>((w + step - 1) / step),
                         static_cast<int>((h + step - 1) / step));
   };
-  s.input_uri = still(in, arena_.in_format, arena_.in_width, arena_.in_height, arena_.in_matrix,
-                      arena_.in_full_range != 0);
-  s.output_uri =
-      still(out, arena_.out_format, arena_.out_width, arena_.out_height, YuvMatrix::kBt601, false);
+  if (arena_.out_width == arena_.in_width && arena_.out_height == arena_.in_height) {
+    s.input_uri = still(in, arena_.in_format, arena_.in_width, arena_.in_height, arena_.in_matrix,
+                        arena_.in_full_range != 0);
+    s.output_uri = still(out, arena_.out_format, arena_.out_width, arena_.out_height,
+                         YuvMatrix::kBt601, false);
+  } else {
+    CaptureCrop(in, out, &s);
+  }
   if (s.input_uri.empty() || s.output_uri.empty()) return;
   std::lock_guard<std::mutex> lock(mu_);
   stills_.push_back(std::move(s));
+}
+
+void StillCapture::CaptureCrop(const uint8_t* in, const uint8_t* out, ReportStill* s) const {
+  const int iw = static_cast<int>(arena_.in_width), ih = static_cast<int>(arena_.in_height);
+  const int ow = static_cast<int>(arena_.out_width), oh = static_cast<int>(arena_.out_height);
+  const StillCrop crop = CenterCrop(ow, oh);
+  const std::vector<uint8_t> source =
+      FrameToRgb24(in, arena_.in_format, arena_.in_width, arena_.in_height, arena_.in_matrix,
+                   arena_.in_full_range != 0);
+  // Only the crop's rows of the output are converted where its rows lie apart (packed RGB, as
+  // a model's output is): an upscaler's output is the largest frame of the job.
+  const bool packed = arena_.out_format != FrameFormat::kYuv420p;
+  const int first = packed ? crop.y : 0, count = packed ? crop.height : oh;
+  const std::vector<uint8_t> rows = FrameToRgb24(
+      out + FrameBytes(arena_.out_format, arena_.out_width, 1) * size_t(first), arena_.out_format,
+      arena_.out_width, static_cast<uint32_t>(count), YuvMatrix::kBt601, false);
+  StillCrop in_rows = crop;
+  in_rows.y = crop.y - first;
+  s->input_uri = RgbToDataUri(ScaledCrop(source, iw, ih, ow, oh, crop), crop.width, crop.height);
+  s->output_uri = RgbToDataUri(CropRgb(rows, ow, in_rows), crop.width, crop.height);
+  char note[200];
+  std::snprintf(note, sizeof(note),
+                "1:1 crops (%dx%d at %d,%d) of the %dx%d output; the source scaled to %dx%d "
+                "with bicubic interpolation, the same crop",
+                crop.width, crop.height, crop.x, crop.y, ow, oh, ow, oh);
+  s->crop_note = note;
 }
 
 std::vector<ReportStill> StillCapture::Encode(std::string* note) const {

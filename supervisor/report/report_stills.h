@@ -35,6 +35,28 @@ std::vector<uint8_t> FrameToRgb24(const uint8_t* frame, FrameFormat format, uint
 // build cannot make stills or encoding failed.
 std::string RgbToDataUri(const std::vector<uint8_t>& rgb, int width, int height);
 
+// For a model that changes the frame size (an upscaler): the stills are kCropSide x kCropSide
+// (at most) crops of the output at its own resolution, shown 1:1, beside the same region of the
+// source scaled to the output's size with bicubic interpolation (what the model is judged
+// against): an upscale scaled back down to a still of the source's size looks like its input.
+inline constexpr int kCropSide = 400;  // px: two fit side by side on the page
+
+// A region of a frame, in its pixels.
+struct StillCrop {
+  int x = 0, y = 0, width = 0, height = 0;
+};
+// The middle kCropSide x kCropSide (at most) of a `width` x `height` frame.
+StillCrop CenterCrop(int width, int height);
+
+// `crop` of packed RGB24 `rgb` (`width` pixels a row). `crop` lies inside the picture.
+std::vector<uint8_t> CropRgb(const std::vector<uint8_t>& rgb, int width, const StillCrop& crop);
+
+// `crop` (in output pixels) of packed RGB24 `rgb` (`in_width` x `in_height`) scaled to
+// `out_width` x `out_height` with bicubic interpolation (OpenCV's INTER_CUBIC). Empty without
+// OpenCV or on an OpenCV error.
+std::vector<uint8_t> ScaledCrop(const std::vector<uint8_t>& rgb, int in_width, int in_height,
+                                int out_width, int out_height, const StillCrop& crop);
+
 // Collects the stills of one job. Thread-safe: encoder threads call Capture concurrently.
 class StillCapture {
  public:
@@ -52,6 +74,9 @@ class StillCapture {
   std::vector<ReportStill> Encode(std::string* note) const;
 
  private:
+  // A model that changes the frame size: the still's 1:1 crops (see CenterCrop).
+  void CaptureCrop(const uint8_t* in, const uint8_t* out, ReportStill* s) const;
+
   std::vector<int64_t> first_frames_;
   std::vector<int64_t> wanted_;  // chunk indices, ascending
   ArenaGeometry arena_;

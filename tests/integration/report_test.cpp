@@ -90,6 +90,17 @@ int Drawn(const cv::Mat& shot, const cv::Rect& area, const char* hex) {
   return n;
 }
 
+// Whether a worker of the job that wrote `output` reported GPU memory (its timeline's figures).
+bool HasGpuFigures(const std::string& output) {
+  for (const nlohmann::json& row : ReadTimeline(output)) {
+    if (row.value("gpu_reserved_mb", 0.0) > 0 || row.value("gpu_allocated_mb", 0.0) > 0 ||
+        row.value("gpu_process_mb", 0.0) > 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // A job over d0.mp4 (512x512, 78 frames) in chunks of 8 through `model` on one worker, recycled
 // after every 3 chunks.
 nlohmann::json Job(const std::string& dir, const std::string& model) {
@@ -116,8 +127,15 @@ TEST_CASE("report: a real job's report renders in Chromium with its plots, marke
   const std::string html = ReadText(report);
   CHECK(html.find("<script") == std::string::npos);
   CHECK(html.find("src=\"http") == std::string::npos);
-  CHECK(Count(html, "class=\"ev-recycle\"") >= 2 * 2);  // >= 1 per memory plot, + the legends
-  CHECK(Count(html, "<img ") == 2 * 4);                 // 4 frames, before and after
+  // A job whose workers reported no GPU memory (a CPU job) has no GPU plot: one sentence in its
+  // place.
+  const bool gpu_job = HasGpuFigures(dir + "/out.mp4");
+  const int memory_plots = gpu_job ? 2 : 1;
+  CHECK((html.find("<svg class=\"plot gpu\"") != std::string::npos) == gpu_job);
+  if (!gpu_job) CHECK(html.find("no GPU figures: the workers ran on the CPU") != std::string::npos);
+  // >= 1 per memory plot, + the legends.
+  CHECK(Count(html, "class=\"ev-recycle\"") >= 2 * memory_plots);
+  CHECK(Count(html, "<img ") == 2 * 4);  // 4 frames, before and after
   CHECK(Count(html, "src=\"data:image/jpeg;base64,") == 2 * 4);
 
   // Rendered by a real browser, the way a person would see it.
@@ -140,18 +158,24 @@ TEST_CASE("report: a real job's report renders in Chromium with its plots, marke
   cv::Rect fps = AreaOf(img, framemill::kThroughputPlotColor);
   cv::Rect stages = AreaOf(img, framemill::kStagesPlotColor);
   INFO("rss " << rss << " gpu " << gpu << " fps " << fps << " stages " << stages);
-  for (const cv::Rect& a : {rss, gpu, fps}) {
+  for (const cv::Rect& a :
+       gpu_job ? std::vector<cv::Rect>{rss, gpu, fps} : std::vector<cv::Rect>{rss, fps}) {
     CHECK(a.width > 750);
     CHECK(a.height > 150);
   }
   CHECK(stages.width > 400);
-  CHECK(rss.y < gpu.y);
-  CHECK(gpu.y < fps.y);
+  if (gpu_job) {
+    CHECK(rss.y < gpu.y);
+    CHECK(gpu.y < fps.y);
+    CHECK(Drawn(img, gpu, framemill::kGpuPlotColor) > 100);  // the GPU lines
+  } else {
+    CHECK(gpu.area() == 0);  // no empty panel
+    CHECK(rss.y < fps.y);
+  }
   CHECK(fps.y < stages.y);
   // The worker's RSS line and its recycle markers; the throughput line; the busy bars.
   CHECK(PixelsNear(img, rss, framemill::kWorkerColors[0]) > 300);
   CHECK(PixelsNear(img, rss, framemill::kRecycleColor) > 30);
-  CHECK(Drawn(img, gpu, framemill::kGpuPlotColor) > 100);  // lines, or the no-GPU sentence
   CHECK(PixelsNear(img, fps, framemill::kWorkerColors[0]) > 300);
   CHECK(PixelsNear(img, stages, "#4c9a2a") > 500);
 
@@ -179,7 +203,8 @@ TEST_CASE("report: a job whose worker always crashes still gets a report that sa
   const std::string html = ReadText(report);
   CHECK(html.find("class=\"outcome failed\"") != std::string::npos);
   CHECK(html.find("failed 2 times") != std::string::npos);  // the failure
-  CHECK(Count(html, "class=\"ev-crash\"") >= 2 * 2);        // both crashes, on both plots
+  // Both crashes, on each memory plot (a CPU job has no GPU plot), + the legends.
+  CHECK(Count(html, "class=\"ev-crash\"") >= (HasGpuFigures(dir + "/out.mp4") ? 2 * 2 : 2 + 1));
   CHECK(html.find("<svg class=\"plot rss\"") != std::string::npos);
 }
 

@@ -80,12 +80,28 @@ Result<double> AudioBitsPerSecond(const std::string& ffprobe, const SourceFile& 
   return bits;
 }
 
-// Every `every`-th frame of the video file `name` in `dir_fd` (the first of each stretch),
-// scaled to the sheet's cell, rgb24, one string per frame; exactly `frames` of them or
-// an error.
+// The filter that makes a frame of a sheet's cell: the frame scaled to the cell; or, where the
+// model changed the frame's size to `out_w` x `out_h` (an upscaler), a 1:1 crop of the cell's
+// size from the middle of the output, and for the source (`source` true) the same region of it
+// scaled to the output's size with bicubic, so that the two show the model's own pixels beside
+// what a plain scale gives. `out_w` 0: no change of size.
+std::string CellFilter(const SheetLayout& layout, int out_w, int out_h, bool source) {
+  if (out_w <= 0) {
+    return fmt::format("scale={}:{}:flags=area,setsar=1", layout.cell_width, layout.cell_height);
+  }
+  const int x = (out_w - layout.cell_width) / 2 / 2 * 2, y = (out_h - layout.cell_height) / 2 / 2 * 2;
+  return fmt::format("{}crop={}:{}:{}:{},setsar=1",
+                     source ? fmt::format("scale={}:{}:flags=bicubic,", out_w, out_h) : "",
+                     layout.cell_width, layout.cell_height, x, y);
+}
+
+// Every `every`-th frame of the video file `name` in `dir_fd` (the first of each stretch), made
+// a cell of the sheet by `cell_filter` (CellFilter), rgb24, one string per frame; exactly
+// `frames` of them or an error.
 Result<std::vector<std::string>> CellFrames(const std::string& ffmpeg, int dir_fd,
                                             const std::string& name, const SheetLayout& layout,
-                                            int frames, int every) {
+                                            int frames, int every,
+                                            const std::string& cell_filter) {
   UniqueFd fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd.valid()) {
     return Status(StatusCode::kIo, "preview: open " + name + ": " + std::strerror(errno));
@@ -93,8 +109,7 @@ Result<std::vector<std::string>> CellFrames(const std::string& ffmpeg, int dir_f
   Result<CommandOutput> r =
       RunAndCapture({ffmpeg, "-nostdin", "-hide_banner", "-loglevel", "error", "-i",
                      FdPath(fd.get()), "-map", "0:v:0", "-fps_mode", "passthrough", "-vf",
-                     fmt::format("select=not(mod(n\\,{})),scale={}:{}:flags=area,setsar=1", every,
-                                 layout.cell_width, layout.cell_height),
+                     fmt::format("select=not(mod(n\\,{})),{}", every, cell_filter),
                      "-f", "rawvideo", "-pix_fmt", "rgb24", "pipe:1"},
                     {fd.get()});
   if (!r.ok()) return r.status();
@@ -326,11 +341,26 @@ Result<PreviewReport> RunPreview(const JobSpec& job, const Config& config,
 
   // The contact sheet.
   report.layout = LayoutFor(v.display_width, v.display_height, UprightSampleAspect(v), k);
+  // A model that enlarges the frame: 1:1 crops of its output (scaled into the source's cell, an
+  // upscale would look like its input).
+  const bool crops = run->out_width >= report.layout.cell_width &&
+                     run->out_height >= report.layout.cell_height &&
+                     (run->out_width > run->in_width || run->out_height > run->in_height);
+  const int crop_w = crops ? run->out_width : 0, crop_h = crops ? run->out_height : 0;
+  if (crops) {
+    spdlog::info("preview: the model gives {}x{} frames: each row shows a {}x{} crop of the "
+                 "output's middle, 1:1, beside the source scaled to {}x{} (bicubic) there",
+                 run->out_width, run->out_height, report.layout.cell_width,
+                 report.layout.cell_height, run->out_width, run->out_height);
+  }
+  report.crops = crops;
   Result<std::vector<std::string>> before =
-      CellFrames(config.ffmpeg, dir.fd.get(), clip->name, report.layout, k, stretch);
+      CellFrames(config.ffmpeg, dir.fd.get(), clip->name, report.layout, k, stretch,
+                 CellFilter(report.layout, crop_w, crop_h, /*source=*/true));
   if (!before.ok()) return before.status();
   Result<std::vector<std::string>> after =
-      CellFrames(config.ffmpeg, dir.fd.get(), run_output, report.layout, k, stretch);
+      CellFrames(config.ffmpeg, dir.fd.get(), run_output, report.layout, k, stretch,
+                 CellFilter(report.layout, crop_w, crop_h, /*source=*/false));
   if (!after.ok()) return after.status();
   std::vector<std::string> labels;
   for (double t : report.times) {
@@ -378,15 +408,18 @@ nlohmann::json PreviewReport::ToJson() const {
           {"frames_decoded", frames_decoded},
           {"source_frames", source_frames},
           {"source_seconds", source_seconds},
+          {"crops", crops},
           {"estimate", estimate.ToJson()}};
 }
 
 std::string PreviewReport::ToText() const {
   std::string text = fmt::format(
-      "preview: wrote {} ({}x{}: {} frames, source | output)\n"
+      "preview: wrote {} ({}x{}: {} frames, source | output{})\n"
       "preview: {} frames decoded to take {} stretches of {} of the source's {} frames "
       "({:.1f} s)\n",
-      contact_sheet, layout.width(), layout.height(), times.size(), frames_decoded, times.size(),
+      contact_sheet, layout.width(), layout.height(), times.size(),
+      crops ? "; 1:1 crops at the output's size, the source scaled there with bicubic" : "",
+      frames_decoded, times.size(),
       frames_per_sample, source_frames, source_seconds);
   return text + estimate.ToText();
 }

@@ -44,10 +44,13 @@ struct PreviewReport {
   int64_t frames_decoded = 0;  // frames ffmpeg decoded to get them (ffmpeg's own count)
   int64_t source_frames = 0;   // the source's frames (container's count, else duration x rate)
   double source_seconds = 0;
+  // The model enlarges the frame: each row is a 1:1 crop of the output's middle beside the same
+  // region of the source scaled to the output's size with bicubic (not both scaled to the cell).
+  bool crops = false;
   PreviewEstimate estimate;
 
-  // Stable field names (README.md): contact_sheet, width, height, frames, times,
-  // frames_per_sample, frames_decoded, source_frames, source_seconds, estimate
+  // Stable field names (docs/formats.md): contact_sheet, width, height, frames, times,
+  // frames_per_sample, frames_decoded, source_frames, source_seconds, crops, estimate
   // (PreviewEstimate::ToJson).
   nlohmann::json ToJson() const;
   std::string ToText() const;

@@ -2,6 +2,7 @@
 // layout promises, it decodes only around the sampled frames (ffmpeg's own count of decoded
 // frames, which a preview that decoded the whole video could not keep under the clip's length),
 // it leaves nothing but the sheet behind, and a bad --frames is a usage error.
+#include <algorithm>
 #include <cstdint>
 #include <fstream>
 #include <sstream>
@@ -127,4 +128,50 @@ TEST_CASE("preview: --frames outside 1..64 is a usage error, and --help document
   RunResult help = Shell("'" + std::string(FRAMEMILL_BIN) + "' preview --help");
   CHECK(help.exit_code == 0);
   CHECK(help.out.find("--frames") != std::string::npos);
+}
+
+TEST_CASE("preview: an upscaler's rows are 1:1 crops of its output beside the source scaled there") {
+  const std::string dir = ScratchDir("preview_upscale");
+  // Noise (no two neighbouring pixels alike), kept exactly: x264 lossless, 4:4:4.
+  const std::string input = dir + "/noise.mp4";
+  RunResult made = Shell("ffmpeg -nostdin -v error -y -f lavfi -i \"nullsrc=s=320x240:r=25,"
+                         "geq=lum='random(1)*255':cb=128:cr=128\" -frames:v 48 -c:v libx264 "
+                         "-qp 0 -pix_fmt yuv444p '" + input + "'");
+  REQUIRE_MESSAGE(made.exit_code == 0, made.err);
+  const nlohmann::json job = {{"input", input},
+                              {"output", dir + "/out.mp4"},
+                              {"model", ModelPath("upscale2x")},  // 2x nearest neighbour
+                              {"device", TestDevice()},
+                              {"encoder", {{"crf", 0}, {"pix_fmt", "yuv444p"}}}};
+  RunResult r = Preview(dir, job, {"--frames", "2", "--json"});
+  if (r.exit_code == 1 && r.err.find("preview needs OpenCV") != std::string::npos) {
+    SkipTest("this framemill was built without OpenCV: preview cannot draw its contact sheet");
+  }
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json out = nlohmann::json::parse(r.out);
+  CHECK(out.at("crops") == true);
+  // Cells of the source's size (320x240); on the right a 320x240 crop of the 640x480 output.
+  const std::string sheet = dir + "/out.mp4.preview.png";
+  auto [w, h] = PngSize(Slurp(sheet));
+  REQUIRE(w == 640);
+  REQUIRE(h == 2 * 240);
+  RunResult raw = Shell("ffmpeg -nostdin -v error -i '" + sheet + "' -f rawvideo -pix_fmt rgb24 -");
+  REQUIRE(raw.out.size() == static_cast<size_t>(w) * h * 3);
+  // Pairs of neighbouring pixels (from an even column of the crop) that are alike: every pair
+  // of the output's own pixels (2x nearest neighbour, shown 1:1); few of the bicubic source's.
+  auto alike = [&](uint32_t x0) {
+    int64_t same = 0, all = 0;
+    for (uint32_t y = 0; y < h; ++y) {
+      for (uint32_t x = x0; x + 1 < x0 + 320; x += 2) {
+        const char* p = raw.out.data() + (static_cast<size_t>(y) * w + x) * 3;
+        same += std::equal(p, p + 3, p + 3) ? 1 : 0;
+        ++all;
+      }
+    }
+    return static_cast<double>(same) / static_cast<double>(all);
+  };
+  INFO("left " << alike(0) << ", right " << alike(320));
+  CHECK(alike(320) > 0.99);  // scaled into the cell (the old sheet), it would be the noise itself
+  CHECK(alike(0) < 0.9);
 }

@@ -338,7 +338,7 @@ void DefineCommands(CLI::App& app, Request& rq) {
   CLI::App* list = app.add_subcommand("list", "List every job of the spool: id, state, detail");
   list->add_flag("--json", rq.json, "Print a JSON array of jobs");
   list->add_option("--state", rq.list_state, "Only the jobs in this state")
-      ->check(CLI::IsMember({"incoming", "active", "done", "failed"}))
+      ->check(CLI::IsMember({"incoming", "active", "done", "failed", "cancelled"}))
       ->type_name("STATE");
 
   CLI::App* status =

@@ -218,8 +218,12 @@ int ListCommand(const Config& config, bool json, const std::string& state) {
   const int serving = spool.ServingPid();
   if (!json) std::printf("ID\tSTATE\tDETAIL\n");
   for (const SpoolEntry& e : spool.All()) {
-    if (!state.empty() && state != Name(e.state)) continue;
     nlohmann::json entry = EntryJson(e, serving);
+    // A cancelled job is filed under failed/ with reason `cancelled`, and shown as cancelled.
+    const bool cancelled = e.state == SpoolState::kFailed &&
+                           entry.value("reason", "") == StatusCodeName(StatusCode::kCancelled);
+    const std::string shown = cancelled ? "cancelled" : Name(e.state);
+    if (!state.empty() && state != shown) continue;
     if (json) {
       all.push_back(entry);
       continue;
@@ -239,7 +243,7 @@ int ListCommand(const Config& config, bool json, const std::string& state) {
         detail = entry.value("reason", "");
         break;
     }
-    std::printf("%s\t%s\t%s\n", e.id.c_str(), Name(e.state), detail.c_str());
+    std::printf("%s\t%s\t%s\n", e.id.c_str(), shown.c_str(), detail.c_str());
   }
   if (json) std::printf("%s\n", DumpJson(all, 2).c_str());
   return kExitOk;

@@ -22,7 +22,8 @@ struct SubmitArgs {
 // Submits a job; prints its id (json: {"id", "state": "incoming", "job"}).
 int SubmitCommand(const SubmitArgs& args, const Config& config, bool json);
 // A header, then one line per job: id, state, detail (json: an array of EntryJson objects);
-// `state` ("incoming", "active", "done", "failed"; "" = all) keeps only the jobs in it.
+// `state` ("incoming", "active", "done", "failed", "cancelled"; "" = all) keeps only the jobs in
+// it. A cancelled job (filed under failed/ with reason `cancelled`) is listed as cancelled.
 int ListCommand(const Config& config, bool json, const std::string& state = "");
 // No id: the spool's counts and its active jobs; an id (or the start of one, when only one job's
 // begins so): that job's progress or result. `follow` repeats until the job ends (not with json).

@@ -233,6 +233,11 @@ TEST_CASE("service: a job cancelled while waiting runs the hook, ids by prefix, 
   CHECK(list.out.find(short_id + "\tdone") != std::string::npos);
   CHECK(list.out.find(waiting) == std::string::npos);
   CHECK(Cli(s, "list --state nosuch").exit_code == 2);
+  // Cancelled is a state of its own on the screen (filed under failed/ with reason cancelled).
+  RunResult cancelled = Cli(s, "list --state cancelled");
+  CHECK(cancelled.out.find(waiting + "\tcancelled\tcancelled") != std::string::npos);
+  CHECK(cancelled.out.find(short_id) == std::string::npos);
+  CHECK(Cli(s, "list --state failed").out.find(waiting) == std::string::npos);
 
   // Cancelled, or ended by itself meanwhile on a fast machine: the hook runs once either way.
   Cli(s, "cancel " + running);

@@ -327,8 +327,10 @@ namespace {
 // Asks the service to `action` job `id` (spool_requests.h) and waits a little for it to act:
 // 0 when it did (`acted` says so from the spool), 1 when it refused, 0 with a note when the
 // service has not read the request yet (it will when it runs).
+// `refused`: why the service refused, when the client knows better than "only the submitter or
+// an admin may" ("" = that).
 int Request(RequestAction action, const std::string& id, const Config& config,
-            const std::function<bool(const Spool&)>& acted) {
+            const std::function<bool(const Spool&)>& acted, const std::string& refused = "") {
   const char* name = Name(action);
   Spool spool(config.spool_dir);
   Result<std::string> path = spool.PutRequest({{"version", 1}, {"action", name}, {"job", id}});
@@ -344,6 +346,10 @@ int Request(RequestAction action, const std::string& id, const Config& config,
     return kExitOk;
   }
   if (!acted(spool)) {
+    if (!refused.empty()) {
+      std::fprintf(stderr, "framemill %s: %s\n", name, refused.c_str());
+      return kExitFailed;
+    }
     std::fprintf(stderr,
                  "framemill %s: the service refused to %s job %s (its log says why: only the "
                  "submitter or an admin may)\n",
@@ -389,23 +395,23 @@ int RetryCommand(const std::string& id_or_prefix, const Config& config) {
     std::fprintf(stderr, "framemill retry: job %s is %s, not failed\n", id.c_str(), Name(e->state));
     return kExitFailed;
   }
-  // The service retries only what may succeed again: say why not here, with the real reason.
+  // The service decides (and logs who asked); a refusal of a job that cannot be retried names
+  // the real reason, where this user may read it.
   const std::string reason = ResultReasonCode(ReadJson(e->path + "/result.json"));
-  if (!RetryableReason(reason)) {
-    std::fprintf(stderr,
-                 "framemill retry: job %s %s; it is not retried (submit it again, mended)\n",
-                 id.c_str(),
-                 reason == StatusCodeName(StatusCode::kCancelled)
-                     ? "was cancelled"
-                     : ("failed with " + (reason.empty() ? std::string("no readable reason")
-                                                         : reason))
-                           .c_str());
-    return kExitFailed;
+  std::string refused;
+  if (!reason.empty() && !RetryableReason(reason)) {
+    refused = "job " + id +
+              (reason == StatusCodeName(StatusCode::kCancelled) ? " was cancelled"
+                                                                : " failed with " + reason) +
+              "; it is not retried (submit it again, mended)";
   }
-  return Request(RequestAction::kRetry, id, config, [&](const Spool& s) {
-    Result<SpoolEntry> now = s.Find(id);
-    return now.ok() && now->state != SpoolState::kFailed;
-  });
+  return Request(
+      RequestAction::kRetry, id, config,
+      [&](const Spool& s) {
+        Result<SpoolEntry> now = s.Find(id);
+        return now.ok() && now->state != SpoolState::kFailed;
+      },
+      refused);
 }
 
 }  // namespace framemill

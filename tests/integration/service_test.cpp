@@ -242,9 +242,12 @@ TEST_CASE("service: drains 18 jobs, good ones to done/, bad ones to failed/ with
   REQUIRE(sub.exit_code == 0);
   std::string id = sub.out.substr(0, sub.out.find('\n'));
   CHECK(WaitUntil([&] { return fs::exists(s.spool + "/done/" + id + "/result.json"); }, 60));
+  // An ended job's status: a short summary; the whole result.json with --json.
   RunResult st = Cli(s, "status " + id);
   CHECK(st.exit_code == 0);
-  CHECK(st.out.find("\"status\": \"done\"") != std::string::npos);
+  CHECK(st.out.find(id + ": done: " + s.dir + "/out/late.mp4") != std::string::npos);
+  RunResult st_json = Cli(s, "status " + id + " --json");
+  CHECK(st_json.out.find("\"status\": \"done\"") != std::string::npos);
   CHECK(Cli(s, "status no-such-job").exit_code == 3);
 
   CHECK(notify.Count("WATCHDOG=1") >= 2);

@@ -836,7 +836,7 @@ TEST_CASE("service: progress counts frames written, not frames through the model
   BackgroundJob serve = Serve(s);
   KillOnExit guard{serve};
   const std::string progress = s.spool + "/active/enc/progress.json";
-  bool trailing = false;  // seen: the model done, the frames written behind it
+  bool trailing = false;  // seen: the frames written behind the model's
   std::string trailing_line;
   WaitUntil(
       [&] {
@@ -845,7 +845,8 @@ TEST_CASE("service: progress counts frames written, not frames through the model
           const int64_t done = p.value("frames_done", int64_t{0});
           const int64_t written = p.value("frames_written", int64_t{-1});
           CHECK(written <= done);
-          if (done == kFrames && written >= 0 && written < kFrames && !trailing) {
+          // The model ahead of the encoder (any sample of an encode-bound job; one a second).
+          if (written >= 0 && written < done && !trailing) {
             trailing = true;
             trailing_line = framemill::ProgressLine(p);  // what `status` prints of this snapshot
           }
@@ -858,7 +859,7 @@ TEST_CASE("service: progress counts frames written, not frames through the model
   INFO(trailing_line);
   CHECK(trailing_line.find("frames written") != std::string::npos);
   CHECK(trailing_line.find("(100.0%)") == std::string::npos);
-  CHECK(trailing_line.find("model at " + std::to_string(kFrames)) != std::string::npos);
+  CHECK(trailing_line.find("model at ") != std::string::npos);
   ::kill(serve.pid, SIGTERM);
   WaitJob(serve, 60);
 }

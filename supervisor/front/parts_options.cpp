@@ -17,10 +17,4 @@ Status SetPartOptions(const std::string& job_path, const std::string& part, JobO
   return Status::Ok();
 }
 
-void SetStitchOptions(const std::string& job_path, JobOptions* options) {
-  options->stitch = true;
-  options->parts_dir = PartsDirFor(job_path);
-  options->write_report = false;
-}
-
 }  // namespace framemill

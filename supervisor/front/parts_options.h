@@ -13,6 +13,4 @@ namespace framemill {
 // `part` is "I/N" (part_plan.h ParsePartRef). Errors: kInvalidJob for a malformed part.
 Status SetPartOptions(const std::string& job_path, const std::string& part, JobOptions* options);
 
-void SetStitchOptions(const std::string& job_path, JobOptions* options);
-
 }  // namespace framemill

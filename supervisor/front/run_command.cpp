@@ -19,6 +19,8 @@
 #include "supervisor/front/parts_options.h"
 #include "supervisor/job/job_runner.h"
 #include "supervisor/job/kept_work.h"
+#include "supervisor/job/parts_dir.h"
+#include "supervisor/job/stitch_job.h"
 #include "supervisor/report/job_result.h"
 
 namespace framemill {
@@ -218,18 +220,15 @@ int StitchCommand(const std::string& job_path, const Config& config,
     std::fprintf(stderr, "framemill: job rejected: %s\n", job.status().ToString().c_str());
     return kExitFailed;
   }
-  JobOptions options;
-  SetStitchOptions(job_path, &options);
-  JobReportFile report_file;
-  options.report_file = &report_file;
-  Result<JobReport> report = RunJob(*job, config, stop, options);
+  const std::string parts_dir = PartsDirFor(job_path);
+  Result<JobReport> report = StitchJob(*job, config, stop, parts_dir);
   if (!report.ok()) {
     std::fprintf(stderr, "framemill: stitch failed: %s\n", report.status().ToString().c_str());
     return ExitCodeOf(report.status().code());
   }
   std::fputs(RunSummary(*report).c_str(), stdout);
   // The output is in place: the parts' segments and the plan have served.
-  (void)RemoveTree(options.parts_dir);
+  (void)RemoveTree(parts_dir);
   return kExitOk;
 }
 

@@ -1,0 +1,54 @@
+// The files a job names, opened once and checked on the open descriptor (the input, the model,
+// the output directory), and its scratch directory: kept across the attempts of one RunJob, so
+// that a retry after a crash reads the same files and keeps the finished segments.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/config.h"
+#include "common/checked_file.h"
+#include "common/file_util.h"
+#include "common/job_file.h"
+#include "common/status.h"
+#include "supervisor/job/job_options.h"
+#include "supervisor/media/media_probe.h"
+#include "supervisor/workers/timeline.h"
+
+namespace framemill {
+
+struct JobFiles {
+  // Named once: the checked, open input, model and output directory.
+  UniqueFd input, model, output_dir;
+  std::string output_name;   // the output's name in output_dir
+  UniqueFd dir;              // the scratch directory, open
+  std::string private_name;  // "" = the caller's workspace (kept); else removed at the end
+  std::string kept_name;     // keep_work: the kept work's name in output_dir
+  UniqueFd kept_lock;        // keep_work: its lock, on a descriptor no child inherits
+  int64_t segments_done = 0;  // in the scratch directory after the last run, resumed ones too
+  // A name of the open scratch directory: valid here and in every child that inherits it.
+  std::string path() const { return FdPath(dir.get()); }
+};
+
+// Opens and checks the input, the model and the output directory (each once per RunJob: a retry
+// uses the files the first attempt opened); refuses an output that exists (without overwrite)
+// or is a directory, and an output directory that is not writable. Returns the input as ffprobe
+// and ffmpeg get it (its descriptor and the config's input restrictions).
+Result<SourceFile> OpenJobPaths(const JobSpec& job, const Config& config, JobFiles* files);
+
+// The scratch directory, once per RunJob: without a workspace, a private directory (mode 0700,
+// random name) in the output directory, or with keep_work the kept work (job/kept_work.h); with
+// one, the caller's directory, made and opened.
+Status OpenScratch(const JobSpec& job, const JobOptions& options, JobFiles* files);
+
+// The job's memory timeline, created in place (a link planted there is replaced, not
+// followed): options.timeline, else <output>.timeline.jsonl in the checked output directory.
+Status OpenTimeline(const JobSpec& job, const JobOptions& options, const JobFiles& files,
+                    uint64_t t0_ms, Timeline* timeline);
+
+// RunJob's end, whatever the outcome: a private scratch directory goes; the kept work goes once
+// the output is in place (`done`) or when the job could not start as it is (KeepsWork), removed
+// while still locked; then the lock is released.
+void CloseJobFiles(JobFiles* files, bool done, const Status& failure);
+
+}  // namespace framemill

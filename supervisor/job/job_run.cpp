@@ -1,0 +1,508 @@
+#include "supervisor/job/job_run.h"
+
+#include <chrono>
+#include <sys/stat.h>
+
+#include "common/clock.h"
+#include "common/file_util.h"
+#include "common/log.h"
+#include "supervisor/job/color_choice.h"
+#include "supervisor/job/free_space.h"
+#include "supervisor/job/kept_work.h"
+#include "supervisor/job/run_faces.h"
+#include "supervisor/media/carried_metadata.h"
+#include "supervisor/report/report_file.h"
+
+namespace framemill {
+namespace {
+
+// The job's color_conversion for this source and these workers (color_choice.h), with its
+// warning logged.
+ColorConversion ResolveColorConversion(ColorConversion setting, const std::string& worker_device,
+                                       const VideoStreamInfo& v, const std::string& input) {
+  std::string warning;
+  ColorConversion chosen = ChooseColorConversion(setting, worker_device, v.pix_fmt, &warning);
+  if (!warning.empty()) spdlog::warn("{}: {}", input, warning);
+  return chosen;
+}
+
+}  // namespace
+
+StageClock::StageClock() : last_us_(MonotonicUs()) {}
+
+void StageClock::Lap(double* into) {
+  const uint64_t now = MonotonicUs();
+  *into = static_cast<double>(now - last_us_) / 1e6;
+  last_us_ = now;
+}
+
+JobRun::JobRun(const JobSpec& job, const Config& config, const std::atomic<bool>& stop,
+               const JobOptions& options, JobFiles* files)
+    : job_(job),
+      config_(config),
+      settings_(job.settings),
+      stop_(stop),
+      options_(options),
+      files_(*files) {}
+
+JobRun::~JobRun() {
+  // Should anything have ended the run before the decoder was joined, it is stopped and joined
+  // (a joinable thread's destructor would end the process, and with it the service).
+  if (decoder_.joinable()) {
+    if (arena_.board) arena_.board->Fail(Status(StatusCode::kInternal, "the job ended early"));
+    decoder_.join();
+  }
+}
+
+DispatchStats JobRun::Dispatch() const {
+  Dispatcher* d = workers_ ? workers_->dispatcher() : nullptr;
+  return d != nullptr ? d->stats() : DispatchStats();
+}
+
+Result<JobReport> JobRun::Run() {
+  Result<JobReport> result = RunPipeline();
+  // Every job that started workers, but one refused for want of disk space: adding a file to a
+  // full disk helps nobody.
+  const bool no_space = !result.ok() && result.status().code() == StatusCode::kNoSpace;
+  if (workers_ && workers_->dispatcher() != nullptr && !no_space && options_.write_report) {
+    WriteReport(&result);
+  }
+  return result;
+}
+
+Result<JobReport> JobRun::RunPipeline() {
+  const uint64_t t0 = MonotonicMs();
+  FM_RETURN_IF_ERROR(Prepare());
+  clock_.Lap(&report_.stages.prepare_s);
+  FM_RETURN_IF_ERROR(OpenTimeline(job_, options_, files_, t0, &timeline_));
+  if (settings_.mode == JobMode::kFaces) {
+    FM_RETURN_IF_ERROR(FindFaces());
+    clock_.Lap(&report_.stages.faces_s);
+  }
+  FM_RETURN_IF_ERROR(StartStages());
+  clock_.Lap(&report_.stages.start_s);
+  pipeline_start_us_.store(MonotonicUs(), std::memory_order_release);
+  Status frames = RunFrames();
+  clock_.Lap(&report_.stages.pipeline_s);
+  if (!frames.ok()) {
+    workers_->dispatcher()->Shutdown();
+    return frames;
+  }
+  return Finish(t0);
+}
+
+// The job prepared (prepared_job.h), the range this run renders, and the scratch directory with
+// its done-log: a run that finds finished segments there starts after them.
+Status JobRun::Prepare() {
+  Result<PreparedJob> prepared = PrepareJob(job_, config_, &files_);
+  if (!prepared.ok()) return prepared.status();
+  prepared_ = std::move(*prepared);
+  report_.warnings = prepared_.warnings;
+  encoder_ = prepared_.encoder;
+  const JobPlan& plan = prepared_.plan;
+  Result<RenderRange> range = ChooseRange(job_, plan, options_);
+  if (!range.ok()) return range.status();
+  range_ = *range;
+  FM_RETURN_IF_ERROR(OpenScratch(job_, options_, &files_));
+  scratch_ = files_.path();
+  state_ = std::make_unique<JobState>(scratch_, job_, plan, plan.chunks_per_segment,
+                                      range_.seg_begin, range_.seg_end);
+  if (!files_.kept_name.empty()) {
+    state_->SetIdentity(
+        KeptWorkIdentity(files_.input.get(), files_.model.get(), options_.work_settings));
+  }
+  FM_RETURN_IF_ERROR(state_->Load());
+  const int64_t first_segment = range_.seg_begin + state_->resumed();
+  range_.first_chunk =
+      first_segment < range_.seg_end ? plan.segments[first_segment].first_chunk : range_.end_chunk;
+  report_.segments_resumed = state_->resumed();
+  report_.frames_resumed =
+      range_.seg_begin < range_.seg_end
+          ? prepared_.ChunkStartFrame(range_.first_chunk) -
+                prepared_.ChunkStartFrame(plan.segments[range_.seg_begin].first_chunk)
+          : 0;
+  if (state_->resumed() > 0) {
+    spdlog::info("resuming: {} of {} segments already finished; starting at frame {}",
+                 state_->resumed(), range_.seg_end - range_.seg_begin,
+                 prepared_.ChunkStartFrame(range_.first_chunk));
+  }
+  workers_ = std::make_unique<JobWorkers>(job_, config_, options_, files_, prepared_);
+  return Status::Ok();
+}
+
+Status JobRun::FindFaces() {
+  Result<FaceTable> faces = FacesForRun(config_, job_, prepared_, range_, state_->resumed(),
+                                        scratch_, stop_, &report_.faces);
+  if (!faces.ok()) return faces.status();
+  faces_ = std::move(*faces);
+  return Status::Ok();
+}
+
+// The workers and the arena: the previous job's arena when this one reuses its workers (they are
+// ready at once: nothing to make an arena beside, and their probe, not a guess, says whether it
+// fits); else one made while the workers start, from a guess of its geometry, and decoded into
+// at once.
+Status JobRun::StartStages() {
+  const WarmChoice choice = workers_->ChooseWarmPool();
+  if (WarmWorkers* warm = options_.warm; warm != nullptr && warm->arena.data() != nullptr) {
+    SharedMemory kept = std::move(warm->arena);
+    // Not reused: removed on the way out, before this job makes its own.
+    if (choice == WarmChoice::kReuse) {
+      kept_arena_ = std::move(kept);
+      kept_geometry_ = warm->arena_geometry;
+    }
+  }
+  if (kept_arena_.data() == nullptr) {
+    ColorConversion conversion = ColorConversion::kAccurate;
+    guess_ = ArenaPlanner(prepared_, settings_, config_, range_).Guess(&conversion);
+    if (guess_) StartEarlyDecoder(*guess_, conversion);
+  }
+  Result<StartedWorkers> started = workers_->Start(choice, &timeline_, scratch_, stop_, &wake_);
+  Status s = started.ok() ? MakeArena(started->first) : started.status();
+  if (!s.ok()) {
+    if (arena_.board) arena_.board->Fail(s);  // an early decoder stops at its next chunk
+    JoinDecoder();
+    if (Dispatcher* d = workers_->dispatcher()) d->Shutdown();
+    return s;
+  }
+  report_.stages.workers_wait_s = started->wait_s;
+  report_.workers_warm = started->first.warm;
+  report_.workers_spare = started->first.spare;
+  report_.worker_sandbox = started->first.sandbox;
+  return Status::Ok();
+}
+
+std::unique_ptr<DecodeStage> JobRun::MakeDecodeStage() {
+  DecodeSetup setup;
+  setup.config = &config_;
+  setup.prepared = &prepared_;
+  setup.input = job_.input;
+  setup.range = range_;
+  setup.in_format = in_format_;
+  setup.conversion = conversion_;
+  setup.scratch = scratch_;
+  setup.faces = faces_ ? &*faces_ : nullptr;
+  setup.restarts_used = restarts_used_;
+  return std::make_unique<DecodeStage>(std::move(setup), &arena_, &wake_, &pipeline_start_us_);
+}
+
+void JobRun::StartEarlyDecoder(const ArenaGeometry& guess, ColorConversion conversion) {
+  const ArenaPlanner planner(prepared_, settings_, config_, range_);
+  conversion_ = conversion;
+  in_format_ = planner.InputFormat(conversion);
+  arena_.geometry = guess;
+  arena_.geometry.flags = planner.PageLocks(arena_.geometry) ? kArenaPageLock : 0;
+  arena_.MakeBoard(static_cast<int64_t>(prepared_.plan.chunks.size()));
+  decode_ = MakeDecodeStage();
+  auto made = std::make_shared<std::promise<Status>>();
+  early_ = made->get_future();
+  decoder_ = std::thread([this, made] {
+    // Creating it zeroes its pages (posix_fallocate on tmpfs: 0.45 s for 2.6 GB on the 2-core
+    // machine, 0.75 s for 4 GB on the H200 machine), off the start as the decoding is; and only
+    // slot 0's unless the workers page-lock it: the decoder reserves each slot as it first takes
+    // it, so that a worker ready early (a spare) does not wait for gigabytes to be zeroed.
+    try {
+      Result<SharedMemory> shm = CreateFrameArena(
+          arena_.geometry, /*all_slots=*/(arena_.geometry.flags & kArenaPageLock) != 0);
+      if (!shm.ok()) return made->set_value(shm.status());
+      arena_.Adopt(std::move(*shm));
+    } catch (const std::exception& e) {
+      return made->set_value(Status(StatusCode::kInternal, std::string("arena: ") + e.what()));
+    }
+    made->set_value(Status::Ok());  // the arena is the main thread's to read from here on
+    decode_->Run();
+  });
+}
+
+void JobRun::DropEarlyDecoder(const Status& made) {
+  arena_.board->Fail(Status(StatusCode::kCancelled, "the arena's guess was wrong"));
+  JoinDecoder(/*times=*/false);
+  restarts_used_ = report_.decoder_restarts;
+  decode_.reset();
+  arena_ = JobArena();
+  spdlog::info("the early arena's guess was wrong{}: made again, decoding from the start",
+               made.ok() ? "" : " (" + made.message() + ")");
+}
+
+void JobRun::StartDecoder() {
+  decode_ = MakeDecodeStage();
+  decoder_ = std::thread([this] { decode_->Run(); });
+}
+
+void JobRun::JoinDecoder(bool times) {
+  if (!decoder_.joinable()) return;
+  decoder_.join();
+  const DecodeFigures& f = decode_->figures();
+  report_.decoder_restarts = f.restarts;
+  report_.faults_retried.insert(report_.faults_retried.end(), f.faults.begin(), f.faults.end());
+  if (!times) return;
+  report_.stages.decode_s = f.decode_s;
+  report_.stages.decode_wait_s = f.decode_wait_s;
+  report_.stages.decode_early_s = f.decode_early_s;
+}
+
+Status JobRun::MakeArena(const FirstWorker& first) {
+  const VideoStreamInfo& v = prepared_.media.video;
+  const ArenaPlanner planner(prepared_, settings_, config_, range_);
+  worker_device_ = first.device;
+  Result<OutputSize> size =
+      OutputSizeFor(v, settings_.mode, prepared_.probe_in, first.probe_w, first.probe_h);
+  if (!size.ok()) return size.status();
+  out_ = *size;
+  FM_RETURN_IF_ERROR(PlanOutputGeometry(v, settings_.deinterlace, prepared_.geometry_filters, out_,
+                                        &encoder_, &out_geometry_, &report_.warnings));
+  const ColorConversion conversion =
+      ResolveColorConversion(settings_.color_conversion, worker_device_, v, job_.input);
+  Result<ArenaGeometry> g = planner.For(out_.width, out_.height, planner.InputFormat(conversion));
+  if (!g.ok()) return g.status();
+  if (decoder_.joinable()) {
+    // The early decoder's: kept, and its decoder goes on, when the guess was right (the same
+    // arena and the same conversion, so the same frames). Else it stops, its frames dropped.
+    const Status made = early_.get();
+    if (made.ok() && SameArenaGeometry(*guess_, *g) && conversion == conversion_) {
+      report_.arena = "early";
+      spdlog::info("arena made, and decoded into, while the workers started");
+      return ArenaReady();
+    }
+    DropEarlyDecoder(made);
+  }
+  conversion_ = conversion;
+  in_format_ = planner.InputFormat(conversion);
+  Result<SharedMemory> shm = Status(StatusCode::kInternal, "no arena");
+  if (kept_arena_.data() != nullptr) {
+    // The previous job's, beside the workers this job reuses: already zeroed, and already
+    // page-locked in those workers.
+    if (ArenaHolds(kept_geometry_, *g)) {
+      shm = std::move(kept_arena_);
+      *g = kept_geometry_;  // its slots, perhaps more than this job would have made
+      report_.arena = "kept";
+      spdlog::info("arena kept from the previous job, with its workers");
+    }
+    kept_arena_ = SharedMemory();  // not this job's geometry: removed now
+  }
+  arena_.geometry = *g;
+  arena_.geometry.flags = planner.PageLocks(arena_.geometry) ? kArenaPageLock : 0;
+  const bool page_locks = (arena_.geometry.flags & kArenaPageLock) != 0;
+  if (!shm.ok()) {
+    // Slots reserved as the decoder first takes them, unless the workers page-lock the whole
+    // arena at their first chunk.
+    shm = CreateFrameArena(*g, /*all_slots=*/page_locks);
+    report_.arena = "made";
+  }
+  if (!shm.ok()) return shm.status();
+  // A kept arena may have slots its job never took, not reserved yet: page-locking touches them.
+  if (page_locks) FM_RETURN_IF_ERROR(shm->Reserve(0, shm->size()));
+  arena_.Adopt(std::move(*shm));
+  arena_.MakeBoard(static_cast<int64_t>(prepared_.plan.chunks.size()));
+  StartDecoder();
+  return ArenaReady();
+}
+
+// The arena in place: the log's line, the free space the job needs.
+Status JobRun::ArenaReady() {
+  FM_RETURN_IF_ERROR(CheckFreeSpace());
+  ArenaPlanner(prepared_, settings_, config_, range_)
+      .LogReady(arena_, out_.width, out_.height, worker_device_);
+  return Status::Ok();
+}
+
+// The encoded segments and the final file coexist until the end, on the scratch and output file
+// systems. Estimated from the input's size, scaled by the output's pixel count, with a 50%
+// margin (free_space.h); a wrong guess fails later, cleanly, with no_space.
+Status JobRun::CheckFreeSpace() const {
+  struct stat st {};
+  if (::fstat(files_.input.get(), &st) != 0) return Status::Ok();
+  const VideoStreamInfo& v = prepared_.media.video;
+  const SpaceNeeded need =
+      EstimateSpace(st.st_size, int64_t{out_.width} * out_.height, int64_t{v.width} * v.height,
+                    state_->resumed(), static_cast<int64_t>(prepared_.plan.segments.size()));
+  SpaceFree free;
+  free.scratch_dir = scratch_;
+  free.scratch = FreeBytes(scratch_);
+  free.output_dir = FdPath(files_.output_dir.get());
+  free.output = FreeBytes(free.output_dir);
+  return CheckSpace(need, free);
+}
+
+SegmentList JobRun::Segments() const {
+  SegmentList list;
+  for (const SegmentPlan& seg : prepared_.plan.segments) {
+    list.paths.push_back(state_->SegmentPath(seg.index));
+    list.frames.push_back(seg.frames);
+  }
+  return list;
+}
+
+EncodeSetup JobRun::EncodeSetupFor() {
+  EncodeSetup e;
+  e.config = &config_;
+  e.plan = &prepared_.plan;
+  e.range = range_;
+  e.encoders = settings_.encoders;
+  SegmentFormat& fmt = e.format;
+  fmt.width = out_.width;
+  fmt.height = out_.height;
+  fmt.frame_rate = prepared_.media.video.frame_rate;
+  fmt.encoder = encoder_;
+  fmt.accurate_color = conversion_ == ColorConversion::kAccurate;
+  fmt.color = prepared_.color_path;
+  fmt.in_format = prepared_.out_format;
+  fmt.hdr = prepared_.media.video.hdr;
+  fmt.sample_aspect = out_geometry_.sample_aspect;
+  fmt.field_order = out_geometry_.field_order;
+  e.state = state_.get();
+  e.scratch_fd = files_.dir.get();
+  e.scratch = scratch_;
+  e.stills = stills_.get();
+  e.on_segment = [this](int64_t index, bool all_done) {
+    output_->SegmentReady(index);
+    if (all_done) workers_->dispatcher()->Wake();
+  };
+  return e;
+}
+
+void JobRun::Tick(int64_t processed) {
+  if (!options_.on_progress) return;
+  Dispatcher* d = workers_->dispatcher();
+  JobProgress p;
+  p.frames_total = prepared_.plan.frame_count;
+  p.frames_done = prepared_.ChunkStartFrame(processed);
+  p.frames_written = prepared_.ChunkStartFrame(range_.first_chunk) + encode_->frames_written();
+  p.segments_total = static_cast<int64_t>(prepared_.plan.segments.size());
+  p.segments_done = state_->done();
+  p.frames_resumed = prepared_.ChunkStartFrame(range_.first_chunk);
+  p.workers = d->LiveWorkers();
+  p.dispatch = &d->stats();
+  options_.on_progress(p);
+}
+
+// The pipeline: the output's mux beside it where the job has one, the encoders, the dispatcher
+// (until the workers processed every chunk), then the encoders' trail.
+Status JobRun::RunFrames() {
+  const bool whole = options_.part.whole();
+  output_ = std::make_unique<JobOutput>(
+      OutputRequest(config_, job_, prepared_, files_, options_.output_reader_uid, out_geometry_,
+                    encoder_, files_.dir.get(), scratch_),
+      whole ? std::optional<Result<CarriedMetadata>>(
+                  CarriedOf(prepared_.media, prepared_.source.name))
+            : std::nullopt);
+  output_->StartLive(
+      UsesLiveMux(settings_.live_mux, whole, prepared_.media.video.constant_rate), Segments(),
+      state_->resumed());
+  std::vector<int64_t> first_frames;
+  for (const ChunkPlan& c : prepared_.plan.chunks) first_frames.push_back(c.first_frame);
+  stills_ = std::make_unique<StillCapture>(std::move(first_frames), arena_.geometry);
+  ChunkBoard& board = *arena_.board;
+  if (state_->all_done()) board.MarkAllEncoded();  // a resumed job with every segment finished
+  encode_ = std::make_unique<EncodeStage>(EncodeSetupFor(), &arena_);
+  encode_->Start();
+  Dispatcher* d = workers_->dispatcher();
+  d->Run(&board, arena_.shm.name(), arena_.geometry, range_.first_chunk, stop_,
+         [this](int64_t processed) { Tick(processed); });
+  JoinDecoder();
+  // The encoders may trail the workers by much (an encode-bound job): the progress goes on,
+  // counting the frames written, until they end.
+  while (encode_->Running() && !board.failed()) {
+    if (stop_.load()) {
+      board.Fail(Status(StatusCode::kCancelled, "stopped by signal"));
+      break;
+    }
+    Tick(range_.end_chunk);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  encode_->Join();
+  StageTimes& stages = report_.stages;
+  if (const uint64_t last = board.last_processed_us(); last > 0) {
+    stages.tail_s = static_cast<double>(MonotonicUs() - last) / 1e6;
+  }
+  stages.encode_s = encode_->busy_s();
+  stages.encode_wait_s = encode_->wait_s();
+  report_.dispatch = d->stats();
+  stages.workers_busy_s = report_.dispatch.WorkerBusySeconds();
+  stages.workers = settings_.workers;
+  stages.encoders = settings_.encoders;
+  return board.failed() ? board.failure() : Status::Ok();
+}
+
+// After a clean finish no request is in flight: idle workers can serve the next job. Workers not
+// kept are asked to stop now and reaped after the mux, which their exits overlap.
+Result<JobReport> JobRun::Finish(uint64_t t0) {
+  Dispatcher* d = workers_->dispatcher();
+  const bool kept = options_.warm != nullptr;
+  if (kept) {
+    options_.warm->pool = d->Release();
+    options_.warm->key = workers_->WarmKey();
+    // The frames are all encoded: the arena is free for the next job of these workers.
+    options_.warm->arena = std::move(arena_.shm);
+    options_.warm->arena_geometry = arena_.geometry;
+    arena_.base = nullptr;
+  } else {
+    d->BeginShutdown();
+  }
+  if (!options_.part.whole()) {  // a part ends with its segments: the stitch muxes
+    if (!kept) d->Shutdown();
+    FillReport(t0);
+    report_.output = options_.workspace;
+    report_.frames = 0;
+    for (int64_t si = range_.seg_begin; si < range_.seg_end; ++si) {
+      report_.frames += prepared_.plan.segments[si].frames;
+    }
+    report_.chunks = range_.end_chunk - prepared_.plan.segments[range_.seg_begin].first_chunk;
+    report_.segments = range_.seg_end - range_.seg_begin;
+    return report_;
+  }
+  Status muxed = output_->Finish(Segments(), job_.output, &report_);
+  if (!kept) d->Shutdown();
+  FM_RETURN_IF_ERROR(muxed);
+  clock_.Lap(&report_.stages.mux_s);
+  spdlog::info("stages: {}", report_.stages.Summary());
+  FillReport(t0);
+  return report_;
+}
+
+void JobRun::FillReport(uint64_t t0) {
+  FillPlanFigures(job_, prepared_, &report_);
+  report_.out_width = out_.width;
+  report_.out_height = out_.height;
+  report_.worker_input_format = conversion_ == ColorConversion::kDevice
+                                    ? prepared_.media.video.pix_fmt
+                                    : FrameFormatName(in_format_);
+  report_.output_pix_fmt = encoder_.pix_fmt;
+  report_.seconds = static_cast<double>(MonotonicMs() - t0) / 1000.0;
+  report_.timeline = timeline_.path();
+}
+
+void JobRun::WriteReport(Result<JobReport>* result) {
+  const Status outcome = result->ok() ? Status::Ok() : result->status();
+  if (!result->ok()) {  // what the failed job had measured
+    report_.dispatch = Dispatch();
+    report_.timeline = timeline_.path();
+  }
+  JobReport& r = result->ok() ? **result : report_;
+  std::string note = "the job ended before its frames reached the arena";
+  std::vector<ReportStill> stills;
+  if (stills_ != nullptr) {
+    stills = stills_->Encode(&note);
+  } else if (!StillsAvailable()) {
+    note = "this build has no OpenCV";
+  }
+  const std::string path = job_.output + ".report.html";
+  const std::string& filed =
+      outcome.ok() ? options_.timeline_filed_done : options_.timeline_filed_failed;
+  const std::string html = RenderReportHtml(
+      MakeReportData(job_, r, outcome, timeline_.records(), std::move(stills), note, filed));
+  Status written = WriteReportFile(files_.output_dir.get(), ReportName(files_.output_name), html,
+                                   options_.output_reader_uid);
+  JobReportFile file;
+  if (written.ok()) {
+    file.path = path;
+    if (result->ok()) (*result)->report = path;
+  } else {
+    file.warning = "job report not written: " + written.message();
+    spdlog::warn("{}: {}", job_.output, file.warning);
+    if (result->ok()) (*result)->warnings.push_back(file.warning);
+  }
+  if (options_.report_file != nullptr) *options_.report_file = file;
+}
+
+}  // namespace framemill

@@ -1,0 +1,127 @@
+#include "supervisor/job/prepared_job.h"
+
+#include <utility>
+
+#include "common/checked_file.h"
+#include "common/log.h"
+#include "supervisor/job/job_limits.h"
+#include "supervisor/job/parts_dir.h"
+#include "supervisor/media/output_muxer.h"
+#include "supervisor/media/pixel_format.h"
+#include "supervisor/media/source_geometry.h"
+#include "supervisor/plan/part_plan.h"
+
+namespace framemill {
+namespace {
+
+// depth: the colour path, the output pixel format (pix_fmt "auto": the source's depth and chroma
+// layout where the encoder has them) and the arena's output format.
+Status ResolveDepth(const JobSpec& job, const Config& config, PreparedJob* p) {
+  const VideoStreamInfo& v = p->media.video;
+  p->color_path = ResolveColorPath(v);
+  p->encoder = job.settings.encoder;
+  if (p->color_path.assumed) {
+    spdlog::info("{}: no colour-space tag; converting and tagging as {} ({} at {}x{})", job.input,
+                 p->color_path.color_space, p->color_path.color_space == "bt709" ? "HD" : "SD",
+                 v.width, v.height);
+  }
+  if (p->encoder.pix_fmt == "auto") {
+    Result<std::vector<std::string>> supported =
+        EncoderPixelFormats(config.ffmpeg, p->encoder.codec);
+    if (!supported.ok()) return supported.status();
+    PixelFormatChoice choice = ChoosePixelFormat(ParsePixelFormat(v.pix_fmt), *supported);
+    p->encoder.pix_fmt = choice.pix_fmt;
+    if (!choice.warning.empty()) {
+      std::string w = p->encoder.codec + ": " + choice.warning;
+      spdlog::warn("{}: {}", job.input, w);
+      p->warnings.push_back(w);
+    }
+  }
+  p->out_format =
+      ParsePixelFormat(p->encoder.pix_fmt).bits > 8 ? FrameFormat::kRgb48 : FrameFormat::kRgb24;
+  spdlog::info("{}: {} ({}-bit {}) -> {}", job.input, v.pix_fmt, v.bits_per_component,
+               v.chroma_layout, p->encoder.pix_fmt);
+  return Status::Ok();
+}
+
+// The card beside the model (model_fit.h), read beside its resolved path: an input or a setting
+// the model cannot take fails here, before a worker starts or a frame is decoded. In face mode
+// the model sees face_size x face_size crops, never a whole frame.
+Status CheckModel(const JobSpec& job, const JobFiles& files, PreparedJob* p) {
+  const JobSettings& settings = job.settings;
+  const VideoStreamInfo& v = p->media.video;
+  const bool faces = settings.mode == JobMode::kFaces;
+  const std::string model_path = FdRealPath(files.model.get());
+  Result<std::optional<ModelCard>> card = LoadModelCard(model_path);
+  if (!card.ok()) return card.status();
+  FM_RETURN_IF_ERROR(CheckModelFitsJob(*card, model_path, settings,
+                                       faces ? settings.faces.size : v.display_width,
+                                       faces ? settings.faces.size : v.display_height));
+  p->probe_in = ProbeShapeFor(*card, settings);
+  if (card->has_value()) p->card_scale = (*card)->scale;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<PreparedJob> PrepareJob(const JobSpec& job, const Config& config, JobFiles* files) {
+  PreparedJob p;
+  Result<SourceFile> source = OpenJobPaths(job, config, files);
+  if (!source.ok()) return source.status();
+  p.source = std::move(*source);
+  Result<MediaInfo> media = ProbeMedia(config.ffprobe, p.source, /*frame_times=*/true);
+  if (!media.ok()) return media.status();
+  p.media = std::move(*media);
+  const VideoStreamInfo& v = p.media.video;
+  FM_RETURN_IF_ERROR(CheckJobLimits(v, config).WithContext(job.input));
+  FM_RETURN_IF_ERROR(CheckModel(job, *files, &p));
+  FM_RETURN_IF_ERROR(ResolveDepth(job, config, &p));
+  Result<std::vector<std::string>> filters = GeometryFilters(v, job.settings.deinterlace);
+  if (!filters.ok()) return filters.status().WithContext(job.input);
+  p.geometry_filters = std::move(*filters);
+  if (!v.constant_rate) {
+    spdlog::info("{}: variable frame rate; every frame keeps its source timestamp", job.input);
+  }
+  Result<JobPlan> plan = PlanJob(v.frame_count, v.frame_rate.value(), job.settings);
+  if (!plan.ok()) return plan.status();
+  p.plan = std::move(*plan);
+  spdlog::info(
+      "{}: video stream #{} {} {}x{} @ {} fps, {} frames, {} audio, {} subtitle; "
+      "plan: {} chunks of {}, {} segments",
+      job.input, v.index, v.codec, v.width, v.height, v.frame_rate.ToString(), v.frame_count,
+      p.media.audio.size(), p.media.subtitles.size(), p.plan.chunks.size(), p.plan.chunk_frames,
+      p.plan.segments.size());
+  return p;
+}
+
+void FillPlanFigures(const JobSpec& job, const PreparedJob& prepared, JobReport* report) {
+  report->output = job.output;
+  report->frames = prepared.plan.frame_count;
+  report->chunks = static_cast<int64_t>(prepared.plan.chunks.size());
+  report->segments = static_cast<int64_t>(prepared.plan.segments.size());
+  report->in_width = prepared.media.video.display_width;
+  report->in_height = prepared.media.video.display_height;
+}
+
+Result<RenderRange> ChooseRange(const JobSpec& job, const JobPlan& plan,
+                                const JobOptions& options) {
+  RenderRange r;
+  r.seg_end = static_cast<int64_t>(plan.segments.size());
+  r.end_chunk = static_cast<int64_t>(plan.chunks.size());
+  if (options.part.whole()) return r;
+  Result<PartsPlan> mine = MakePartsPlan(job, plan, options.part.count);
+  if (!mine.ok()) return mine.status();
+  Result<PartsPlan> parts = WritePartsPlanOnce(options.parts_dir, *mine);
+  if (!parts.ok()) return parts.status();
+  const PartRange& part = parts->parts[static_cast<size_t>(options.part.index - 1)];
+  r.seg_begin = part.first_segment;
+  r.seg_end = part.end_segment();
+  if (r.seg_end < static_cast<int64_t>(plan.segments.size())) {
+    r.end_chunk = plan.segments[r.seg_end].first_chunk;
+  }
+  spdlog::info("part {}: segments {}..{}, frames {}..{}", options.part.ToString(), r.seg_begin,
+               r.seg_end - 1, part.first_frame, part.first_frame + part.frames - 1);
+  return r;
+}
+
+}  // namespace framemill

@@ -11,7 +11,7 @@
 #include "supervisor/job/kept_work.h"
 #include "supervisor/job/run_faces.h"
 #include "supervisor/media/carried_metadata.h"
-#include "supervisor/report/report_file.h"
+#include "supervisor/job/run_report.h"
 
 namespace framemill {
 namespace {
@@ -478,30 +478,11 @@ void JobRun::WriteReport(Result<JobReport>* result) {
     report_.dispatch = Dispatch();
     report_.timeline = timeline_.path();
   }
-  JobReport& r = result->ok() ? **result : report_;
-  std::string note = "the job ended before its frames reached the arena";
-  std::vector<ReportStill> stills;
-  if (stills_ != nullptr) {
-    stills = stills_->Encode(&note);
-  } else if (!StillsAvailable()) {
-    note = "this build has no OpenCV";
-  }
-  const std::string path = job_.output + ".report.html";
-  const std::string& filed =
-      outcome.ok() ? options_.timeline_filed_done : options_.timeline_filed_failed;
-  const std::string html = RenderReportHtml(
-      MakeReportData(job_, r, outcome, timeline_.records(), std::move(stills), note, filed));
-  Status written = WriteReportFile(files_.output_dir.get(), ReportName(files_.output_name), html,
-                                   options_.output_reader_uid);
-  JobReportFile file;
-  if (written.ok()) {
-    file.path = path;
-    if (result->ok()) (*result)->report = path;
-  } else {
-    file.warning = "job report not written: " + written.message();
-    spdlog::warn("{}: {}", job_.output, file.warning);
-    if (result->ok()) (*result)->warnings.push_back(file.warning);
-  }
+  const JobReportFile file = WriteRunReport(job_, options_, files_,
+                                            result->ok() ? **result : report_, outcome, timeline_,
+                                            stills_.get());
+  if (result->ok() && !file.path.empty()) (*result)->report = file.path;
+  if (result->ok() && !file.warning.empty()) (*result)->warnings.push_back(file.warning);
   if (options_.report_file != nullptr) *options_.report_file = file;
 }
 

@@ -116,32 +116,42 @@ Status Dispatcher::Spawn(int k, int replaces, bool may_adopt) {
   return Status::Ok();
 }
 
-Result<FirstWorker> Dispatcher::Start(const std::atomic<bool>& stop) {
-  FirstWorker first;
-  // A ready worker's report, checked; false (and the worker killed) when it is invalid.
-  auto found = [&](int k) {
-    Result<ProbeReport> probe = pool_->Probe(k);
-    if (!probe.ok()) {
-      Violation(k, probe.status().message());
-      return false;
-    }
-    probe_w_ = first.probe_w = probe->width;
-    probe_h_ = first.probe_h = probe->height;
-    first.device = probe->device;
-    device_ = PlainDevice(probe->device) ? probe->device : Name(settings_.device);
-    first.sandbox = pool_->Sandbox(k);
-    return true;
-  };
-  int wanted = std::min<int>(settings_.workers, static_cast<int>(plan_.chunks.size()));
-  // Workers left loaded by the previous job (see Release) are taken over as they are.
+// A ready worker's report, checked, into `*first`; false (and the worker killed) when invalid.
+bool Dispatcher::TakeProbe(int k, FirstWorker* first) {
+  Result<ProbeReport> probe = pool_->Probe(k);
+  if (!probe.ok()) {
+    Violation(k, probe.status().message());
+    return false;
+  }
+  probe_w_ = first->probe_w = probe->width;
+  probe_h_ = first->probe_h = probe->height;
+  first->device = probe->device;
+  device_ = PlainDevice(probe->device) ? probe->device : Name(settings_.device);
+  first->sandbox = pool_->Sandbox(k);
+  return true;
+}
+
+// A channel's bookkeeping for a worker the previous job left (Release), taken over as it is.
+void Dispatcher::TakeOver(int k, WorkerRole role) {
+  DispatchChannel& ch = channels_[k];
+  ch = DispatchChannel{};
+  ch.role = role;
+  ch.generation = pool_->Generation(k);
+  ch.spawn_ms = MonotonicMs();
+  if (role == WorkerRole::kActive) ch.ready_ms = ch.spawn_ms;
+  ch.limits = JitteredLimits(settings_.recycle, rng_);
+  ch.peak_index = stats_.peaks.size();
+  stats_.peaks.push_back({k, ch.generation, pool_->Pid(k), 0, 0, 0});
+}
+
+int Dispatcher::AdoptLeftWorkers(int wanted, bool* killed, FirstWorker* first) {
   int adopted = 0;
-  bool killed = false;          // a worker left by the previous job broke the protocol
-  std::vector<int> loading;     // left still loading its model
+  std::vector<int> loading;  // left still loading its model
   for (int k = 0; k < static_cast<int>(channels_.size()); ++k) {
     WorkerState state = WorkerState::kEmpty;
     if (!pool_->Alive(k)) continue;
     if (!CheckWorker(k, &state)) {
-      killed = true;  // reaped below
+      *killed = true;  // reaped by the caller
       continue;
     }
     if (state == WorkerState::kStarting) loading.push_back(k);
@@ -150,17 +160,10 @@ Result<FirstWorker> Dispatcher::Start(const std::atomic<bool>& stop) {
       pool_->Signal(k, SIGKILL);
       continue;
     }
-    DispatchChannel& ch = channels_[k];
-    ch = DispatchChannel{};
-    ch.role = WorkerRole::kActive;
-    ch.generation = pool_->Generation(k);
-    ch.spawn_ms = ch.ready_ms = MonotonicMs();
-    ch.limits = JitteredLimits(settings_.recycle, rng_);
-    ch.peak_index = stats_.peaks.size();
-    stats_.peaks.push_back({k, ch.generation, pool_->Pid(k), 0, 0, 0});
-    if (!found(k)) {  // killed for it; reaped below
-      ch.role = WorkerRole::kNone;
-      killed = true;
+    TakeOver(k, WorkerRole::kActive);
+    if (!TakeProbe(k, first)) {  // killed for it; reaped by the caller
+      channels_[k].role = WorkerRole::kNone;
+      *killed = true;
       continue;
     }
     Record(k, TimelineEventKind::kReady, "kept loaded from the previous job");
@@ -168,31 +171,23 @@ Result<FirstWorker> Dispatcher::Start(const std::atomic<bool>& stop) {
   }
   // Workers the previous job left still loading: with a ready worker to lead this job they are
   // adopted as loading (Run() makes them active once ready); without one, or beyond what this
-  // job wants, they are stopped, and the start below begins afresh.
+  // job wants, they are stopped, and the start begins afresh.
   for (int k : loading) {
     if (adopted > 0 && adopted < wanted) {
-      DispatchChannel& ch = channels_[k];
-      ch = DispatchChannel{};
-      ch.role = WorkerRole::kLoading;
-      ch.generation = pool_->Generation(k);
-      ch.spawn_ms = MonotonicMs();
-      ch.limits = JitteredLimits(settings_.recycle, rng_);
-      ch.peak_index = stats_.peaks.size();
-      stats_.peaks.push_back({k, ch.generation, pool_->Pid(k), 0, 0, 0});
+      TakeOver(k, WorkerRole::kLoading);
       Record(k, TimelineEventKind::kStart, "still loading, kept from the previous job");
       ++adopted;
     } else {
       pool_->Signal(k, SIGKILL);
-      killed = true;
+      *killed = true;
     }
   }
-  if (adopted > 0) {
-    for (const WorkerExit& e : pool_->ReapExited()) channels_[e.channel] = DispatchChannel{};
-    first.warm = true;  // a ready worker kept from the previous job leads
-    return first;  // Run() starts any missing workers
-  }
-  // Channels of workers killed above are reused below: wait for their exits (a killed worker's
-  // channel has no role until it is reaped).
+  return adopted;
+}
+
+// Channels of killed workers are reused: waits (a little) for their exits (a killed worker's
+// channel has no role until it is reaped).
+void Dispatcher::ReapKilled(bool killed) {
   for (uint64_t until = MonotonicMs() + kStopGraceMs; killed && MonotonicMs() < until;) {
     for (const WorkerExit& e : pool_->ReapExited()) channels_[e.channel] = DispatchChannel{};
     killed = false;
@@ -202,33 +197,48 @@ Result<FirstWorker> Dispatcher::Start(const std::atomic<bool>& stop) {
     }
     if (killed) ::usleep(10 * 1000);
   }
+}
+
+// A worker that exited while the first ones loaded: started again, or the job's end when it
+// says why it failed or too many died.
+Status Dispatcher::LoadFailed(const WorkerExit& e) {
+  std::string why = e.Describe();
+  if (!e.stderr_tail.empty() && e.error.empty()) why += "; stderr: " + e.StderrLine();
+  // A worker that says why it failed (model not loadable, no such device) speaks for all of
+  // them. One that died without a word (a signal, a crash in a library) gets a few tries.
+  // (The last words of a worker killed for a protocol violation are not believed.)
+  const bool says_failed = e.last_state == WorkerState::kFailed && !channels_[e.channel].violated;
+  if (says_failed || ++load_failures_ >= settings_.max_attempts) {
+    return Status(StatusCode::kModelInvalid,
+                  "worker " + std::to_string(e.channel) + " could not start: " + why);
+  }
+  spdlog::warn("worker {} died while loading the model ({}); starting it again", e.channel, why);
+  Record(e.channel, TimelineEventKind::kCrash, why);
+  stats_.CountCrash(e.signaled);
+  channels_[e.channel] = DispatchChannel{};
+  return Spawn(e.channel, -1);
+}
+
+Result<FirstWorker> Dispatcher::Start(const std::atomic<bool>& stop) {
+  FirstWorker first;
+  const int wanted = std::min<int>(settings_.workers, static_cast<int>(plan_.chunks.size()));
+  // Workers left loaded by the previous job (see Release) are taken over as they are.
+  bool killed = false;  // a worker left by the previous job broke the protocol
+  if (AdoptLeftWorkers(wanted, &killed, &first) > 0) {
+    for (const WorkerExit& e : pool_->ReapExited()) channels_[e.channel] = DispatchChannel{};
+    first.warm = true;  // a ready worker kept from the previous job leads
+    return first;       // Run() starts any missing workers
+  }
+  ReapKilled(killed);
   for (int k = 0; k < wanted; ++k) FM_RETURN_IF_ERROR(Spawn(k, -1, /*may_adopt=*/true));
-  uint64_t deadline = MonotonicMs() + start_timeout_ms_;
+  const uint64_t deadline = MonotonicMs() + start_timeout_ms_;
   while (true) {
     if (stop.load()) return Status(StatusCode::kCancelled, "stopped while workers were starting");
-    for (const WorkerExit& e : pool_->ReapExited()) {
-      std::string why = e.Describe();
-      if (!e.stderr_tail.empty() && e.error.empty()) why += "; stderr: " + e.StderrLine();
-      // A worker that says why it failed (model not loadable, no such device) speaks for all of
-      // them. One that died without a word (a signal, a crash in a library) gets a few tries.
-      // (The last words of a worker killed for a protocol violation are not believed.)
-      const bool says_failed =
-          e.last_state == WorkerState::kFailed && !channels_[e.channel].violated;
-      if (says_failed || ++load_failures_ >= settings_.max_attempts) {
-        return Status(StatusCode::kModelInvalid,
-                      "worker " + std::to_string(e.channel) + " could not start: " + why);
-      }
-      spdlog::warn("worker {} died while loading the model ({}); starting it again", e.channel,
-                   why);
-      Record(e.channel, TimelineEventKind::kCrash, why);
-      stats_.CountCrash(e.signaled);
-      channels_[e.channel] = DispatchChannel{};
-      FM_RETURN_IF_ERROR(Spawn(e.channel, -1));
-    }
+    for (const WorkerExit& e : pool_->ReapExited()) FM_RETURN_IF_ERROR(LoadFailed(e));
     for (int k = 0; k < wanted; ++k) {
       WorkerState state = WorkerState::kEmpty;
       if (!pool_->Alive(k) || channels_[k].violated || !CheckWorker(k, &state)) continue;
-      if (state == WorkerState::kReady && found(k)) {
+      if (state == WorkerState::kReady && TakeProbe(k, &first)) {
         first.spare = channels_[k].from_spare;
         NoteReady(k);
         return first;

@@ -102,6 +102,14 @@ class Dispatcher {
   WorkerFigures Figures(int k) const;
   void Record(int k, TimelineEventKind event, const std::string& reason = "");
   void NoteReady(int k);
+  // Start's pieces: a ready worker's probe taken; the previous job's workers taken over (ready
+  // ones up to `wanted`, loading ones beside a ready one; the rest killed, `*killed`); the
+  // killed ones reaped; a worker that died while loading.
+  bool TakeProbe(int k, FirstWorker* first);
+  void TakeOver(int k, WorkerRole role);
+  int AdoptLeftWorkers(int wanted, bool* killed, FirstWorker* first);
+  void ReapKilled(bool killed);
+  Status LoadFailed(const WorkerExit& e);
   void HandleExit(const WorkerExit& e);
   void CollectResults(int k);
   // Reads and checks the worker's state and telemetry; false (and the worker killed) on a

@@ -211,7 +211,13 @@ Result<nlohmann::json> ParseJsonText(const std::string& text, const std::string&
     }
     return j;
   } catch (const std::exception& e) {  // parse_error, and bad_alloc on absurd input
-    return Status(code, what + ": malformed JSON: " + e.what());
+    // The parser's own words name the line and column, then quote the bytes it read last: those
+    // may be another user's (a file named where a JSON file was expected), so they stay out.
+    std::string why = e.what();
+    if (const size_t quote = why.find("; last read:"); quote != std::string::npos) {
+      why.erase(quote);
+    }
+    return Status(code, what + ": malformed JSON: " + why);
   }
 }
 

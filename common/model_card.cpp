@@ -4,8 +4,10 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/checked_file.h"
 #include "common/file_util.h"
 #include "common/json_fields.h"
 
@@ -159,16 +161,17 @@ Result<ModelCard> ModelCardFromJson(const nlohmann::json& j) {
   return card;
 }
 
-Result<std::optional<ModelCard>> LoadModelCard(const std::string& model_path) {
+Result<std::optional<ModelCard>> LoadModelCard(const std::string& model_path,
+                                               const std::vector<std::string>& roots) {
   const std::string path = ModelCardPath(model_path);
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0 && errno == ENOENT) return std::optional<ModelCard>();
-  if (fd < 0) {
-    return Status(StatusCode::kModelInvalid,
-                  "cannot open the model card " + path + ": " + std::strerror(errno));
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 && errno == ENOENT) return std::optional<ModelCard>();
+  Result<UniqueFd> fd = OpenCheckedFile(CheckedKind::kModel, path, roots);
+  if (!fd.ok()) {
+    return Status(fd.status().code(), "the model card: " + fd.status().message());
   }
-  Result<std::string> text = ReadRegularFile(fd, kMaxCardBytes, path, StatusCode::kModelInvalid);
-  ::close(fd);
+  Result<std::string> text =
+      ReadRegularFile(fd->get(), kMaxCardBytes, path, StatusCode::kModelInvalid);
   if (!text.ok()) return text.status();
   Result<nlohmann::json> j = ParseJsonText(*text, path, StatusCode::kModelInvalid);
   if (!j.ok()) return j.status();

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -54,8 +55,11 @@ nlohmann::json ModelCardToJson(const ModelCard& card);
 Result<ModelCard> ModelCardFromJson(const nlohmann::json& j);
 
 // The card beside `model_path`: nullopt when there is none; an error when it is unreadable or
-// invalid (a card that lies is worse than none).
-Result<std::optional<ModelCard>> LoadModelCard(const std::string& model_path);
+// invalid (a card that lies is worse than none). Opened once and checked as the model is
+// (common/checked_file.h OpenCheckedFile): a regular file (a FIFO does not block) whose real
+// path lies inside `roots` (empty: anywhere).
+Result<std::optional<ModelCard>> LoadModelCard(const std::string& model_path,
+                                               const std::vector<std::string>& roots = {});
 
 // Writes the card beside `model_path` atomically (temp + fsync + rename).
 Status SaveModelCard(const std::string& model_path, const ModelCard& card);

@@ -78,6 +78,32 @@ Result<SourceFile> OpenJobPaths(const JobSpec& job, const Config& config, JobFil
   return SourceFile{files->input.get(), job.input, std::move(*restrictions)};
 }
 
+Result<FaceSetting> OpenFaceFiles(const JobSpec& job, const Config& config, JobFiles* files) {
+  FaceSetting faces = job.settings.faces;
+  if (!faces.detector.empty()) {
+    if (!files->face_detector.valid()) {
+      // The detectors installed with framemill are the product's own: their folder is a root.
+      std::vector<std::string> roots = config.allowed_model_roots;
+      const std::string installed = InstalledFaceDetector();
+      if (!roots.empty() && !installed.empty()) roots.push_back(DirName(installed));
+      Result<UniqueFd> fd = OpenCheckedFile(CheckedKind::kModel, faces.detector, roots);
+      if (!fd.ok()) return fd.status().WithContext("face_detector");
+      files->face_detector = std::move(*fd);
+    }
+    faces.detector = FdPath(files->face_detector.get());
+  }
+  if (!faces.table.empty()) {
+    if (!files->face_table.valid()) {
+      Result<UniqueFd> fd =
+          OpenCheckedFile(CheckedKind::kInput, faces.table, config.allowed_input_roots);
+      if (!fd.ok()) return fd.status().WithContext("face_table");
+      files->face_table = std::move(*fd);
+    }
+    faces.table = FdPath(files->face_table.get());
+  }
+  return faces;
+}
+
 Status OpenScratch(const JobSpec& job, const JobOptions& options, JobFiles* files) {
   if (files->dir.valid()) return Status::Ok();
   if (options.workspace.empty() && options.keep_work) {

@@ -20,6 +20,7 @@ namespace framemill {
 struct JobFiles {
   // Named once: the checked, open input, model and output directory.
   UniqueFd input, model, output_dir;
+  UniqueFd face_detector, face_table;  // face mode: the job's own, when it names them
   std::string output_name;   // the output's name in output_dir
   UniqueFd dir;              // the scratch directory, open
   std::string private_name;  // "" = the caller's workspace (kept); else removed at the end
@@ -35,6 +36,13 @@ struct JobFiles {
 // or is a directory, and an output directory that is not writable. Returns the input as ffprobe
 // and ffmpeg get it (its descriptor and the config's input restrictions).
 Result<SourceFile> OpenJobPaths(const JobSpec& job, const Config& config, JobFiles* files);
+
+// Face mode: the job's face detector and face table, opened once and checked as the model and
+// the input are (a regular file inside the config's model or input roots; the detectors
+// installed with framemill are the product's own, their folder a root too). Returns the job's face
+// settings with their paths turned into the open descriptors' names (/proc/self/fd/N), which
+// every later reader (OpenCV's ONNX reader among them) opens instead.
+Result<FaceSetting> OpenFaceFiles(const JobSpec& job, const Config& config, JobFiles* files);
 
 // The scratch directory, once per RunJob: without a workspace, a private directory (mode 0700,
 // random name) in the output directory, or with keep_work the kept work (job/kept_work.h); with

@@ -1,5 +1,14 @@
 #include "supervisor/job/model_fit.h"
 
+#include "common/checked_file.h"
+#include "common/sha256.h"
+#include <sys/stat.h>
+#include <cstring>
+#include <cerrno>
+#include <tuple>
+#include <mutex>
+#include <map>
+
 #include <optional>
 
 #include "common/shm_protocol.h"
@@ -55,6 +64,37 @@ Status CheckModelFitsJob(const std::optional<ModelCard>& card, const std::string
                       std::to_string(*c.fixed_batch));
   }
   return Status::Ok();
+}
+
+Status CheckModelDigest(const ModelCard& card, int model_fd, const std::string& model_path) {
+  if (card.sha256.empty()) return Status::Ok();
+  struct stat st {};
+  if (::fstat(model_fd, &st) != 0) {
+    return Status(StatusCode::kModelInvalid, model_path + ": " + std::strerror(errno));
+  }
+  // (device, inode, size, mtime) -> digest: the service hashes a model once, not every job.
+  static std::mutex mu;
+  static std::map<std::tuple<dev_t, ino_t, off_t, int64_t, int64_t>, std::string> known;
+  const auto key = std::make_tuple(st.st_dev, st.st_ino, st.st_size,
+                                   static_cast<int64_t>(st.st_mtim.tv_sec),
+                                   static_cast<int64_t>(st.st_mtim.tv_nsec));
+  std::string digest;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = known.find(key); it != known.end()) digest = it->second;
+  }
+  if (digest.empty()) {
+    Result<std::string> hashed = Sha256OfFile(FdPath(model_fd));
+    if (!hashed.ok()) return Status(StatusCode::kModelInvalid, hashed.status().message());
+    digest = *hashed;
+    std::lock_guard<std::mutex> lock(mu);
+    known[key] = digest;
+  }
+  if (digest == card.sha256) return Status::Ok();
+  return Status(StatusCode::kModelInvalid,
+                model_path + ": the model file is not the one its card describes (sha256 " +
+                    digest + ", the card says " + card.sha256 +
+                    "); import the model again or remove the card's sha256");
 }
 
 ProbeShape ProbeShapeFor(const std::optional<ModelCard>& card, const JobSettings& settings) {

@@ -26,6 +26,11 @@ Status CheckModelFitsJob(const std::optional<ModelCard>& card, const std::string
 struct ProbeShape {
   uint32_t width = 0, height = 0, batch = 1;
 };
+// The model file (open, `model_fd`) is the one its card describes: kModelInvalid naming both
+// digests when the card's sha256 is not the file's. A card without one is not checked. Each file
+// (device, inode, size, modification time) is hashed once per process.
+Status CheckModelDigest(const ModelCard& card, int model_fd, const std::string& model_path);
+
 ProbeShape ProbeShapeFor(const std::optional<ModelCard>& card, const JobSettings& settings);
 
 }  // namespace framemill

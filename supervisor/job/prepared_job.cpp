@@ -47,13 +47,15 @@ Status ResolveDepth(const JobSpec& job, const Config& config, PreparedJob* p) {
 // The card beside the model (model_fit.h), read beside its resolved path: an input or a setting
 // the model cannot take fails here, before a worker starts or a frame is decoded. In face mode
 // the model sees face_size x face_size crops, never a whole frame.
-Status CheckModel(const JobSpec& job, const JobFiles& files, PreparedJob* p) {
+Status CheckModel(const JobSpec& job, const Config& config, const JobFiles& files,
+                  PreparedJob* p) {
   const JobSettings& settings = job.settings;
   const VideoStreamInfo& v = p->media.video;
   const bool faces = settings.mode == JobMode::kFaces;
   const std::string model_path = FdRealPath(files.model.get());
-  Result<std::optional<ModelCard>> card = LoadModelCard(model_path);
+  Result<std::optional<ModelCard>> card = LoadModelCard(model_path, config.allowed_model_roots);
   if (!card.ok()) return card.status();
+  if (card->has_value()) FM_RETURN_IF_ERROR(CheckModelDigest(**card, files.model.get(), model_path));
   FM_RETURN_IF_ERROR(CheckModelFitsJob(*card, model_path, settings,
                                        faces ? settings.faces.size : v.display_width,
                                        faces ? settings.faces.size : v.display_height));
@@ -74,7 +76,12 @@ Result<PreparedJob> PrepareJob(const JobSpec& job, const Config& config, JobFile
   p.media = std::move(*media);
   const VideoStreamInfo& v = p.media.video;
   FM_RETURN_IF_ERROR(CheckJobLimits(v, config).WithContext(job.input));
-  FM_RETURN_IF_ERROR(CheckModel(job, *files, &p));
+  FM_RETURN_IF_ERROR(CheckModel(job, config, *files, &p));
+  if (job.settings.mode == JobMode::kFaces) {
+    Result<FaceSetting> faces = OpenFaceFiles(job, config, files);
+    if (!faces.ok()) return faces.status();
+    p.faces = std::move(*faces);
+  }
   FM_RETURN_IF_ERROR(ResolveDepth(job, config, &p));
   Result<std::vector<std::string>> filters = GeometryFilters(v, job.settings.deinterlace);
   if (!filters.ok()) return filters.status().WithContext(job.input);

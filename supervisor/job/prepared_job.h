@@ -40,6 +40,8 @@ struct PreparedJob {
   // The decoder's geometry filters (deinterlace, turn upright): the source's alone, so known
   // before any worker, and an early decoder can start with them.
   std::vector<std::string> geometry_filters;
+  // The job's face settings, its detector and table as opened (job_files.h OpenFaceFiles).
+  FaceSetting faces;
   std::vector<std::string> warnings;  // for the report (the encoder's depth, ...)
 
   // The first frame of the plan's chunk `k`; the plan's frame_count for k past the last chunk.

@@ -12,7 +12,9 @@ namespace framemill {
 Result<FaceTable> FacesForRun(const Config& config, const JobSpec& job, const PreparedJob& prepared,
                               const RenderRange& range, int64_t resumed, const std::string& scratch,
                               const std::atomic<bool>& stop, FaceFigures* figures) {
-  const JobSettings& settings = job.settings;
+  // The job's settings, its face files as opened (job_files.h OpenFaceFiles).
+  JobSettings settings = job.settings;
+  settings.faces = prepared.faces;
   const VideoStreamInfo& v = prepared.media.video;
   const JobPlan& plan = prepared.plan;
   const int64_t first =

@@ -1,0 +1,45 @@
+// What a spool job's progress reports do in the service, on the job's thread: pass on the
+// service's stop and a cancel (the job's `cancel` marker) as the job's stop, and, at most once a
+// second, write active/<id>/progress.json and tell systemd a STATUS= line. Also the home of the
+// test hook FRAMEMILL_FAULT_SUPERVISOR_ABORT (below).
+//
+// Not thread-safe: one job's thread calls Report; the job reads job_stop().
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "supervisor/report/job_result.h"
+
+namespace framemill {
+
+// Test hook: FRAMEMILL_FAULT_SUPERVISOR_ABORT=<text> makes the supervisor abort() while it runs a
+// job whose id contains <text> (at the job's first progress report, JobProgressSink::Report), as
+// a crash in the job's handling would. Tests use it to prove the crash count; never set it in
+// production. Read once; "" when unset.
+const std::string& SupervisorAbortNeedle();
+
+class JobProgressSink {
+ public:
+  // Job `id` in `dir` (active/<id>/), started at `start_ms` (monotonic) on the service `gpus`
+  // (none: empty); `service_stop` is the service's stop.
+  JobProgressSink(std::string id, std::string dir, std::vector<int> gpus, uint64_t start_ms,
+                  const std::atomic<bool>& service_stop);
+
+  void Report(const JobProgress& p);
+  const std::atomic<bool>& job_stop() const { return job_stop_; }  // the job's stop
+  bool cancelled() const { return cancelled_; }  // a cancel stopped it
+
+ private:
+  const std::string id_, dir_;
+  const std::vector<int> gpus_;
+  const uint64_t start_ms_;
+  const std::atomic<bool>& service_stop_;
+  std::atomic<bool> job_stop_{false};
+  bool cancelled_ = false;
+  uint64_t last_write_ms_ = 0;
+};
+
+}  // namespace framemill

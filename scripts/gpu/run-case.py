@@ -30,7 +30,8 @@ A case (CASE.json) is data, its keys:
   compare  "same_frames" (every run with "frames") or {"psnr": [RUN, RUN]}
 Strings may hold {input:NAME}, {model:NAME}, {output} (the run's own output), {output:RUN},
 {out}, {work}, {root}, {build}, {gpus} (every GPU: "0,1"). --job and --config add keys to every
-run's job and config (e.g. --job batch=4 --job 'encoder={"preset": "ultrafast"}'); --model
+run's job and config (e.g. --job batch=4 --job 'encoder={"preset": "ultrafast"}'; null leaves a
+key out: --job workers=null --job 'gpus=[0,1]' --job workers_per_gpu=1); --model
 NAME=FILE takes a case's model from a file.
 Inputs and models are made once into --work (default build-gpu/cases: they outlive a call while
 the machine stays warm); job files and logs go to $OUT/CASE (default ./gpu-out). Every command runs
@@ -220,7 +221,7 @@ class Driver:
         output = os.path.join(self.work, case["name"], name + spec.get("ext", ".mkv"))
         self.outputs[name] = output
         job.setdefault("output", "{output}")
-        job = self.fill(job, output)
+        job = {k: v for k, v in self.fill(job, output).items() if v is not None}  # null: left out
         config = self.fill(dict(case.get("config", {}), **spec.get("config", {}), **self.a.config))
         jf, cf, log = (os.path.join(d, name + x) for x in (".job.json", ".config.json", ".log"))
         self.write_json(jf, job)

@@ -14,7 +14,8 @@ A case (CASE.json) is data, its keys:
   models   NAME -> {"export": EXAMPLE} | {"import": NAME[, "packages": DIR]} |
            {"export_or_import": NAME} | {"package": MODEL, "args": [export-pt2.py ARGS],
            "module": MODULE (if --torchscript fails)} | {"file": PATH}
-  job, config, env   keys every run starts from (a run's own keys win; env null unsets)
+  job, config, env   keys every run starts from (a run's own keys win; the environment passes
+           through to every command, a case's env on top of it, null unsetting a variable)
   rounds   how many times the runs go round (names get -r1, -r2, ...)
   runs     in order, each with "name", "about", "env", "needs" (paths; absent: skipped, saying
            so) and one of

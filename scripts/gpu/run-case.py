@@ -10,7 +10,8 @@ A case (CASE.json) is data, its keys:
   inputs   NAME -> a recipe: {"lavfi": SOURCE, "frames": N, "x264": [ARGS] (default veryfast,
            crf 20), "audio": LAVFI_SOURCE, "loop_to": N (the clip looped by stream copy),
            "frames_flag": true (--frames sets its length)}, or {"cut": INPUT, "frames": N} (its
-           first frames), or {"command": [ARGV]} (a program that prints the clip's path)
+           first frames), or {"command": [ARGV]} (a program that prints the clip's path); with
+           "needs": [PATHS], made only where those exist
   models   NAME -> {"export": EXAMPLE} | {"import": NAME[, "packages": DIR]} |
            {"export_or_import": NAME} | {"package": MODEL, "args": [export-pt2.py ARGS],
            "module": MODULE (if --torchscript fails)} | {"file": PATH}
@@ -137,6 +138,11 @@ class Driver:
         r = dict(r)
         if self.a.frames and r.get("frames_flag"):  # --frames sizes the inputs that say so
             r["loop_to" if "loop_to" in r else "frames"] = self.a.frames
+        missing = [p for p in self.fill(r.get("needs", [])) if not os.path.exists(p)]
+        if missing and not self.a.dry_run:  # its runs skip too, saying so
+            print(f"run-case: input {name} not made: no {', '.join(missing)}")
+            self.inputs[name] = ""
+            return
         if "command" in r:  # a program that prints the clip's path
             if self.a.dry_run:
                 self.sh(self.fill(r["command"]))

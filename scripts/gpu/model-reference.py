@@ -10,7 +10,7 @@ Times, on CUDA in fp16 with cuDNN autotuning, random frames already on the devic
             PyTorch from the file's parameters (batch 8, channels-last)
   compiled  that eager network under torch.compile (what a .pt2 package would hold)
 and prints frames per second for each, the best first. Run where torch is installed (the GPU
-machine); scripts/gpu/run-on-device.sh's `restore` step runs it beside framemill-bench.
+machine); the `restore` case (scripts/gpu/run-case.py restore) runs it beside framemill-bench.
 """
 import sys
 import time

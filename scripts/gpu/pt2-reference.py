@@ -8,7 +8,7 @@ usage: pt2-reference.py RESTORE.pt [PACKAGE.pt2 ...] [--batches 4,8] [--size 192
 
 A package made for one shape (its card beside it: fixed_batch) runs at its own batch only. Prints
 fps per form, best first, with cuDNN autotuning off (the worker's default) and on.
-Run where torch is installed (the GPU machine): run-on-device.sh's pt2fixed step runs it.
+Run where torch is installed (the GPU machine): the pt2fixed case (scripts/gpu/run-case.py) runs it.
 """
 import argparse
 import json

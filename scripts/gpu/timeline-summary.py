@@ -3,8 +3,8 @@
 
 For each worker generation: its chunks, frames, and host RSS and GPU memory (allocated,
 reserved, the driver's per-process figure) at its first and its last chunk and at its peak;
-then the job's peaks over all workers and the events that ended generations. Used by
-scripts/gpu/run-on-device.sh (step `long`) to show whether memory stays flat from first
+then the job's peaks over all workers and the events that ended generations. Run by
+the `long` case (scripts/gpu/run-case.py long) to show whether memory stays flat from first
 chunk to last.
 
 Usage: timeline-summary.py TIMELINE.jsonl

@@ -1,6 +1,5 @@
 """A small residual net, x + 0.1*conv(relu(conv(x))), random weights (seed 0): the --module
-input of scripts/export-pt2.py in the device diagnostics (pt2-diagnose.sh, pt2-compiler.sh)
-and the source of tests/data/tiny-cuda.pt2."""
+input of scripts/export-pt2.py that made tests/data/tiny-cuda.pt2 (tests/data/SOURCES.md)."""
 import torch
 class Net(torch.nn.Module):
     def __init__(self):

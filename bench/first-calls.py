@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Where a worker's first chunk goes: the first calls of a TorchScript model, one by one.
 
-usage: first-calls.py MODEL.pt VARIANT [BATCH WIDTH HEIGHT]   (default 4 1920 1080)
+usage: bench/first-calls.py MODEL.pt VARIANT [BATCH WIDTH HEIGHT]   (default 4 1920 1080)
 
 Loads the file as framemill's worker does on CUDA (fp16, frozen, optimize_for_inference,
 channels-last input, inference mode) and prints the wall time of each of the first 8 calls at one

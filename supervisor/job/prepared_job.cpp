@@ -37,6 +37,11 @@ Status ResolveDepth(const JobSpec& job, const Config& config, PreparedJob* p) {
       p->warnings.push_back(w);
     }
   }
+  for (const std::string& fitted : FitColorTags(p->encoder.codec, &p->color_path)) {
+    std::string w = p->encoder.codec + ": " + fitted;
+    spdlog::warn("{}: {}", job.input, w);
+    p->warnings.push_back(w);
+  }
   p->out_format =
       ParsePixelFormat(p->encoder.pix_fmt).bits > 8 ? FrameFormat::kRgb48 : FrameFormat::kRgb24;
   spdlog::info("{}: {} ({}-bit {}) -> {}", job.input, v.pix_fmt, v.bits_per_component,

@@ -79,6 +79,15 @@ Result<PreparedJob> PrepareJob(const JobSpec& job, const Config& config, JobFile
   p.media = std::move(*media);
   const VideoStreamInfo& v = p.media.video;
   FM_RETURN_IF_ERROR(CheckJobLimits(v, config).WithContext(job.input));
+  if (v.undecodable_packets > 0) {
+    std::string w = "the video's first " + std::to_string(v.undecodable_packets) +
+                    " packets give no picture (the stream begins mid-stream, without the headers "
+                    "or reference pictures they need); rendering the " +
+                    std::to_string(v.frame_count) + " frames that decode, from " +
+                    fmt::format("{:.3f}", v.start_time) + " s";
+    spdlog::warn("{}: {}", job.input, w);
+    p.warnings.push_back(w);
+  }
   FM_RETURN_IF_ERROR(CheckModel(job, *files, &p));
   FM_RETURN_IF_ERROR(ResolveDepth(job, config, &p));
   Result<std::vector<std::string>> filters = GeometryFilters(v, job.settings.deinterlace);

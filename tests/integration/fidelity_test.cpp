@@ -1,7 +1,8 @@
 // What broadcasters and screen recorders bring, through `identity` (issue 42): a capture that
 // begins mid-stream (an MPEG-2 576i transport stream cut between sequence headers, an H.264 one
 // cut before its SPS/PPS) renders the frames that decode, says how many packets gave none, and
-// keeps its audio in sync.
+// keeps its audio in sync; a variable-rate clip with frames 5.3 ms apart keeps every frame on a
+// timestamp of its own, within the output container's time base of the source's.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -117,6 +118,61 @@ TEST_CASE("fidelity: a broadcast capture that begins mid-stream renders the fram
       REQUIRE(out_times.size() == shown.size());
       CHECK(std::fabs((out_times.back() - out_times.front()) - (shown.back() - shown.front())) <
             0.002);
+    }
+  }
+}
+
+TEST_CASE("fidelity: a variable-rate clip with frames 5.3 ms apart keeps a timestamp per frame") {
+  const std::string dir = ScratchDir("fidelity_vfr_5ms");
+  // 63 frames, gaps from 5.3 ms to 1.12 s in a fixed irregular pattern (a screen recording),
+  // times in 1/10000 s, two of them at 1.2035 s and 1.2088 s. ffprobe guesses 10000/1 as its
+  // nominal rate.
+  const double gaps[] = {0.0333, 0.0053, 0.0412, 0.0071, 0.1, 0.0167, 0.0053, 0.25, 0.0333};
+  std::vector<double> times;
+  double t = 0;
+  for (int i = 0; i < 63; ++i) {
+    times.push_back(t);
+    t += i == 40 ? 1.12 : gaps[i % 9];
+  }
+  times[24] = 1.2035;  // 5.3 ms apart, between 1.1713 s and 1.4433 s
+  times[25] = 1.2088;
+  REQUIRE(times[23] < times[24]);
+  REQUIRE(times[25] < times[26]);
+  std::string expr;
+  for (size_t i = 0; i < times.size(); ++i) {
+    char term[64];
+    std::snprintf(term, sizeof(term), "%seq(N,%zu)*%.4f", i == 0 ? "" : "+", i, times[i]);
+    expr += term;
+  }
+  const std::string src = dir + "/vfr.mp4";
+  MustShell("ffmpeg -nostdin -v error -y -f lavfi -i testsrc2=size=160x120:rate=30 -frames:v 63 "
+            "-vf \"settb=1/10000,setpts='(" +
+            expr +
+            ")/TB'\" -fps_mode passthrough -enc_time_base 1/10000 -c:v libx264 -preset veryfast "
+            "-video_track_timescale 10000 " +
+            Q(src));
+  const std::vector<double> in = VideoTimes(src, false);
+  REQUIRE(in.size() == times.size());
+  for (const char* ext : {"mp4", "mkv"}) {
+    SUBCASE(ext) {
+      const std::string out = dir + "/out." + ext;
+      // The default encoder's B-frames, as people run it.
+      RunResult r = Identity(dir, src, out, {{"encoder", {{"preset", "medium"}}}});
+      INFO("stdout: " << r.out << "\nstderr: " << r.err);
+      REQUIRE(r.exit_code == 0);
+      const std::vector<double> got = VideoTimes(out, false);
+      REQUIRE(got.size() == in.size());
+      // Matroska as ffmpeg writes it counts milliseconds, MP4 here 10 us.
+      const double tick = std::string(ext) == "mkv" ? 0.001 : 0.00001;
+      int shared = 0, off = 0;
+      for (size_t i = 0; i < got.size(); ++i) {
+        if (i > 0 && got[i] <= got[i - 1]) ++shared;
+        if (std::fabs((got[i] - got.front()) - (in[i] - in.front())) > tick / 2 + 1e-6) ++off;
+      }
+      MESSAGE(ext << ": frames on an earlier frame's timestamp " << shared
+                  << ", further than half a tick from the source's " << off);
+      CHECK(shared == 0);
+      CHECK(off == 0);
     }
   }
 }

@@ -37,6 +37,11 @@ Status ResolveDepth(const JobSpec& job, const Config& config, PreparedJob* p) {
       p->warnings.push_back(w);
     }
   }
+  for (const std::string& fitted : FitColorTags(p->encoder.codec, &p->color_path)) {
+    std::string w = p->encoder.codec + ": " + fitted;
+    spdlog::warn("{}: {}", job.input, w);
+    p->warnings.push_back(w);
+  }
   p->out_format =
       ParsePixelFormat(p->encoder.pix_fmt).bits > 8 ? FrameFormat::kRgb48 : FrameFormat::kRgb24;
   spdlog::info("{}: {} ({}-bit {}) -> {}", job.input, v.pix_fmt, v.bits_per_component,
@@ -76,6 +81,15 @@ Result<PreparedJob> PrepareJob(const JobSpec& job, const Config& config, JobFile
   p.media = std::move(*media);
   const VideoStreamInfo& v = p.media.video;
   FM_RETURN_IF_ERROR(CheckJobLimits(v, config).WithContext(job.input));
+  if (v.undecodable_packets > 0) {
+    std::string w = "the video's first " + std::to_string(v.undecodable_packets) +
+                    " packets give no picture (the stream begins mid-stream, without the headers "
+                    "or reference pictures they need); rendering the " +
+                    std::to_string(v.frame_count) + " frames that decode, from " +
+                    fmt::format("{:.3f}", v.start_time) + " s";
+    spdlog::warn("{}: {}", job.input, w);
+    p.warnings.push_back(w);
+  }
   FM_RETURN_IF_ERROR(CheckModel(job, config, *files, &p));
   if (job.settings.mode == JobMode::kFaces) {
     Result<FaceSetting> faces = OpenFaceFiles(job, config, files);

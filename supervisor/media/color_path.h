@@ -13,6 +13,14 @@
 // (docs/ARCHITECTURE.md, "Colour path", has the figures). The workers' own conversion
 // (color_conversion device, worker/frame_convert.h) repeats chroma the same way.
 //
+// Tags: ffprobe prints a tag by libavutil's name for it, but ffmpeg's -color_primaries,
+// -color_trc and -colorspace options know some code points by other names (ffprobe's transfer
+// "bt470m" is the option's "gamma22", "bt470bg" its "gamma28"): handed over by name such a tag
+// failed the encoder. Tags go to ffmpeg as their ITU-T H.273 code points, which every name
+// stands for and every option takes. What an encoder writes was found by trying each code point
+// (ffmpeg 5.1): libx264 and libx265 write every primaries, transfer and matrix code point but
+// EBU Tech 3213 primaries (22), which they drop; FitColorTags maps it to the nearest they write.
+//
 // Pure functions: what they return goes into ffmpeg's argument lists.
 #pragma once
 
@@ -31,6 +39,17 @@ struct ColorPath {
   std::string primaries;    // as tagged; "" when untagged
   std::string transfer;     // as tagged; "" when untagged
 };
+
+enum class ColorTagKind { kPrimaries, kTransfer, kMatrix };
+
+// The H.273 code point of ffprobe's name for a tag ("bt470m" transfer: 4), or -1 for a name that
+// is no tag ("", "unknown", "reserved", a name this table does not know).
+int ColorTagCode(ColorTagKind kind, const std::string& name);
+
+// Fits the path's primaries and transfer to what `codec` writes: a tag that is none (-1 above) is
+// dropped, one the encoder cannot write becomes the nearest it writes. Returns one warning per
+// change, naming the tag and what became of it; the path then holds what the output will carry.
+std::vector<std::string> FitColorTags(const std::string& codec, ColorPath* path);
 
 // "bt709" when width > 1279 or height > 576, else "smpte170m" (BT.601).
 std::string AssumedColorSpace(int width, int height);

@@ -88,6 +88,7 @@ Status ReadFrameHdr(const std::string& ffprobe, const SourceFile& source, VideoS
 // One line of `ffprobe -show_entries packet=pts_time,flags -of csv=p=0`.
 struct PacketLine {
   bool frame = true;     // false: flagged D (discarded, outside an edit list): not a decoded frame
+  bool key = false;      // flagged K: a keyframe
   bool has_pts = false;  // "N/A": the container has no timestamps
   double t = 0.0;
 };
@@ -96,6 +97,7 @@ PacketLine ParsePacketLine(const std::string& line) {
   PacketLine p;
   size_t comma = line.find(',');
   p.frame = comma == std::string::npos || line.find('D', comma) == std::string::npos;
+  p.key = comma != std::string::npos && line.find('K', comma) != std::string::npos;
   char* end = nullptr;
   p.t = std::strtod(line.c_str(), &end);
   p.has_pts = end != line.c_str() && (*end == ',' || *end == '\0');
@@ -216,6 +218,72 @@ std::vector<std::string> PacketCommand(const std::string& ffprobe, const SourceF
   return argv;
 }
 
+// The fields of one line of ffprobe's csv output ("packet,1.480000,..." / "frame,2.480000,...").
+std::vector<std::string> CsvFields(const std::string& line) {
+  std::vector<std::string> fields;
+  std::istringstream in(line);
+  for (std::string f; std::getline(in, f, ',');) fields.push_back(f);
+  return fields;
+}
+
+// What decoding a stream's first packets shows: the presentation times (as ffprobe prints them)
+// of the packets that gave no picture, and of the first picture shown.
+struct LeadingDecode {
+  std::set<std::string> undecodable;
+  double first_shown = 0.0;
+  bool any_shown = false;
+};
+
+// Decodes the first `window` packets of `stream` (ffprobe -read_intervals %+#N, which flushes
+// the decoder at its end: every picture those packets hold comes out). A packet whose time no
+// decoded frame carries gave no picture. Cost: a decode of `window` packets, not of the file.
+Result<LeadingDecode> DecodeLeadingPackets(const std::string& ffprobe, const SourceFile& source,
+                                           int stream, int64_t window) {
+  std::vector<std::string> argv = {ffprobe, "-v", "error"};
+  argv.insert(argv.end(), source.restrictions.begin(), source.restrictions.end());
+  argv.insert(argv.end(), {"-select_streams", std::to_string(stream), "-read_intervals",
+                           "%+#" + std::to_string(window), "-show_entries",
+                           "packet=pts_time,flags:frame=best_effort_timestamp_time", "-of", "csv",
+                           FdPath(source.fd)});
+  std::vector<std::string> packets;
+  std::set<std::string> shown;
+  LeadingDecode d;
+  Result<CommandOutput> r = RunForEachLine(
+      argv,
+      [&](const std::string& line) {
+        std::vector<std::string> f = CsvFields(line);
+        if (f.size() < 2 || f[1] == "N/A") return;
+        // (A packet flagged D, outside an edit list, is no frame to begin with.)
+        if (f[0] == "packet" && (f.size() < 3 || f[2].find('D') == std::string::npos)) {
+          packets.push_back(f[1]);
+        }
+        if (f[0] != "frame") return;
+        shown.insert(f[1]);
+        const double t = std::strtod(f[1].c_str(), nullptr);
+        if (!d.any_shown || t < d.first_shown) d.first_shown = t;
+        d.any_shown = true;
+      },
+      {source.fd});
+  if (!r.ok() || r->exit_code != 0) return PacketReadError(source.name, r);
+  for (const std::string& t : packets) {
+    if (shown.count(t) == 0) d.undecodable.insert(t);
+  }
+  return d;
+}
+
+// For a stream whose first packet is no keyframe: the leading packets that give no picture.
+// The window starts at the first keyframe and 64 packets past it and doubles until a picture
+// shows (or it covers every packet).
+Result<LeadingDecode> FindUndecodable(const std::string& ffprobe, const SourceFile& source,
+                                      int stream, int64_t first_key, int64_t packets) {
+  int64_t window = std::max<int64_t>(first_key, 0) + 64;
+  for (;;) {
+    Result<LeadingDecode> d = DecodeLeadingPackets(ffprobe, source, stream, window);
+    if (!d.ok() || d->any_shown || window >= packets) return d;
+    window *= 2;
+  }
+}
+
 // Reads the presentation time of every packet of the video stream as ffprobe prints them,
 // counting frames and checking the rate in fixed memory. Only a variable-rate video (whose frames
 // keep their own times) has its times read again and kept: its memory is 8 bytes a frame.
@@ -224,13 +292,14 @@ Status ReadFrameTimes(const std::string& ffprobe, const SourceFile& source, Medi
   VideoStreamInfo& v = info->video;
   const double fps = v.frame_rate.value();
   bool missing_pts = false;
-  int64_t packets = 0, frames = 0;
+  int64_t packets = 0, frames = 0, first_key = -1;
   ConstantRateCheck check(fps);
   Result<CommandOutput> r = RunForEachLine(PacketCommand(ffprobe, source, v.index),
                                            [&](const std::string& line) {
                                              if (line.empty()) return;
                                              ++packets;
                                              PacketLine p = ParsePacketLine(line);
+                                             if (p.key && first_key < 0) first_key = packets - 1;
                                              if (!p.frame) return;
                                              ++frames;
                                              if (p.has_pts)
@@ -240,6 +309,14 @@ Status ReadFrameTimes(const std::string& ffprobe, const SourceFile& source, Medi
                                            },
                                            {source.fd});
   if (!r.ok() || r->exit_code != 0) return PacketReadError(path, r);
+  // Only a stream that does not open on a keyframe is decoded ahead (its first packets only).
+  LeadingDecode leading;
+  if (first_key != 0 && !missing_pts && packets > 0) {
+    Result<LeadingDecode> d = FindUndecodable(ffprobe, source, v.index, first_key, packets);
+    if (!d.ok()) return d.status();
+    leading = std::move(*d);
+    v.undecodable_packets = static_cast<int64_t>(leading.undecodable.size());
+  }
   // A file cut short keeps its header: the index promises frames whose data is gone.
   if (v.header_frames > 0 && packets < v.header_frames) {
     return Status(StatusCode::kInputInvalid,
@@ -247,7 +324,7 @@ Status ReadFrameTimes(const std::string& ffprobe, const SourceFile& source, Medi
                       " video frames, only " + std::to_string(packets) + " are present");
   }
   check.Finish();
-  v.frame_count = frames;
+  v.frame_count = frames - v.undecodable_packets;
   if (missing_pts && fps > 0) {
     // No timestamps in the container (raw streams): frames are evenly spaced by definition.
     v.constant_rate = true;
@@ -258,7 +335,7 @@ Status ReadFrameTimes(const std::string& ffprobe, const SourceFile& source, Medi
   if (check.constant() && !missing_pts) {
     v.constant_rate = true;
     if (frames > 0) {
-      v.start_time = check.first();
+      v.start_time = leading.undecodable.empty() ? check.first() : leading.first_shown;
       v.last_time = check.last();
     }
     return Status::Ok();
@@ -270,7 +347,12 @@ Status ReadFrameTimes(const std::string& ffprobe, const SourceFile& source, Medi
                      [&](const std::string& line) {
                        if (line.empty()) return;
                        PacketLine p = ParsePacketLine(line);
-                       if (p.frame) times.push_back(p.has_pts ? p.t : 0.0);
+                       if (!p.frame) return;
+                       if (!leading.undecodable.empty()) {
+                         std::vector<std::string> f = CsvFields(line);
+                         if (!f.empty() && leading.undecodable.count(f[0]) > 0) return;
+                       }
+                       times.push_back(p.has_pts ? p.t : 0.0);
                      },
                      {source.fd});
   if (!r.ok() || r->exit_code != 0) return PacketReadError(path, r);

@@ -35,6 +35,11 @@ struct VideoStreamInfo {
   std::vector<double> frame_times;
   bool constant_rate = true;  // every frame within a quarter frame of start + i / frame_rate
   bool timestamps = true;     // its packets carry presentation times (a raw stream's do not)
+  // Leading packets that give no picture: a capture that begins mid-stream (between MPEG-2
+  // sequence headers, an H.264 stream before its SPS/PPS, the open GOP's leading B-frames).
+  // Found by decoding the stream's first packets, only when its first packet is no keyframe;
+  // they are left out of frame_count, start_time and frame_times, as a player shows them.
+  int64_t undecodable_packets = 0;
   std::string pix_fmt;        // ffprobe name ("yuv420p"), "" when unknown
   std::string color_space;    // ffprobe names ("bt709", "smpte170m"), "" when unknown
   std::string color_range;    // "tv" | "pc" | ""
@@ -95,7 +100,9 @@ Result<std::vector<std::string>> InputRestrictions(const std::string& ffprobe,
                                                    PlaylistInputs playlists);
 
 // Probes the open file `source` (its format, streams and chapters in one ffprobe, kept in
-// probe_json). With `frame_times`, reads every video packet's timestamp (no decoding; fast).
+// probe_json). With `frame_times`, reads every video packet's timestamp (no decoding; fast), and
+// for a stream whose first packet is no keyframe decodes its first packets to learn which give
+// no picture (undecodable_packets).
 // Errors: kInputInvalid (not a media file, a refused format named by its demuxer, no video
 // stream, no frames) with ffprobe's own message.
 Result<MediaInfo> ProbeMedia(const std::string& ffprobe, const SourceFile& source,

@@ -43,6 +43,14 @@ Status Verify(const MuxRequest& rq, int fd, const CarriedMetadata& carried,
                                                  std::to_string(src.frame_count));
   }
   FM_RETURN_IF_ERROR(CheckDisplayedGeometry(src, got, rq.geometry));
+  // A variable-rate output keeps every frame's own time: two on one timestamp lose one.
+  for (size_t i = 1; i < got.frame_times.size(); ++i) {
+    if (got.frame_times[i] <= got.frame_times[i - 1]) {
+      return Status(StatusCode::kVerifyFailed,
+                    "output frames " + std::to_string(i - 1) + " and " + std::to_string(i) +
+                        " share the timestamp " + std::to_string(got.frame_times[i]) + " s");
+    }
+  }
   // Duration of the video: from the first frame to the end of the last, within one frame.
   double frame = 1.0 / src.frame_rate.value();
   double src_span = src.last_time - src.start_time + frame;
@@ -93,12 +101,19 @@ Status ExtractCovers(const MuxRequest& rq, CarriedPlan* plan) {
 }
 
 // A variable-frame-rate source: the segments were encoded at the nominal rate (raw frames carry
-// no timestamps). Join them into one Matroska file and give every frame back its source
-// timestamp with mkvmerge's timestamp file (format v2: one presentation time in ms per frame).
-// Matroska keeps milliseconds, which is what such sources mostly have anyway.
+// no timestamps). Join them into one MP4 file and give every frame back its source timestamp
+// with mkvmerge's timestamp file (format v2: one presentation time in ms per frame).
+//
+// The joined file is MP4, not Matroska: ffmpeg writes Matroska in milliseconds, and the nominal
+// rate ffprobe guesses for an irregular clip can be far above 1000 fps (10000/1 for frames
+// 5.3 ms to 1.12 s apart), so several frames shared one millisecond before mkvmerge retimed them,
+// and came out on one timestamp or out of place. MP4 keeps the encoder's time base. The retimed
+// file is written at kRetimedScaleNs (10 us), so an MP4 or MOV output keeps the source's times
+// to 10 us; a Matroska output, which ffmpeg writes in milliseconds, to the nearest millisecond.
+constexpr int kRetimedScaleNs = 10000;
 Result<UniqueFd> Retime(const MuxRequest& rq, const std::string& list_path) {
   const VideoStreamInfo& v = rq.source_info->video;
-  Result<CreatedFile> joined = CreateExclusiveAt(rq.scratch_fd, "joined.", ".mkv", 0600);
+  Result<CreatedFile> joined = CreateExclusiveAt(rq.scratch_fd, "joined.", ".mp4", 0600);
   if (!joined.ok()) return joined.status();
   Result<CreatedFile> retimed = CreateExclusiveAt(rq.scratch_fd, "retimed.", ".mkv", 0600);
   if (!retimed.ok()) return retimed.status();
@@ -122,7 +137,7 @@ Result<UniqueFd> Retime(const MuxRequest& rq, const std::string& list_path) {
                                            "-c",
                                            "copy",
                                            "-f",
-                                           "matroska",
+                                           "mp4",
                                            FdPath(joined->fd.get())},
                                           {rq.scratch_fd, joined->fd.get()});
   if (!r.ok() || r->exit_code != 0) {
@@ -140,8 +155,9 @@ Result<UniqueFd> Retime(const MuxRequest& rq, const std::string& list_path) {
   // Every name given to mkvmerge is an open descriptor or a name inside the private scratch
   // directory reached through its descriptor: all begin with "/proc/self/fd/", none with '-'
   // (mkvmerge has no "--" to end its options).
-  r = RunAndCapture({rq.mkvmerge, "-q", "-o", FdPath(retimed->fd.get()), "--timestamps",
-                     "0:" + stamps, FdPath(joined->fd.get())},
+  r = RunAndCapture({rq.mkvmerge, "-q", "--timestamp-scale", std::to_string(kRetimedScaleNs), "-o",
+                     FdPath(retimed->fd.get()), "--timestamps", "0:" + stamps,
+                     FdPath(joined->fd.get())},
                     {rq.scratch_fd, joined->fd.get(), retimed->fd.get()});
   // mkvmerge exits 1 for warnings only.
   if (!r.ok() || r->exit_code > 1 || r->exit_code < 0) {

@@ -1,6 +1,7 @@
 #include "supervisor/media/preview_frames.h"
 
 #include <regex>
+#include <tuple>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -8,6 +9,7 @@
 #include "common/checked_file.h"
 #include "common/clock.h"
 #include "common/file_util.h"
+#include "supervisor/media/color_path.h"
 #include "supervisor/media/source_geometry.h"
 #include "supervisor/process/subprocess.h"
 
@@ -128,14 +130,16 @@ Result<SampledFrames> ExtractSampledFrames(const std::string& ffmpeg, const Sour
                                    "ffv1",
                                    "-sar",
                                    fmt::format("{}:{}", sar.num, sar.den)};
-  const std::pair<const char*, const std::string*> tags[] = {
-      {"-color_primaries", &v.color_primaries},
-      {"-color_trc", &v.color_transfer},
-      {"-colorspace", &v.color_space},
-      {"-color_range", &v.color_range}};
-  for (const auto& [option, value] : tags) {
-    if (KnownTag(*value)) argv.insert(argv.end(), {option, *value});
+  // As code points: some of ffprobe's names are not the options' (color_path.h).
+  const std::tuple<const char*, ColorTagKind, const std::string*> tags[] = {
+      {"-color_primaries", ColorTagKind::kPrimaries, &v.color_primaries},
+      {"-color_trc", ColorTagKind::kTransfer, &v.color_transfer},
+      {"-colorspace", ColorTagKind::kMatrix, &v.color_space}};
+  for (const auto& [option, kind, value] : tags) {
+    const int code = ColorTagCode(kind, *value);
+    if (code >= 0) argv.insert(argv.end(), {option, std::to_string(code)});
   }
+  if (KnownTag(v.color_range)) argv.insert(argv.end(), {"-color_range", v.color_range});
   argv.insert(argv.end(), {"-f", "nut", "-y", FdPath(clip_fd)});
   Result<CommandOutput> r = RunAndCapture(argv, {raw->fd.get(), clip_fd});
   if (!r.ok()) return r.status();

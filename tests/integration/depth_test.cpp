@@ -242,3 +242,76 @@ TEST_CASE("depth: a 10-bit gradient keeps more than 8 bits of levels through ide
   // same round trip through rgb24 gives 44.7 dB.
   CHECK(p.y > 55);
 }
+
+TEST_CASE("depth: a rare colour tag reaches the output, or its nearest with a warning naming both") {
+  const std::string dir = ScratchDir("depth_rare_tags");
+  // Full range, BT.601 matrix, BT.709 primaries and the BT.470 M (gamma 2.2) transfer, which
+  // ffprobe names "bt470m" and ffmpeg's -color_trc option "gamma22".
+  const std::string gamma22 = dir + "/gamma22.mkv";
+  Make(gamma22, kSource +
+                    "-c:v libx264 -preset veryfast -crf 10 -pix_fmt yuvj420p -colorspace "
+                    "smpte170m -color_primaries bt709 -color_trc gamma22 -color_range pc");
+  framemill::VideoStreamInfo s = ProbeVideo(gamma22);
+  REQUIRE(s.color_transfer == "bt470m");
+  RunResult r;
+  framemill::VideoStreamInfo o = ProbeVideo(RunIdentity(
+      dir, gamma22, "out_gamma22", {{"encoder", {{"preset", "ultrafast"}}}}, &r));
+  CHECK(o.color_transfer == "bt470m");
+  CHECK(o.color_primaries == "bt709");
+  CHECK(o.color_space == "smpte170m");
+  CHECK(o.color_range == "pc");
+  CHECK(r.out.find("warning:") == std::string::npos);  // kept as it is: nothing to warn of
+
+  // EBU Tech 3213 primaries: neither x264 nor x265 writes them (their VUI tables end at
+  // smpte432); the nearest they write is BT.470 B/G. FFV1 in Matroska carries the tag.
+  const std::string ebu = dir + "/ebu3213.mkv";
+  Make(ebu, kSource + "-c:v ffv1 -pix_fmt yuv420p -colorspace bt470bg -color_primaries 22 "
+                      "-color_trc gamma28 -color_range tv");
+  s = ProbeVideo(ebu);
+  REQUIRE(s.color_primaries == "ebu3213");
+  REQUIRE(s.color_transfer == "bt470bg");  // the option's "gamma28"
+  for (const std::string codec : {"libx264", "libx265"}) {
+    INFO(codec);
+    o = ProbeVideo(RunIdentity(dir, ebu, "out_ebu_" + codec,
+                               {{"encoder", {{"codec", codec}, {"preset", "ultrafast"}}}}, &r));
+    CHECK(o.color_primaries == "bt470bg");
+    CHECK(o.color_transfer == "bt470bg");
+    CHECK(o.color_space == "bt470bg");
+    CHECK(r.out.find("warning: " + codec +
+                     ": colour primaries ebu3213 cannot be written; tagged bt470bg, the nearest "
+                     "it writes") != std::string::npos);
+  }
+}
+
+TEST_CASE("depth: 4:2:2 DNxHD and ProRes keep each plane within 1 dB of ffmpeg's round trip") {
+  const std::string dir = ScratchDir("depth_422_planes");
+  struct Row {
+    std::string name, make, pix_fmt, rgb;
+  };
+  const std::vector<Row> rows = {
+      // DNxHD's 8-bit 4:2:2 (1080p at 120 Mb/s is one of its fixed formats), three frames.
+      {"dnxhd", "-f lavfi -i testsrc2=size=1920x1080:rate=25 -frames:v 3 -c:v dnxhd -b:v 120M "
+                "-pix_fmt yuv422p -colorspace bt709",
+       "yuv422p", "rgb24"},
+      {"prores", kSource + "-c:v prores_ks -profile:v 2 -pix_fmt yuv422p10le -colorspace bt709",
+       "yuv422p10le", "rgb48le"},
+  };
+  for (const Row& row : rows) {
+    INFO(row.name);
+    const std::string src = dir + "/" + row.name + ".mov";
+    Make(src, row.make);
+    const std::string out = RunIdentity(dir, src, "out_" + row.name);
+    CHECK(ProbeVideo(out).pix_fmt == row.pix_fmt);
+    // ffmpeg's own: to RGB and back with the matrix named both ways, encoded as the job encodes.
+    const std::string ref = dir + "/ref_" + row.name + ".mkv";
+    const std::string m = "in_color_matrix=bt709:out_color_matrix=bt709";
+    Make(ref, "-i '" + src + "' -vf scale=" + m + ",format=" + row.rgb + ",scale=" + m +
+                  ",format=" + row.pix_fmt + " -c:v libx264 -crf 18 -preset medium");
+    Psnr ours = MeasurePsnr(out, src), theirs = MeasurePsnr(ref, src);
+    MESSAGE(row.name << ": framemill y " << ours.y << " u " << ours.u << " v " << ours.v
+                     << "; ffmpeg y " << theirs.y << " u " << theirs.u << " v " << theirs.v);
+    CHECK(ours.y > theirs.y - 1);
+    CHECK(ours.u > theirs.u - 1);
+    CHECK(ours.v > theirs.v - 1);
+  }
+}

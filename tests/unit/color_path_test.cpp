@@ -281,3 +281,42 @@ TEST_CASE("depth: the output check names a lost bit depth, layout, tag or HDR me
   Status s = CheckDepthAndColor(want, bad);
   CHECK(s.code() == StatusCode::kVerifyFailed);
 }
+
+TEST_CASE("depth: colour tags go to ffmpeg as code points, fitted to what the encoder writes") {
+  // ffprobe's names, some of which ffmpeg's options do not know ("bt470m" is -color_trc gamma22).
+  CHECK(ColorTagCode(ColorTagKind::kTransfer, "bt470m") == 4);
+  CHECK(ColorTagCode(ColorTagKind::kTransfer, "bt470bg") == 5);
+  CHECK(ColorTagCode(ColorTagKind::kTransfer, "arib-std-b67") == 18);
+  CHECK(ColorTagCode(ColorTagKind::kPrimaries, "ebu3213") == 22);
+  CHECK(ColorTagCode(ColorTagKind::kMatrix, "bt2020nc") == 9);
+  CHECK(ColorTagCode(ColorTagKind::kTransfer, "reserved") == -1);
+  CHECK(ColorTagCode(ColorTagKind::kPrimaries, "") == -1);
+
+  ColorPath p;
+  p.color_space = "smpte170m";
+  p.primaries = "bt709";
+  p.transfer = "bt470m";
+  SegmentFormat f;
+  f.width = 64;
+  f.height = 48;
+  f.frame_rate = {25, 1};
+  f.encoder.pix_fmt = "yuv420p";
+  f.color = p;
+  std::vector<std::string> a = EncoderArguments(f);
+  auto trc = std::find(a.begin(), a.end(), "-color_trc");
+  REQUIRE(trc != a.end());
+  CHECK(*(trc + 1) == "4");
+  CHECK(*(std::find(a.begin(), a.end(), "-colorspace") + 1) == "6");
+  CHECK(FitColorTags("libx264", &p).empty());  // x264 writes all three
+
+  p.primaries = "ebu3213";
+  p.transfer = "reserved";
+  std::vector<std::string> w = FitColorTags("libx265", &p);
+  REQUIRE(w.size() == 2);
+  CHECK(p.primaries == "bt470bg");
+  CHECK(p.transfer.empty());
+  CHECK(w[1] == "colour primaries ebu3213 cannot be written; tagged bt470bg, the nearest it writes");
+  p.primaries = "ebu3213";
+  CHECK(FitColorTags("ffv1", &p).empty());  // only libx264 and libx265 are known to drop it
+  CHECK(p.primaries == "ebu3213");
+}

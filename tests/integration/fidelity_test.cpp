@@ -1,0 +1,178 @@
+// What broadcasters and screen recorders bring, through `identity` (issue 42): a capture that
+// begins mid-stream (an MPEG-2 576i transport stream cut between sequence headers, an H.264 one
+// cut before its SPS/PPS) renders the frames that decode, says how many packets gave none, and
+// keeps its audio in sync; a variable-rate clip with frames 5.3 ms apart keeps every frame on a
+// timestamp of its own, within the output container's time base of the source's.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+
+using namespace framemill::test;
+
+namespace {
+
+std::string Q(const std::string& s) { return "'" + s + "'"; }
+
+void MustShell(const std::string& command) {
+  RunResult r = Shell(command);
+  REQUIRE_MESSAGE(r.exit_code == 0, command << "\n" << r.err);
+}
+
+// The presentation times of the video packets of `path` (or of the frames that decode, with
+// `decoded`), ascending, seconds.
+std::vector<double> VideoTimes(const std::string& path, bool decoded) {
+  RunResult r = Shell(
+      "ffprobe -v error -select_streams v:0 " +
+      std::string(decoded ? "-show_entries frame=best_effort_timestamp_time"
+                          : "-show_entries packet=pts_time") +
+      " -of csv=p=0 " + Q(path));
+  REQUIRE(r.exit_code == 0);
+  std::vector<double> times;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line != "N/A" && (std::isdigit(static_cast<unsigned char>(line[0])) ||
+                                           line[0] == '-')) {
+      times.push_back(std::stod(line));
+    }
+  }
+  std::sort(times.begin(), times.end());
+  return times;
+}
+
+double StreamStart(const std::string& path, const std::string& type) {
+  nlohmann::json s = FirstStream(Probe(path), type);
+  REQUIRE(!s.is_null());
+  return std::stod(s.value("start_time", "0"));
+}
+
+RunResult Identity(const std::string& dir, const std::string& input, const std::string& output,
+                   const nlohmann::json& keys = nlohmann::json::object()) {
+  nlohmann::json job = {{"input", input},
+                        {"output", output},
+                        {"model", ModelPath("identity")},
+                        {"device", TestDevice()},
+                        {"workers", 1}};
+  job.update(keys);
+  return RunJob(dir, job);
+}
+
+struct Capture {
+  const char* name;
+  const char* make;  // ffmpeg options making the whole transport stream (video and audio)
+  int skip_packets;  // 188-byte packets cut from its start
+};
+
+}  // namespace
+
+TEST_CASE("fidelity: a broadcast capture that begins mid-stream renders the frames that decode") {
+  const Capture captures[] = {
+      // 576i MPEG-2, long GOP with B-frames, MP2 audio: the cut lands inside the first GOP.
+      {"mpeg2_576i",
+       "-f lavfi -i testsrc2=size=720x576:rate=25 -f lavfi -i sine=frequency=440:sample_rate=48000 "
+       "-t 4 -c:v mpeg2video -g 25 -bf 2 -b:v 4M -flags +ilme+ildct -top 1 -c:a mp2 -b:a 128k",
+       300},
+      // H.264 whose SPS/PPS come with each IDR only: the cut loses the first ones.
+      {"h264",
+       "-f lavfi -i testsrc2=size=320x240:rate=25 -f lavfi -i sine=frequency=440:sample_rate=48000 "
+       "-t 4 -c:v libx264 -preset veryfast -g 50 -bf 2 -c:a aac",
+       100},
+  };
+  for (const Capture& c : captures) {
+    SUBCASE(c.name) {
+      const std::string dir = ScratchDir(std::string("fidelity_midstream_") + c.name);
+      const std::string whole = dir + "/whole.ts", cut = dir + "/cut.ts";
+      MustShell("ffmpeg -nostdin -v error -y " + std::string(c.make) + " -f mpegts " + Q(whole));
+      MustShell("dd if=" + Q(whole) + " of=" + Q(cut) + " bs=188 skip=" +
+                std::to_string(c.skip_packets) + " status=none");
+      const std::vector<double> packets = VideoTimes(cut, false);
+      const std::vector<double> shown = VideoTimes(cut, true);
+      // The clip is what it stands for: packets that give no picture, then pictures.
+      REQUIRE(shown.size() + 5 < packets.size());
+      REQUIRE(!shown.empty());
+      const double source_offset = shown.front() - StreamStart(cut, "audio");
+
+      const std::string out = dir + "/out.mkv";
+      RunResult r = Identity(dir, cut, out);
+      INFO("stdout: " << r.out << "\nstderr: " << r.err);
+      REQUIRE(r.exit_code == 0);
+      CHECK(CountFrames(out) == static_cast<int64_t>(shown.size()));
+      const std::string warning =
+          "warning: the video's first " + std::to_string(packets.size() - shown.size()) +
+          " packets give no picture";
+      CHECK(r.out.find(warning) != std::string::npos);
+      // Audio stays in sync: the first picture starts as far after the audio as in the source.
+      const double out_offset = StreamStart(out, "video") - StreamStart(out, "audio");
+      MESSAGE(c.name << ": " << packets.size() << " packets, " << shown.size()
+                     << " pictures; video after audio: source " << source_offset << " s, output "
+                     << out_offset << " s");
+      CHECK(std::fabs(out_offset - source_offset) < 0.02);  // half a frame at 25 fps
+      // And the frames keep their spacing: the last one as far from the first as in the source.
+      const std::vector<double> out_times = VideoTimes(out, false);
+      REQUIRE(out_times.size() == shown.size());
+      CHECK(std::fabs((out_times.back() - out_times.front()) - (shown.back() - shown.front())) <
+            0.002);
+    }
+  }
+}
+
+TEST_CASE("fidelity: a variable-rate clip with frames 5.3 ms apart keeps a timestamp per frame") {
+  const std::string dir = ScratchDir("fidelity_vfr_5ms");
+  // 63 frames, gaps from 5.3 ms to 1.12 s in a fixed irregular pattern (a screen recording),
+  // times in 1/10000 s, two of them at 1.2035 s and 1.2088 s. ffprobe guesses 10000/1 as its
+  // nominal rate.
+  const double gaps[] = {0.0333, 0.0053, 0.0412, 0.0071, 0.1, 0.0167, 0.0053, 0.25, 0.0333};
+  std::vector<double> times;
+  double t = 0;
+  for (int i = 0; i < 63; ++i) {
+    times.push_back(t);
+    t += i == 40 ? 1.12 : gaps[i % 9];
+  }
+  times[24] = 1.2035;  // 5.3 ms apart, between 1.1713 s and 1.4433 s
+  times[25] = 1.2088;
+  REQUIRE(times[23] < times[24]);
+  REQUIRE(times[25] < times[26]);
+  std::string expr;
+  for (size_t i = 0; i < times.size(); ++i) {
+    char term[64];
+    std::snprintf(term, sizeof(term), "%seq(N,%zu)*%.4f", i == 0 ? "" : "+", i, times[i]);
+    expr += term;
+  }
+  const std::string src = dir + "/vfr.mp4";
+  MustShell("ffmpeg -nostdin -v error -y -f lavfi -i testsrc2=size=160x120:rate=30 -frames:v 63 "
+            "-vf \"settb=1/10000,setpts='(" +
+            expr +
+            ")/TB'\" -fps_mode passthrough -enc_time_base 1/10000 -c:v libx264 -preset veryfast "
+            "-video_track_timescale 10000 " +
+            Q(src));
+  const std::vector<double> in = VideoTimes(src, false);
+  REQUIRE(in.size() == times.size());
+  for (const char* ext : {"mp4", "mkv"}) {
+    SUBCASE(ext) {
+      const std::string out = dir + "/out." + ext;
+      // The default encoder's B-frames, as people run it.
+      RunResult r = Identity(dir, src, out, {{"encoder", {{"preset", "medium"}}}});
+      INFO("stdout: " << r.out << "\nstderr: " << r.err);
+      REQUIRE(r.exit_code == 0);
+      const std::vector<double> got = VideoTimes(out, false);
+      REQUIRE(got.size() == in.size());
+      // Matroska as ffmpeg writes it counts milliseconds, MP4 here 10 us.
+      const double tick = std::string(ext) == "mkv" ? 0.001 : 0.00001;
+      int shared = 0, off = 0;
+      for (size_t i = 0; i < got.size(); ++i) {
+        if (i > 0 && got[i] <= got[i - 1]) ++shared;
+        if (std::fabs((got[i] - got.front()) - (in[i] - in.front())) > tick / 2 + 1e-6) ++off;
+      }
+      MESSAGE(ext << ": frames on an earlier frame's timestamp " << shared
+                  << ", further than half a tick from the source's " << off);
+      CHECK(shared == 0);
+      CHECK(off == 0);
+    }
+  }
+}

@@ -489,7 +489,7 @@ Status JobRun::ChoosePart() {
 std::string JobRun::JobWarmKey() const {
   // The probe's shape comes from the model's card, a file of its own: a card added, changed or
   // removed beside the same model file must not hand over workers probed at another shape.
-  return WarmKey(IdentifyFile(model_fd_.get()), settings_,
+  return WarmKey(options_.output_reader_uid, IdentifyFile(model_fd_.get()), settings_,
                  LogDirKey(options_.worker_log_dir, IdentifyFile(scratch_dir_.dir.get()))) +
          "|probe " + std::to_string(probe_in_.width) + "x" + std::to_string(probe_in_.height) +
          "x" + std::to_string(probe_in_.batch);

@@ -91,6 +91,7 @@ int RemoveTree(int dir_fd, int depth) {
     ::close(dup);
     return 0;
   }
+  ::rewinddir(dir);  // the duplicate shares dir_fd's offset: from the start, whatever it was
   std::vector<std::string> names;
   while (dirent* e = ::readdir(dir)) {
     std::string n = e->d_name;
@@ -422,6 +423,7 @@ void ListObjects(int dir_fd, const std::string& path, std::vector<std::string>* 
       if (dup >= 0) ::close(dup);
       return names;
     }
+    ::rewinddir(dir);
     while (dirent* e = ::readdir(dir)) {
       std::string n = e->d_name;
       if (n != "." && n != "..") names.push_back(n);

@@ -231,7 +231,7 @@ TEST_CASE("shared memory: two scopes, and an object in one cannot be reached fro
   CHECK(ListDir(b->path()).empty());
 }
 
-TEST_CASE("shared memory: a link gives a scope the same object; the scope goes with its links") {
+TEST_CASE("shared memory: a link gives a scope the same object, and the scope goes with its links") {
   auto arena = SharedMemory::Create("arena", 8192);
   REQUIRE(arena.ok());
   std::string scope_path, view;

@@ -23,7 +23,11 @@ constexpr const char* kShmDir = "/dev/shm";
 constexpr const char* kDirPrefix = "framemill-";
 constexpr const char* kLegacyPrefix = "framemill.";  // the flat names of protocol <= 5
 constexpr const char* kOwnerFile = "owner";
+constexpr const char* kScopePrefix = "scope-";
 constexpr int kNameTries = 16;
+// How deep RemoveTree goes below a directory: a scope is one level down, and a worker may make
+// directories in its own scope; what lies deeper is left (the directory then stays).
+constexpr int kMaxRemoveDepth = 8;
 // A directory with no readable owner record is left alone this long: its creator may be
 // between mkdtemp and writing the record.
 constexpr time_t kUnownedGraceS = 60;
@@ -74,21 +78,70 @@ bool ReadProcFile(const std::string& path, std::string* out) {
   return true;
 }
 
+std::string BaseName(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+
+// Removes everything in the directory `dir_fd` (not the directory itself), never following a
+// link: subdirectories to kMaxRemoveDepth - depth levels. Returns how many files (and links) it
+// removed, the owner record aside.
+int RemoveTree(int dir_fd, int depth) {
+  int dup = ::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
+  if (dup < 0) return 0;
+  DIR* dir = ::fdopendir(dup);
+  if (dir == nullptr) {
+    ::close(dup);
+    return 0;
+  }
+  ::rewinddir(dir);  // the duplicate shares dir_fd's offset: from the start, whatever it was
+  std::vector<std::string> names;
+  while (dirent* e = ::readdir(dir)) {
+    std::string n = e->d_name;
+    if (n != "." && n != "..") names.push_back(n);
+  }
+  ::closedir(dir);
+  int removed = 0;
+  for (const std::string& n : names) {
+    struct stat st {};
+    if (::fstatat(dir_fd, n.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (!S_ISDIR(st.st_mode)) {
+      if (::unlinkat(dir_fd, n.c_str(), 0) == 0 && n != kOwnerFile) ++removed;
+      continue;
+    }
+    if (depth >= kMaxRemoveDepth) continue;
+    int sub = ::openat(dir_fd, n.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sub < 0) continue;
+    removed += RemoveTree(sub, depth + 1);
+    ::close(sub);
+    ::unlinkat(dir_fd, n.c_str(), AT_REMOVEDIR);
+  }
+  return removed;
+}
+
 }  // namespace
 
-// This process's private directory. Shared by every object it created; removed with the last.
+// This process's private directory, or one of its scopes (`parent` set). Shared by every object
+// and scope made in it; removed with the last.
 struct SharedMemory::Directory {
   std::string path;
   int fd = -1;
   pid_t pid = 0;  // the process that made it (a forked child makes its own)
+  std::shared_ptr<Directory> parent;  // a scope's process directory; null for that directory
 
   ~Directory() {
     if (fd >= 0 && ::getpid() == pid) {
-      ::unlinkat(fd, kOwnerFile, 0);
-      ::rmdir(path.c_str());
+      if (parent != nullptr) {
+        // A scope: the links in it, and whatever its worker left there, go with it.
+        RemoveTree(fd, 1);
+        ::unlinkat(parent->fd, BaseName(path).c_str(), AT_REMOVEDIR);
+      } else {
+        ::unlinkat(fd, kOwnerFile, 0);
+        ::rmdir(path.c_str());
+      }
     }
     if (fd >= 0) ::close(fd);
   }
+
+  // A new scope in the process directory `parent`.
+  static Result<std::shared_ptr<Directory>> MakeScope(const std::shared_ptr<Directory>& parent);
 
   static Result<std::shared_ptr<Directory>> Make() {
     std::string tmpl = std::string(kShmDir) + "/" + kDirPrefix + "XXXXXX";
@@ -127,20 +180,115 @@ Status ReserveFailed(int err, size_t bytes, const std::string& path) {
                     path + ": " + std::strerror(err) + " (is /dev/shm large enough?)");
 }
 
+// This process's directory, made on first use (and again after the last user let it go).
+Result<std::shared_ptr<SharedMemory::Directory>> ProcessDirectory() {
+  std::lock_guard<std::mutex> lock(g_dir_mu);
+  std::shared_ptr<SharedMemory::Directory> dir = g_dir->lock();
+  if (dir == nullptr || dir->pid != ::getpid()) {
+    Result<std::shared_ptr<SharedMemory::Directory>> made = SharedMemory::Directory::Make();
+    if (!made.ok()) return made.status();
+    dir = *made;
+    *g_dir = dir;
+  }
+  return dir;
+}
+
 }  // namespace
 
-Result<SharedMemory> SharedMemory::Create(const std::string& what, size_t bytes,
-                                          size_t reserved) {
-  std::shared_ptr<Directory> dir;
-  {
-    std::lock_guard<std::mutex> lock(g_dir_mu);
-    dir = g_dir->lock();
-    if (dir == nullptr || dir->pid != ::getpid()) {
-      Result<std::shared_ptr<Directory>> made = Directory::Make();
-      if (!made.ok()) return made.status();
-      dir = *made;
-      *g_dir = dir;
+Result<std::shared_ptr<SharedMemory::Directory>> SharedMemory::Directory::MakeScope(
+    const std::shared_ptr<Directory>& parent) {
+  std::string name;
+  bool made = false;
+  for (int i = 0; i < kNameTries && !made; ++i) {
+    name = kScopePrefix + RandomHex();
+    made = ::mkdirat(parent->fd, name.c_str(), 0700) == 0;
+    if (!made && errno != EEXIST) break;
+  }
+  const std::string path = parent->path + "/" + name;
+  if (!made) return Status(StatusCode::kIo, Errno("cannot create the shared-memory scope " + path));
+  auto d = std::make_shared<Directory>();
+  d->path = path;
+  d->pid = ::getpid();
+  d->fd = ::openat(parent->fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (d->fd < 0) {
+    Status s(StatusCode::kIo, Errno("cannot open " + path));
+    ::unlinkat(parent->fd, name.c_str(), AT_REMOVEDIR);
+    return s;
+  }
+  d->parent = parent;  // from here on the destructor removes it
+  // Exactly 0700 whatever the umask.
+  if (::fchmod(d->fd, 0700) != 0) return Status(StatusCode::kIo, Errno("chmod " + path));
+  return d;
+}
+
+Result<SharedMemoryScope> SharedMemoryScope::Create() {
+  Result<std::shared_ptr<SharedMemory::Directory>> parent = ProcessDirectory();
+  if (!parent.ok()) return parent.status();
+  Result<std::shared_ptr<SharedMemory::Directory>> dir =
+      SharedMemory::Directory::MakeScope(*parent);
+  if (!dir.ok()) return dir.status();
+  SharedMemoryScope scope;
+  scope.dir_ = std::move(*dir);
+  return scope;
+}
+
+const std::string& SharedMemoryScope::path() const {
+  static const std::string* const kNone = new std::string();
+  return dir_ == nullptr ? *kNone : dir_->path;
+}
+
+Result<std::string> SharedMemoryScope::Link(const std::string& object) const {
+  if (dir_ == nullptr) return Status(StatusCode::kInternal, "no shared-memory scope to link into");
+  const std::string name = BaseName(object);
+  const std::string path = dir_->path + "/" + name;
+  struct stat source {};
+  if (::fstatat(AT_FDCWD, object.c_str(), &source, AT_SYMLINK_NOFOLLOW) != 0 ||
+      !S_ISREG(source.st_mode)) {
+    return Status(StatusCode::kIo, Errno("cannot link " + object + " into " + dir_->path));
+  }
+  for (int i = 0; i < 2; ++i) {
+    // No AT_SYMLINK_FOLLOW: the name given, never what a link there points at.
+    if (::linkat(AT_FDCWD, object.c_str(), dir_->fd, name.c_str(), 0) == 0) return path;
+    if (errno != EEXIST) break;
+    struct stat there {};
+    if (::fstatat(dir_->fd, name.c_str(), &there, AT_SYMLINK_NOFOLLOW) == 0 &&
+        there.st_dev == source.st_dev && there.st_ino == source.st_ino) {
+      return path;  // linked before
     }
+    // Not ours: something the worker made under that name.
+    if (S_ISDIR(there.st_mode)) {
+      int sub = ::openat(dir_->fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (sub >= 0) {
+        RemoveTree(sub, 2);
+        ::close(sub);
+      }
+      ::unlinkat(dir_->fd, name.c_str(), AT_REMOVEDIR);
+    } else {
+      ::unlinkat(dir_->fd, name.c_str(), 0);
+    }
+    errno = EEXIST;
+  }
+  return Status(StatusCode::kIo, Errno("cannot link " + object + " into " + dir_->path));
+}
+
+void SharedMemoryScope::Unlink(const std::string& path) const {
+  if (dir_ == nullptr || path.size() <= dir_->path.size() ||
+      path.compare(0, dir_->path.size() + 1, dir_->path + "/") != 0) {
+    return;
+  }
+  const std::string name = path.substr(dir_->path.size() + 1);
+  if (name.find('/') == std::string::npos) ::unlinkat(dir_->fd, name.c_str(), 0);
+}
+
+Result<SharedMemory> SharedMemory::Create(const std::string& what, size_t bytes, size_t reserved,
+                                          const SharedMemoryScope* scope) {
+  std::shared_ptr<Directory> dir;
+  if (scope != nullptr && !scope->empty()) {
+    dir = scope->dir_;
+  } else {
+    Result<std::shared_ptr<Directory>> made = ProcessDirectory();
+    if (!made.ok()) return made.status();
+    dir = std::move(*made);
   }
   SharedMemory m;
   int fd = -1;
@@ -259,6 +407,59 @@ std::string ProcessIdentity(int pid) {
   return std::to_string(pid) + " " + std::to_string(start);
 }
 
+namespace {
+
+// The regular files in the directory `dir_fd` (at `path`) and in its scopes, each file once (by
+// inode: a file's name in the directory itself before its links in scopes), the owner record
+// aside; nothing followed through a link.
+void ListObjects(int dir_fd, const std::string& path, std::vector<std::string>* out) {
+  std::vector<std::pair<std::string, std::string>> files;  // (path relative to dir_fd, full path)
+  std::vector<std::string> scopes;
+  auto read_names = [](int fd) {
+    std::vector<std::string> names;
+    int dup = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    DIR* dir = dup < 0 ? nullptr : ::fdopendir(dup);
+    if (dir == nullptr) {
+      if (dup >= 0) ::close(dup);
+      return names;
+    }
+    ::rewinddir(dir);
+    while (dirent* e = ::readdir(dir)) {
+      std::string n = e->d_name;
+      if (n != "." && n != "..") names.push_back(n);
+    }
+    ::closedir(dir);
+    return names;
+  };
+  std::vector<std::pair<dev_t, ino_t>> seen;
+  auto add = [&](int fd, const std::string& name, const std::string& full) {
+    struct stat st {};
+    if (::fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) return;
+    const std::pair<dev_t, ino_t> id{st.st_dev, st.st_ino};
+    if (std::find(seen.begin(), seen.end(), id) != seen.end()) return;
+    seen.push_back(id);
+    out->push_back(full);
+  };
+  for (const std::string& n : read_names(dir_fd)) {
+    if (n == kOwnerFile) continue;
+    struct stat st {};
+    if (::fstatat(dir_fd, n.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (S_ISDIR(st.st_mode)) {
+      scopes.push_back(n);
+    } else {
+      add(dir_fd, n, path + "/" + n);
+    }
+  }
+  for (const std::string& scope : scopes) {
+    int fd = ::openat(dir_fd, scope.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) continue;
+    for (const std::string& n : read_names(fd)) add(fd, n, path + "/" + scope + "/" + n);
+    ::close(fd);
+  }
+}
+
+}  // namespace
+
 std::vector<SharedMemoryDir> ListFramemillDirs() {
   std::vector<SharedMemoryDir> dirs;
   DIR* shm = ::opendir(kShmDir);
@@ -281,15 +482,8 @@ std::vector<SharedMemoryDir> ListFramemillDirs() {
     // so that a supervisor starting beside it cannot remove it under it.
     const bool just_made = record.empty() && std::time(nullptr) - st.st_mtime < 60;
     d.live = just_made || (!record.empty() && ProcessIdentity(d.owner_pid) == record);
-    if (DIR* inner = ::fdopendir(fd)) {  // takes fd
-      while (dirent* f = ::readdir(inner)) {
-        std::string n = f->d_name;
-        if (n != "." && n != ".." && n != kOwnerFile) d.objects.push_back(d.path + "/" + n);
-      }
-      ::closedir(inner);
-    } else {
-      ::close(fd);
-    }
+    ListObjects(fd, d.path, &d.objects);
+    ::close(fd);
     dirs.push_back(std::move(d));
   }
   ::closedir(shm);
@@ -321,12 +515,8 @@ int RemoveDirectory(const SharedMemoryDir& d) {
     ::close(fd);  // perhaps a directory being set up this very moment
     return 0;
   }
-  int removed = 0;
-  for (const std::string& path : d.objects) {
-    std::string name = path.substr(d.path.size() + 1);
-    if (::unlinkat(fd, name.c_str(), 0) == 0) ++removed;
-  }
-  ::unlinkat(fd, kOwnerFile, 0);
+  // Everything in it, scopes and what their workers left in them included.
+  const int removed = RemoveTree(fd, 0);
   ::close(fd);
   ::rmdir(d.path.c_str());
   return removed;

@@ -20,8 +20,9 @@ constexpr int kMaxDrainReads = 16;
 // magic, kProtocolVersion and size written; *header points at it (in the object's mapping).
 template <typename Header>
 Result<SharedMemory> CreateWithHeader(const char* what, size_t bytes, uint64_t magic,
-                                      Header** header, size_t reserved = SIZE_MAX) {
-  Result<SharedMemory> shm = SharedMemory::Create(what, bytes, reserved);
+                                      Header** header, size_t reserved = SIZE_MAX,
+                                      const SharedMemoryScope* scope = nullptr) {
+  Result<SharedMemory> shm = SharedMemory::Create(what, bytes, reserved, scope);
   if (!shm.ok()) return shm;
   *header = new (shm->data()) Header();
   (*header)->magic = magic;
@@ -109,10 +110,11 @@ Result<SharedMemory> CreateFrameArena(const ArenaGeometry& g, bool all_slots) {
   return shm;
 }
 
-Result<SharedMemory> CreateControlBlock(uint32_t channel_index, int32_t supervisor_pid) {
+Result<SharedMemory> CreateControlBlock(uint32_t channel_index, int32_t supervisor_pid,
+                                        const SharedMemoryScope* scope) {
   ControlHeader* control = nullptr;
   Result<SharedMemory> shm =
-      CreateWithHeader("ctl", sizeof(ControlHeader), kControlMagic, &control);
+      CreateWithHeader("ctl", sizeof(ControlHeader), kControlMagic, &control, SIZE_MAX, scope);
   if (!shm.ok()) return shm;
   control->supervisor_pid = supervisor_pid;
   control->channel_index = channel_index;

@@ -7,12 +7,14 @@
 // Two kinds of object, both files in the supervisor's private directory under /dev/shm (see
 // shared_memory.h):
 //
-//  - a control block ("ctl-..."), one per worker process (a fresh one for each spawn): a header
-//    and that worker's WorkerChannel: one SPSC ring per direction, the worker's state, probe
-//    result and telemetry. No other worker maps it. It holds no lock and no kernel object:
+//  - a control block ("ctl-..."), one per worker process (a fresh one for each spawn), in that
+//    worker's own scope (a subdirectory that no other worker can reach): a header and that
+//    worker's WorkerChannel: one SPSC ring per direction, the worker's state, probe result and
+//    telemetry. No other worker maps it. It holds no lock and no kernel object:
 //    wake-ups travel over a socket pair (PostWakeUp, WaitForWakeUp below; worker_pool.h), so
 //    nothing in it can block the supervisor.
-//  - a frame arena ("arena-...") per job, mapped by every worker of the job: a header and
+//  - a frame arena ("arena-...") per job, mapped by every worker of the job (each through a name
+//    of it in its own scope, given as the request's arena_name): a header and
 //    `slot_count` slots. A slot holds one chunk: its input frames (rgb24, rgb48 or planar YUV
 //    4:2:0, see frame_format.h), then room for its output frames (rgb24 or rgb48), packed rows,
 //    and in face mode (face_slots > 0) the FaceWarps of its frames (common/face_warp.h), written
@@ -285,8 +287,10 @@ std::pair<uint64_t, uint64_t> ArenaSlotRange(const ArenaGeometry& g, uint32_t sl
 
 // Creates the control block of the worker about to start on channel `channel_index`: a fresh
 // shared-memory object ("ctl-...") with its header written, the rings empty and the worker's
-// state kStarting. The worker attaches to it by path and checks it (ValidateControlHeader).
-Result<SharedMemory> CreateControlBlock(uint32_t channel_index, int32_t supervisor_pid);
+// state kStarting, in `scope` (that worker's own, whose directory its sandbox binds; null: the
+// process's directory). The worker attaches to it by path and checks it (ValidateControlHeader).
+Result<SharedMemory> CreateControlBlock(uint32_t channel_index, int32_t supervisor_pid,
+                                        const SharedMemoryScope* scope = nullptr);
 
 // Waits until one of `fds[0..count)` has an event (its revents set: readable, hung up, error) or
 // `timeout_ms` (< 0: no limit) has passed on CLOCK_MONOTONIC. A signal does not cut the wait

@@ -15,7 +15,9 @@
 //   device     CUDA: every /dev/nvidia* node (read, write, ioctl); /proc/driver/nvidia and
 //              /proc/devices read.
 //   read-write /dev/null, and the shared-memory directory: the directory that holds the control
-//              object the worker was given, or /dev/shm for a bare POSIX name.
+//              object the worker was given, or /dev/shm for a bare POSIX name. The supervisor
+//              makes it the worker's own scope (common/shared_memory.h): its control object and
+//              a link of its job's arena, nothing of another worker or job.
 // The same rules build the worker's private root (worker/mount_namespace.h), where a CUDA worker,
 // which cannot have Landlock's file rules, is confined by what is not there.
 // Nothing else: no home directory, no /tmp, no spool, no input or output, no other model (the

@@ -18,7 +18,8 @@ std::string JobWorkers::WarmKey() const {
   // The probe's shape comes from the model's card, a file of its own: a card added, changed or
   // removed beside the same model file must not hand over workers probed at another shape.
   const ProbeShape& probe = prepared_.probe_in;
-  return framemill::WarmKey(IdentifyFile(files_.model.get()), job_.settings,
+  return framemill::WarmKey(options_.output_reader_uid, IdentifyFile(files_.model.get()),
+                            job_.settings,
                             LogDirKey(options_.worker_log_dir, IdentifyFile(files_.dir.get()))) +
          "|probe " + std::to_string(probe.width) + "x" + std::to_string(probe.height) + "x" +
          std::to_string(probe.batch);

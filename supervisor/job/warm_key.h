@@ -1,6 +1,6 @@
 // Whether the idle workers of an earlier job (WarmWorkers in job_runner.h) fit the next job:
-// the same model file, unchanged, the same device, precision, optimization, tile setting, worker
-// count, GPUs and log directory. Pure functions, but IdentifyFile.
+// the same submitter, the same model file, unchanged, the same device, precision, optimization,
+// tile setting, worker count, GPUs and log directory. Pure functions, but IdentifyFile.
 #pragma once
 
 #include <cstdint>
@@ -26,9 +26,13 @@ FileIdentity IdentifyFile(int fd);
 // no other job.
 std::string LogDirKey(const std::string& worker_log_dir, const FileIdentity& scratch_dir);
 
-// What makes idle workers fit a job: the model file as it is now, the settings the workers were
-// started with, and where they log. Equal keys: the workers fit.
-std::string WarmKey(const FileIdentity& model, const JobSettings& settings,
+// What makes idle workers fit a job: who submitted it, the model file as it is now, the settings
+// the workers were started with, and where they log. Equal keys: the workers fit.
+// `submitter_uid` is the job's submitter (the service's JobOptions::output_reader_uid; UINT32_MAX
+// where the caller runs its own jobs only, as `framemill run`). Workers are never shared between
+// submitters: a model may keep state (frames it saw) from one job to the next, and the pool keeps
+// the last job's arena, frames and all, for the next one.
+std::string WarmKey(uint32_t submitter_uid, const FileIdentity& model, const JobSettings& settings,
                     const std::string& log_dir_key);
 
 // What a job does with the warm pool it is offered.

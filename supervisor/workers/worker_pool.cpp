@@ -31,7 +31,12 @@ struct WorkerPool::Process {
   int pid = 0;
   uint64_t generation = 0;
   std::string log_path;
-  SharedMemory control;  // this worker's own control block
+  // This worker's own scope (common/shared_memory.h), the one directory of shared memory its
+  // sandbox binds: its control block, and a name of the arena it was last sent.
+  SharedMemoryScope scope;
+  SharedMemory control;      // this worker's own control block, in `scope`
+  std::string arena_source;  // the arena it was last sent, as the job named it
+  std::string arena_view;    // its name in `scope`, as the worker is told it
   WorkerChannel* channel = nullptr;
   CheckedProducer<ChunkRequest, kRingCapacity> requests;
   CheckedConsumer<ChunkResult, kRingCapacity> results;
@@ -250,7 +255,10 @@ Status WorkerPool::Spawn(int k, int gpu) {
     return Status(StatusCode::kInternal, "channel " + std::to_string(k) + " still has a worker");
   }
   auto p = std::make_unique<Process>();
-  Result<SharedMemory> shm = CreateControlBlock(static_cast<uint32_t>(k), ::getpid());
+  Result<SharedMemoryScope> scope = SharedMemoryScope::Create();
+  if (!scope.ok()) return scope.status();
+  p->scope = std::move(*scope);
+  Result<SharedMemory> shm = CreateControlBlock(static_cast<uint32_t>(k), ::getpid(), &p->scope);
   if (!shm.ok()) return shm.status();
   p->control = std::move(*shm);
   p->channel = &static_cast<ControlHeader*>(p->control.data())->channel;
@@ -404,10 +412,34 @@ std::vector<WorkerExit> WorkerPool::ReapExited() {
   return exits;
 }
 
+// The name of the arena `source` in p's scope: linked there the first time, and the arena it
+// was sent before unlinked from it (the worker maps one job's arena at a time). On failure the
+// worker is sent a name it cannot open, and fails the chunk saying so.
+std::string WorkerPool::ArenaView(Process* p, const std::string& source) {
+  if (source.empty() || source == p->arena_source) return p->arena_view;
+  Result<std::string> view = p->scope.Link(source);
+  if (!view.ok()) {
+    spdlog::error("worker pid {}: {}", p->pid, view.status().message());
+    return p->scope.path() + "/unlinked-arena";
+  }
+  if (!p->arena_view.empty() && p->arena_view != *view) p->scope.Unlink(p->arena_view);
+  p->arena_source = source;
+  p->arena_view = *view;
+  return *view;
+}
+
 PushResult WorkerPool::Send(int k, const ChunkRequest& request) {
   Process* p = processes_[k].get();
   if (p == nullptr) return PushResult::kFull;
-  PushResult r = p->requests.TryPush(request);
+  ChunkRequest rq = request;
+  if (rq.kind != ChunkRequest::kStop && rq.arena_name[0] != '\0') {
+    // The job's arena as this worker can reach it: through its own scope alone.
+    char source[kNameBytes];
+    std::memcpy(source, rq.arena_name, sizeof(source));
+    source[kNameBytes - 1] = '\0';
+    CopyString(rq.arena_name, ArenaView(p, source));
+  }
+  PushResult r = p->requests.TryPush(rq);
   if (r == PushResult::kPushed && p->sock >= 0) PostWakeUp(p->sock);
   return r;
 }

@@ -2,8 +2,10 @@
 // where workers are started, watched for exit, and stopped; what to do about an exit (retry,
 // replace, give up) or about a protocol violation is the caller's policy.
 //
-// Each worker process gets its own control block (a fresh shared-memory object per spawn, which
-// no other worker maps) and one end of a socket pair, inherited at exec (--wake-fd N): the
+// Each worker process gets its own scope of shared memory (a private directory that its sandbox
+// binds, and no other worker's can reach: common/shared_memory.h), its own control block in it
+// (a fresh shared-memory object per spawn, which no other worker maps) and one end of a socket
+// pair, inherited at exec (--wake-fd N): the
 // worker writes a byte to wake the supervisor, the supervisor writes one to wake the worker. The
 // supervisor waits in poll() on its ends plus an eventfd of its own (Wake(), for its decoder and
 // encoder threads): no kernel object in shared memory, relative timeouts only, and each end of
@@ -149,6 +151,10 @@ class WorkerPool {
 
   // Queues a request for worker k and wakes it. kFull when its ring is full; kCorrupt when the
   // worker wrote an impossible head index (a protocol violation; the ring stays unusable).
+  // The request's arena_name is the job's arena as the supervisor made it; the worker is sent
+  // the name of that arena in its own scope instead, linked there at the first request that
+  // names it (the arena it was sent before is unlinked then). So a worker reaches the arenas it
+  // is sent, and no other: not another job's, nor a later job's when it retires beside it.
   PushResult Send(int k, const ChunkRequest& request);
 
   // false when worker k's request ring holds an impossible head index (a protocol violation),
@@ -184,6 +190,8 @@ class WorkerPool {
   struct Process;
   // Opens a worker's log for writing, as the spawn's redirection does.
   Result<int> OpenLog(const std::string& path) const;
+  // The name of the arena `source` in p's own scope (see Send).
+  static std::string ArenaView(Process* p, const std::string& source);
 
 
   WorkerOptions options_;

@@ -9,7 +9,18 @@
 //   flood                                        writes to the supervisor's socket without end,
 //                                                blocking mode (answers are right)
 //   closed-fd                                    closes its end of the socket (answers are right)
+//   snoop                                        a snoop in the real sandbox (worker/sandbox.h,
+//                                                as --sandbox says): at its first request it
+//                                                opens its own control block and the request's
+//                                                arena, then each path of FRAMEMILL_HOSTILE_SNOOP
+//                                                (':' between them: another worker's or job's
+//                                                objects) and lists the supervisor's shared-memory
+//                                                directory, writes one line per try to stderr
+//                                                ("snoop opened PATH", "snoop refused PATH: why")
+//                                                and exits 0
 #include <cerrno>
+#include <cstdio>
+#include <dirent.h>
 #include <map>
 #include <cstdint>
 #include <cstdlib>
@@ -22,20 +33,89 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/config.h"
 #include "common/shared_memory.h"
 #include "common/shm_protocol.h"
+#include "worker/sandbox.h"
 
 using namespace framemill;
+
+namespace {
+
+std::string DirOf(const std::string& path) { return path.substr(0, path.rfind('/')); }
+
+// One try of the snoop: opens `path` read-write as a worker maps shared memory.
+void TryOpen(const char* what, const std::string& path) {
+  errno = 0;
+  Result<SharedMemory> m = SharedMemory::Open(path);
+  if (m.ok()) {
+    std::fprintf(stderr, "snoop opened %s %s\n", what, path.c_str());
+  } else {
+    std::fprintf(stderr, "snoop refused %s %s: %s\n", what, path.c_str(), m.status().message().c_str());
+  }
+}
+
+// Lists `dir` (the supervisor's shared-memory directory, or any other).
+void TryList(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) {
+    std::fprintf(stderr, "snoop refused list %s: %s\n", dir.c_str(), std::strerror(errno));
+    return;
+  }
+  int n = 0;
+  while (dirent* e = ::readdir(d)) n += e->d_name[0] != '.';
+  ::closedir(d);
+  std::fprintf(stderr, "snoop opened list %s: %d entries\n", dir.c_str(), n);
+}
+
+// The snoop at the first request (see the top of this file).
+void Snoop(const std::string& control, const ChunkRequest& rq) {
+  TryOpen("own-control", control);
+  char arena[kNameBytes];
+  std::memcpy(arena, rq.arena_name, sizeof(arena));
+  arena[kNameBytes - 1] = '\0';
+  TryOpen("own-arena", arena);
+  const char* targets = std::getenv("FRAMEMILL_HOSTILE_SNOOP");
+  std::string list = targets ? targets : "";
+  for (size_t start = 0; start < list.size();) {
+    size_t end = list.find(':', start);
+    if (end == std::string::npos) end = list.size();
+    if (end > start) TryOpen("foreign", list.substr(start, end - start));
+    start = end + 1;
+  }
+  TryList(DirOf(DirOf(control)));  // the supervisor's directory, above this worker's own
+  std::fprintf(stderr, "snoop done\n");
+  std::fflush(stderr);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   std::string control;
   int fd = -1;
+  WorkerSandbox sandbox = WorkerSandbox::kOff;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--control") == 0) control = argv[i + 1];
     if (std::strcmp(argv[i], "--wake-fd") == 0) fd = std::atoi(argv[i + 1]);
+    if (std::strcmp(argv[i], "--sandbox") == 0) {
+      sandbox = ParseWorkerSandbox(argv[i + 1]).value_or(WorkerSandbox::kRequired);
+    }
   }
   const char* env = std::getenv("FRAMEMILL_HOSTILE");
   const std::string mode = env ? env : "";
+  if (mode == "snoop") {
+    // As the real worker does: the sandbox first, while this is one thread, then the attach.
+    SandboxOptions options;
+    options.mode = sandbox;
+    options.control = control;
+    options.keep_fds = {fd};
+    Result<SandboxReport> report = ApplySandbox(options);
+    if (!report.ok()) {
+      std::fprintf(stderr, "snoop sandbox failed: %s\n", report.status().message().c_str());
+      return 4;
+    }
+    std::fprintf(stderr, "snoop sandbox: %s\n", report->Summary().c_str());
+  }
   Result<SharedMemory> shm = SharedMemory::Open(control);
   if (!shm.ok() || fd < 0) return 3;
   auto* block = static_cast<ControlHeader*>(shm->data());
@@ -76,6 +156,10 @@ int main(int argc, char** argv) {
       continue;
     }
     if (rq.kind == ChunkRequest::kStop) return 0;
+    if (mode == "snoop") {
+      Snoop(control, rq);
+      return 0;
+    }
     if (rq.kind != ChunkRequest::kChunk) continue;
     auto it = arenas.find(rq.arena_name);
     if (it == arenas.end()) {

@@ -200,3 +200,44 @@ TEST_CASE(
   ::kill(serve.pid, SIGTERM);
   CHECK(WaitJob(serve, 30).exit_code == 0);
 }
+
+TEST_CASE(
+    "spool: warm workers serve their submitter's next job of the same model, never another "
+    "user's") {
+  RequireMultiUser();
+  Service s = MakeService("spool_users_warm", {{"defaults",
+                                                {{"workers", 1},
+                                                 {"chunk_frames", 16},
+                                                 {"device", TestDevice()},
+                                                 {"encoder", {{"preset", "ultrafast"}}}}}});
+  const std::string video = SmallVideo(s.dir, 32, 64, 48);
+  const std::string model = ModelCopy("identity", s.dir);
+  const std::string out_a = OwnedDir(s.dir + "/out-a", kUserA, 0755);
+  const std::string out_b = OwnedDir(s.dir + "/out-b", kUserB, 0755);
+  BackgroundJob serve = Serve(s);
+  KillOnExit guard{serve};
+  REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/requests"); }, 20));
+  // One job at a time, each waited for: the next one finds the last one's idle workers.
+  auto run = [&](int uid, const std::string& out) {
+    const std::string id =
+        Submit(s, uid, "'" + video + "' --model '" + model + "' --output '" + out + "'");
+    REQUIRE(WaitUntil([&] { return StateOf(s, id) == "done" || StateOf(s, id) == "failed"; },
+                      120));
+    nlohmann::json r = ReadJson(s.spool + "/done/" + id + "/result.json");
+    INFO(ReadText(s.dir + "/serve.stderr"));
+    REQUIRE(r.is_object());
+    CHECK(r["submitter"]["uid"] == uid);
+    CHECK(CountFrames(out) == 32);
+    return r;
+  };
+  CHECK(run(kUserA, out_a + "/1.mp4")["workers_warm"] == false);
+  // A's second job: the same model and settings, A's own workers, warm (so the next check means
+  // something).
+  CHECK(run(kUserA, out_a + "/2.mp4")["workers_warm"] == true);
+  // B's job: the same model and settings, but A's workers (and the arena with A's frames) are
+  // not B's: stopped, and B's job starts its own.
+  CHECK(run(kUserB, out_b + "/1.mp4")["workers_warm"] == false);
+  CHECK(run(kUserB, out_b + "/2.mp4")["workers_warm"] == true);
+  ::kill(serve.pid, SIGTERM);
+  CHECK(WaitJob(serve, 30).exit_code == 0);
+}

@@ -8,12 +8,17 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <cstdlib>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <thread>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/shared_memory.h"
+#include "common/shm_protocol.h"
 #include "harness.h"
+#include "supervisor/workers/worker_pool.h"
 
 using namespace framemill::test;
 namespace fs = std::filesystem;
@@ -249,4 +254,184 @@ TEST_CASE(
   }
   CHECK(SharedMemoryObjects().empty());
   CHECK(ProcessesMentioning(dir).empty());
+}
+
+namespace {
+
+// What a sandboxed snoop (hostile_worker.cpp, mode "snoop") may try, and the pools around it.
+struct SnoopRun {
+  std::string log;  // the snoop's stderr
+  std::vector<std::string> targets;
+};
+
+framemill::ArenaGeometry SmallArena() {
+  framemill::ArenaGeometry shape;
+  shape.chunk_frames = 2;
+  shape.in_width = shape.out_width = 64;
+  shape.in_height = shape.out_height = 64;
+  shape.in_format = shape.out_format = framemill::FrameFormat::kRgb24;
+  framemill::ArenaDemand demand;
+  demand.workers = 1;
+  demand.encoders = 1;
+  demand.chunks_per_segment = 1;
+  demand.chunks = 4;
+  demand.arena_mb = 64;
+  framemill::Result<framemill::ArenaGeometry> g = framemill::SizeArena(shape, demand);
+  REQUIRE(g.ok());
+  return *g;
+}
+
+// Hands worker k of `pool` a warm-up request naming `arena` (linked into its scope by Send).
+void SendArena(framemill::WorkerPool& pool, int k, const framemill::SharedMemory& arena,
+               const framemill::ArenaGeometry& g) {
+  framemill::ChunkRequest rq{};
+  rq.kind = framemill::ChunkRequest::kWarmup;
+  rq.batch = 1;
+  rq.arena = g;
+  framemill::CopyString(rq.arena_name, arena.name());
+  REQUIRE(pool.Send(k, rq) == framemill::PushResult::kPushed);
+}
+
+// In one supervisor: a victim pool (another job: its worker's control block and its arena, by
+// the arena's own name and by its name in the victim worker's scope) and the snoop's own pool
+// (a sibling worker beside it, and its own arena). The snoop runs in `sandbox`, with `env` set
+// while it starts, and tries them all.
+SnoopRun RunSnoop(const std::string& dir, framemill::WorkerSandbox sandbox, const Env& env) {
+  using namespace framemill;
+  WorkerOptions o;
+  o.worker_binary = FRAMEMILL_HOSTILE_WORKER_BIN;
+  o.model = dir + "/model.pt";
+  std::ofstream(o.model) << "not a model";
+  o.log_dir = dir;
+  o.log_level = "info";
+  o.sandbox = sandbox;
+  const ArenaGeometry g = SmallArena();
+
+  Result<std::unique_ptr<WorkerPool>> victim = WorkerPool::Create(o, 1);
+  REQUIRE(victim.ok());
+  REQUIRE((*victim)->Spawn(0).ok());
+  Result<SharedMemory> victim_arena = CreateFrameArena(g);
+  REQUIRE(victim_arena.ok());
+  SendArena(**victim, 0, *victim_arena, g);
+
+  Result<std::unique_ptr<WorkerPool>> mine = WorkerPool::Create(o, 2);
+  REQUIRE(mine.ok());
+  REQUIRE((*mine)->Spawn(1).ok());  // the sibling, in the same job
+  Result<SharedMemory> own_arena = CreateFrameArena(g);
+  REQUIRE(own_arena.ok());
+
+  SnoopRun run;
+  const std::string victim_ctl = (*victim)->ControlPath(0);
+  const std::string victim_scope = victim_ctl.substr(0, victim_ctl.rfind('/'));
+  const std::string arena_base = victim_arena->name().substr(victim_arena->name().rfind('/'));
+  run.targets = {victim_ctl, victim_arena->name(), victim_scope + arena_base,
+                 (*mine)->ControlPath(1)};
+  std::string list;
+  for (const std::string& t : run.targets) list += (list.empty() ? "" : ":") + t;
+  Env all = env;
+  all.push_back({"FRAMEMILL_HOSTILE", "snoop"});
+  all.push_back({"FRAMEMILL_HOSTILE_SNOOP", list});
+  for (const auto& [k, v] : all) ::setenv(k.c_str(), v.c_str(), 1);
+  Status spawned = (*mine)->Spawn(0);
+  for (const auto& [k, v] : all) ::unsetenv(k.c_str());
+  REQUIRE(spawned.ok());
+  SendArena(**mine, 0, *own_arena, g);
+  const uint64_t generation = (*mine)->Generation(0);
+  bool exited = false;
+  for (const uint64_t deadline = MonotonicMs() + 20000; !exited && MonotonicMs() < deadline;) {
+    for (const WorkerExit& e : (*mine)->ReapExited()) exited = exited || e.channel == 0;
+    (*mine)->WaitForWake(20);
+  }
+  CHECK(exited);
+  run.log = ReadFile(dir + "/worker-0-" + std::to_string(generation) + ".log");
+  (*mine)->StopAll(2000);
+  (*victim)->StopAll(2000);
+  return run;
+}
+
+int LandlockAbi() {
+  long abi = ::syscall(444 /* landlock_create_ruleset */, nullptr, 0, 1u /* VERSION */);
+  return abi < 0 ? 0 : static_cast<int>(abi);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "shm security: a sandboxed worker can open its own control block and arena, and not another "
+    "job's arena or control block, nor its sibling's") {
+  const bool landlock = LandlockAbi() >= 1;
+  const RunResult ns = Shell("unshare --user --mount true");
+  const bool mntns = ns.exit_code == 0;
+  if (!landlock && !mntns) {
+    SkipTest("neither Landlock nor user and mount namespaces here (" + ns.err +
+             "): no sandbox confines a worker's files");
+  }
+  const std::string dir = ScratchDir("shm_snoop");
+  // Each layer that confines a worker's files on its own (a CUDA worker has the private root
+  // alone, worker/sandbox.h), and with nothing ("off"): there the snoop opens them all, so the
+  // refusals below are the sandbox's, not a wrong path.
+  struct Variant {
+    std::string name;
+    framemill::WorkerSandbox mode;
+    Env env;
+    bool confined;
+  };
+  std::vector<Variant> variants = {{"off", framemill::WorkerSandbox::kOff, {}, false}};
+  if (landlock) {
+    variants.push_back({"landlock alone", framemill::WorkerSandbox::kAuto,
+                        {{"FRAMEMILL_SANDBOX_LAYERS", "netns,rlimits,landlock,seccomp"}}, true});
+  } else {
+    MESSAGE("no Landlock here: the Landlock variant is left out");
+  }
+  if (mntns) {
+    variants.push_back({"private root alone", framemill::WorkerSandbox::kAuto,
+                        {{"FRAMEMILL_SANDBOX_LAYERS", "netns,mntns,rlimits,seccomp"}}, true});
+  } else {
+    MESSAGE("no user and mount namespaces here: the private-root variant is left out");
+  }
+  if (landlock) {
+    variants.push_back({"required", framemill::WorkerSandbox::kRequired, {}, true});
+  }
+  for (const Variant& v : variants) {
+    INFO("sandbox: " << v.name);
+    SnoopRun run = RunSnoop(dir, v.mode, v.env);
+    INFO("snoop's log:\n" << run.log);
+    REQUIRE(run.log.find("snoop done") != std::string::npos);
+    if (v.confined && v.mode == framemill::WorkerSandbox::kAuto) {
+      // The layer meant is in place ("mntns" without "no mntns", or Landlock's file rules).
+      CHECK(run.log.find(v.name == "landlock alone" ? "landlock abi" : ", mntns") !=
+            std::string::npos);
+    }
+    // Its own objects, through its own scope.
+    CHECK(run.log.find("snoop opened own-control") != std::string::npos);
+    CHECK(run.log.find("snoop opened own-arena") != std::string::npos);
+    for (const std::string& target : run.targets) {
+      INFO("target " << target);
+      if (v.confined) {
+        CHECK(run.log.find("snoop refused foreign " + target + ": ") != std::string::npos);
+        CHECK(run.log.find("snoop opened foreign " + target) == std::string::npos);
+      } else {
+        CHECK(run.log.find("snoop opened foreign " + target) != std::string::npos);
+      }
+    }
+    // Nor can it list the supervisor's directory to find names: denied (Landlock), or in the
+    // private root a directory that holds its own scope alone. Unconfined it sees them all.
+    if (v.confined) {
+      CHECK((run.log.find("snoop refused list ") != std::string::npos ||
+             run.log.find(": 1 entries") != std::string::npos));
+      // Refused by the sandbox: not there (private root) or denied (Landlock).
+      int refusals = 0;
+      for (const char* why : {"No such file or directory", "Permission denied"}) {
+        for (size_t at = run.log.find(why); at != std::string::npos;
+             at = run.log.find(why, at + 1)) {
+          ++refusals;
+        }
+      }
+      CHECK(refusals >= static_cast<int>(run.targets.size()));
+    } else {
+      CHECK(run.log.find("snoop opened list ") != std::string::npos);
+      CHECK(run.log.find(": 1 entries") == std::string::npos);
+    }
+  }
+  CHECK(SharedMemoryObjectsOf(::getpid()).empty());  // the scopes went with their workers
 }

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 
@@ -106,49 +107,63 @@ TEST_CASE("free space: an unknown free count is not checked") {
 
 TEST_CASE("warm pool: the same model and settings give the same key") {
   JobSettings s;
-  CHECK(WarmKey(Model(), s, "logs") == WarmKey(Model(), s, "logs"));
+  CHECK(WarmKey(1000, Model(), s, "logs") == WarmKey(1000, Model(), s, "logs"));
   // Settings the workers do not depend on leave the key alone.
   JobSettings other = s;
   other.chunk_frames = 7;
   other.encoders = 3;
   other.color_conversion = ColorConversion::kFast;
-  CHECK(WarmKey(Model(), other, "logs") == WarmKey(Model(), s, "logs"));
+  CHECK(WarmKey(1000, Model(), other, "logs") == WarmKey(1000, Model(), s, "logs"));
 }
 
 TEST_CASE("warm pool: a changed model file, device, precision, autotuning, worker count or GPUs changes it") {
   JobSettings s;
-  const std::string key = WarmKey(Model(), s, "logs");
+  const std::string key = WarmKey(1000, Model(), s, "logs");
   FileIdentity m = Model();
   m.mtime_ns += 1;
-  CHECK(WarmKey(m, s, "logs") != key);
+  CHECK(WarmKey(1000, m, s, "logs") != key);
   m = Model();
   m.size += 1;
-  CHECK(WarmKey(m, s, "logs") != key);
+  CHECK(WarmKey(1000, m, s, "logs") != key);
   m = Model();
   m.ino += 1;
-  CHECK(WarmKey(m, s, "logs") != key);
+  CHECK(WarmKey(1000, m, s, "logs") != key);
   m = Model();
   m.real_path = "/models/y.pt";
-  CHECK(WarmKey(m, s, "logs") != key);
+  CHECK(WarmKey(1000, m, s, "logs") != key);
   JobSettings t = s;
   t.device = *framemill::ParseDevice("cpu");
-  CHECK(WarmKey(Model(), t, "logs") != key);
+  CHECK(WarmKey(1000, Model(), t, "logs") != key);
   t = s;
   t.precision = Precision::kBf16;
-  CHECK(WarmKey(Model(), t, "logs") != key);
+  CHECK(WarmKey(1000, Model(), t, "logs") != key);
   t = s;
   t.model_optimization = framemill::ModelOptimization::kOff;
-  CHECK(WarmKey(Model(), t, "logs") != key);
+  CHECK(WarmKey(1000, Model(), t, "logs") != key);
   t = s;
   t.cudnn_autotune = true;
-  CHECK(WarmKey(Model(), t, "logs") != key);
+  CHECK(WarmKey(1000, Model(), t, "logs") != key);
   t = s;
   t.workers = s.workers + 1;
-  CHECK(WarmKey(Model(), t, "logs") != key);
+  CHECK(WarmKey(1000, Model(), t, "logs") != key);
   t = s;
   t.gpus = {0};
-  CHECK(WarmKey(Model(), t, "logs") != key);
-  CHECK(WarmKey(Model(), s, "other logs") != key);
+  CHECK(WarmKey(1000, Model(), t, "logs") != key);
+  CHECK(WarmKey(1000, Model(), s, "other logs") != key);
+}
+
+TEST_CASE("warm pool: another submitter's job never gets the workers, even with the same model") {
+  // The same model file, settings and log folder: only who submitted the job differs.
+  JobSettings s;
+  const std::string alice = WarmKey(1001, Model(), s, "/var/log/fm");
+  const std::string bob = WarmKey(1002, Model(), s, "/var/log/fm");
+  CHECK(alice != bob);
+  CHECK(ChooseWarm(true, alice, bob) == WarmChoice::kReplace);
+  CHECK(ChooseWarm(true, alice, WarmKey(1001, Model(), s, "/var/log/fm")) == WarmChoice::kReuse);
+  // A submitter the caller does not know (UINT32_MAX: `framemill run`) is not anybody's.
+  CHECK(WarmKey(UINT32_MAX, Model(), s, "/var/log/fm") != alice);
+  // One uid cannot pass for another by a prefix ("uid 1" against "uid 10...").
+  CHECK(WarmKey(1, Model(), s, "/var/log/fm").rfind("uid 1|", 0) == 0);
 }
 
 TEST_CASE("warm pool: workers logging into a job's scratch directory fit only that job") {
@@ -180,7 +195,7 @@ TEST_CASE("warm pool: a file's identity follows its changes") {
   FileIdentity after = IdentifyFile(fd);
   CHECK(after.size == 3);
   CHECK(after.ino == before.ino);
-  CHECK(WarmKey(after, JobSettings(), "") != WarmKey(before, JobSettings(), ""));
+  CHECK(WarmKey(1000, after, JobSettings(), "") != WarmKey(1000, before, JobSettings(), ""));
   ::close(fd);
   ::unlink(path);
 }

@@ -47,6 +47,19 @@ int AsOtherUser(Fn fn) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// The names in a directory, "." and ".." aside.
+std::vector<std::string> ListDir(const std::string& path) {
+  std::vector<std::string> names;
+  if (DIR* d = ::opendir(path.c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      std::string n = e->d_name;
+      if (n != "." && n != "..") names.push_back(n);
+    }
+    ::closedir(d);
+  }
+  return names;
+}
+
 uint64_t g_fixed_names[] = {0xabc, 0xabc, 0xdef};
 int g_next_name = 0;
 uint64_t FixedNames() { return g_fixed_names[g_next_name++ % 3]; }
@@ -184,6 +197,119 @@ TEST_CASE("shared memory: another user's directory is never touched") {
   CHECK_FALSE(Listed(foreign));  // not ours to list either
   ::unlink(file.c_str());
   ::rmdir(foreign);
+}
+
+TEST_CASE("shared memory: two scopes, and an object in one cannot be reached from the other") {
+  auto a = SharedMemoryScope::Create();
+  auto b = SharedMemoryScope::Create();
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  const std::string process_dir = DirName(a->path());
+  CHECK(process_dir.rfind("/dev/shm/framemill-", 0) == 0);
+  CHECK(DirName(b->path()) == process_dir);  // both below this process's directory
+  CHECK(a->path() != b->path());
+  CHECK(ModeOf(a->path()) == 0700);
+  CHECK(ModeOf(b->path()) == 0700);
+
+  auto ctl = SharedMemory::Create("ctl", 4096, SIZE_MAX, &*a);
+  REQUIRE(ctl.ok());
+  CHECK(DirName(ctl->name()) == a->path());
+  CHECK(ModeOf(ctl->name()) == 0600);
+  CHECK(Listed(ctl->name()));
+  // From b, by the same base name: not there. And nothing of a's is listed in b.
+  const std::string in_b = b->path() + "/" + ctl->name().substr(a->path().size() + 1);
+  errno = 0;
+  CHECK(::open(in_b.c_str(), O_RDONLY) < 0);
+  CHECK(errno == ENOENT);
+  CHECK_FALSE(SharedMemory::Open(in_b).ok());
+  CHECK(ListDir(b->path()).empty());
+  // An object made without a scope is in the process's directory: in neither scope.
+  auto arena = SharedMemory::Create("arena", 8192);
+  REQUIRE(arena.ok());
+  CHECK(DirName(arena->name()) == process_dir);
+  CHECK(ListDir(a->path()).size() == 1);
+  CHECK(ListDir(b->path()).empty());
+}
+
+TEST_CASE("shared memory: a link gives a scope the same object, and the scope goes with its links") {
+  auto arena = SharedMemory::Create("arena", 8192);
+  REQUIRE(arena.ok());
+  std::string scope_path, view;
+  {
+    auto scope = SharedMemoryScope::Create();
+    REQUIRE(scope.ok());
+    scope_path = scope->path();
+    auto linked = scope->Link(arena->name());
+    REQUIRE(linked.ok());
+    view = *linked;
+    CHECK(DirName(view) == scope_path);
+    auto again = scope->Link(arena->name());
+    CHECK((again.ok() && *again == view));  // again: the same name, kept
+    auto opened = SharedMemory::Open(view);
+    REQUIRE(opened.ok());
+    std::memcpy(opened->data(), "frame", 6);  // written through the scope's name ...
+    CHECK(std::strcmp(static_cast<const char*>(arena->data()), "frame") == 0);  // ... seen here
+    // Listed once, by its own name.
+    auto all = ListFramemillObjects();
+    CHECK(std::count(all.begin(), all.end(), arena->name()) == 1);
+    CHECK(std::count(all.begin(), all.end(), view) == 0);
+    scope->Unlink(view);
+    CHECK_FALSE(PathExists(view));
+    REQUIRE(scope->Link(arena->name()).ok());
+    // What a worker may leave in its scope goes with it: a file, a directory, a link out.
+    std::ofstream(scope_path + "/left") << "x";
+    REQUIRE(::mkdir((scope_path + "/dir").c_str(), 0700) == 0);
+    std::ofstream(scope_path + "/dir/inner") << "x";
+    REQUIRE(::symlink(arena->name().c_str(), (scope_path + "/out").c_str()) == 0);
+  }
+  CHECK_FALSE(PathExists(scope_path));
+  CHECK(PathExists(arena->name()));  // the object itself stays with its owner
+  CHECK(std::strcmp(static_cast<const char*>(arena->data()), "frame") == 0);
+}
+
+TEST_CASE("shared memory: a link replaces whatever else a worker put under that name") {
+  auto arena = SharedMemory::Create("arena", 4096);
+  auto scope = SharedMemoryScope::Create();
+  REQUIRE(arena.ok());
+  REQUIRE(scope.ok());
+  const std::string planted =
+      scope->path() + "/" + arena->name().substr(arena->name().rfind('/') + 1);
+  std::ofstream(planted) << "not the arena";
+  auto view = scope->Link(arena->name());
+  REQUIRE(view.ok());
+  CHECK(*view == planted);
+  struct stat a {}, v {};
+  REQUIRE(::stat(arena->name().c_str(), &a) == 0);
+  REQUIRE(::lstat(view->c_str(), &v) == 0);
+  CHECK(a.st_ino == v.st_ino);
+}
+
+TEST_CASE("shared memory: a dead process's scopes are removed with its directory") {
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    auto scope = SharedMemoryScope::Create();
+    auto arena = SharedMemory::Create("arena", 4096);
+    auto ctl = scope.ok() ? SharedMemory::Create("ctl", 4096, SIZE_MAX, &*scope)
+                          : Result<SharedMemory>(Status(StatusCode::kIo, "no scope"));
+    if (ctl.ok() && arena.ok()) (void)scope->Link(arena->name());
+    std::string name = ctl.ok() ? ctl->name() : "";
+    (void)!::write(fds[1], name.c_str(), name.size() + 1);
+    ::_exit(0);  // no destructors: left behind, as after a SIGKILL
+  }
+  char buf[256] = {};
+  REQUIRE(::read(fds[0], buf, sizeof(buf)) > 0);
+  ::waitpid(child, nullptr, 0);
+  ::close(fds[0]);
+  ::close(fds[1]);
+  const std::string orphan = buf;
+  REQUIRE_FALSE(orphan.empty());
+  CHECK(Listed(orphan));
+  CHECK(RemoveStaleObjects() >= 2);
+  CHECK_FALSE(PathExists(DirName(orphan)));
+  CHECK_FALSE(PathExists(DirName(DirName(orphan))));
 }
 
 TEST_CASE("shared memory: process identities tell a live process from a reused pid") {

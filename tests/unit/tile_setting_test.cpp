@@ -95,15 +95,15 @@ TEST_CASE("tile: workers started with another tile setting do not fit the job") 
   JobSettings s;
   FileIdentity model;
   model.real_path = "/models/x.pt";
-  const std::string key = WarmKey(model, s, "logs");
+  const std::string key = WarmKey(1000, model, s, "logs");
   JobSettings t = s;
   t.tile = {TileMode::kAuto, 0, kAutoTileOverlap};
-  CHECK(WarmKey(model, t, "logs") != key);
+  CHECK(WarmKey(1000, model, t, "logs") != key);
   t.tile = {TileMode::kFixed, 256, 16};
-  const std::string fixed = WarmKey(model, t, "logs");
+  const std::string fixed = WarmKey(1000, model, t, "logs");
   CHECK(fixed != key);
   t.tile.overlap = 24;
-  CHECK(WarmKey(model, t, "logs") != fixed);
+  CHECK(WarmKey(1000, model, t, "logs") != fixed);
 }
 
 TEST_CASE("tile: a worker's fallback figures are checked, then summed into the result") {

@@ -5,6 +5,7 @@
 // the real framemill-worker from ready to a clean stop.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -244,6 +245,108 @@ TEST_CASE("worker pool: the sandbox text a worker writes is read back printable 
   CHECK(read.substr(0, 3) == "??a");
   (*pool)->StopAll(200);  // a stand-in ignores kStop: killed after the grace time
   CHECK_FALSE((*pool)->Alive(0));
+  fs::remove_all(dir);
+}
+
+namespace {
+
+// The names in a directory, "." and ".." aside; empty when it cannot be read.
+std::vector<std::string> Names(const std::string& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) names.push_back(e.path().filename());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string Base(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+
+// A warm-up request naming `arena`, as the dispatcher sends it.
+ChunkRequest WarmUp(const SharedMemory& arena) {
+  ChunkRequest rq{};
+  rq.kind = ChunkRequest::kWarmup;
+  CopyString(rq.arena_name, arena.name());
+  return rq;
+}
+
+// The request worker k's ring holds next (read as the worker would), or kind kStop when none.
+ChunkRequest NextRequest(WorkerPool& pool, int k) {
+  auto shm = SharedMemory::Open(pool.ControlPath(k));
+  REQUIRE(shm.ok());
+  ChunkRequest rq{};
+  rq.kind = ChunkRequest::kStop;
+  (void)static_cast<ControlHeader*>(shm->data())->channel.requests.TryPop(&rq);
+  return rq;
+}
+
+}  // namespace
+
+TEST_CASE("worker pool: each worker's shared memory is a scope of its own, holding its control "
+          "block and the arena it was sent, nothing else") {
+  std::string dir = TempDir("scopes");
+  std::string program = Script(dir, "sleep.sh", "exec sleep 60\n");
+  auto pool = WorkerPool::Create(StandIn(dir, program), 2);
+  REQUIRE(pool.ok());
+  REQUIRE((*pool)->Spawn(0).ok());
+  REQUIRE((*pool)->Spawn(1).ok());
+  const std::string scope0 = DirName((*pool)->ControlPath(0));
+  const std::string scope1 = DirName((*pool)->ControlPath(1));
+  CHECK(scope0 != scope1);
+  CHECK(DirName(scope0) == DirName(scope1));  // both in the supervisor's directory
+  CHECK(Names(scope0) == std::vector<std::string>{Base((*pool)->ControlPath(0))});
+
+  // The job's arena lives in the supervisor's directory; worker 0 is sent it and gets a name of
+  // it in its scope, the same memory; worker 1, not sent it, has none.
+  auto arena = SharedMemory::Create("arena", 8192);
+  REQUIRE(arena.ok());
+  CHECK(DirName(arena->name()) == DirName(scope0));
+  REQUIRE((*pool)->Send(0, WarmUp(*arena)) == PushResult::kPushed);
+  ChunkRequest got = NextRequest(**pool, 0);
+  const std::string view = got.arena_name;
+  CHECK(view == scope0 + "/" + Base(arena->name()));
+  struct stat a {}, v {};
+  REQUIRE(::stat(arena->name().c_str(), &a) == 0);
+  REQUIRE(::lstat(view.c_str(), &v) == 0);
+  CHECK(a.st_ino == v.st_ino);
+  CHECK(Names(scope0).size() == 2);
+  CHECK(Names(scope1) == std::vector<std::string>{Base((*pool)->ControlPath(1))});
+  // Sent again, the same name; sent the next job's arena, the last one's goes from its scope.
+  REQUIRE((*pool)->Send(0, WarmUp(*arena)) == PushResult::kPushed);
+  CHECK(std::string(NextRequest(**pool, 0).arena_name) == view);
+  auto next = SharedMemory::Create("arena", 8192);
+  REQUIRE(next.ok());
+  REQUIRE((*pool)->Send(0, WarmUp(*next)) == PushResult::kPushed);
+  CHECK(std::string(NextRequest(**pool, 0).arena_name) == scope0 + "/" + Base(next->name()));
+  CHECK_FALSE(fs::exists(view));
+  CHECK(fs::exists(arena->name()));  // its own name stays, with whoever made it
+
+  // A worker's scope goes with it.
+  (*pool)->StopAll(200);
+  CHECK_FALSE(fs::exists(scope0));
+  CHECK_FALSE(fs::exists(scope1));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("worker pool: a spare taken by a job gets the job's arena in the scope it was started "
+          "with") {
+  std::string dir = TempDir("spare-scope");
+  std::string program = Script(dir, "sleep.sh", "exec sleep 60\n");
+  WorkerOptions o = StandIn(dir, program);
+  auto spares = WorkerPool::CreateSpares(o, 1);
+  REQUIRE(spares.ok());
+  REQUIRE((*spares)->Spawn(0, -1).ok());
+  const std::string spare_scope = DirName((*spares)->ControlPath(0));
+  auto pool = WorkerPool::Create(o, 2);
+  REQUIRE(pool.ok());
+  REQUIRE((*pool)->Adopt(1, -1, spares->get()).ok());
+  CHECK(DirName((*pool)->ControlPath(1)) == spare_scope);  // its sandbox binds this one
+  auto arena = SharedMemory::Create("arena", 8192);
+  REQUIRE(arena.ok());
+  REQUIRE((*pool)->Send(1, WarmUp(*arena)) == PushResult::kPushed);
+  CHECK(std::string(NextRequest(**pool, 1).arena_name) == spare_scope + "/" + Base(arena->name()));
+  CHECK(fs::exists(spare_scope + "/" + Base(arena->name())));
+  (*pool)->StopAll(200);
+  CHECK_FALSE(fs::exists(spare_scope));
   fs::remove_all(dir);
 }
 

@@ -2,7 +2,7 @@
 // its own; a lone job over all of them; priorities holding while the head waits for its GPUs;
 // warm workers kept per GPU and model. There is no GPU here: the test hook
 // FRAMEMILL_TEST_GPU_LABELS makes the GPUs labels (scheduled as GPUs, workers on the CPU), so
-// what is proven is the queue; the GPU machine proves the pinning (scripts/gpu/run-on-device.sh).
+// what is proven is the queue; the GPU machine proves the pinning (scripts/gpu/run-case.py servicegpus).
 #include <doctest/doctest.h>
 
 #include <csignal>

@@ -5,7 +5,7 @@
 // its wake socket. The job that takes it sends one message there: the worker's model arguments
 // (the command-line arguments a worker started for the job would have had, but those fixed at
 // spawn) and two descriptors, the model file and the job's log for the worker's output
-// (SCM_RIGHTS). The worker then goes on as if started with them (worker/main.cpp).
+// (SCM_RIGHTS). The worker then goes on as if started with them (worker/worker_main.cpp).
 //
 // On the socket: "FMLR", the payload's length (uint32, host order: both ends are one machine),
 // then the payload, NUL-separated strings. The descriptors come with the first byte. Anything

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks that includes run one way: common/ below supervisor/ and worker/, which never include
-# each other; inside supervisor/, each folder includes only itself and the folders before it in
+# each other (and none of them includes tests/); inside supervisor/, each folder includes only itself and the folders before it in
 # this order (lowest first), as supervisor/README.md explains:
 #   process media faces plan workers report job front
 # Prints every include that breaks the order and exits 1; 0 when there is none.
@@ -21,6 +21,10 @@ done < <(grep -HnE '#include "(supervisor|worker)/' common/*.h common/*.cpp)
 while IFS= read -r line; do
   complain "worker/ includes supervisor/: $line"
 done < <(grep -rHnE '#include "supervisor/' worker)
+# The tests' faults reach the programs through a seam (worker/worker_hooks.h), never an include.
+while IFS= read -r line; do
+  complain "the product includes tests/: $line"
+done < <(grep -rHnE '#include "tests/' common supervisor worker)
 
 for dir in supervisor/*/; do
   folder=$(basename "$dir")

@@ -33,11 +33,11 @@ class FrameModel {
 // Fails when CUDA is asked for and is not there.
 Result<torch::Device> ResolveDevice(const DeviceSetting& device);
 
-// A spare worker's head start (worker/main.cpp, --await-model): on `device`, what any model's
-// first call pays whatever the model is: the CUDA context, and the first convolution and matrix
-// product in each precision (cuDNN's and cuBLAS's libraries and handles). Tiny tensors, freed
-// again (the caching allocator keeps their block). Errors are the caller's to report; the job's
-// own load then meets the same error.
+// A spare worker's head start (worker/worker_main.cpp, --await-model): on `device`, what any
+// model's first call pays whatever the model is: the CUDA context, and the first convolution and
+// matrix product in each precision (cuDNN's and cuBLAS's libraries and handles). Tiny tensors,
+// freed again (the caching allocator keeps their block). Errors are the caller's to report; the
+// job's own load then meets the same error.
 Status PrepareDevice(const torch::Device& device);
 
 // The precision's dtype; fp16 needs a CUDA device.

@@ -76,8 +76,6 @@ uint64_t Rights(FsAccess access) {
       return read | kFsWriteFile;
     case FsAccess::kDevice:
       return read | kFsWriteFile | kFsIoctlDev;
-    case FsAccess::kCreate:
-      return read | kFsWriteFile | kFsMakeReg;
     case FsAccess::kTempFiles:
       return read | kFsWriteFile | kFsMakeReg | kFsRemoveFile | kFsTruncate;
     case FsAccess::kAll:
@@ -116,8 +114,6 @@ const char* Name(FsAccess access) {
       return "read-write";
     case FsAccess::kDevice:
       return "device";
-    case FsAccess::kCreate:
-      return "create";
     case FsAccess::kTempFiles:
       return "temp-files";
     case FsAccess::kAll:

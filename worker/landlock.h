@@ -30,7 +30,6 @@ enum class FsAccess {
   kReadExec,   // kRead, and map files executable (libraries)
   kReadWrite,  // kRead, and write into existing files (no creating, removing, truncating)
   kDevice,     // kReadWrite, and ioctl on device files (GPU character devices)
-  kCreate,     // kReadWrite, and create regular files (test hooks only: see worker/main.cpp)
   kTempFiles,  // kReadWrite, and create, truncate and remove regular files (CUDA's /dev/shm files)
   kAll,        // every right Landlock handles (diagnosis only: FRAMEMILL_SANDBOX_EXTRA_ALL)
 };

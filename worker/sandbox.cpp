@@ -40,9 +40,10 @@ std::string Errno(const std::string& what) { return what + ": " + std::strerror(
 // Diagnosis on a new machine: FRAMEMILL_SANDBOX_LAYERS=netns,mntns,rlimits,landlock,seccomp applies
 // only the layers it names (the others count as missing, so only worker_sandbox "auto" runs), and
 // FRAMEMILL_SANDBOX_EXTRA_READ=/a:/b adds read rules to Landlock's, FRAMEMILL_SANDBOX_EXTRA_WRITE
-// read-write-create-ioctl ones, FRAMEMILL_SANDBOX_EXTRA_TEMP temp-file ones (create, truncate,
-// remove), FRAMEMILL_SANDBOX_EXTRA_ALL every right, FRAMEMILL_SANDBOX_NO_SCOPES=1 leaves out
-// Landlock's scopes. Set by whoever starts the supervisor, never by a job.
+// device (read-write-ioctl) and temp-file (create, truncate, remove) ones,
+// FRAMEMILL_SANDBOX_EXTRA_TEMP temp-file ones, FRAMEMILL_SANDBOX_EXTRA_ALL every right,
+// FRAMEMILL_SANDBOX_NO_SCOPES=1 leaves out Landlock's scopes. Set by whoever starts the
+// supervisor, never by a job.
 bool LayerWanted(const char* layer) {
   const char* v = std::getenv("FRAMEMILL_SANDBOX_LAYERS");
   if (v == nullptr) return true;
@@ -158,16 +159,15 @@ std::string EnterEmptyNetwork() {
   return why;
 }
 
-// The file-system policy with the caller's and the diagnosis variables' extra rules: what Landlock
+// The file-system policy with the diagnosis variables' extra rules: what Landlock
 // allows and what the private root holds.
 std::vector<FsRule> PolicyRules(const SandboxOptions& options) {
   std::vector<FsRule> rules = WorkerFsRules(options.control);
-  rules.insert(rules.end(), options.extra_rules.begin(), options.extra_rules.end());
   for (FsRule& r : ExtraRules("FRAMEMILL_SANDBOX_EXTRA_READ", {FsAccess::kRead})) {
     rules.push_back(std::move(r));
   }
   for (FsRule& r :
-       ExtraRules("FRAMEMILL_SANDBOX_EXTRA_WRITE", {FsAccess::kDevice, FsAccess::kCreate})) {
+       ExtraRules("FRAMEMILL_SANDBOX_EXTRA_WRITE", {FsAccess::kDevice, FsAccess::kTempFiles})) {
     rules.push_back(std::move(r));
   }
   return rules;

@@ -72,8 +72,6 @@ struct SandboxOptions {
   WorkerSandbox mode = WorkerSandbox::kAuto;
   std::string control;        // the control object; its directory is the shared memory
   std::vector<int> keep_fds;  // descriptors above 2 to keep open (the model)
-  // Rules beyond the worker's policy: test hooks alone (a fault's once= marker directory).
-  std::vector<FsRule> extra_rules;
   // The worker will drive an NVIDIA GPU: Landlock then polices the network and the scopes but not
   // the file system (see the CUDA note above).
   bool cuda = false;

@@ -31,13 +31,12 @@
 #include "worker/batch_runner.h"
 #include "worker/cpu_allocator.h"
 #include "worker/face_composite.h"
-#include "worker/fault_injection.h"
 #include "worker/frame_convert.h"
 #include "worker/frame_model.h"
 #include "worker/nvml_memory.h"
-#include "worker/oom_fault_model.h"
 #include "worker/telemetry.h"
 #include "worker/tiled_model.h"
+#include "worker/worker_hooks.h"
 
 namespace framemill {
 namespace {
@@ -104,13 +103,14 @@ Status WarmUpWholeFrames(FrameModel& model, const InputLayout& layout, uint32_t 
 
 class Worker {
  public:
-  Worker(SharedMemory* control_shm, int channel, int wake_fd)
+  Worker(SharedMemory* control_shm, int channel, int wake_fd, WorkerHooks* hooks)
       : control_shm_(control_shm),
         control_(static_cast<ControlHeader*>(control_shm->data())),
         ch_(control_->channel),
         channel_(channel),
         wake_fd_(wake_fd),
-        supervisor_pid_(control_->supervisor_pid) {}
+        supervisor_pid_(control_->supervisor_pid),
+        hooks_(hooks) {}
 
   int Run(const WorkerArgs& args);
 
@@ -138,7 +138,7 @@ class Worker {
   int channel_;
   int wake_fd_;
   int supervisor_pid_;  // read once at attach
-  Fault fault_;         // test-only, from the environment
+  WorkerHooks* hooks_;  // the tests' seam (worker/worker_hooks.h): does nothing in the product
   std::unique_ptr<NvmlMemory> nvml_;
   std::unique_ptr<FrameModel> model_;  // a TiledModel around the loaded one
   TiledModel* tiled_ = nullptr;        // model_, for its fallbacks
@@ -282,17 +282,12 @@ ChunkResult Worker::Process(const ChunkRequest& rq) {
   c.overlap_next = overlap_ != Overlap::kOff;
   c.face = ArenaFaces(arena, rq.batch);
   if (c.face.slots > 0) c.faces = arena.SlotFaces(base, rq.slot);
-  Status escape = TryEscapeFault(fault_, c.first_frame, c.frames);
-  if (!escape.ok()) return fail(escape.message());
-  // A kScribble fault (tests) overwrites all this worker can reach of the supervisor's memory.
-  const std::vector<ScribbleRegion> scribble = {{control_shm_->data(), control_shm_->size()},
-                                                {base, static_cast<size_t>(arena.data_offset)}};
+  Status hooked = hooks_->BeforeChunk(c.first_frame, c.frames);
+  if (!hooked.ok()) return fail(hooked.message());
+  const std::vector<SharedSpan> shared = {{control_shm_->data(), control_shm_->size()},
+                                          {base, static_cast<size_t>(arena.data_offset)}};
   Status s = runner_->Run(
-      c,
-      [this, &scribble](int64_t first, int64_t n) {
-        MaybeInjectFault(fault_, first, n);
-        MaybeScribble(fault_, first, n, scribble);
-      },
+      c, [this, &shared](int64_t first, int64_t n) { hooks_->BeforeBatch(first, n, shared); },
       [this](int64_t n) {
         // The first batch is queued: the chunk before, if held, has overlapped it.
         PublishHeld();
@@ -380,10 +375,6 @@ int Worker::Run(const WorkerArgs& args) {
   ch_.pid.store(::getpid(), std::memory_order_release);
   CopyString(ch_.sandbox, args.sandbox);
   if (!args.sandbox_error.empty()) return Fail(kWorkerExitSandbox, args.sandbox_error);
-  const char* fault_spec = std::getenv(kFaultEnvVar);
-  Result<Fault> fault = ParseFault(fault_spec == nullptr ? "" : fault_spec);
-  if (!fault.ok()) return Fail(kWorkerExitUsage, fault.status().message());
-  fault_ = *fault;
   PublishTelemetry(ch_.telemetry, torch::Device(torch::kCPU));
   // The start's phases, for its log line: from main() (libraries loaded before it), the sandbox,
   // the device (CUDA's driver), the model's load, the probe.
@@ -401,13 +392,8 @@ int Worker::Run(const WorkerArgs& args) {
   Result<std::unique_ptr<FrameModel>> model =
       LoadFrameModel(args.model_fd, args.model_label, *device, *dtype, args.optimization);
   if (!model.ok()) return Fail(kWorkerExitModel, model.status().message());
-  std::unique_ptr<FrameModel> loaded = std::move(*model);
-  if (fault_.kind == Fault::Kind::kOomOver) {
-    LogWarn("test fault injection: model calls over " + std::to_string(fault_.oom_over_mb) +
-            " MiB of input run out of memory");
-    loaded = std::make_unique<OomFaultModel>(std::move(loaded), fault_.oom_over_mb);
-  }
-  auto tiled = std::make_unique<TiledModel>(std::move(loaded), args.tile, args.model_label);
+  auto tiled = std::make_unique<TiledModel>(hooks_->WrapModel(std::move(*model)), args.tile,
+                                            args.model_label);
   tiled_ = tiled.get();
   model_ = std::move(tiled);
   runner_ = std::make_unique<BatchRunner>(*model_);
@@ -424,7 +410,7 @@ int Worker::Run(const WorkerArgs& args) {
   ch_.probe_out_height.store(static_cast<uint32_t>(size->second));
   CopyString(ch_.device, device->str());
   PublishTelemetry(ch_.telemetry, *device, nvml_.get());
-  MaybeDelayReady(fault_);  // test-only: a worker slow to load
+  hooks_->BeforeReady();
   SetState(WorkerState::kReady);
   WakeSupervisor();
   const uint64_t t_ready = MonotonicMs();
@@ -485,7 +471,7 @@ int Worker::Run(const WorkerArgs& args) {
 
 }  // namespace
 
-int RunWorker(const WorkerArgs& args) {
+int RunWorker(const WorkerArgs& args, WorkerHooks& hooks) {
   // Die with the supervisor: an orphaned worker would hold GPU memory forever.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   // Every batch allocates the same large tensors (the model's activations on the CPU, and the
@@ -524,7 +510,7 @@ int RunWorker(const WorkerArgs& args) {
   // The parent may have died between spawning us and the prctl above.
   const auto* control = static_cast<const ControlHeader*>(shm->data());
   if (::getppid() != control->supervisor_pid) return kWorkerExitOrphaned;
-  Worker worker(&*shm, args.channel, args.wake_fd);
+  Worker worker(&*shm, args.channel, args.wake_fd, &hooks);
   return worker.Run(args);
 }
 

@@ -43,6 +43,9 @@ inline constexpr int kWorkerExitModel = 4;     // model failed to load or broke 
 inline constexpr int kWorkerExitOrphaned = 5;  // the supervisor is gone
 inline constexpr int kWorkerExitSandbox = 6;   // worker_sandbox required, and not possible here
 
-int RunWorker(const WorkerArgs& args);
+class WorkerHooks;  // worker/worker_hooks.h
+
+// The worker's life as above; `hooks`: the tests' seam (WorkerHooks itself in the product).
+int RunWorker(const WorkerArgs& args, WorkerHooks& hooks);
 
 }  // namespace framemill

@@ -62,9 +62,9 @@ bool WorkerSandboxDegraded(const std::string& summary);
 // Where a worker finds its model: the pool's descriptor, duplicated to this number in the child.
 inline constexpr int kWorkerModelFd = 3;
 
-// framemill-worker's arguments after the program name (worker/main.cpp reads them), for channel
-// k, pinned to `gpu` when >= 0 (it then sees one GPU and runs on "cuda"), with its control block
-// and its end of the wake-up socket. The model is named only as a label: the worker reads it
+// framemill-worker's arguments after the program name (worker/worker_main.cpp reads them), for
+// channel k, pinned to `gpu` when >= 0 (it then sees one GPU and runs on "cuda"), with its control
+// block and its end of the wake-up socket. The model is named only as a label: the worker reads it
 // from kWorkerModelFd.
 std::vector<std::string> WorkerArguments(const WorkerOptions& options, int k, int gpu,
                                          const std::string& control, int wake_fd);

@@ -26,6 +26,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fault_harness.h"
 #include "harness.h"
 #include "service_harness.h"
 
@@ -297,7 +298,7 @@ TEST_CASE("face mode: a leaking face model is recycled by its memory limit, ever
 
 TEST_CASE("face mode: a service killed mid-job resumes with its face table, frame for frame") {
   const std::string detector = FrontDetectorOrSkip();
-  Service s = MakeService("face_resume");
+  Service s = MakeService("face_resume", WithFaultWorker());  // its hang at frame 60
   constexpr int kSide = 512;
   nlohmann::json job =
       FaceTestJob(TestClip("d0.mp4"), s.dir + "/out.mp4", ModelCopy("invert", s.dir));

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/model_card.h"
+#include "fault_harness.h"
 #include "harness.h"
 #include "supervisor/media/media_probe.h"
 
@@ -448,7 +449,7 @@ TEST_CASE(
   MakeIndexVideo(clip, kFrames, 320, 240, 25, /*tone_hz=*/0);
   const std::string early_line = "arena made, and decoded into, while the workers started";
   const std::string wrong_line = "the early arena's guess was wrong";
-  const nlohmann::json config = {{"arena_mb", 16}};
+  const nlohmann::json config = WithFaultWorker({{"arena_mb", 16}});  // its slow load
   const Env slow = {{"FRAMEMILL_TEST_FAULT", "slowload:1500@0"}};
   auto job = [&](const std::string& output, const std::string& model) {
     nlohmann::json j = LosslessJob(clip, output, model);

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "fault_harness.h"
 #include "harness.h"
 #include "service_harness.h"
 
@@ -61,7 +62,7 @@ TEST_CASE("live mux: the output joined beside the render has the packets of the 
 TEST_CASE(
     "live mux: a job that fails mid-render in the service leaves no partial output, no pipe and "
     "no joining ffmpeg, and the next job runs") {
-  Service s = MakeService("live_mux_fail");
+  Service s = MakeService("live_mux_fail", WithFaultWorker());
   const std::string input = s.dir + "/in.mp4";
   MakeIndexVideo(input, 600, 160, 128, 25, 0);
   nlohmann::json job = {{"input", input},

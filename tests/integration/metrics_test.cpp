@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "fault_harness.h"
 #include "harness.h"
 #include "service_harness.h"
 
@@ -180,7 +181,8 @@ TEST_CASE("service metrics: a real job's states, frames and recycles, checked by
 }
 
 TEST_CASE("service metrics: a chunk that crashes every worker: the crashes and the failed job") {
-  MetricsService m = MakeMetricsService("svc_metrics_crash", {{"max_attempts", 3}});
+  MetricsService m =
+      MakeMetricsService("svc_metrics_crash", {{"max_attempts", 3}}, WithFaultWorker());
   const Service& s = m.s;
   const std::string& metrics = m.metrics;
   // Every worker that reaches frame 40 aborts (SIGABRT): the chunk fails its third worker.

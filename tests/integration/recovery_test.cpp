@@ -14,6 +14,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "fault_harness.h"
 #include "harness.h"
 
 using namespace framemill::test;
@@ -102,11 +103,11 @@ TEST_CASE("recovery: a worker that crashes mid-chunk is replaced and the output 
   REQUIRE(ref.exit_code == 0);
 
   nlohmann::json job = Job(dir, input, "identity", "out.mp4");
-  RunResult r =
-      WaitJob(StartJob(dir, job, {{"FRAMEMILL_TEST_FAULT", "crash@517,once=" + dir + "/crashed"}}));
+  RunResult r = WaitJob(StartJob(
+      dir, job, {{"FRAMEMILL_TEST_FAULT", "crash@517,once=" + dir + "/crashed"}}, WithFaultWorker()));
   INFO("stderr: " << r.err);
   REQUIRE(r.exit_code == 0);
-  CHECK(fs::exists(dir + "/crashed"));  // the fault did fire
+  CHECK(FaultFired(dir + "/crashed"));
   CHECK(r.err.find("died") != std::string::npos);
   CHECK(r.out.find("crashed 1") != std::string::npos);
   CHECK(OutOfPlace(FrameIndices(dir + "/out.mp4", kW, kH), kFrames) == 0);
@@ -130,10 +131,11 @@ TEST_CASE("recovery: a chunk held while the worker starts the next is sent again
   job["page_lock_arena"] = "on";
   RunResult r = WaitJob(StartJob(dir, job,
                                  {{"FRAMEMILL_WORKER_OVERLAP_CHUNKS", "always"},
-                                  {"FRAMEMILL_TEST_FAULT", "crash@544,once=" + dir + "/crashed"}}));
+                                  {"FRAMEMILL_TEST_FAULT", "crash@544,once=" + dir + "/crashed"}},
+                                 WithFaultWorker()));
   INFO("stderr: " << r.err);
   REQUIRE(r.exit_code == 0);
-  CHECK(fs::exists(dir + "/crashed"));
+  CHECK(FaultFired(dir + "/crashed"));
   CHECK(r.err.find("chunk 16 (frames 512-543) failed") != std::string::npos);
   CHECK(r.err.find("chunk 17 (frames 544-575) failed") != std::string::npos);
   CHECK(r.err.find("chunk 18 (") == std::string::npos);
@@ -184,8 +186,8 @@ TEST_CASE("recovery: a worker that stops its heartbeat is killed after hang_time
   const double kHangTimeout = 2.0, kGrace = 1.0;
   job["hang_timeout_s"] = kHangTimeout;
   job["kill"] = {{"grace_s", kGrace}};
-  RunResult r =
-      WaitJob(StartJob(dir, job, {{"FRAMEMILL_TEST_FAULT", "hang@300,once=" + dir + "/hung"}}));
+  RunResult r = WaitJob(StartJob(
+      dir, job, {{"FRAMEMILL_TEST_FAULT", "hang@300,once=" + dir + "/hung"}}, WithFaultWorker()));
   INFO("stderr: " << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(OutOfPlace(FrameIndices(dir + "/out.mp4", kW, kH), kFrames) == 0);
@@ -217,7 +219,8 @@ TEST_CASE("recovery: a chunk that always crashes its worker fails the job with i
   const int kFrames = 1000;
   nlohmann::json job = Job(dir, IndexVideo(kFrames), "identity", "out.mp4");
   job["max_attempts"] = 3;
-  RunResult r = WaitJob(StartJob(dir, job, {{"FRAMEMILL_TEST_FAULT", "crash@500"}}));
+  RunResult r =
+      WaitJob(StartJob(dir, job, {{"FRAMEMILL_TEST_FAULT", "crash@500"}}, WithFaultWorker()));
   INFO("stderr: " << r.err);
   CHECK(r.exit_code == 1);
   CHECK(r.err.find("worker_failed") != std::string::npos);
@@ -301,10 +304,10 @@ TEST_CASE(
   const std::string dir = ScratchDir("spawn_retry");
   const int kFrames = 2500;
   const std::string input = IndexVideo(kFrames);
-  // A copy of the worker binary that the test can make unexecutable, as an upgrade replacing it
-  // would for a moment.
+  // A copy of the worker binary (the tests' build, for its crash) that the test can make
+  // unexecutable, as an upgrade replacing it would for a moment.
   const std::string bin = dir + "/framemill-worker";
-  fs::copy_file(FRAMEMILL_WORKER_BIN, bin, fs::copy_options::overwrite_existing);
+  fs::copy_file(FaultWorkerBinary(), bin, fs::copy_options::overwrite_existing);
   nlohmann::json job = Job(dir, input, "sharpen", "out.mp4");
   job["workers"] = 1;
   job["batch"] = 2;
@@ -333,7 +336,7 @@ TEST_CASE(
   RunResult r = WaitJob(bg);
   INFO("stderr: " << r.err);
   REQUIRE(r.exit_code == 0);
-  CHECK(fs::exists(dir + "/crashed"));
+  CHECK(FaultFired(dir + "/crashed"));
   CHECK(OutOfPlace(FrameIndices(dir + "/out.mp4", kW, kH), kFrames) == 0);
   CheckNothingLeft(dir);
 }

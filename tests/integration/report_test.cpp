@@ -11,6 +11,7 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 
+#include "fault_harness.h"
 #include "harness.h"
 #include "supervisor/report/report_html.h"
 #include "supervisor/process/subprocess.h"
@@ -193,7 +194,8 @@ TEST_CASE("report: a job whose worker always crashes still gets a report that sa
   const std::string dir = ScratchDir("report_failed");
   nlohmann::json job = Job(dir, "identity");
   job["max_attempts"] = 2;
-  RunResult r = WaitJob(StartJob(dir, job, {{"FRAMEMILL_TEST_FAULT", "crash@40"}}));
+  RunResult r =
+      WaitJob(StartJob(dir, job, {{"FRAMEMILL_TEST_FAULT", "crash@40"}}, WithFaultWorker()));
   INFO("stderr: " << r.err);
   REQUIRE(r.exit_code == 1);
   const std::string report = dir + "/out.mp4.report.html";

@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "fault_harness.h"
 #include "harness.h"
 
 using namespace framemill::test;
@@ -76,6 +77,8 @@ nlohmann::json Job(const std::string& dir, const std::string& model, const std::
 }
 
 nlohmann::json Config(const std::string& sandbox) { return {{"worker_sandbox", sandbox}}; }
+// With the tests' worker, which has the escape faults (tests/faults/fault_injection.h).
+nlohmann::json FaultConfig(const std::string& sandbox) { return WithFaultWorker(Config(sandbox)); }
 
 // A file's bytes and modification time.
 struct FileState {
@@ -142,15 +145,15 @@ bool Accepted(int listener) {
   return true;
 }
 
-// Runs the escape fault `spec` (worker/fault_injection.h) with the sandbox required, then off.
-// Returns the two results.
+// Runs the escape fault `spec` (tests/faults/fault_injection.h) with the sandbox required, then
+// off. Returns the two results.
 std::pair<RunResult, RunResult> EscapeBothWays(const std::string& name, const std::string& spec) {
   const std::string dir = ScratchDir("sandbox_" + name);
   const std::string model = ModelCopy("identity", dir);
-  RunResult on =
-      RunJob(dir, Job(dir, model, "on.mp4"), Config("required"), {{"FRAMEMILL_TEST_FAULT", spec}});
+  RunResult on = RunJob(dir, Job(dir, model, "on.mp4"), FaultConfig("required"),
+                        {{"FRAMEMILL_TEST_FAULT", spec}});
   RunResult off =
-      RunJob(dir, Job(dir, model, "off.mp4"), Config("off"), {{"FRAMEMILL_TEST_FAULT", spec}});
+      RunJob(dir, Job(dir, model, "off.mp4"), FaultConfig("off"), {{"FRAMEMILL_TEST_FAULT", spec}});
   return {on, off};
 }
 
@@ -242,13 +245,13 @@ TEST_CASE("sandbox: a worker cannot exec a program (and can unconfined)") {
   const std::string spec = "exec:" + marker + "@5";
   const std::string job_dir = ScratchDir("sandbox_exec");
   const std::string model = ModelCopy("identity", job_dir);
-  RunResult on = RunJob(job_dir, Job(job_dir, model, "on.mp4"), Config("required"),
+  RunResult on = RunJob(job_dir, Job(job_dir, model, "on.mp4"), FaultConfig("required"),
                         {{"FRAMEMILL_TEST_FAULT", spec}});
   CheckRefused(on, "exec");
   CHECK_FALSE(fs::exists(marker));
   // Unconfined, the worker turns into the shell, which writes the marker (the job then fails:
   // its worker is gone).
-  RunResult off = RunJob(job_dir, Job(job_dir, model, "off.mp4"), Config("off"),
+  RunResult off = RunJob(job_dir, Job(job_dir, model, "off.mp4"), FaultConfig("off"),
                          {{"FRAMEMILL_TEST_FAULT", spec}});
   CHECK(fs::exists(marker));
 }

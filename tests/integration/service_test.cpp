@@ -23,6 +23,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "fault_harness.h"
 #include "harness.h"
 #include "service_harness.h"
 #include "supervisor/report/job_result.h"
@@ -367,7 +368,7 @@ TEST_CASE("service: a warm job takes the previous job's arena, another frame siz
 }
 
 TEST_CASE("service: a worker still loading when a short job ends is kept for the next ones") {
-  Service s = MakeService("svc_slow_load");
+  Service s = MakeService("svc_slow_load", WithFaultWorker());
   const std::string model = ModelCopy("identity", s.dir);
   const std::string input = SmallVideo(s.dir, 40);
   fs::create_directories(s.dir + "/out");
@@ -406,7 +407,7 @@ TEST_CASE("service: a worker still loading when a short job ends is kept for the
       }
     }
   }
-  CHECK(fs::exists(s.dir + "/slow"));  // the slow load happened
+  CHECK(FaultFired(s.dir + "/slow"));  // the slow load happened
   CHECK(adopted_loading >= 1);         // a later job took the loading worker over
   CHECK(started == 2);                 // and no job started (and killed) another
   ::kill(serve.pid, SIGTERM);

@@ -17,6 +17,7 @@
 #include "common/clock.h"
 #include "common/shared_memory.h"
 #include "common/shm_protocol.h"
+#include "fault_harness.h"
 #include "harness.h"
 #include "supervisor/workers/worker_pool.h"
 
@@ -66,12 +67,13 @@ TEST_CASE(
   const int kFrames = 1000;
   nlohmann::json job = IndexJob(dir, kFrames, "out.mp4");
   BackgroundJob bg =
-      StartJob(dir, job, {{"FRAMEMILL_TEST_FAULT", "scribble@517,once=" + dir + "/scribbled"}});
+      StartJob(dir, job, {{"FRAMEMILL_TEST_FAULT", "scribble@517,once=" + dir + "/scribbled"}},
+               WithFaultWorker());
   KillOnExit guard{bg};
   RunResult r = WaitJob(bg);
   INFO("stderr: " << r.err);
   REQUIRE(r.exit_code == 0);              // the supervisor neither crashed nor gave up
-  CHECK(fs::exists(dir + "/scribbled"));  // the fault did fire
+  CHECK(FaultFired(dir + "/scribbled"));  // the fault did fire
   CHECK(r.err.find("protocol violation") != std::string::npos);
   CHECK(OutOfPlace(FrameIndices(dir + "/out.mp4", kW, kH), kFrames) == 0);
 

@@ -5,11 +5,13 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <tuple>
 #include <utility>
 
+#include "fault_harness.h"
 #include "harness.h"
 #include "parts_harness.h"
 #include "service_harness.h"
@@ -56,13 +58,17 @@ std::pair<std::string, std::string> PrintedIds(const RunResult& r) {
 }
 
 // Writes dir/job.json (`clip` into dir/out.mp4, `extra` added) and submits it as 3 parts with
-// FRAMEMILL_TEST_FAULT=`fault` in the tasks' environment; the ids printed.
+// FRAMEMILL_TEST_FAULT=`fault` in the tasks' environment and the tests' worker, which has the
+// faults, in their config (dir/faults.config.json); the ids printed.
 std::pair<std::string, std::string> SubmitThreeParts(const std::string& dir,
                                                      const std::string& clip,
                                                      const nlohmann::json& extra,
                                                      const std::string& fault) {
   WritePartsJob(dir, "job", clip, dir + "/out.mp4", extra);
-  return PrintedIds(Framemill(dir, "slurm submit job.json --parts 3 -- --time=10",
+  std::ofstream(dir + "/faults.config.json") << WithFaultWorker().dump(2);
+  return PrintedIds(Framemill(dir,
+                              "--config faults.config.json slurm submit job.json --parts 3 -- "
+                              "--time=10",
                               "FRAMEMILL_TEST_FAULT=" + fault));
 }
 
@@ -77,7 +83,7 @@ std::pair<std::string, std::string> SubmitWithPart3Hung(const std::string& dir,
   const std::string part3 = dir + "/job.json.parts/part-3-of-3";
   const bool hung = WaitUntil(
       [&] {
-        return std::filesystem::exists(once) &&
+        return FaultFired(once) &&
                ReadText(part3 + "/state.json").find("\"index\": 2") != std::string::npos;
       },
       120);
@@ -85,12 +91,15 @@ std::pair<std::string, std::string> SubmitWithPart3Hung(const std::string& dir,
   return ids;
 }
 
-// A service with backend slurm (2 parts a job, squeue asked every 0.2 s).
-Service SlurmService(const std::string& name) {
-  return MakeService(name, {{"backend", "slurm"},
-                            {"slurm_parts", 2},
-                            {"slurm_poll_s", 0.2},
-                            {"slurm_options", {"--time=10"}}});
+// A service with backend slurm (2 parts a job, squeue asked every 0.2 s), `extra` added.
+Service SlurmService(const std::string& name,
+                     const nlohmann::json& extra = nlohmann::json::object()) {
+  nlohmann::json config = {{"backend", "slurm"},
+                           {"slurm_parts", 2},
+                           {"slurm_poll_s", 0.2},
+                           {"slurm_options", {"--time=10"}}};
+  config.update(extra);
+  return MakeService(name, config);
 }
 
 // Drops job j1: MakePartsClip through the identity model into s.dir/out.mp4 on one worker, in
@@ -238,7 +247,7 @@ TEST_CASE("slurm: a task cancelled mid-part is run again by resume, from its own
 
 TEST_CASE("slurm: the service resumes once a job whose part failed, and files it in done/") {
   UseLocalSlurm();
-  Service s = SlurmService("slurm_service_resume");
+  Service s = SlurmService("slurm_service_resume", WithFaultWorker());
   // Part 1 (frames 0..63) loses its worker once at frame 40; one attempt per chunk fails it.
   BackgroundJob serve =
       Serve(s, {{"FRAMEMILL_TEST_FAULT", "exit:3@40,once=" + s.dir + "/exit.once"}});
@@ -249,7 +258,7 @@ TEST_CASE("slurm: the service resumes once a job whose part failed, and files it
   const std::string log = ReadText(s.dir + "/serve.stderr");
   INFO(log);
   REQUIRE(done);
-  CHECK(std::filesystem::exists(s.dir + "/exit.once"));
+  CHECK(FaultFired(s.dir + "/exit.once"));
   CHECK(log.find("resubmitted part(s)") != std::string::npos);
   CHECK(ReadJson(result)["status"] == "done");
   CHECK(CountFrames(s.dir + "/out.mp4") == kPartsClipFrames);

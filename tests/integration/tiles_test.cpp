@@ -1,7 +1,8 @@
 // The job key `tile` and the worker's out-of-memory fallbacks (worker/tiled_model.h), end to
 // end: the real framemill and its workers on a real clip (d0.mp4 of the shared test data, 512x512, 78 frames).
-// The out-of-memory errors come from the test hook FRAMEMILL_TEST_FAULT=oom_over:MB, which raises
-// the error type CUDA raises, so the fallbacks run as they would on a GPU.
+// The out-of-memory errors come from the test fault FRAMEMILL_TEST_FAULT=oom_over:MB (in the tests'
+// worker, tests/faults/), which raises the error type CUDA raises, so the fallbacks run as they
+// would on a GPU.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "fault_harness.h"
 #include "harness.h"
 #include "service_harness.h"
 
@@ -61,7 +63,7 @@ TEST_CASE("tiles: a job in tiles writes the frames of the same job on whole fram
 }
 
 TEST_CASE("tiles: out of memory halves the batch, then tiles, and the job finishes and says so") {
-  Service s = MakeService("tiles_oom");
+  Service s = MakeService("tiles_oom", WithFaultWorker());
   const std::string model = ModelCopy("sharpen", s.dir);
   fs::create_directories(s.dir + "/out");
   // A 512x512 frame is 3 MiB of floats: calls over 1 MiB run out of memory.
@@ -93,7 +95,7 @@ TEST_CASE("tiles: with tile off, out of memory at one frame per call fails the j
   const std::string dir = ScratchDir("tiles_oom_off");
   nlohmann::json job = LosslessJob(TestClip("d0.mp4"), dir + "/out.mp4", ModelPath("sharpen"));
   job["max_attempts"] = 1;
-  RunResult r = RunJob(dir, job, nullptr, {{"FRAMEMILL_TEST_FAULT", "oom_over:1"}});
+  RunResult r = RunJob(dir, job, WithFaultWorker(), {{"FRAMEMILL_TEST_FAULT", "oom_over:1"}});
   CHECK(r.exit_code == 1);
   INFO(r.err);
   CHECK(r.err.find("out of memory with one whole 512x512 frame per model call, and tile is off") !=

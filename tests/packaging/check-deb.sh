@@ -12,6 +12,10 @@ for path in ./usr/bin/framemill ./usr/bin/framemill-worker ./etc/framemill/frame
             ./usr/lib/sysusers.d/framemill.conf; do
   grep -q " $path\$" <<<"$contents" || { echo "missing from the package: $path"; exit 1; }
 done
+# The tests' programs stay out of the product (the fault worker: tests/faults/).
+for program in framemill-worker-faults framemill-hostile-worker framemill-test-models; do
+  ! grep -q "/$program\$" <<<"$contents" || { echo "a test program in the package: $program"; exit 1; }
+done
 depends=$(dpkg-deb -f "$deb" Depends)
 grep -q "systemd (>= 248)" <<<"$depends" || { echo "Depends lacks systemd (>= 248): $depends"; exit 1; }
 for dep in ffmpeg libtorch; do

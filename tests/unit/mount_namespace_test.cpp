@@ -89,7 +89,8 @@ TEST_CASE("private root: the plan binds parents first and leaves out what a pare
   CHECK(PlanBindMounts(rules) == want);
   // A trailing '/' names the same directory: one bind, without it (the tree is built parents
   // first, and "dir/"'s parent would be "dir" itself).
-  CHECK(PlanBindMounts({{"/srv/out/", FsAccess::kCreate, ""}, {"/srv/out//", FsAccess::kRead, ""}}) ==
+  CHECK(PlanBindMounts({{"/srv/out/", FsAccess::kReadWrite, ""},
+                        {"/srv/out//", FsAccess::kRead, ""}}) ==
         std::vector<BindMount>{{"/srv/out", true, false}});
 }
 

@@ -1,4 +1,4 @@
-#include "worker/oom_fault_model.h"
+#include "tests/faults/oom_fault_model.h"
 
 #include <c10/util/Exception.h>
 

@@ -1,5 +1,7 @@
-// Test-only fault injection, switched on by the environment variable FRAMEMILL_TEST_FAULT in the
-// worker's environment (never by anything in a job file):
+// The tests' faults, in framemill-worker-faults only (tests/faults/fault_worker.cpp): the product's
+// worker through its seam (worker/worker_hooks.h), switched on by the environment variable
+// FRAMEMILL_TEST_FAULT in the worker's environment. The product's framemill-worker reads no such
+// variable; a test runs this program instead through the config key worker_binary.
 //
 //   FRAMEMILL_TEST_FAULT=crash@N          abort() when the worker reaches source frame N
 //   FRAMEMILL_TEST_FAULT=hang@N           stop (no heartbeat, SIGTERM ignored) at frame N
@@ -16,9 +18,14 @@
 //                                         out (c10::OutOfMemoryError, "CUDA out of memory. ..."),
 //                                         on any device: the worker's out-of-memory fallbacks
 //                                         (worker/tiled_model.h) then run for real on the CPU.
-//                                         No frame: "@N" may be left out (worker/oom_fault_model.h)
-//   ...,once=PATH                         only if PATH does not exist; it is created first, so
-//                                         the fault fires once across all workers of a job
+//                                         No frame: "@N" may be left out
+//                                         (tests/faults/oom_fault_model.h)
+//   ...,once=PATH                         only in the first worker to get there, of all the workers
+//                                         started with it: each worker creates PATH (empty) before
+//                                         its sandbox goes on and keeps it open; the first to reach
+//                                         the fault appends a byte to it and fires. A non-empty
+//                                         PATH says the fault fired (FaultFired,
+//                                         tests/integration/fault_harness.h)
 //
 // Sandbox escapes: at the chunk that holds frame N the worker tries something its sandbox
 // (worker/sandbox.h) forbids. Refused, the chunk fails with a message naming the refusal
@@ -36,10 +43,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
+#include "worker/worker_hooks.h"
 
 namespace framemill {
 
@@ -49,8 +59,8 @@ struct Fault {
     kCrash,
     kHang,
     kExit,
-    kScribble,  // overwrites the worker's shared memory (see MaybeScribble)
-    kSlowLoad,  // sleeps before reporting ready (see MaybeDelayReady)
+    kScribble,  // overwrites the worker's shared memory (see BeforeBatch)
+    kSlowLoad,  // sleeps before reporting ready (see BeforeReady)
     kOomOver,   // model calls over oom_over_mb MiB of input run out of memory (OomFaultModel)
     // Sandbox escapes.
     kConnect,
@@ -77,24 +87,36 @@ inline constexpr const char* kFaultEnvVar = "FRAMEMILL_TEST_FAULT";
 // Parses a spec as above; "" gives kNone.
 Result<Fault> ParseFault(const std::string& spec);
 
-// Fires the fault if frame `fault.frame` is in [first, first + count). (kScribble: see below.)
-void MaybeInjectFault(const Fault& fault, int64_t first, int64_t count);
+// The worker's hooks (worker/worker_hooks.h) that inject `fault`. One per worker process; its
+// hooks run on the worker's main thread (worker/worker_hooks.h).
+class FaultHooks : public WorkerHooks {
+ public:
+  explicit FaultHooks(Fault fault) : fault_(std::move(fault)) {}
+  ~FaultHooks() override;
+  FaultHooks(const FaultHooks&) = delete;
+  FaultHooks& operator=(const FaultHooks&) = delete;
 
-// For a kSlowLoad fault (with once=PATH: in the one worker that creates PATH): sleeps its delay.
-// Called after the model is loaded, before the worker reports ready.
-void MaybeDelayReady(const Fault& fault);
+  // With once=PATH: creates and opens PATH, kept through the sandbox.
+  Result<std::vector<int>> BeforeSandbox() override;
+  // kOomOver: the model wrapped in an OomFaultModel (tests/faults/oom_fault_model.h).
+  std::unique_ptr<FrameModel> WrapModel(std::unique_ptr<FrameModel> model) override;
+  // kSlowLoad: sleeps its delay.
+  void BeforeReady() override;
+  // Escapes: tries the escape when the chunk holds the fault's frame; an error when the sandbox
+  // refused it, ok when it was let through.
+  Status BeforeChunk(int64_t first, int64_t count) override;
+  // kCrash, kHang, kExit: fires when the batch holds the fault's frame. kScribble: overwrites
+  // every span of `shared` with garbage (random bytes and 0xff), then carries on.
+  void BeforeBatch(int64_t first, int64_t count, const std::vector<SharedSpan>& shared) override;
 
-// A span of shared memory a kScribble fault overwrites.
-struct ScribbleRegion {
-  void* data = nullptr;
-  size_t bytes = 0;
+ private:
+  // Is frame fault_.frame in [first, first + count), and (with once=PATH) the first time?
+  bool Fires(int64_t first, int64_t count);
+  // With once=PATH: is this the first time of all workers? Without: always.
+  bool FirstTime();
+
+  Fault fault_;
+  int once_fd_ = -1;  // PATH of once=PATH, open for appending
 };
-// For a kScribble fault whose frame is in [first, first + count): overwrites every region with
-// garbage and returns true. Otherwise does nothing and returns false.
-bool MaybeScribble(const Fault& fault, int64_t first, int64_t count,
-                   const std::vector<ScribbleRegion>& regions);
-// Tries an escape fault if frame `fault.frame` is in [first, first + count): an error when the
-// sandbox refused it, ok when it was let through (or no escape is due).
-Status TryEscapeFault(const Fault& fault, int64_t first, int64_t count);
 
 }  // namespace framemill

@@ -1,4 +1,4 @@
-#include "worker/fault_injection.h"
+#include "tests/faults/fault_injection.h"
 
 #include <cstdint>
 #include <algorithm>
@@ -17,6 +17,7 @@
 
 #include "common/clock.h"
 #include "common/log_lines.h"
+#include "tests/faults/oom_fault_model.h"
 
 namespace framemill {
 
@@ -87,88 +88,8 @@ Result<Fault> ParseFault(const std::string& spec) {
   } catch (const std::exception&) {
     return bad();
   }
-  if (f.IsEscape() && !f.once_path.empty()) return bad();  // a sandbox could not create it
+  if (f.IsEscape() && !f.once_path.empty()) return bad();  // an escape is tried every time
   return f;
-}
-
-namespace {
-
-// Is frame f.frame in [first, first + count), and (with once=PATH) is this the first time?
-// Escapes are TryEscapeFault's.
-bool FirstTime(const Fault& f);
-
-bool Fires(const Fault& f, int64_t first, int64_t count) {
-  if (f.kind == Fault::Kind::kNone || f.kind == Fault::Kind::kSlowLoad ||
-      f.kind == Fault::Kind::kOomOver || f.IsEscape() || f.frame < first ||
-      f.frame >= first + count) {
-    return false;
-  }
-  return FirstTime(f);
-}
-
-// With once=PATH: is this the first time (this worker created PATH)? Without: always.
-bool FirstTime(const Fault& f) {
-  if (!f.once_path.empty()) {
-    // O_EXCL: exactly one worker wins, even when two reach the frame at once.
-    int fd = ::open(f.once_path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
-    if (fd < 0) return false;
-    ::close(fd);
-  }
-  return true;
-}
-
-}  // namespace
-
-void MaybeDelayReady(const Fault& fault) {
-  if (fault.kind != Fault::Kind::kSlowLoad || !FirstTime(fault)) return;
-  uint64_t until = MonotonicMs() + static_cast<uint64_t>(fault.delay_ms);
-  while (MonotonicMs() < until) ::usleep(10 * 1000);
-}
-
-bool MaybeScribble(const Fault& f, int64_t first, int64_t count,
-                   const std::vector<ScribbleRegion>& regions) {
-  if (f.kind != Fault::Kind::kScribble || !Fires(f, first, count)) return false;
-  size_t total = 0;
-  for (const ScribbleRegion& r : regions) {
-    auto* p = static_cast<uint8_t*>(r.data);
-    // Random bytes, with every other 64-byte block all 0xff (the largest index, state, size).
-    for (size_t i = 0; i < r.bytes; i += 256) {
-      size_t n = std::min<size_t>(256, r.bytes - i);
-      if (::getrandom(p + i, n, 0) != static_cast<ssize_t>(n)) std::memset(p + i, 0xa5, n);
-    }
-    for (size_t i = 64; i < r.bytes; i += 128) {
-      std::memset(p + i, 0xff, std::min<size_t>(64, r.bytes - i));
-    }
-    total += r.bytes;
-  }
-  LogWarn("test fault injection: scribbled " + std::to_string(total) +
-          " bytes of shared memory at frame " + std::to_string(f.frame));
-  return true;
-}
-
-void MaybeInjectFault(const Fault& f, int64_t first, int64_t count) {
-  if (f.kind == Fault::Kind::kScribble) return;  // MaybeScribble's
-  if (!Fires(f, first, count)) return;
-  const char* what = f.kind == Fault::Kind::kCrash  ? "crash"
-                     : f.kind == Fault::Kind::kHang ? "hang"
-                                                    : "exit";
-  LogWarn(std::string("test fault injection: ") + what + " at frame " + std::to_string(f.frame));
-  FlushLog();
-  switch (f.kind) {
-    case Fault::Kind::kCrash:
-      std::abort();
-    case Fault::Kind::kExit:
-      std::_Exit(f.exit_code);
-    case Fault::Kind::kHang: {
-      // Like a process stuck in a driver call: no heartbeat, deaf to SIGTERM. Ignored for the
-      // whole process: blocking it in this thread alone would let LibTorch's and CUDA's own
-      // threads take the signal and die of it (seen on the GPU machine).
-      ::signal(SIGTERM, SIG_IGN);
-      for (;;) ::pause();
-    }
-    default:
-      break;
-  }
 }
 
 namespace {
@@ -264,10 +185,7 @@ const char* EscapeName(Fault::Kind kind) {
   }
 }
 
-}  // namespace
-
-Status TryEscapeFault(const Fault& f, int64_t first, int64_t count) {
-  if (!f.IsEscape() || f.frame < first || f.frame >= first + count) return Status::Ok();
+Status TryEscape(const Fault& f) {
   Attempt a = Try(f);
   std::string name = std::string("test fault ") + EscapeName(f.kind) + ": " + a.what;
   if (a.error == 0) {
@@ -276,6 +194,111 @@ Status TryEscapeFault(const Fault& f, int64_t first, int64_t count) {
   }
   LogWarn(name + " refused: " + std::strerror(a.error));
   return Status(StatusCode::kWorkerFailed, name + " refused: " + std::strerror(a.error));
+}
+
+// Overwrites every span with garbage: random bytes, with every other 64-byte block all 0xff (the
+// largest index, state, size).
+size_t Scribble(const std::vector<SharedSpan>& spans) {
+  size_t total = 0;
+  for (const SharedSpan& r : spans) {
+    auto* p = static_cast<uint8_t*>(r.data);
+    for (size_t i = 0; i < r.bytes; i += 256) {
+      size_t n = std::min<size_t>(256, r.bytes - i);
+      if (::getrandom(p + i, n, 0) != static_cast<ssize_t>(n)) std::memset(p + i, 0xa5, n);
+    }
+    for (size_t i = 64; i < r.bytes; i += 128) {
+      std::memset(p + i, 0xff, std::min<size_t>(64, r.bytes - i));
+    }
+    total += r.bytes;
+  }
+  return total;
+}
+
+}  // namespace
+
+FaultHooks::~FaultHooks() {
+  if (once_fd_ >= 0) ::close(once_fd_);
+}
+
+Result<std::vector<int>> FaultHooks::BeforeSandbox() {
+  if (fault_.once_path.empty()) return std::vector<int>{};
+  // Created here, outside the sandbox, which lets no worker create a file: inside it the winner
+  // only appends to it (FirstTime).
+  once_fd_ = ::open(fault_.once_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (once_fd_ < 0) {
+    return Status(StatusCode::kIo, std::string(kFaultEnvVar) + ": once=" + fault_.once_path + ": " +
+                                       std::strerror(errno));
+  }
+  return std::vector<int>{once_fd_};
+}
+
+bool FaultHooks::FirstTime() {
+  if (fault_.once_path.empty()) return true;
+  // O_APPEND puts each write at the end of the file, atomically: the worker whose byte landed at
+  // offset 0 was the first, even when two reach the fault at once. (Each worker opened the file
+  // itself, so the offset it reads back is its own write's.)
+  if (once_fd_ < 0 || ::write(once_fd_, "1", 1) != 1) return false;
+  return ::lseek(once_fd_, 0, SEEK_CUR) == 1;
+}
+
+bool FaultHooks::Fires(int64_t first, int64_t count) {
+  if (fault_.kind == Fault::Kind::kNone || fault_.kind == Fault::Kind::kSlowLoad ||
+      fault_.kind == Fault::Kind::kOomOver || fault_.IsEscape() || fault_.frame < first ||
+      fault_.frame >= first + count) {
+    return false;
+  }
+  return FirstTime();
+}
+
+std::unique_ptr<FrameModel> FaultHooks::WrapModel(std::unique_ptr<FrameModel> model) {
+  if (fault_.kind != Fault::Kind::kOomOver) return model;
+  LogWarn("test fault injection: model calls over " + std::to_string(fault_.oom_over_mb) +
+          " MiB of input run out of memory");
+  return std::make_unique<OomFaultModel>(std::move(model), fault_.oom_over_mb);
+}
+
+void FaultHooks::BeforeReady() {
+  if (fault_.kind != Fault::Kind::kSlowLoad || !FirstTime()) return;
+  uint64_t until = MonotonicMs() + static_cast<uint64_t>(fault_.delay_ms);
+  while (MonotonicMs() < until) ::usleep(10 * 1000);
+}
+
+Status FaultHooks::BeforeChunk(int64_t first, int64_t count) {
+  if (!fault_.IsEscape() || fault_.frame < first || fault_.frame >= first + count) {
+    return Status::Ok();
+  }
+  return TryEscape(fault_);
+}
+
+void FaultHooks::BeforeBatch(int64_t first, int64_t count, const std::vector<SharedSpan>& shared) {
+  if (!Fires(first, count)) return;
+  if (fault_.kind == Fault::Kind::kScribble) {
+    const size_t total = Scribble(shared);
+    LogWarn("test fault injection: scribbled " + std::to_string(total) +
+            " bytes of shared memory at frame " + std::to_string(fault_.frame));
+    return;
+  }
+  const char* what = fault_.kind == Fault::Kind::kCrash  ? "crash"
+                     : fault_.kind == Fault::Kind::kHang ? "hang"
+                                                         : "exit";
+  LogWarn(std::string("test fault injection: ") + what + " at frame " +
+          std::to_string(fault_.frame));
+  FlushLog();
+  switch (fault_.kind) {
+    case Fault::Kind::kCrash:
+      std::abort();
+    case Fault::Kind::kExit:
+      std::_Exit(fault_.exit_code);
+    case Fault::Kind::kHang: {
+      // Like a process stuck in a driver call: no heartbeat, deaf to SIGTERM. Ignored for the
+      // whole process: blocking it in this thread alone would let LibTorch's and CUDA's own
+      // threads take the signal and die of it (seen on the GPU machine).
+      ::signal(SIGTERM, SIG_IGN);
+      for (;;) ::pause();
+    }
+    default:
+      break;
+  }
 }
 
 }  // namespace framemill

@@ -30,7 +30,7 @@
 // CUDA and Landlock's file rules do not go together: on an H200 (driver 580, kernel 6.18,
 // Landlock ABI 7) any handled file-system right, even with every right granted beneath "/", makes
 // cudaGetDeviceCount fail with error 304 ("OS call failed"), while Landlock's TCP rules and scopes,
-// seccomp, the namespaces and the rlimits leave CUDA working (scripts/gpu/sandbox-diagnose.sh).
+// seccomp, the namespaces and the rlimits leave CUDA working (scripts/gpu/run-case.py sandbox).
 // Something the driver opens is not beneath "/" (an internal file reopened through /proc, say).
 // So a CUDA worker runs without Landlock file rules (its summary says "no file rules (CUDA)") and
 // is confined to its files by the private root instead, which the namespaces leave working with
@@ -51,7 +51,7 @@
 // FRAMEMILL_SANDBOX_EXTRA_READ (colon-separated paths Landlock may read besides its rules, also
 // bound into the private root), with more in worker/sandbox.cpp, worker/landlock.cpp and
 // worker/mount_namespace.cpp (FRAMEMILL_SANDBOX_EXTRA_*, _NO_FS, _NO_NET, _NO_SCOPES,
-// _MNTNS_NO_PIVOT), scripts/gpu/sandbox-diagnose.sh and scripts/gpu/run-on-device.sh privateroot.
+// _MNTNS_NO_PIVOT), and scripts/gpu/run-case.py sandbox and privateroot.
 // All are read from the supervisor's environment, never from a job.
 #pragma once
 

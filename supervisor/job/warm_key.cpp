@@ -29,7 +29,8 @@ std::string LogDirKey(const std::string& worker_log_dir, const FileIdentity& scr
 
 std::string WarmKey(uint32_t submitter_uid, const FileIdentity& model, const JobSettings& settings,
                     const std::string& log_dir_key) {
-  return "uid " + std::to_string(submitter_uid) + "|" + model.real_path + "|" + std::to_string(model.dev) + ":" + std::to_string(model.ino) + "|" +
+  return "uid " + std::to_string(submitter_uid) + "|" + model.real_path + "|" +
+         std::to_string(model.dev) + ":" + std::to_string(model.ino) + "|" +
          std::to_string(model.size) + "|" + std::to_string(model.mtime_s) + "." +
          std::to_string(model.mtime_ns) + "|" + Name(settings.device) + "|" +
          Name(settings.precision) + "|" + Name(settings.model_optimization) + "|" +

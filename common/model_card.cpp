@@ -58,6 +58,58 @@ nlohmann::json ModelCardToJson(const ModelCard& card) {
   return j;
 }
 
+namespace {
+
+// The values' own rules, and how they go together (each failure named by its key).
+void CheckCardValues(const ModelCard& card, FieldReader* reader) {
+  FieldReader& r = *reader;
+  if (card.format != "torchscript" && card.format != "pt2") {
+    r.Fail("format", "expected \"torchscript\" or \"pt2\", got \"" + card.format + "\"");
+  }
+  if (card.source_channel_order != "rgb" && card.source_channel_order != "bgr") {
+    r.Fail("source_channel_order", "expected \"rgb\" or \"bgr\"");
+  }
+  if (card.source_value_range != "0-1" && card.source_value_range != "0-255") {
+    r.Fail("source_value_range", "expected \"0-1\" or \"0-255\"");
+  }
+  if (card.max_size && *card.max_size < card.min_size) {
+    r.Fail("max_size", "is below min_size");
+  }
+  if (card.fixed_width.has_value() != card.fixed_height.has_value()) {
+    r.Fail(card.fixed_width ? "fixed_height" : "fixed_width",
+           "is missing: a card fixes both sides of the frame or neither");
+  } else if (card.fixed_width) {
+    const int64_t w = *card.fixed_width, h = *card.fixed_height;
+    if (std::min(w, h) < card.min_size || (card.max_size && std::max(w, h) > *card.max_size)) {
+      r.Fail("fixed_width", "fixed size " + std::to_string(w) + "x" + std::to_string(h) +
+                                " is outside the card's min_size/max_size");
+    } else if (w % card.size_multiple != 0 || h % card.size_multiple != 0) {
+      r.Fail("fixed_width", "fixed size " + std::to_string(w) + "x" + std::to_string(h) +
+                                " is not a multiple of size_multiple");
+    }
+  }
+  if (card.fixed_width && !card.fixed_batch) {
+    // A package of one shape fixes its batch too (export-pt2.py --shape sets both); the worker
+    // pads short batches only for a fixed batch.
+    r.Fail("fixed_batch", "is missing: a card that fixes the frame size fixes the batch too");
+  }
+  if (card.fixed_batch && card.max_batch && *card.fixed_batch > *card.max_batch) {
+    r.Fail("fixed_batch", "is above max_batch");
+  }
+  if (card.device && *card.device != "cuda" && *card.device != "cpu") {
+    r.Fail("device", "expected \"cuda\" or \"cpu\"");
+  }
+  if (card.precision && *card.precision != "fp32" && *card.precision != "fp16" &&
+      *card.precision != "bf16") {
+    r.Fail("precision", "expected \"fp32\", \"fp16\" or \"bf16\"");
+  }
+  if (!card.sha256.empty() && !IsHex64(card.sha256)) {
+    r.Fail("sha256", "expected 64 lowercase hex digits");
+  }
+}
+
+}  // namespace
+
 Result<ModelCard> ModelCardFromJson(const nlohmann::json& j) {
   constexpr StatusCode kCode = StatusCode::kModelInvalid;
   FieldReader r(j, "model card", kCode);
@@ -113,49 +165,7 @@ Result<ModelCard> ModelCardFromJson(const nlohmann::json& j) {
   r.String("source", &card.source, true);
   r.String("sha256", &card.sha256, true);
   if (!r.status().ok()) return r.status();
-  if (card.format != "torchscript" && card.format != "pt2") {
-    r.Fail("format", "expected \"torchscript\" or \"pt2\", got \"" + card.format + "\"");
-  }
-  if (card.source_channel_order != "rgb" && card.source_channel_order != "bgr") {
-    r.Fail("source_channel_order", "expected \"rgb\" or \"bgr\"");
-  }
-  if (card.source_value_range != "0-1" && card.source_value_range != "0-255") {
-    r.Fail("source_value_range", "expected \"0-1\" or \"0-255\"");
-  }
-  if (card.max_size && *card.max_size < card.min_size) {
-    r.Fail("max_size", "is below min_size");
-  }
-  if (card.fixed_width.has_value() != card.fixed_height.has_value()) {
-    r.Fail(card.fixed_width ? "fixed_height" : "fixed_width",
-           "is missing: a card fixes both sides of the frame or neither");
-  } else if (card.fixed_width) {
-    const int64_t w = *card.fixed_width, h = *card.fixed_height;
-    if (std::min(w, h) < card.min_size || (card.max_size && std::max(w, h) > *card.max_size)) {
-      r.Fail("fixed_width", "fixed size " + std::to_string(w) + "x" + std::to_string(h) +
-                                " is outside the card's min_size/max_size");
-    } else if (w % card.size_multiple != 0 || h % card.size_multiple != 0) {
-      r.Fail("fixed_width", "fixed size " + std::to_string(w) + "x" + std::to_string(h) +
-                                " is not a multiple of size_multiple");
-    }
-  }
-  if (card.fixed_width && !card.fixed_batch) {
-    // A package of one shape fixes its batch too (export-pt2.py --shape sets both); the worker
-    // pads short batches only for a fixed batch.
-    r.Fail("fixed_batch", "is missing: a card that fixes the frame size fixes the batch too");
-  }
-  if (card.fixed_batch && card.max_batch && *card.fixed_batch > *card.max_batch) {
-    r.Fail("fixed_batch", "is above max_batch");
-  }
-  if (card.device && *card.device != "cuda" && *card.device != "cpu") {
-    r.Fail("device", "expected \"cuda\" or \"cpu\"");
-  }
-  if (card.precision && *card.precision != "fp32" && *card.precision != "fp16" &&
-      *card.precision != "bf16") {
-    r.Fail("precision", "expected \"fp32\", \"fp16\" or \"bf16\"");
-  }
-  if (!card.sha256.empty() && !IsHex64(card.sha256)) {
-    r.Fail("sha256", "expected 64 lowercase hex digits");
-  }
+  CheckCardValues(card, &r);
   Status s = r.Finish();
   if (!s.ok()) return s;
   return card;

@@ -227,6 +227,61 @@ std::string JobStateOf(const std::string& id) {
   return reason.empty() || reason == "None" ? state : state + " (" + reason + ")";
 }
 
+// Each part's row: its segments done (from its done-log) and its Slurm task's state.
+Result<nlohmann::json> PartsStatus(const JobSpec& job, const PartsPlan& plan,
+                                   const std::string& parts_dir, const std::string& array_job) {
+  std::map<int, std::string> states;
+  if (!array_job.empty()) states = SlurmTaskStates(array_job);
+  // The parts' done-logs: a JobPlan of the plan's sizes names the segments as the parts do.
+  Result<JobPlan> sizes = MakePlan(plan.frame_count, plan.chunk_frames, plan.chunks_per_segment);
+  if (!sizes.ok()) return sizes.status();
+  const int count = static_cast<int>(plan.parts.size());
+  nlohmann::json parts = nlohmann::json::array();
+  for (int i = 0; i < count; ++i) {
+    const PartRange& r = plan.parts[static_cast<size_t>(i)];
+    const PartRef ref{i + 1, count};
+    JobState st(PartDir(parts_dir, ref), job, *sizes, plan.chunks_per_segment, r.first_segment,
+                r.end_segment());
+    (void)st.Load(/*write_back=*/false);
+    const auto s = states.find(i + 1);
+    const std::string slurm = s != states.end()          ? s->second
+                              : st.all_done()            ? "done"
+                              : array_job.empty()        ? "-"
+                                                         : "not queued";
+    parts.push_back({{"part", ref.ToString()},
+                     {"segments_done", st.done()},
+                     {"segments", r.segment_count},
+                     {"frames", r.frames},
+                     {"slurm", slurm}});
+  }
+  return parts;
+}
+
+// `framemill slurm status` without --json: the job, each part, and the way out of a stuck one.
+void PrintStatus(const std::string& job_path, const nlohmann::json& all,
+                 const std::vector<std::string>& stuck, bool never, const std::string& mend) {
+  const std::string array_job = all["array_job"], stitch_job = all["stitch_job"];
+  std::printf("job %s: %zu parts, array job %s, stitch job %s (%s)\n", job_path.c_str(),
+              all["parts"].size(), array_job.empty() ? "-" : array_job.c_str(),
+              stitch_job.empty() ? "-" : stitch_job.c_str(), all["stitch"].get<std::string>().c_str());
+  for (const nlohmann::json& p : all["parts"]) {
+    std::printf("part %-9s %lld/%lld segments done  %s\n", p["part"].get<std::string>().c_str(),
+                static_cast<long long>(p["segments_done"].get<int64_t>()),
+                static_cast<long long>(p["segments"].get<int64_t>()),
+                p["slurm"].get<std::string>().c_str());
+  }
+  if (!stuck.empty() || never) {
+    std::string names;
+    for (const std::string& n : stuck) names += (names.empty() ? "" : ", ") + n;
+    std::printf("%s%s: `%s` runs %s again, and the stitch after them\n",
+                stuck.empty() ? "" : ("part " + names + " is neither done nor queued").c_str(),
+                never ? (stuck.empty() ? "the stitch waits on a part that will never end"
+                                       : " and the stitch waits on it for ever")
+                      : "",
+                mend.c_str(), stuck.empty() ? "the unfinished parts" : "them");
+  }
+}
+
 int StatusCommand(const std::string& job_path, bool json, const Config& config) {
   Result<JobSpec> job = LoadJobFile(job_path, config.defaults);
   if (!job.ok()) {
@@ -265,30 +320,8 @@ int StatusCommand(const std::string& job_path, bool json, const Config& config) 
     std::fprintf(stderr, "framemill: %s\n", plan.status().ToString().c_str());
     return kExitFailed;
   }
-  std::map<int, std::string> states;
-  if (!array_job.empty()) states = SlurmTaskStates(array_job);
-  // The parts' done-logs: a JobPlan of the plan's sizes names the segments as the parts do.
-  Result<JobPlan> sizes = MakePlan(plan->frame_count, plan->chunk_frames, plan->chunks_per_segment);
-  if (!sizes.ok()) return kExitFailed;
-  const int count = static_cast<int>(plan->parts.size());
-  nlohmann::json parts = nlohmann::json::array();
-  for (int i = 0; i < count; ++i) {
-    const PartRange& r = plan->parts[static_cast<size_t>(i)];
-    const PartRef ref{i + 1, count};
-    JobState st(PartDir(parts_dir, ref), *job, *sizes, plan->chunks_per_segment, r.first_segment,
-                r.end_segment());
-    (void)st.Load(/*write_back=*/false);
-    const auto s = states.find(i + 1);
-    const std::string slurm = s != states.end()          ? s->second
-                              : st.all_done()            ? "done"
-                              : array_job.empty()        ? "-"
-                                                         : "not queued";
-    parts.push_back({{"part", ref.ToString()},
-                     {"segments_done", st.done()},
-                     {"segments", r.segment_count},
-                     {"frames", r.frames},
-                     {"slurm", slurm}});
-  }
+  Result<nlohmann::json> parts = PartsStatus(*job, *plan, parts_dir, array_job);
+  if (!parts.ok()) return kExitFailed;
   const bool output = PathExists(job->output);
   nlohmann::json all = {{"job", ResolvePath(job_path)},
                         {"array_job", array_job},
@@ -297,11 +330,11 @@ int StatusCommand(const std::string& job_path, bool json, const Config& config) 
                         {"stitched", false},
                         {"output", job->output},
                         {"output_exists", output},
-                        {"parts", parts}};
+                        {"parts", *parts}};
   // A part neither done nor known to Slurm was cancelled or lost: the stitch waits on it for ever
   // (DependencyNeverSatisfied) until `slurm resume` runs it again.
   std::vector<std::string> stuck;
-  for (const nlohmann::json& p : parts) {
+  for (const nlohmann::json& p : *parts) {
     if (p["slurm"] == "not queued" && p["segments_done"] != p["segments"]) {
       stuck.push_back(p["part"].get<std::string>());
     }
@@ -314,25 +347,7 @@ int StatusCommand(const std::string& job_path, bool json, const Config& config) 
     std::printf("%s\n", DumpJson(all, 2).c_str());
     return kExitOk;
   }
-  std::printf("job %s: %d parts, array job %s, stitch job %s (%s)\n", job_path.c_str(), count,
-              array_job.empty() ? "-" : array_job.c_str(),
-              stitch_job.empty() ? "-" : stitch_job.c_str(), all["stitch"].get<std::string>().c_str());
-  for (const nlohmann::json& p : parts) {
-    std::printf("part %-9s %lld/%lld segments done  %s\n", p["part"].get<std::string>().c_str(),
-                static_cast<long long>(p["segments_done"].get<int64_t>()),
-                static_cast<long long>(p["segments"].get<int64_t>()),
-                p["slurm"].get<std::string>().c_str());
-  }
-  if (!stuck.empty() || never) {
-    std::string names;
-    for (const std::string& n : stuck) names += (names.empty() ? "" : ", ") + n;
-    std::printf("%s%s: `%s` runs %s again, and the stitch after them\n",
-                stuck.empty() ? "" : ("part " + names + " is neither done nor queued").c_str(),
-                never ? (stuck.empty() ? "the stitch waits on a part that will never end"
-                                       : " and the stitch waits on it for ever")
-                      : "",
-                mend.c_str(), stuck.empty() ? "the unfinished parts" : "them");
-  }
+  PrintStatus(job_path, all, stuck, never, mend);
   return kExitOk;
 }
 

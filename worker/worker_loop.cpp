@@ -155,7 +155,8 @@ class Worker {
   // always before a warm-up, a stop or another arena. If the worker dies meanwhile, the
   // supervisor sends it again, as it does every chunk a dead worker held.
   std::optional<ChunkResult> held_;
-  bool held_waited_ = false;  // (FRAMEMILL_WORKER_OVERLAP_CHUNKS=always) waited for a request
+  // (FRAMEMILL_WORKER_OVERLAP_CHUNKS=always) how long the held chunk waits for the next request.
+  uint64_t held_until_ms_ = 0;
 };
 
 int Worker::Fail(int exit_code, const std::string& message) {
@@ -435,12 +436,14 @@ int Worker::Run(const WorkerArgs& args) {
       // No next chunk to overlap: the supervisor may be waiting for this one. (Holding every
       // result, the worker first waits a while for the next request, so that the tests find a
       // chunk held when the next one starts even where the worker is faster than its supply.)
-      if (held_ && (overlap_ != Overlap::kAlways || held_waited_)) {
+      // The wait is for a request, to its deadline: a wake-up for anything else (the
+      // supervisor's other pings) does not end it, which under load reported the chunk early.
+      const uint64_t now = MonotonicMs();
+      if (held_ && (overlap_ != Overlap::kAlways || now >= held_until_ms_)) {
         PublishHeld();
         continue;
       }
-      WaitForRequest(held_ ? kHeldWaitMs : kIdleWaitMs);
-      held_waited_ = held_.has_value();
+      WaitForRequest(held_ ? static_cast<int>(held_until_ms_ - now) : kIdleWaitMs);
       if (!SupervisorAlive()) return kWorkerExitOrphaned;
       PublishTelemetry(ch_.telemetry, *device, nvml_.get());
       continue;
@@ -461,7 +464,7 @@ int Worker::Run(const WorkerArgs& args) {
     PublishHeld();  // (normally done at its first batch; not when it failed before)
     if (result.error == 0 && (runner_->OutputPending() || overlap_ == Overlap::kAlways)) {
       held_ = result;
-      held_waited_ = false;
+      held_until_ms_ = MonotonicMs() + kHeldWaitMs;
     } else {
       Publish(result);
     }

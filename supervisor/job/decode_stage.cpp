@@ -9,22 +9,11 @@
 #include "common/log.h"
 #include "common/clock.h"
 #include "supervisor/media/color_path.h"
+#include "supervisor/job/stage_faults.h"
 #include "supervisor/media/decode_seek.h"
 
 namespace framemill {
 namespace {
-
-// A fault hook from the environment: the number N in `name`, or -1 when unset.
-int64_t FaultHook(const char* name) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return -1;
-  char* end = nullptr;
-  long long n = std::strtoll(v, &end, 10);
-  return end != v && *end == '\0' && n >= 0 ? n : -1;
-}
-
-// Each hook fires once per process, so that a retry succeeds.
-std::atomic<bool> g_decoder_fault_fired{false};
 
 bool IsCrash(const Status& s) { return s.code() == StatusCode::kDecoderCrashed; }
 
@@ -103,13 +92,9 @@ Status DecodeStage::Start(int64_t skip) {
 // frame: stopping there again makes it bad input (false, for Finish to report), getting past it
 // makes it a crash survived. An error exit at the end is left for Finish to report.
 Result<bool> DecodeStage::ReadFrame(uint8_t* dst) {
-  static const int64_t kill_at = FaultHook("FRAMEMILL_FAULT_KILL_DECODER_AT_FRAME");
-  static const int64_t term_at = FaultHook("FRAMEMILL_FAULT_TERM_DECODER_AT_FRAME");
   const int64_t frame_count = p_.plan.frame_count;
   for (;;) {
-    if ((next_frame_ == kill_at || next_frame_ == term_at) &&
-        !g_decoder_fault_fired.exchange(true)) {
-      const int sig = next_frame_ == kill_at ? SIGKILL : SIGTERM;
+    if (const int sig = DecoderFaultAt(next_frame_); sig != 0) {
       spdlog::warn("fault hook: sending the decoder signal {} before frame {}", sig, next_frame_);
       reader_->KillForTest(sig);
     }

@@ -5,9 +5,7 @@
 // frame to tell bad input from a crash. Owns the decoder and its figures; meets the other stages
 // only at the arena and its board. Runs on a thread of its own (Run).
 //
-// Test-only fault hooks (environment): FRAMEMILL_FAULT_KILL_DECODER_AT_FRAME=N kills the decoder
-// once per process before frame N, FRAMEMILL_FAULT_TERM_DECODER_AT_FRAME=N makes it exit with an
-// error there (SIGTERM).
+// Test faults: job/stage_faults.h.
 #pragma once
 
 #include <atomic>

@@ -10,20 +10,10 @@
 #include "common/clock.h"
 #include "common/file_util.h"
 #include "common/log.h"
+#include "supervisor/job/stage_faults.h"
 
 namespace framemill {
 namespace {
-
-// A fault hook from the environment: the number N in `name`, or -1 when unset.
-int64_t FaultHook(const char* name) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return -1;
-  char* end = nullptr;
-  long long n = std::strtoll(v, &end, 10);
-  return end != v && *end == '\0' && n >= 0 ? n : -1;
-}
-
-std::atomic<bool> g_encoder_fault_fired{false};  // fires once per process: a retry succeeds
 
 double Seconds(uint64_t from_us, uint64_t to_us) { return static_cast<double>(to_us - from_us) / 1e6; }
 
@@ -72,7 +62,6 @@ void EncodeStage::Loop(int encoder) {
 // elsewhere (the encoder is left to be killed).
 Status EncodeStage::WriteChunks(const SegmentPlan& seg, SegmentEncoder* enc, double* busy_s,
                                 double* wait_s, bool* ended) {
-  static const int64_t kill_segment = FaultHook("FRAMEMILL_FAULT_KILL_ENCODER_AT_SEGMENT");
   const ArenaGeometry& g = arena_.geometry;
   ChunkBoard& board = *arena_.board;
   for (int64_t c = seg.first_chunk; c < seg.first_chunk + seg.chunk_count; ++c) {
@@ -89,7 +78,7 @@ Status EncodeStage::WriteChunks(const SegmentPlan& seg, SegmentEncoder* enc, dou
     if (s_.stills->Wants(c)) s_.stills->Capture(c, g.SlotIn(arena_.base, slot), g.SlotOut(arena_.base, slot));
     board.ReleaseSlot(c);
     frames_written_.fetch_add(chunk.frames);
-    if (seg.index == kill_segment && !g_encoder_fault_fired.exchange(true)) {
+    if (EncoderFaultAt(seg.index)) {
       spdlog::warn("fault hook: killing the encoder of segment {}", seg.index);
       enc->KillForTest();
     }

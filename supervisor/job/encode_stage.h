@@ -5,8 +5,7 @@
 // done-log. Owns the encoder threads and their figures; meets the other stages at the arena and
 // its board.
 //
-// Test-only fault hook (environment): FRAMEMILL_FAULT_KILL_ENCODER_AT_SEGMENT=N kills the
-// encoder of segment N once per process.
+// Test faults: job/stage_faults.h.
 #pragma once
 
 #include <atomic>

@@ -337,6 +337,7 @@ Result<Config> ParseConfig(const nlohmann::json& object) {
   r.Bool("allow_playlist_inputs", &c.allow_playlist_inputs);
   r.Int("decoder_restarts", &c.decoder_restarts, 0, 100);
   r.Int("crash_retries", &c.crash_retries, 0, 100);
+  r.Double("no_space_wait_s", &c.no_space_wait_s, 0.0, 7 * 86400.0);
   r.Int("max_frame_pixels", &c.max_frame_pixels, 1, int64_t{1} << 40);
   r.Int("max_job_frames", &c.max_job_frames, 1, int64_t{1} << 40);
   r.StringList("on_job_end", &c.on_job_end);

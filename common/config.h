@@ -258,6 +258,10 @@ struct Config {
   // A job that still fails with a crashed decoder or encoder is run again this many times,
   // keeping its finished segments.
   int crash_retries = 2;
+  // A job whose output, scratch or shared-memory file system is full waits up to this long for
+  // space (supervisor/job/space_wait.h), its finished segments kept, and then fails with
+  // no_space; 0 = fail at once. The wait starts again after a run that finished a segment.
+  double no_space_wait_s = 1800.0;
   // Limits on what one job may make the service hold, checked once the input is probed, before a
   // worker starts or a frame is decoded (a small file can claim a huge frame or millions of
   // frames): pixels of one frame (default 8192 x 8192) and frames of one job (default 4,000,000:

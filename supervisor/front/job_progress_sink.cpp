@@ -43,9 +43,14 @@ void JobProgressSink::Report(const JobProgress& p) {
   if (!gpus_.empty()) progress["service_gpus"] = gpus_;
   (void)AtomicWriteFile(dir_ + "/progress.json", DumpJson(progress) + "\n");
   char status[256];
-  std::snprintf(status, sizeof(status), "STATUS=job %s: %lld/%lld frames written, %.1f fps",
-                id_.c_str(), static_cast<long long>(p.frames_written),
-                static_cast<long long>(p.frames_total), fps);
+  if (!p.waiting.empty()) {
+    std::snprintf(status, sizeof(status), "STATUS=job %s: waiting for disk space (%.0f s)",
+                  id_.c_str(), p.waiting_s);
+  } else {
+    std::snprintf(status, sizeof(status), "STATUS=job %s: %lld/%lld frames written, %.1f fps",
+                  id_.c_str(), static_cast<long long>(p.frames_written),
+                  static_cast<long long>(p.frames_total), fps);
+  }
   NotifySystemd(status);
 }
 

@@ -113,6 +113,7 @@ void Service::Pass(int inotify_fd) {
   Reap();
   metrics_.NoteSparesWaiting(cache_.Keep());
   spool_.PollRequests(slots_.Ids());
+  metrics_.NoteSpoolFull(spool_.full());
   const size_t before = slots_.size();
   StartJobs();
   const bool idle = slots_.empty() && !head_;

@@ -76,6 +76,7 @@ MetricsFigures ServiceMetrics::FiguresLocked(const SpoolCounts& c, bool up) cons
   f.gpus_free = gpus_free_.load();
   f.gpus_busy = service_gpus_ - f.gpus_free;
   f.spare_workers = spares_waiting_.load();
+  f.spool_full = spool_full_.load();
   if (c.oldest_incoming_ns > 0) {
     const double submitted_s = static_cast<double>(c.oldest_incoming_ns) / 1e9;
     f.oldest_waiting_age_s = std::max(0.0, WallSeconds() - submitted_s);
@@ -83,6 +84,7 @@ MetricsFigures ServiceMetrics::FiguresLocked(const SpoolCounts& c, bool up) cons
   for (const auto& [id, live] : live_) {  // the running jobs, summed
     f.frames_processed += live.frames;
     f.job_fps += live.fps;
+    if (live.waiting_for_space) ++f.jobs_waiting_for_space;
     AddCounts(live.events, &f.worker_events);
     f.workers.insert(f.workers.end(), live.workers.begin(), live.workers.end());
   }
@@ -110,6 +112,7 @@ void ServiceMetrics::NoteProgress(const std::string& id, const JobProgress& p, u
     if (live.frames_resumed < 0) live.frames_resumed = p.frames_resumed;  // the first report
     live.frames = std::max<int64_t>(0, p.frames_done - live.frames_resumed);
     live.frames_total = p.frames_total;
+    live.waiting_for_space = !p.waiting.empty();
     if (p.dispatch != nullptr) {
       int seen = p.dispatch->crashes + p.dispatch->kills + TotalRecycles(*p.dispatch);
       if (seen != live.events_seen) {  // maps are rebuilt only when a count changed

@@ -46,6 +46,8 @@ class ServiceMetrics {
   // Adds job `id`'s counts to the totals (every frame of its plan, less those resumed, when it
   // `finished`) and forgets its live figures.
   void EndRun(const std::string& id, const std::vector<DispatchStats>& attempts, bool finished);
+  // Whether the spool's own file system is full (the loop pauses claiming; ServiceSpool).
+  void NoteSpoolFull(bool full) { spool_full_.store(full); }
   // The loop's figures of the GPU set and the spares.
   void NoteGpusFree(int64_t n) { gpus_free_.store(n); }
   void NoteSparesWaiting(int64_t n) { spares_waiting_.store(n); }
@@ -66,6 +68,7 @@ class ServiceMetrics {
     WorkerEventCounts events;          // those and the running attempt's
     std::vector<WorkerMemory> workers;
     uint64_t updated_ms = 0;  // when fps and workers were last taken
+    bool waiting_for_space = false;  // its latest report: a full disk (JobProgress::waiting)
   };
   // Takes the worker counts of the job's ended attempts. Under mu_.
   static void AttemptEnded(LiveJob* live, const std::vector<DispatchStats>& attempts);
@@ -75,6 +78,7 @@ class ServiceMetrics {
   const std::function<SpoolCounts()> count_spool_;
   std::string path_;  // "" = no metrics; set by Start, read-only after
   std::atomic<int64_t> gpus_free_{0};       // free service GPUs (the loop's GpuShare)
+  std::atomic<bool> spool_full_{false};
   std::atomic<int64_t> spares_waiting_{0};  // live spares at their places (the WorkerCache)
   // Guards the fields below; held while the file is written, so writes never interleave.
   mutable std::mutex mu_;

@@ -1,5 +1,6 @@
 #include "supervisor/front/service_spool.h"
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "supervisor/front/job_end_hook.h"
 #include "supervisor/report/job_result.h"
@@ -45,14 +46,57 @@ void ServiceSpool::PollRequests(const std::set<std::string>& running) {
 std::string ServiceSpool::ClaimNext(const std::set<std::string>& running) {
   std::string id;
   std::vector<std::string> set_aside;  // ended below, once the lock is let go
+  std::vector<std::pair<std::string, SpoolState>> filed;
   try {
     std::lock_guard<std::mutex> lock(mu_);
-    id = NextJob(running, &set_aside);
+    if (!PausedLocked()) {
+      filed = FileUnfiled();
+      if (!PausedLocked()) id = NextJob(running, &set_aside);
+    }
   } catch (const std::exception& e) {  // the spool's own files; never a reason to stop
     spdlog::error("reading the spool: {}", e.what());
   }
+  for (const auto& [job, state] : filed) Ended(job, state);
   for (const std::string& failed : set_aside) Ended(failed, SpoolState::kFailed);
   return id;
+}
+
+bool ServiceSpool::PausedLocked() const { return full_.load() && MonotonicMs() < full_retry_ms_; }
+
+void ServiceSpool::NoteWriteFailed(const Status& s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  NoteWriteFailedLocked(s);
+}
+
+void ServiceSpool::NoteWriteFailedLocked(const Status& s) {
+  if (s.code() != StatusCode::kNoSpace) return;
+  if (!full_.exchange(true)) {
+    spdlog::error("the spool's file system is full ({}): no job is claimed or filed until space "
+                  "returns; tried again every {} s",
+                  s.message(), kSpoolFullRetryMs / 1000);
+  }
+  full_retry_ms_ = MonotonicMs() + kSpoolFullRetryMs;
+}
+
+std::vector<std::pair<std::string, SpoolState>> ServiceSpool::FileUnfiled() {
+  std::vector<std::pair<std::string, SpoolState>> filed;
+  for (auto it = unfiled_.begin(); it != unfiled_.end();) {
+    Status s = spool_.Finish(it->first, it->second.ok, it->second.result);
+    if (!s.ok()) {
+      NoteWriteFailedLocked(s);
+      return filed;  // the rest wait with it
+    }
+    spdlog::info("job {} filed now, {} after the spool had no room for it", it->first,
+                 it->second.ok ? "done" : "failed");
+    filed.emplace_back(it->first, it->second.ok ? SpoolState::kDone : SpoolState::kFailed);
+    it = unfiled_.erase(it);
+    NoteWriteWorkedLocked();
+  }
+  return filed;
+}
+
+void ServiceSpool::NoteWriteWorkedLocked() {
+  if (full_.exchange(false)) spdlog::info("the spool has space again: claiming and filing jobs");
 }
 
 std::string ServiceSpool::NextJob(const std::set<std::string>& running,
@@ -66,6 +110,10 @@ std::string ServiceSpool::NextJob(const std::set<std::string>& running,
   for (const SpoolEntry& e : spool_.Incoming()) {
     if (stuck_.count({e.path, e.inode}) != 0) continue;
     Result<ClaimedJob> claimed = spool_.Claim(e);
+    if (!claimed.ok() && claimed.status().code() == StatusCode::kNoSpace) {
+      NoteWriteFailedLocked(claimed.status());  // it stays in incoming/, claimed later
+      return "";
+    }
     if (!claimed.ok() && claimed.status().code() == StatusCode::kInvalidJob) {
       SetAside(e, claimed.status(), set_aside);
       continue;
@@ -77,6 +125,7 @@ std::string ServiceSpool::NextJob(const std::set<std::string>& running,
       continue;
     }
     if (claimed->id.empty()) continue;  // vanished (or replaced, and filed)
+    NoteWriteWorkedLocked();
     return claimed->id;
   }
   return "";
@@ -116,7 +165,13 @@ void ServiceSpool::RemoveOldFailedWork() {
 
 Result<int> ServiceSpool::RaiseStarts(const std::string& id) {
   std::lock_guard<std::mutex> lock(mu_);
-  return spool_.RaiseStarts(id);
+  Result<int> starts = spool_.RaiseStarts(id);
+  if (!starts.ok()) {
+    NoteWriteFailedLocked(starts.status());
+  } else {
+    NoteWriteWorkedLocked();
+  }
+  return starts;
 }
 
 void ServiceSpool::LowerStarts(const std::string& id) {
@@ -129,10 +184,14 @@ void ServiceSpool::File(const std::string& id, bool ok, const nlohmann::json& re
     std::lock_guard<std::mutex> lock(mu_);
     Status s = spool_.Finish(id, ok, result);
     if (!s.ok()) {
-      spdlog::error("job {}: cannot file its result: {}; left in active/", id, s.message());
-      unfiled_.insert(id);
+      spdlog::error("job {}: cannot file its result: {}; left in active/, filed when the spool "
+                    "can take it",
+                    id, s.message());
+      NoteWriteFailedLocked(s);
+      unfiled_[id] = {ok, result};
       return;
     }
+    NoteWriteWorkedLocked();
   }
   Ended(id, ok ? SpoolState::kDone : SpoolState::kFailed);
 }

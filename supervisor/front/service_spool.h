@@ -8,8 +8,10 @@
 // Thread-safe.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -29,6 +31,9 @@ namespace framemill {
 nlohmann::json FailureResult(const std::string& id, const std::string& code,
                              const std::string& message);
 nlohmann::json FailureResult(const std::string& id, const Status& s);
+
+// A full spool is tried again this long after a write to it failed with no space.
+inline constexpr uint64_t kSpoolFullRetryMs = 5000;
 
 class ServiceSpool {
  public:
@@ -65,9 +70,17 @@ class ServiceSpool {
   // ---- a job's thread ----
   Result<int> RaiseStarts(const std::string& id);  // Spool::RaiseStarts
   void LowerStarts(const std::string& id);         // an orderly stop is no crash
-  // Files `id` under done/ or failed/ and ends it; a job that cannot be filed stays in active/
-  // and is not taken again by this process.
+  // Files `id` under done/ or failed/ and ends it. A job that cannot be filed stays in active/
+  // with its result kept here, not taken again by this process: ClaimNext tries to file it
+  // again (a full spool that gets space back files it then).
   void File(const std::string& id, bool ok, const nlohmann::json& result);
+
+  // ---- a full spool ----
+  // Notes that a write to the spool failed with `s`: kNoSpace pauses claiming and filing for
+  // kSpoolFullRetryMs (then ClaimNext tries again); anything else is ignored. Logged once per
+  // full spell.
+  void NoteWriteFailed(const Status& s);
+  bool full() const { return full_.load(); }  // from a kNoSpace until a write to it works
 
  private:
   // Under mu_: NextJob's steps.
@@ -83,7 +96,20 @@ class ServiceSpool {
   std::mutex mu_;
   Spool spool_;
   RequestHandler requests_;
-  std::set<std::string> unfiled_;  // jobs left in active/ because they could not be filed
+  // Under mu_: files the jobs of unfiled_ that can be now; returns them with their state.
+  std::vector<std::pair<std::string, SpoolState>> FileUnfiled();
+  void NoteWriteFailedLocked(const Status& s);  // under mu_
+  void NoteWriteWorkedLocked();                 // under mu_: a write to the spool worked
+  bool PausedLocked() const;                    // under mu_: a full spool, not to be tried yet
+
+  // Jobs left in active/ because they could not be filed, with the result each ended with.
+  struct Unfiled {
+    bool ok = false;
+    nlohmann::json result;
+  };
+  std::map<std::string, Unfiled> unfiled_;
+  std::atomic<bool> full_{false};
+  uint64_t full_retry_ms_ = 0;  // under mu_: a full spool is tried again from then (monotonic)
   // incoming/ entries that could not be claimed nor moved aside (name, inode): logged once,
   // then skipped until they change.
   std::set<std::pair<std::string, uint64_t>> stuck_;

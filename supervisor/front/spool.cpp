@@ -320,7 +320,13 @@ Result<ClaimedJob> Spool::Claim(const SpoolEntry& incoming) {
     return ClaimedJob{};
   }
   nlohmann::json owner = {{"version", 1}, {"uid", job.uid}, {"gid", job.gid}};
-  FM_RETURN_IF_ERROR(AtomicWriteFile(dir + "/owner.json", DumpJson(owner) + "\n"));
+  Status owned = AtomicWriteFile(dir + "/owner.json", DumpJson(owner) + "\n");
+  if (!owned.ok()) {
+    // Back where it was (a rename needs no space): a full spool must not leave an active job
+    // without its owner, which would fail it when it is resumed.
+    if (::rename((dir + "/job.json").c_str(), incoming.path.c_str()) == 0) ::rmdir(dir.c_str());
+    return owned;
+  }
   return job;
 }
 

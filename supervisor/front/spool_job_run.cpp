@@ -91,6 +91,12 @@ void SpoolJobRun::RunClaimed() {
 bool SpoolJobRun::CountStart() {
   // Counted before anything of the job is read: a job whose parsing kills the supervisor counts.
   Result<int> starts = ctx_.spool.RaiseStarts(id_);
+  if (!starts.ok() && starts.status().code() == StatusCode::kNoSpace) {
+    // The spool is full (ServiceSpool pauses): the job stays in active/ and starts again later.
+    spdlog::warn("job {}: cannot count its start ({}); it waits in active/ for space", id_,
+                 starts.status().message());
+    return false;
+  }
   if (!starts.ok()) {
     ctx_.spool.File(id_, false, FailureResult(id_, starts.status()));
     return false;

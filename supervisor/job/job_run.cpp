@@ -309,13 +309,14 @@ Status JobRun::ArenaReady() {
 // The encoded segments and the final file coexist until the end, on the scratch and output file
 // systems. Estimated from the input's size, scaled by the output's pixel count, with a 50%
 // margin (free_space.h); a wrong guess fails later, cleanly, with no_space.
-Status JobRun::CheckFreeSpace() const {
+Status JobRun::CheckFreeSpace() {
   struct stat st {};
   if (::fstat(files_.input.get(), &st) != 0) return Status::Ok();
   const VideoStreamInfo& v = prepared_.media.video;
   const SpaceNeeded need =
       EstimateSpace(st.st_size, int64_t{out_.width} * out_.height, int64_t{v.width} * v.height,
                     state_->resumed(), static_cast<int64_t>(prepared_.plan.segments.size()));
+  space_need_ = need;
   SpaceFree free;
   free.scratch_dir = scratch_;
   free.scratch = FreeBytes(scratch_);

@@ -20,6 +20,7 @@
 #include "supervisor/faces/face_table.h"
 #include "supervisor/job/decode_stage.h"
 #include "supervisor/job/encode_stage.h"
+#include "supervisor/job/free_space.h"
 #include "supervisor/job/job_arena.h"
 #include "supervisor/job/job_files.h"
 #include "supervisor/job/job_options.h"
@@ -57,6 +58,8 @@ class JobRun {
   DispatchStats Dispatch() const;
   // Segments finished in the scratch directory, resumed ones included (0 before it was read).
   int64_t SegmentsDone() const { return state_ ? state_->done() : 0; }
+  // What the run estimated it still had to write, once it got that far (CheckFreeSpace).
+  const std::optional<SpaceNeeded>& SpaceNeed() const { return space_need_; }
 
  private:
   Result<JobReport> RunPipeline();
@@ -74,7 +77,7 @@ class JobRun {
   void JoinDecoder(bool times = true);
   std::unique_ptr<DecodeStage> MakeDecodeStage();
   Status ArenaReady();
-  Status CheckFreeSpace() const;
+  Status CheckFreeSpace();
   Status RunFrames();
   void Tick(int64_t processed);
   Result<JobReport> Finish(uint64_t t0);
@@ -94,6 +97,7 @@ class JobRun {
   RenderRange range_;
   std::string scratch_;
   std::unique_ptr<JobState> state_;  // the done-log (state.json)
+  std::optional<SpaceNeeded> space_need_;  // CheckFreeSpace's estimate
   Timeline timeline_;
   StageClock clock_;
   JobReport report_;

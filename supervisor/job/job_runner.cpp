@@ -1,12 +1,16 @@
 #include "supervisor/job/job_runner.h"
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
+#include "common/file_util.h"
 #include "common/log.h"
 #include "supervisor/job/job_files.h"
 #include "supervisor/job/job_run.h"
+#include "supervisor/job/space_wait.h"
 
 namespace framemill {
 namespace {
@@ -23,28 +27,95 @@ void WarmWorkers::Stop(int timeout_ms) {
   arena = SharedMemory();
 }
 
+namespace {
+
+// Where a job that ran out of space waits, and for how long: the episode restarts (a new
+// deadline, the backoff from the start) once a run finished a segment, so a disk that fills
+// now and then never fails a job that moves on between.
+class NoSpacePause {
+ public:
+  explicit NoSpacePause(const Config& config) : wait_ms_(config.no_space_wait_s * 1000) {}
+
+  // After a run that ended with `s` (kNoSpace) and left `files`: waits, then Ok to run the job
+  // again, or the status it ends with (`s` itself when it does not wait).
+  Status Wait(const Status& s, const JobFiles& files, const std::optional<SpaceNeeded>& need,
+              const std::atomic<bool>& stop,
+              const std::function<void(const std::string&, double)>& report) {
+    if (s.code() != StatusCode::kNoSpace || wait_ms_ <= 0 || stop.load()) return s;
+    if (!episode_ || files.segments_done > segments_at_start_) {
+      episode_ = true;
+      deadline_ms_ = MonotonicMs() + static_cast<uint64_t>(wait_ms_);
+      segments_at_start_ = files.segments_done;
+      retry_ = 0;
+    }
+    SpaceWatch watch;
+    if (files.dir.get() >= 0) watch.scratch_dir = files.path();
+    if (files.output_dir.get() >= 0) watch.output_dir = FdPath(files.output_dir.get());
+    watch.need = need;
+    return WaitForSpace(watch, s, deadline_ms_, retry_++, stop, report);
+  }
+
+ private:
+  const double wait_ms_;
+  bool episode_ = false;
+  uint64_t deadline_ms_ = 0;
+  int64_t segments_at_start_ = 0;
+  int retry_ = 0;
+};
+
+}  // namespace
+
 Result<JobReport> RunJob(const JobSpec& job, const Config& config, const std::atomic<bool>& stop,
                          const JobOptions& options) {
   JobFiles files;
   std::vector<std::string> faults;
   std::optional<Result<JobReport>> result;
-  for (int attempt = 0;; ++attempt) {
+  // The last progress report, told again while the job waits for space.
+  JobProgress last;
+  JobOptions run_options = options;
+  run_options.on_progress = [&](const JobProgress& p) {
+    last = p;
+    last.dispatch = nullptr;
+    if (options.on_progress) options.on_progress(p);
+  };
+  const auto report_wait = [&](const std::string& why, double waited_s) {
+    last.waiting = why;
+    last.waiting_s = waited_s;
+    last.workers.clear();
+    if (options.on_progress) options.on_progress(last);
+    last.waiting.clear();
+  };
+  NoSpacePause no_space(config);
+  int crash_retries = 0;
+  for (int run_index = 0;; ++run_index) {
+    std::optional<SpaceNeeded> need;
     {
-      JobRun run(job, config, stop, options, &files);
+      JobRun run(job, config, stop, run_options, &files);
       result.emplace(run.Run());
       files.segments_done = run.SegmentsDone();
+      need = run.SpaceNeed();
       if (options.attempt_dispatch != nullptr) options.attempt_dispatch->push_back(run.Dispatch());
     }
     if (result->ok()) {
       JobReport& r = **result;
-      r.attempts = attempt + 1;
+      r.attempts = run_index + 1;
       r.faults_retried.insert(r.faults_retried.begin(), faults.begin(), faults.end());
       break;
     }
+    if (result->status().code() == StatusCode::kNoSpace) {
+      Status waited = no_space.Wait(result->status(), files, need, stop, report_wait);
+      if (waited.ok()) {
+        const std::string& why = result->status().message();
+        if (faults.empty() || faults.back() != why) faults.push_back(why);
+        continue;
+      }
+      if (waited.code() != StatusCode::kCancelled) result.emplace(waited);
+    }
     const Status& s = result->status();
-    if (!IsCrash(s) || attempt >= config.crash_retries || stop.load()) break;
+    if (!IsCrash(s) || crash_retries >= config.crash_retries || stop.load()) break;
+    ++crash_retries;
     spdlog::warn("{}; running the job again, keeping its finished segments (retry {} of {})",
-                 s.ToString(), attempt + 1, config.crash_retries);
+                 s.ToString(), crash_retries, config.crash_retries);
     faults.push_back(s.message());
   }
   // Stopped: whatever failed on the way out (a decoder that took the terminal's SIGINT too) is

@@ -22,7 +22,10 @@ namespace framemill {
 // directory (without a workspace) is a private, randomly named directory beside the output.
 // A decoder or encoder that crashes (killed by a signal) is retried: the decoder within the job
 // (Config::decoder_restarts), then the whole job (Config::crash_retries) keeping its finished
-// segments; the report lists what was survived. Test-only fault hooks (environment):
+// segments; the report lists what was survived. A run that ends with kNoSpace (a full output,
+// scratch or shared-memory file system) waits for space and runs again from its finished
+// segments, for up to Config::no_space_wait_s (job/space_wait.h); while it waits, on_progress
+// gets its last report again with `waiting` set, about every second. Test-only fault hooks (environment):
 // FRAMEMILL_FAULT_KILL_DECODER_AT_FRAME=N kills the decoder once per process before frame N,
 // FRAMEMILL_FAULT_TERM_DECODER_AT_FRAME=N makes it exit with an error there (SIGTERM),
 // FRAMEMILL_FAULT_KILL_ENCODER_AT_SEGMENT=N kills the encoder of segment N once per process.

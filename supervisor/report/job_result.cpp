@@ -288,6 +288,10 @@ nlohmann::json ProgressJson(const std::string& id, const JobProgress& p, double 
                              {"fps", FramesPerSecond(p.frames_written - p.frames_resumed,
                                                      elapsed_s)},
                              {"workers", nlohmann::json::array()}};
+  if (!p.waiting.empty()) {
+    progress["waiting"] = p.waiting;
+    progress["waiting_s"] = p.waiting_s;
+  }
   for (const WorkerSnapshot& w : p.workers) {
     progress["workers"].push_back(
         {{"worker", w.worker},
@@ -322,6 +326,12 @@ std::string ProgressLine(const nlohmann::json& progress) {
   const int64_t modelled = progress.value("frames_done", int64_t{0});
   const int64_t done = progress.value("frames_written", modelled);
   const int64_t total = progress.value("frames_total", int64_t{0});
+  if (auto w = progress.find("waiting"); w != progress.end() && w->is_string()) {
+    // A full disk (job/space_wait.h): the workers are stopped, the segments kept.
+    return "waiting for disk space for " + DurationText(progress.value("waiting_s", 0.0)) +
+           " (" + w->get<std::string>() + "); " + std::to_string(done) + "/" +
+           std::to_string(total) + " frames written and kept";
+  }
   const double fps = progress.value("fps", 0.0);
   char buf[160];
   std::snprintf(buf, sizeof(buf), "%lld/%lld frames written (%.1f%%), ",

@@ -114,6 +114,9 @@ struct JobProgress {
   int64_t frames_written = 0;
   int64_t segments_done = 0;
   int64_t segments_total = 0;
+  // Why the job waits with its workers stopped ("" = it runs): a full disk (job/space_wait.h).
+  std::string waiting;
+  double waiting_s = 0;  // how long it has waited so far
   // The job's worker counts so far (recycles, crashes, kills by kind); valid during the call.
   const DispatchStats* dispatch = nullptr;
 };

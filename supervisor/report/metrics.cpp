@@ -162,6 +162,14 @@ std::string RenderMetrics(const MetricsFigures& f) {
          "Spare workers started without a model and waiting for a job (config spare_workers).");
   Sample(&out, "framemill_spare_workers", {}, f.spare_workers);
 
+  Header(&out, "framemill_jobs_waiting_for_space", "gauge",
+         "Running jobs paused on a full output, scratch or shared-memory file system "
+         "(config no_space_wait_s).");
+  Sample(&out, "framemill_jobs_waiting_for_space", {}, f.jobs_waiting_for_space);
+  Header(&out, "framemill_spool_full", "gauge",
+         "1 while the spool's own file system is full and the service claims no job.");
+  Sample(&out, "framemill_spool_full", {}, int64_t{f.spool_full ? 1 : 0});
+
   Header(&out, "framemill_frames_processed_total", "counter",
          "Frames through the model since the service started (resumed frames not counted).");
   Sample(&out, "framemill_frames_processed_total", {}, f.frames_processed);

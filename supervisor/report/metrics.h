@@ -53,6 +53,8 @@ struct MetricsFigures {
   int64_t gpus_busy = 0;            // the service's GPUs (config service_gpus) running jobs hold
   int64_t gpus_free = 0;            // and those free; both 0 without service_gpus
   int64_t spare_workers = 0;        // spares started and waiting for a job (config spare_workers)
+  int64_t jobs_waiting_for_space = 0;  // running jobs paused on a full disk (job/space_wait.h)
+  bool spool_full = false;             // the spool's file system is full: claiming paused
   double job_fps = 0;               // the running jobs' frames per second in this run, summed
   WorkerEventCounts worker_events;  // since the service started
   std::vector<WorkerMemory> workers;  // the running jobs' live workers; empty when idle

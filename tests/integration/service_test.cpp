@@ -609,8 +609,9 @@ TEST_CASE("service: cancel stops a running job, files it as cancelled and remove
 }
 
 TEST_CASE(
-    "service: a job that cannot fit on its disk fails with no_space and the service goes on") {
-  Service s = MakeService("svc_no_space");
+    "service: a job that cannot fit on its disk waits no_space_wait_s, then fails with no_space "
+    "and the service goes on") {
+  Service s = MakeService("svc_no_space", {{"no_space_wait_s", 2}});
   const std::string small = s.dir + "/small-disk";
   fs::create_directories(small);
   if (::mount("tmpfs", small.c_str(), "tmpfs", 0, "size=256k") != 0) {
@@ -640,6 +641,7 @@ TEST_CASE(
       120));
   nlohmann::json r = ReadJson(s.spool + "/failed/too_big/result.json");
   CHECK(r["reason"]["code"] == "no_space");
+  CHECK(r["reason"]["message"].get<std::string>().find("waited for space") != std::string::npos);
   CHECK(ListDir(small).empty());  // nothing half-written on the full disk
   ::kill(serve.pid, SIGTERM);
   CHECK(WaitJob(serve, 30).exit_code == 0);

@@ -250,6 +250,16 @@ TEST_CASE("job result: progress.json has every key, and `status` reads it back a
   CHECK(fm::ProgressLine({{"id", "j1"}, {"waiting_for_gpus", {2}}}) == "waiting for GPUs [2]");
   CHECK(fm::ProgressLine({{"id", "j1"}, {"waiting_for_gpus", nlohmann::json::array()}}) ==
         "waiting for a free GPU");
+  // A job waiting for disk space (job/space_wait.h): no rate, the frames kept.
+  fm::JobProgress waiting = p;
+  waiting.waiting = "no_space: /out: No space left on device";
+  waiting.waiting_s = 75;
+  const nlohmann::json waited = fm::ProgressJson("j1", waiting, 10.0);
+  CHECK(waited["waiting"] == "no_space: /out: No space left on device");
+  CHECK(fm::ProgressLine(waited) ==
+        "waiting for disk space for " + fm::DurationText(75) +
+            " (no_space: /out: No space left on device); 120/300 frames written and kept");
+  CHECK_FALSE(j.contains("waiting"));  // a running job's has none
   // No progress.json yet; no time passed yet.
   // A resumed job: the rate is this run's frames (120 - 100 in 10 s), the kept ones are named.
   fm::JobProgress resumed = p;

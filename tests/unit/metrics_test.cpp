@@ -79,6 +79,12 @@ TEST_CASE("metrics: an idle service writes every spool state and every event rea
   CHECK(HasLine(text, "framemill_spare_workers 0"));
   f.spare_workers = 2;
   CHECK(HasLine(framemill::RenderMetrics(f), "framemill_spare_workers 2"));
+  CHECK(HasLine(text, "framemill_jobs_waiting_for_space 0"));
+  CHECK(HasLine(text, "framemill_spool_full 0"));
+  f.jobs_waiting_for_space = 1;
+  f.spool_full = true;
+  CHECK(HasLine(framemill::RenderMetrics(f), "framemill_jobs_waiting_for_space 1"));
+  CHECK(HasLine(framemill::RenderMetrics(f), "framemill_spool_full 1"));
   int pairs = 0;
   for (WorkerEvent e : {WorkerEvent::kRecycle, WorkerEvent::kCrash, WorkerEvent::kKill}) {
     for (const std::string& reason : framemill::WorkerEventReasons(e)) {

@@ -37,6 +37,16 @@ Status ResolveDepth(const JobSpec& job, const Config& config, PreparedJob* p) {
       p->warnings.push_back(w);
     }
   }
+  if (v.alpha) {
+    // The frames travel as RGB (or RGB48) through the arena and the model: no alpha plane.
+    const std::string what = ParsePixelFormat(v.pix_fmt).alpha
+                                 ? v.pix_fmt
+                                 : v.codec + " alpha, stream tag alpha_mode 1";
+    std::string w = "the source's alpha channel (" + what +
+                    ") is dropped: framemill carries colour only, the output is opaque";
+    spdlog::warn("{}: {}", job.input, w);
+    p->warnings.push_back(w);
+  }
   for (const std::string& fitted : FitColorTags(p->encoder.codec, &p->color_path)) {
     std::string w = p->encoder.codec + ": " + fitted;
     spdlog::warn("{}: {}", job.input, w);

@@ -57,6 +57,15 @@ void ReadColor(const nlohmann::json& s, VideoStreamInfo* v) {
   PixelFormatTraits t = ParsePixelFormat(v->pix_fmt);
   v->bits_per_component = t.bits;
   v->chroma_layout = ChromaLayoutName(t.chroma);
+  v->alpha = t.alpha;
+  if (auto tags = s.find("tags"); tags != s.end() && tags->is_object()) {
+    for (const auto& [key, value] : tags->items()) {
+      if ((key == "alpha_mode" || key == "ALPHA_MODE") && value.is_string() &&
+          value.get<std::string>() == "1") {
+        v->alpha = true;
+      }
+    }
+  }
   auto side = s.find("side_data_list");
   if (side != s.end()) ParseHdrSideData(*side, &v->hdr);
 }

@@ -56,6 +56,9 @@ struct VideoStreamInfo {
   // depth: from pix_fmt (supervisor/media/pixel_format.h) and side data (supervisor/media/hdr_metadata.h).
   int bits_per_component = 8;
   std::string chroma_layout;  // "420" | "422" | "444" | "440" | "411" | "410" | "gray" | ""
+  // An alpha channel: in the pixel format (yuva444p12le, gbrap...), or VP8/VP9's own in
+  // Matroska (the stream tag alpha_mode 1, which ffprobe's pix_fmt does not show).
+  bool alpha = false;
   HdrMetadata hdr;            // stream side data, else the first frame's (HDR transfers only)
 };
 

@@ -77,6 +77,14 @@ const char* ChromaLayoutName(ChromaLayout layout) {
 
 PixelFormatTraits ParsePixelFormat(const std::string& name) {
   PixelFormatTraits t;
+  t.alpha = StartsWith(name, "yuva") || StartsWith(name, "gbrap") || StartsWith(name, "ya") ||
+            StartsWith(name, "rgba") || StartsWith(name, "bgra") || StartsWith(name, "argb") ||
+            StartsWith(name, "abgr") || StartsWith(name, "ayuv");
+  if (StartsWith(name, "ya") && !StartsWith(name, "yuv")) {  // ya8, ya16le: gray with alpha
+    t.chroma = ChromaLayout::kGray;
+    t.bits = name == "ya8" ? 8 : 16;
+    return t;
+  }
   if (StartsWith(name, "yuv") && name.size() >= 6) {
     size_t pos = 3;
     if (name[pos] == 'j') t.full_range = true;

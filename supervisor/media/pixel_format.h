@@ -21,6 +21,7 @@ struct PixelFormatTraits {
   ChromaLayout chroma = ChromaLayout::kUnknown;
   bool rgb = false;         // RGB/GBR formats (chroma is then k444)
   bool full_range = false;  // a yuvj* format (full range by its name)
+  bool alpha = false;       // it has an alpha plane (yuva*, gbrap*, rgba, ya16...)
 };
 
 // Traits of an ffmpeg pixel format name: yuv420p10le, yuvj422p, nv12, p010le, gray12le, gbrp10le,

@@ -176,3 +176,33 @@ TEST_CASE("fidelity: a variable-rate clip with frames 5.3 ms apart keeps a times
     }
   }
 }
+
+TEST_CASE(
+    "fidelity: a 12-bit source with alpha (ProRes 4444) names both losses: alpha dropped, and the "
+    "depth the encoder keeps") {
+  const std::string dir = ScratchDir("fidelity_alpha");
+  const std::string input = dir + "/alpha.mov";
+  MustShell("ffmpeg -v error -y -f lavfi -i testsrc=size=160x120:rate=25:duration=1,"
+            "format=yuva444p12le -c:v prores_ks -profile:v 4444 " + Q(input));
+  REQUIRE(FirstStream(Probe(input), "video").value("pix_fmt", "").rfind("yuva444p", 0) == 0);
+  RunResult r = Identity(dir, input, dir + "/out.mp4");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.find("alpha channel (yuva444p") != std::string::npos);
+  CHECK(r.err.find("is dropped") != std::string::npos);
+  // libx264 stops at 10 bits: its pixel format is named as a loss.
+  CHECK(r.err.find("12-bit 444 source; writing yuv444p10le") != std::string::npos);
+  CHECK(FirstStream(Probe(dir + "/out.mp4"), "video").value("pix_fmt", "") == "yuv444p10le");
+}
+
+TEST_CASE("fidelity: VP9 with alpha in WebM (alpha_mode 1, pix_fmt without it) names the loss") {
+  const std::string dir = ScratchDir("fidelity_vp9_alpha");
+  const std::string input = dir + "/alpha.webm";
+  RunResult make = Shell("ffmpeg -v error -y -f lavfi -i testsrc=size=160x120:rate=25:duration=1,"
+                         "format=yuva420p -c:v libvpx-vp9 -deadline realtime " + Q(input));
+  if (make.exit_code != 0) SkipTest("this ffmpeg has no libvpx-vp9 encoder: " + make.err);
+  RunResult r = Identity(dir, input, dir + "/out.mp4");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.find("alpha channel (vp9 alpha, stream tag alpha_mode 1) is dropped") != std::string::npos);
+}

@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // The metrics a complete file has (each with its TYPE line), the last one last.
-constexpr int kMetrics = 14;
+constexpr int kMetrics = 16;
 constexpr const char* kLastType = "# TYPE framemill_gpu_reserved_bytes gauge";
 
 // The value of the sample `series` (name and labels as written), or -1 when it is absent.

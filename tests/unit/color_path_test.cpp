@@ -69,6 +69,17 @@ TEST_CASE("depth: pixel format names give bit depth and chroma layout") {
   CHECK(ParsePixelFormat("yuvj422p").full_range);
   CHECK_FALSE(ParsePixelFormat("yuv422p").full_range);
   CHECK(ParsePixelFormat("gbrp").rgb);
+  for (const char* alpha : {"yuva444p12le", "yuva420p", "gbrap10le", "rgba", "bgra", "argb",
+                            "rgba64le", "ya8", "ya16le"}) {
+    INFO(alpha);
+    CHECK(ParsePixelFormat(alpha).alpha);
+  }
+  CHECK(ParsePixelFormat("yuva444p12le").bits == 12);
+  CHECK(ParsePixelFormat("ya16le").chroma == ChromaLayout::kGray);
+  for (const char* opaque : {"yuv420p", "yuv444p12le", "gbrp", "rgb24", "nv12", "gray"}) {
+    INFO(opaque);
+    CHECK_FALSE(ParsePixelFormat(opaque).alpha);
+  }
   CHECK(ParsePixelFormat("something").chroma == ChromaLayout::kUnknown);
 }
 

@@ -64,7 +64,7 @@
 
 namespace framemill {
 
-inline constexpr long long kMaxWorkerFileBytes = 256ll << 20;  // the stderr log's ceiling
+inline constexpr long long kMaxWorkerFileBytes = 16ll << 20;  // the stderr log's ceiling
 inline constexpr long long kMaxWorkerFiles = 4096;             // open descriptors
 inline constexpr long long kMaxWorkerTasks = 16384;            // processes and threads, per user
 

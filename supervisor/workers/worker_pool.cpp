@@ -402,6 +402,7 @@ std::vector<WorkerExit> WorkerPool::ReapExited() {
     e.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     e.generation = processes_[k]->generation;
     e.stderr_tail = LastLinesOfFile(processes_[k]->log_path, 5);
+    SettleLog(processes_[k]->log_path);
     // The dead worker's last words, checked like everything else it wrote.
     Result<WorkerState> state = ValidateWorkerState(ch.state.load(std::memory_order_acquire));
     e.last_state = state.ok() ? *state : WorkerState::kEmpty;
@@ -410,6 +411,15 @@ std::vector<WorkerExit> WorkerPool::ReapExited() {
     exits.push_back(std::move(e));
   }
   return exits;
+}
+
+void WorkerPool::SettleLog(const std::string& path) {
+  if (path.empty()) return;
+  kept_logs_.push_back(path);
+  while (kept_logs_.size() > kKeptWorkerLogs) {
+    ::unlink(kept_logs_.front().c_str());
+    kept_logs_.pop_front();
+  }
 }
 
 // The name of the arena `source` in p's scope: linked there the first time, and the arena it

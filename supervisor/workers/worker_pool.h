@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,6 +33,9 @@
 #include "common/status.h"
 
 namespace framemill {
+
+// The logs of ended workers a pool keeps (WorkerOptions::log_dir).
+inline constexpr size_t kKeptWorkerLogs = 16;
 
 struct WorkerOptions {
   std::string worker_binary;  // framemill-worker
@@ -45,7 +49,11 @@ struct WorkerOptions {
   // square, face mode's face_size, or a one-shape package's shape (supervisor/job/model_fit.h).
   uint32_t probe_width = kProbeSize, probe_height = kProbeSize, probe_batch = 1;
   std::string log_level;
-  std::string log_dir;             // each worker's stderr goes to log_dir/worker-<k>-<gen>.log
+  // Each worker's stderr goes to log_dir/worker-<k>-<gen>.log, at most kMaxWorkerFileBytes
+  // (worker/sandbox.h) each. Of the workers that ended while the pool ran (recycled, crashed,
+  // killed), the logs of the last kKeptWorkerLogs are kept and older ones removed, so that a
+  // storm of recycles or crashes cannot fill the disk; the live workers' logs stay.
+  std::string log_dir;
   std::string pytorch_alloc_conf;  // "" = inherit the environment as it is
   int model_fd = -1;  // open read-only descriptor of the checked model file (not owned); the pool
                       // keeps its own dup
@@ -188,6 +196,9 @@ class WorkerPool {
  private:
   WorkerPool(const WorkerOptions& options, int wake_fd, int channels, int model_fd);
   struct Process;
+  // The log of a worker that ended, read: kept among the last kKeptWorkerLogs, the oldest of
+  // those removed.
+  void SettleLog(const std::string& path);
   // Opens a worker's log for writing, as the spawn's redirection does.
   Result<int> OpenLog(const std::string& path) const;
   // The name of the arena `source` in p's own scope (see Send).
@@ -199,6 +210,7 @@ class WorkerPool {
   int channel_count_;
   std::vector<std::unique_ptr<Process>> processes_;  // by channel; null when none
   uint64_t generations_ = 0;
+  std::deque<std::string> kept_logs_;  // of workers that ended, oldest first
   int model_fd_ = -1;  // owned; given to every worker as kWorkerModelFd; -1 in a spare pool
   bool spares_ = false;  // CreateSpares
 };

@@ -202,6 +202,27 @@ TEST_CASE("worker pool: an exit code and the worker's last stderr lines are repo
   fs::remove_all(dir);
 }
 
+TEST_CASE("worker pool: a storm of worker exits keeps only the last kKeptWorkerLogs logs") {
+  std::string dir = TempDir("logs");
+  std::string program = Script(dir, "fail.sh", "echo \"worker $$\" >&2\nexit 1\n");
+  auto pool = WorkerPool::Create(StandIn(dir, program), 1);
+  REQUIRE(pool.ok());
+  const int generations = static_cast<int>(framemill::kKeptWorkerLogs) + 5;
+  for (int g = 1; g <= generations; ++g) {
+    REQUIRE((*pool)->Spawn(0).ok());
+    CHECK(WaitForExit(**pool, 0).stderr_tail.find("worker ") != std::string::npos);
+  }
+  int logs = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() == ".log") ++logs;
+  }
+  CHECK(logs == static_cast<int>(framemill::kKeptWorkerLogs));
+  // The newest are the ones kept.
+  CHECK(fs::exists(dir + "/worker-0-" + std::to_string(generations) + ".log"));
+  CHECK_FALSE(fs::exists(dir + "/worker-0-1.log"));
+  fs::remove_all(dir);
+}
+
 TEST_CASE("worker pool: a killed worker is reported with its signal and its control block goes") {
   std::string dir = TempDir("kill");
   std::string program = Script(dir, "sleep.sh", "exec sleep 60\n");

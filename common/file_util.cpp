@@ -98,7 +98,8 @@ Status SyncFile(const std::string& path) {
   return SyncDirectory(DirName(path));
 }
 
-Status AtomicWriteFile(const std::string& path, const std::string& content, int mode) {
+Status AtomicWriteFile(const std::string& path, const std::string& content, int mode,
+                       uint32_t reader_uid) {
   // A random name created exclusively: a link or file planted at a predictable temp name is
   // never followed or truncated.
   std::string tmp = path + ".tmp." + RandomToken();
@@ -124,6 +125,7 @@ Status AtomicWriteFile(const std::string& path, const std::string& content, int 
     p += n;
     left -= static_cast<size_t>(n);
   }
+  if (reader_uid != kNoReader && reader_uid != ::geteuid()) (void)GrantReadAcl(fd, reader_uid);
   if (::fsync(fd) != 0) {
     Status s = Errno("fsync " + tmp);
     ::close(fd);

@@ -14,8 +14,12 @@ namespace framemill {
 
 // Writes `content` to `path` atomically (temp in the same directory under a random name, created
 // with O_EXCL | O_NOFOLLOW, fsync, rename, fsync dir): a link at `path` is replaced, not followed.
-// The file gets 0644 less the umask, or exactly `mode` when it is given (>= 0).
-Status AtomicWriteFile(const std::string& path, const std::string& content, int mode = -1);
+// The file gets 0644 less the umask, or exactly `mode` when it is given (>= 0). With a
+// `reader_uid`, that user may read it too, whatever the umask (an access ACL, GrantReadAcl in
+// common/checked_file.h; best effort: on a file system without ACLs the mode stays as it is).
+inline constexpr uint32_t kNoReader = UINT32_MAX;
+Status AtomicWriteFile(const std::string& path, const std::string& content, int mode = -1,
+                       uint32_t reader_uid = kNoReader);
 
 // Writes all of `bytes` to the open descriptor `fd` (short writes and EINTR retried); `what`
 // names the file in the error.

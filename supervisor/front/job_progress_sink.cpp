@@ -41,7 +41,7 @@ void JobProgressSink::Report(const JobProgress& p) {
   nlohmann::json progress = ProgressJson(id_, p, secs);
   const double fps = progress.value("fps", 0.0);
   if (!gpus_.empty()) progress["service_gpus"] = gpus_;
-  (void)AtomicWriteFile(dir_ + "/progress.json", DumpJson(progress) + "\n");
+  (void)AtomicWriteFile(dir_ + "/progress.json", DumpJson(progress) + "\n", -1, reader_uid_);
   char status[256];
   if (!p.waiting.empty()) {
     std::snprintf(status, sizeof(status), "STATUS=job %s: waiting for disk space (%.0f s)",

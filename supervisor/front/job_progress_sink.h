@@ -27,6 +27,8 @@ class JobProgressSink {
   // (none: empty); `service_stop` is the service's stop.
   JobProgressSink(std::string id, std::string dir, std::vector<int> gpus, uint64_t start_ms,
                   const std::atomic<bool>& service_stop);
+  // The submitter, who may read progress.json whatever the service's umask.
+  void set_reader(uint32_t uid) { reader_uid_ = uid; }
 
   void Report(const JobProgress& p);
   const std::atomic<bool>& job_stop() const { return job_stop_; }  // the job's stop
@@ -40,6 +42,7 @@ class JobProgressSink {
   std::atomic<bool> job_stop_{false};
   bool cancelled_ = false;
   uint64_t last_write_ms_ = 0;
+  uint32_t reader_uid_ = UINT32_MAX;
 };
 
 }  // namespace framemill

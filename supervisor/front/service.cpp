@@ -175,8 +175,10 @@ void Service::SayWaiting(QueuedJob* q) {
   if (q->waiting_logged) return;
   q->waiting_logged = true;
   // What `framemill list` and `status` show for it until it starts.
-  (void)AtomicWriteFile(spool_.JobDir(SpoolState::kActive, q->id) + "/progress.json",
-                        DumpJson({{"id", q->id}, {"waiting_for_gpus", q->ask.gpus}}) + "\n");
+  const std::string dir = spool_.JobDir(SpoolState::kActive, q->id);
+  (void)AtomicWriteFile(dir + "/progress.json",
+                        DumpJson({{"id", q->id}, {"waiting_for_gpus", q->ask.gpus}}) + "\n", -1,
+                        Spool::SubmitterOf(dir));
   const std::set<int>& free = gpus_.free();
   spdlog::info("job {} waits for GPUs {} (free: {})", q->id,
                q->ask.gpus.empty() ? std::string("(any)") : GpuListText(q->ask.gpus),

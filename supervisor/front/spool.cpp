@@ -42,6 +42,15 @@ Status Errno(const std::string& what) {
                 what + ": " + std::strerror(errno));
 }
 
+// A job's folder: 0711 whatever the umask (the unit's UMask=0027), so that its submitter reaches
+// the files granted to them by name (result.json, progress.json, the cancel marker) while no
+// other user lists or reads it.
+Status MakeJobDir(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0711) != 0) return Errno("create " + dir);
+  if (::chmod(dir.c_str(), 0711) != 0) return Errno("chmod " + dir);
+  return Status::Ok();
+}
+
 const char* FileType(mode_t mode) {
   if (S_ISDIR(mode)) return "a directory";
   if (S_ISFIFO(mode)) return "a FIFO";
@@ -299,7 +308,7 @@ Result<ClaimedJob> Spool::Claim(const SpoolEntry& incoming) {
   ClaimedJob job{UniqueId(incoming.id), static_cast<uint32_t>(st.st_uid),
                  static_cast<uint32_t>(st.st_gid)};
   std::string dir = JobDir(SpoolState::kActive, job.id);
-  if (::mkdir(dir.c_str(), 0755) != 0) return Errno("create " + dir);
+  FM_RETURN_IF_ERROR(MakeJobDir(dir));
   if (::rename(incoming.path.c_str(), (dir + "/job.json").c_str()) != 0) {
     Status s = errno == ENOENT ? Status::Ok() : Errno("claim " + incoming.path);
     ::rmdir(dir.c_str());
@@ -333,7 +342,7 @@ Result<ClaimedJob> Spool::Claim(const SpoolEntry& incoming) {
 Result<std::string> Spool::SetAside(const SpoolEntry& incoming, const nlohmann::json& result) {
   std::string id = UniqueId(incoming.id);
   std::string dir = JobDir(SpoolState::kActive, id);
-  if (::mkdir(dir.c_str(), 0755) != 0) return Errno("create " + dir);
+  FM_RETURN_IF_ERROR(MakeJobDir(dir));
   if (::rename(incoming.path.c_str(), (dir + "/job.json").c_str()) != 0) {
     Status s = Errno("move " + incoming.path + " aside");
     ::rmdir(dir.c_str());
@@ -345,9 +354,16 @@ Result<std::string> Spool::SetAside(const SpoolEntry& incoming, const nlohmann::
   return id;
 }
 
+uint32_t Spool::SubmitterOf(const std::string& job_dir) {
+  struct stat st {};
+  if (::lstat((job_dir + "/job.json").c_str(), &st) != 0) return kNoReader;
+  return static_cast<uint32_t>(st.st_uid);
+}
+
 Status Spool::Finish(const std::string& id, bool ok, const nlohmann::json& result) {
   std::string from = JobDir(SpoolState::kActive, id);
-  FM_RETURN_IF_ERROR(AtomicWriteFile(from + "/result.json", DumpJson(result, 2) + "\n"));
+  FM_RETURN_IF_ERROR(AtomicWriteFile(from + "/result.json", DumpJson(result, 2) + "\n", -1,
+                                     SubmitterOf(from)));
   ::unlink((from + "/progress.json").c_str());
   ::unlink((from + "/cancel").c_str());
   return DurableRename(from, JobDir(ok ? SpoolState::kDone : SpoolState::kFailed, id));

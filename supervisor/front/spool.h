@@ -33,6 +33,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/file_util.h"
 #include "common/status.h"
 
 namespace framemill {
@@ -125,6 +126,9 @@ class Spool {
 
   // Writes result.json into active/<id> and moves the directory to done/ or failed/.
   Status Finish(const std::string& id, bool ok, const nlohmann::json& result);
+  // The submitter of the job in `job_dir`: the owner of its job.json (as Claim took it), who
+  // may read the files the service writes there whatever its umask; kNoReader when unknown.
+  static uint32_t SubmitterOf(const std::string& job_dir);
 
   // Raises active/<id>/starts by one (written and fsynced before it returns) and returns the
   // new count; LowerStarts undoes it for a start that ended in an orderly stop.

@@ -56,6 +56,7 @@ void SpoolJobRun::RunClaimed() {
   ctx_.metrics.Write();  // the job is active
   const uint64_t start_ms = MonotonicMs();
   JobProgressSink progress(id_, dir_, job_->gpus, start_ms, ctx_.stop);
+  progress.set_reader(submitter_->uid);
   std::vector<DispatchStats> attempts;  // worker counts of each ended attempt, for the metrics
   JobReportFile report_file;
   JobOptions options = Options(&attempts, &report_file);

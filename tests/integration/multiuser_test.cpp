@@ -241,3 +241,45 @@ TEST_CASE(
   ::kill(serve.pid, SIGTERM);
   CHECK(WaitJob(serve, 30).exit_code == 0);
 }
+
+TEST_CASE(
+    "spool: under the unit's UMask=0027 a submitter reads their own progress and result and "
+    "cancels with a true answer; another user reads neither") {
+  RequireMultiUser();
+  Service s = MakeService("spool_users_umask");
+  OwnedDir(s.spool, 0, 0755);
+  OwnedDir(s.spool + "/incoming", 0, 01777);
+  OwnedDir(s.spool + "/tmp", 0, 01733);
+  const std::string input = s.dir + "/long.mp4";
+  MakeIndexVideo(input, 1500, 320, 240, 25, 0);
+  const std::string model = ModelCopy("identity", s.dir);
+  const std::string out_a = OwnedDir(s.dir + "/out-a", kUserA, 0755);
+  // The service as the shipped unit runs it (systemd/framemill.service: UMask=0027).
+  const mode_t before = ::umask(0027);
+  BackgroundJob serve = Serve(s);
+  ::umask(before);
+  KillOnExit guard{serve};
+  std::string id =
+      Submit(s, kUserA,
+             "'" + input + "' --model '" + model + "' --output '" + out_a + "/out.mp4' batch=2");
+  REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/active/" + id + "/progress.json"); }, 60));
+  REQUIRE(WaitUntil([&] { return Cli(s, "status " + id, As(kUserA)).out.find("frames written") !=
+                                 std::string::npos; }, 30));
+  // B sees that the job exists (list), not what it does.
+  CHECK(Cli(s, "status " + id, As(kUserB)).out.find("frames written") == std::string::npos);
+  RunResult cancelled = Cli(s, "cancel " + id, As(kUserA));
+  INFO(cancelled.out << cancelled.err);
+  CHECK(cancelled.exit_code == 0);
+  CHECK(cancelled.out.find("cancelled") != std::string::npos);
+  REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/failed/" + id + "/result.json"); }, 60));
+  struct stat st {};
+  REQUIRE(::stat((s.spool + "/failed/" + id + "/result.json").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0007) == 0);  // the umask holds for everyone else
+  RunResult status = Cli(s, "status " + id, As(kUserA));
+  INFO(status.out << status.err);
+  CHECK(status.out.find("cancelled") != std::string::npos);
+  CHECK(Shell(As(kUserA) + " cat '" + s.spool + "/failed/" + id + "/result.json'").exit_code == 0);
+  CHECK(Shell(As(kUserB) + " cat '" + s.spool + "/failed/" + id + "/result.json'").exit_code != 0);
+  ::kill(serve.pid, SIGTERM);
+  CHECK(WaitJob(serve, 30).exit_code == 0);
+}

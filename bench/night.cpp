@@ -51,7 +51,7 @@ constexpr int kFaults = static_cast<int>(Fault::kCount);
 
 struct Options {
   double minutes = 0.6;        // the fault phase; the drain after it is bounded by drain_minutes
-  double drain_minutes = 3;
+  double drain_minutes = 1.5;
   uint64_t seed = 0;
   bool seed_given = false;
   std::string dir;             // default: a new /tmp/framemill-night-XXXXXX, kept for its logs
@@ -620,6 +620,8 @@ int main(int argc, char** argv) {
     o.dir = tmpl;
   }
   fs::create_directories(o.dir);
+  // A --dir of an earlier night keeps its videos and models; its findings go.
+  for (const char* sub : {"evidence", "logs", "scratch"}) fs::remove_all(o.dir + "/" + sub);
   ::chmod(o.dir.c_str(), 0755);  // the made-up users read inputs and models below it
   Site site;
   site.framemill = FRAMEMILL_BIN;

@@ -39,6 +39,11 @@ using namespace framemill::night;
 
 namespace {
 
+// SIGINT or SIGTERM to the night: the faults stop, the service stops, the checks run (the flag
+// only; the loop reads it).
+volatile std::sig_atomic_t g_stop = 0;
+void OnStop(int) { g_stop = 1; }
+
 // The faults, each drawn as a Poisson process of its own rate (per minute of the fault phase).
 enum class Fault {
   kWorkerKill, kWorkerStop, kServiceKill, kServiceTerm, kDecoderKill, kEncoderKill, kMuxKill,
@@ -184,6 +189,8 @@ void Night::KillOrphans(bool after_sigterm) {
     }
     ::kill(p.pid, SIGKILL);
     ++orphans_killed_;
+    Log("orphan %s pid %d killed (left by the service's %s)", Name(KindOf(p)), p.pid,
+        after_sigterm ? "SIGTERM" : "SIGKILL");
   }
 }
 
@@ -392,10 +399,11 @@ int Night::Run() {
       drained = true;
       break;
     }
-    if (t >= drain_end) break;
+    if (t >= drain_end || g_stop) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  if (!drained) Finding("the queue did not drain within the drain time");
+  if (g_stop) Finding("stopped by a signal before the end");
+  else if (!drained) Finding("the queue did not drain within the drain time");
   Log("fault phase over; queue %s", drained ? "drained" : "NOT drained");
   StopService();
   FreeFills(true);
@@ -659,6 +667,8 @@ int main(int argc, char** argv) {
     std::printf("framemill-night: cannot make the jobs: %s\n", e.what());
     return 1;
   }
+  std::signal(SIGINT, OnStop);
+  std::signal(SIGTERM, OnStop);
   Night night(o, site, std::move(jobs));
   const int rc = night.Run();
   std::printf("\n%s; seed %llu; replay: %s\n", rc == 0 ? "PASS" : "FAIL",

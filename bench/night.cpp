@@ -68,6 +68,7 @@ struct Options {
   double restart_delay_s = 0.5;           // the unit's RestartSec, shortened for the soak
   int no_space_wait_s = 0;     // > 0: the config key no_space_wait_s (when the service has it)
   std::string device = "cpu";
+  bool stop_any_worker = false;  // SIGSTOP also workers not yet ready (see Night::Signal)
 };
 
 double Now(std::chrono::steady_clock::time_point t0) {
@@ -125,6 +126,8 @@ class Night {
   double stop_deadline_ = 0;
   double restart_at_ = -1;       // when the service is to start again; < 0: not down
   bool last_stop_term_ = false;
+  bool signalled_ = false;       // SIGKILL or SIGTERM sent to the current service
+  std::string service_log_;
   std::map<std::string, Filler> fills_;   // by filesystem: out, spool, shm
   std::map<std::string, double> free_at_;
   int injected_[kFaults] = {};
@@ -155,6 +158,8 @@ void Night::StartService() {
   const std::string log = fs::path(site_.scratch).parent_path().string() + "/logs/serve-" +
                           std::to_string(service_starts_) + ".log";
   service_ = SpawnLogged({site_.framemill, "--config", site_.config, "serve"}, log);
+  service_log_ = log;
+  signalled_ = false;
   if (service_ < 0) Finding("cannot start framemill serve");
   restart_at_ = -1;
   Log("service started (pid %d, start %d, log %s)", service_, service_starts_, log.c_str());
@@ -204,10 +209,20 @@ void Night::KillOrphans(bool after_sigterm) {
 }
 
 bool Night::Signal(ProcKind kind, int sig, const char* what) {
-  if (service_ < 0 || stopping_) return false;
+  if (service_ < 0 || stopping_ || signalled_) return false;
+  // WORKAROUND for a product finding (seed 20261207, 2026-12-06): a worker stopped before it is ready
+  // (loading its model, or a spare) stalls its job for worker_start_timeout_s and fails it as
+  // worker_failed, and the service does not honour SIGTERM meanwhile. Unless
+  // --stop-any-worker, SIGSTOP goes only to workers the service has logged as ready.
+  const std::string log = sig == SIGSTOP && !o_.stop_any_worker ? ReadText(service_log_) : "";
   std::vector<Proc> found;
   for (const Proc& p : Descendants(service_)) {
-    if (p.state != 'Z' && p.state != 'T' && KindOf(p) == kind) found.push_back(p);
+    if (p.state == 'Z' || p.state == 'T' || KindOf(p) != kind) continue;
+    if (sig == SIGSTOP && !o_.stop_any_worker &&
+        log.find("pid " + std::to_string(p.pid) + ") ready") == std::string::npos) {
+      continue;
+    }
+    found.push_back(p);
   }
   if (found.empty()) return false;
   const Proc& p = found[std::uniform_int_distribution<size_t>(0, found.size() - 1)(rng_)];
@@ -237,8 +252,9 @@ bool Night::Inject(Fault f) {
     case Fault::kMuxKill: done = Signal(ProcKind::kMux, SIGKILL, "mux ffmpeg SIGKILL"); break;
     case Fault::kServiceKill:
     case Fault::kServiceTerm:
-      if (service_ > 0 && !stopping_) {
+      if (service_ > 0 && !stopping_ && !signalled_) {
         const bool term = f == Fault::kServiceTerm;
+        signalled_ = true;
         ::kill(service_, term ? SIGTERM : SIGKILL);
         Log("service %s pid %d", term ? "SIGTERM" : "SIGKILL", service_);
         last_stop_term_ = term;
@@ -522,7 +538,7 @@ void Usage() {
   std::printf(
       "usage: framemill-night [--minutes M] [--seed S] [--dir DIR] [--jobs N] [--bad N]\n"
       "         [--frames MIN-MAX] [--sizes WxH,WxH] [--cancels N] [--drain-minutes M]\n"
-      "         [--no-space-wait S] [--device D] [--RATE R ...]\n"
+      "         [--no-space-wait S] [--device D] [--stop-any-worker] [--RATE R ...]\n"
       "RATE (faults per minute): ");
   for (int i = 0; i < kFaults; ++i) std::printf("--%s ", kFaultNames[i]);
   std::printf("\nDefaults: the short form (about a minute on 2 cores).\n");
@@ -532,6 +548,10 @@ bool Parse(int argc, char** argv, Options* o) {
   for (int i = 1; i < argc; ++i) {
     const std::string k = argv[i];
     if (k == "--help" || k == "-h") return false;
+    if (k == "--stop-any-worker") {
+      o->stop_any_worker = true;
+      continue;
+    }
     if (i + 1 >= argc) {
       std::fprintf(stderr, "framemill-night: %s needs a value\n", k.c_str());
       return false;
@@ -582,6 +602,7 @@ std::string ReplayCommand(const char* argv0, const Options& o) {
   }
   c += " --cancels " + std::to_string(o.cancels) + " --device " + o.device;
   if (o.no_space_wait_s > 0) c += " --no-space-wait " + std::to_string(o.no_space_wait_s);
+  if (o.stop_any_worker) c += " --stop-any-worker";
   for (int i = 0; i < kFaults; ++i) {
     char r[64];
     std::snprintf(r, sizeof(r), " --%s %g", kFaultNames[i], o.rates[i]);

@@ -56,11 +56,10 @@ int ReadIndex(const uint8_t* rgb, int width, int height) {
 void MakeIndexVideo(const std::string& path, int frames, int width, int height, int fps,
                     int tone_hz) {
   const double seconds = static_cast<double>(frames) / fps;
-  const std::string audio_in = tone_hz > 0 ? " -f lavfi -i sine=frequency=" +
-                                                 std::to_string(tone_hz) +
-                                                 ":sample_rate=48000:duration=" +
-                                                 std::to_string(seconds)
-                                           : "";
+  const std::string audio_in = tone_hz > 0
+                                   ? " -f lavfi -i sine=frequency=" + std::to_string(tone_hz) +
+                                         ":sample_rate=48000:duration=" + std::to_string(seconds)
+                                   : "";
   const std::string audio_out = tone_hz > 0 ? " -c:a aac -b:a 96k" : "";
   const std::string cmd = "ffmpeg -nostdin -v error -y -f rawvideo -pix_fmt rgb24 -s " +
                           std::to_string(width) + "x" + std::to_string(height) + " -framerate " +
@@ -100,8 +99,7 @@ int64_t DecodeFrames(const std::string& path, const std::string& log,
   return (*reader)->Finish().ok() ? count : -1;
 }
 
-int64_t Misplaced(const std::string& path, int64_t frames, const std::string& log,
-                  int flip_bits) {
+int64_t Misplaced(const std::string& path, int64_t frames, const std::string& log, int flip_bits) {
   int64_t i = 0, bad = 0;
   const int64_t n = DecodeFrames(path, log, [&](const uint8_t* rgb, int width, int height) {
     const int shown = ReadIndex(rgb, width, height);
@@ -113,8 +111,10 @@ int64_t Misplaced(const std::string& path, int64_t frames, const std::string& lo
 
 double AudioSeconds(const std::string& path) {
   // From the packets, not the stream's header: Matroska stores no stream duration.
-  const std::string cmd = "ffprobe -v error -select_streams a:0 -show_entries "
-                          "packet=pts_time,duration_time -of csv=p=0 " + ShellQuote(path);
+  const std::string cmd =
+      "ffprobe -v error -select_streams a:0 -show_entries "
+      "packet=pts_time,duration_time -of csv=p=0 " +
+      ShellQuote(path);
   FILE* p = ::popen(cmd.c_str(), "r");
   if (p == nullptr) return -1;
   double first = 0, end = 0;

@@ -46,27 +46,36 @@ void OnStop(int) { g_stop = 1; }
 
 // The faults, each drawn as a Poisson process of its own rate (per minute of the fault phase).
 enum class Fault {
-  kWorkerKill, kWorkerStop, kServiceKill, kServiceTerm, kDecoderKill, kEncoderKill, kMuxKill,
-  kOutputFull, kSpoolFull, kShmFull, kCount
+  kWorkerKill,
+  kWorkerStop,
+  kServiceKill,
+  kServiceTerm,
+  kDecoderKill,
+  kEncoderKill,
+  kMuxKill,
+  kOutputFull,
+  kSpoolFull,
+  kShmFull,
+  kCount
 };
-constexpr const char* kFaultNames[] = {"worker-kills", "worker-stops", "service-kills",
-                                       "service-terms", "decoder-kills", "encoder-kills",
-                                       "mux-kills", "output-full", "spool-full", "shm-full"};
+constexpr const char* kFaultNames[] = {
+    "worker-kills",  "worker-stops", "service-kills", "service-terms", "decoder-kills",
+    "encoder-kills", "mux-kills",    "output-full",   "spool-full",    "shm-full"};
 constexpr int kFaults = static_cast<int>(Fault::kCount);
 
 struct Options {
-  double minutes = 0.6;        // the fault phase; the drain after it is bounded by drain_minutes
+  double minutes = 0.6;  // the fault phase; the drain after it is bounded by drain_minutes
   double drain_minutes = 1.5;
   uint64_t seed = 0;
   bool seed_given = false;
-  std::string dir;             // default: a new /tmp/framemill-night-XXXXXX, kept for its logs
+  std::string dir;  // default: a new /tmp/framemill-night-XXXXXX, kept for its logs
   MixOptions mix;
   // Per minute. The short form's defaults; the 10-minute night raises them (BENCHMARKS.md).
   double rates[kFaults] = {12, 2, 2, 1, 3, 3, 3, 1.5, 1.5, 1.5};
-  int cancels = 1;             // cancels sent (each followed by a retry, which must be refused)
+  int cancels = 1;  // cancels sent (each followed by a retry, which must be refused)
   double hold_min_s = 1, hold_max_s = 4;  // how long a filesystem stays full
   double restart_delay_s = 0.5;           // the unit's RestartSec, shortened for the soak
-  int no_space_wait_s = 0;     // > 0: the config key no_space_wait_s (when the service has it)
+  int no_space_wait_s = 0;  // > 0: the config key no_space_wait_s (when the service has it)
   std::string device = "cpu";
   bool stop_any_worker = false;  // SIGSTOP also workers not yet ready (see Night::Signal)
 };
@@ -87,7 +96,8 @@ class Night {
       : o_(o), site_(site), jobs_(std::move(jobs)), rng_(o.seed ^ 0x5eed) {
     // Each fault's times come from a generator of its own, so that the schedule replays from
     // the seed whatever the service does; targets and hold times come from rng_.
-    for (int i = 0; i < kFaults; ++i) schedule_[i].seed(o.seed * 1000003 + static_cast<uint64_t>(i));
+    for (int i = 0; i < kFaults; ++i)
+      schedule_[i].seed(o.seed * 1000003 + static_cast<uint64_t>(i));
   }
 
   // The fault phase and the drain; then the checks. Returns the exit code.
@@ -111,7 +121,8 @@ class Night {
   void KeepEvidence();
   double Next(Fault f) {
     const double rate = o_.rates[static_cast<int>(f)] / 60.0;
-    return rate <= 0 ? 1e18 : std::exponential_distribution<double>(rate)(schedule_[static_cast<int>(f)]);
+    return rate <= 0 ? 1e18
+                     : std::exponential_distribution<double>(rate)(schedule_[static_cast<int>(f)]);
   }
 
   Options o_;
@@ -122,19 +133,19 @@ class Night {
   std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
   pid_t service_ = -1;
   int service_starts_ = 0;
-  bool stopping_ = false;        // SIGTERM sent, waiting for the service's exit
+  bool stopping_ = false;  // SIGTERM sent, waiting for the service's exit
   double stop_deadline_ = 0;
-  double restart_at_ = -1;       // when the service is to start again; < 0: not down
+  double restart_at_ = -1;  // when the service is to start again; < 0: not down
   bool last_stop_term_ = false;
-  bool signalled_ = false;       // SIGKILL or SIGTERM sent to the current service
+  bool signalled_ = false;  // SIGKILL or SIGTERM sent to the current service
   std::string service_log_;
-  std::map<std::string, Filler> fills_;   // by filesystem: out, spool, shm
+  std::map<std::string, Filler> fills_;  // by filesystem: out, spool, shm
   std::map<std::string, double> free_at_;
   int injected_[kFaults] = {};
   int missed_[kFaults] = {};
   int orphans_killed_ = 0, no_space_retries_ = 0, cancels_sent_ = 0, retries_refused_ = 0;
   int submit_delays_ = 0;
-  int early_terms_ = 0;           // SIGTERMs that ended the service before its handler
+  int early_terms_ = 0;  // SIGTERMs that ended the service before its handler
   std::vector<std::string> findings_;
 };
 
@@ -210,8 +221,8 @@ void Night::KillOrphans(bool after_sigterm) {
 
 bool Night::Signal(ProcKind kind, int sig, const char* what) {
   if (service_ < 0 || stopping_ || signalled_) return false;
-  // WORKAROUND for a product finding (seed 20261207, 2026-12-06): a worker stopped before it is ready
-  // (loading its model, or a spare) stalls its job for worker_start_timeout_s and fails it as
+  // WORKAROUND for a product finding (seed 20261207, 2026-12-06): a worker stopped before it is
+  // ready (loading its model, or a spare) stalls its job for worker_start_timeout_s and fails it as
   // worker_failed, and the service does not honour SIGTERM meanwhile. Unless
   // --stop-any-worker, SIGSTOP goes only to workers the service has logged as ready.
   const std::string log = sig == SIGSTOP && !o_.stop_any_worker ? ReadText(service_log_) : "";
@@ -245,11 +256,21 @@ bool Night::Inject(Fault f) {
     return true;
   };
   switch (f) {
-    case Fault::kWorkerKill: done = Signal(ProcKind::kWorker, SIGKILL, "worker SIGKILL"); break;
-    case Fault::kWorkerStop: done = Signal(ProcKind::kWorker, SIGSTOP, "worker SIGSTOP"); break;
-    case Fault::kDecoderKill: done = Signal(ProcKind::kDecoder, SIGKILL, "decoder ffmpeg SIGKILL"); break;
-    case Fault::kEncoderKill: done = Signal(ProcKind::kEncoder, SIGKILL, "encoder ffmpeg SIGKILL"); break;
-    case Fault::kMuxKill: done = Signal(ProcKind::kMux, SIGKILL, "mux ffmpeg SIGKILL"); break;
+    case Fault::kWorkerKill:
+      done = Signal(ProcKind::kWorker, SIGKILL, "worker SIGKILL");
+      break;
+    case Fault::kWorkerStop:
+      done = Signal(ProcKind::kWorker, SIGSTOP, "worker SIGSTOP");
+      break;
+    case Fault::kDecoderKill:
+      done = Signal(ProcKind::kDecoder, SIGKILL, "decoder ffmpeg SIGKILL");
+      break;
+    case Fault::kEncoderKill:
+      done = Signal(ProcKind::kEncoder, SIGKILL, "encoder ffmpeg SIGKILL");
+      break;
+    case Fault::kMuxKill:
+      done = Signal(ProcKind::kMux, SIGKILL, "mux ffmpeg SIGKILL");
+      break;
     case Fault::kServiceKill:
     case Fault::kServiceTerm:
       if (service_ > 0 && !stopping_ && !signalled_) {
@@ -263,10 +284,17 @@ bool Night::Inject(Fault f) {
         done = true;
       }
       break;
-    case Fault::kOutputFull: done = fill("output", site_.out); break;
-    case Fault::kSpoolFull: done = fill("spool", site_.spool); break;
-    case Fault::kShmFull: done = fill("shm", "/dev/shm"); break;
-    case Fault::kCount: break;
+    case Fault::kOutputFull:
+      done = fill("output", site_.out);
+      break;
+    case Fault::kSpoolFull:
+      done = fill("spool", site_.spool);
+      break;
+    case Fault::kShmFull:
+      done = fill("shm", "/dev/shm");
+      break;
+    case Fault::kCount:
+      break;
   }
   (done ? injected_ : missed_)[i]++;
   return done;
@@ -293,7 +321,8 @@ void Night::SubmitDue(bool all) {
           j.good ? (", " + j.model + ", " + std::to_string(j.video.frames) + " frames " +
                     std::to_string(j.video.width) + "x" + std::to_string(j.video.height) +
                     (j.video.audio ? " with audio" : " no audio") + ", priority " +
-                    std::to_string(j.priority)).c_str()
+                    std::to_string(j.priority))
+                       .c_str()
                  : ", expect ",
           j.good ? "" : j.expect_reason.c_str());
     } else {
@@ -427,8 +456,10 @@ int Night::Run() {
     if (t >= drain_end || g_stop) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  if (g_stop) Finding("stopped by a signal before the end");
-  else if (!drained) Finding("the queue did not drain within the drain time");
+  if (g_stop)
+    Finding("stopped by a signal before the end");
+  else if (!drained)
+    Finding("the queue did not drain within the drain time");
   Log("fault phase over; queue %s", drained ? "drained" : "NOT drained");
   StopService();
   FreeFills(true);
@@ -441,15 +472,17 @@ int Night::Run() {
 // them (small: short jobs, small frames) under evidence/ in --dir for whoever reads the findings.
 void Night::KeepEvidence() {
   const fs::path keep = fs::path(site_.scratch).parent_path() / "evidence";
-  for (const auto& [from, to] : {std::pair{site_.spool, keep / "spool"},
-                                 std::pair{site_.out, keep / "out"}}) {
+  for (const auto& [from, to] :
+       {std::pair{site_.spool, keep / "spool"}, std::pair{site_.out, keep / "out"}}) {
     std::error_code ec;
     for (auto it = fs::recursive_directory_iterator(from, ec); !ec && it != fs::end(it);
          it.increment(ec)) {
       const fs::path dest = to / fs::relative(it->path(), from);
       std::error_code ignored;
-      if (it->is_directory(ignored)) fs::create_directories(dest, ignored);
-      else if (it->is_regular_file(ignored)) fs::copy_file(it->path(), dest, ignored);
+      if (it->is_directory(ignored))
+        fs::create_directories(dest, ignored);
+      else if (it->is_regular_file(ignored))
+        fs::copy_file(it->path(), dest, ignored);
     }
   }
   Log("spool and outputs copied to %s", keep.c_str());
@@ -487,9 +520,12 @@ bool Night::Check() {
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(site_.spool + "/" + state, ec)) {
       const std::string id = e.path().filename().string();
-      if (ids.count(id) == 0) Finding(std::string("unknown job in ") + state + "/: " + id);
-      else if (++ids[id] > 1) Finding("job " + id + " in both done/ and failed/");
-      if (!fs::exists(e.path() / "result.json")) Finding(std::string(state) + "/" + id + " has no result.json");
+      if (ids.count(id) == 0)
+        Finding(std::string("unknown job in ") + state + "/: " + id);
+      else if (++ids[id] > 1)
+        Finding("job " + id + " in both done/ and failed/");
+      if (!fs::exists(e.path() / "result.json"))
+        Finding(std::string(state) + "/" + id + " has no result.json");
     }
   }
   int64_t frames = 0, lost = 0;
@@ -517,19 +553,23 @@ bool Night::Check() {
   }
   int64_t good_frames = 0;
   for (const NightJob& j : jobs_) good_frames += j.good && !j.cancelled ? j.video.frames : 0;
-  std::printf("\ninjected (in brackets: tries that found nothing to hit, tried again 0.2 s later):\n");
-  for (int i = 0; i < kFaults; ++i) std::printf("  %-14s %5d  (%d)\n", kFaultNames[i], injected_[i], missed_[i]);
-  std::printf("  cancels        %5d  (retries of them refused: %d)\n", cancels_sent_, retries_refused_);
+  std::printf(
+      "\ninjected (in brackets: tries that found nothing to hit, tried again 0.2 s later):\n");
+  for (int i = 0; i < kFaults; ++i)
+    std::printf("  %-14s %5d  (%d)\n", kFaultNames[i], injected_[i], missed_[i]);
+  std::printf("  cancels        %5d  (retries of them refused: %d)\n", cancels_sent_,
+              retries_refused_);
   std::printf("  no_space retries by the operator: %d; submits refused (full spool): %d\n",
               no_space_retries_, submit_delays_);
-  std::printf("  service starts %d; orphans killed after a service kill (as KillMode=mixed): %d;"
-              " SIGTERMs before the service's handler: %d\n",
-              service_starts_, orphans_killed_, early_terms_);
-  std::printf("\nfound: %d good jobs (%lld frames), %d cancelled, %d bad; frames checked %lld, "
-              "frames lost %lld, good jobs failed %d; %zu findings\n",
-              good, static_cast<long long>(good_frames), cancelled, bad,
-              static_cast<long long>(frames), static_cast<long long>(lost), good_failed,
-              findings_.size());
+  std::printf(
+      "  service starts %d; orphans killed after a service kill (as KillMode=mixed): %d;"
+      " SIGTERMs before the service's handler: %d\n",
+      service_starts_, orphans_killed_, early_terms_);
+  std::printf(
+      "\nfound: %d good jobs (%lld frames), %d cancelled, %d bad; frames checked %lld, "
+      "frames lost %lld, good jobs failed %d; %zu findings\n",
+      good, static_cast<long long>(good_frames), cancelled, bad, static_cast<long long>(frames),
+      static_cast<long long>(lost), good_failed, findings_.size());
   for (const std::string& f : findings_) std::printf("  FAIL %s\n", f.c_str());
   return findings_.empty();
 }
@@ -562,16 +602,26 @@ bool Parse(int argc, char** argv, Options* o) {
       if (k == std::string("--") + kFaultNames[f]) o->rates[f] = std::stod(v), rate = true;
     }
     if (rate) continue;
-    if (k == "--minutes") o->minutes = std::stod(v);
-    else if (k == "--drain-minutes") o->drain_minutes = std::stod(v);
-    else if (k == "--seed") o->seed = std::stoull(v), o->seed_given = true;
-    else if (k == "--dir") o->dir = v;
-    else if (k == "--jobs") o->mix.good = std::stoi(v);
-    else if (k == "--bad") o->mix.bad = std::stoi(v);
-    else if (k == "--cancels") o->cancels = std::stoi(v);
-    else if (k == "--no-space-wait") o->no_space_wait_s = std::stoi(v);
-    else if (k == "--device") o->device = v;
-    else if (k == "--frames") std::sscanf(v.c_str(), "%d-%d", &o->mix.min_frames, &o->mix.max_frames);
+    if (k == "--minutes")
+      o->minutes = std::stod(v);
+    else if (k == "--drain-minutes")
+      o->drain_minutes = std::stod(v);
+    else if (k == "--seed")
+      o->seed = std::stoull(v), o->seed_given = true;
+    else if (k == "--dir")
+      o->dir = v;
+    else if (k == "--jobs")
+      o->mix.good = std::stoi(v);
+    else if (k == "--bad")
+      o->mix.bad = std::stoi(v);
+    else if (k == "--cancels")
+      o->cancels = std::stoi(v);
+    else if (k == "--no-space-wait")
+      o->no_space_wait_s = std::stoi(v);
+    else if (k == "--device")
+      o->device = v;
+    else if (k == "--frames")
+      std::sscanf(v.c_str(), "%d-%d", &o->mix.min_frames, &o->mix.max_frames);
     else if (k == "--sizes") {
       o->mix.sizes.clear();
       for (size_t p = 0; p < v.size();) {
@@ -592,10 +642,11 @@ bool Parse(int argc, char** argv, Options* o) {
 // The command line that replays this night (same seed and settings; --dir left out).
 std::string ReplayCommand(const char* argv0, const Options& o) {
   std::string c = std::string(argv0) + " --seed " + std::to_string(o.seed) + " --minutes " +
-                  std::to_string(o.minutes) + " --drain-minutes " + std::to_string(o.drain_minutes) +
-                  " --jobs " + std::to_string(o.mix.good) + " --bad " + std::to_string(o.mix.bad) +
-                  " --frames " + std::to_string(o.mix.min_frames) + "-" +
-                  std::to_string(o.mix.max_frames) + " --sizes ";
+                  std::to_string(o.minutes) + " --drain-minutes " +
+                  std::to_string(o.drain_minutes) + " --jobs " + std::to_string(o.mix.good) +
+                  " --bad " + std::to_string(o.mix.bad) + " --frames " +
+                  std::to_string(o.mix.min_frames) + "-" + std::to_string(o.mix.max_frames) +
+                  " --sizes ";
   for (size_t i = 0; i < o.mix.sizes.size(); ++i) {
     c += (i ? "," : "") + std::to_string(o.mix.sizes[i].first) + "x" +
          std::to_string(o.mix.sizes[i].second);
@@ -612,29 +663,28 @@ std::string ReplayCommand(const char* argv0, const Options& o) {
 }
 
 nlohmann::json Config(const Options& o, const Site& site) {
-  nlohmann::json c = {
-      {"spool_dir", site.spool},
-      {"rescan_interval_s", 1},
-      {"allowed_input_roots", {site.in}},
-      {"allowed_output_roots", {site.out}},
-      {"allowed_model_roots", {site.in}},
-      // The night restarts the service and kills workers and ffmpeg far more often than the
-      // defaults are meant for: the limits that give up are raised so that the faults exercise
-      // recovery (the give-up paths have tests of their own).
-      {"max_job_starts", 50},
-      {"decoder_restarts", 20},
-      {"crash_retries", 20},
-      {"worker_start_timeout_s", 60},
-      {"arena_mb", 32},
-      {"defaults",
-       {{"workers", 2},
-        {"chunk_frames", 8},
-        {"segment_seconds", 1},
-        {"batch", 4},
-        {"device", o.device},
-        {"max_attempts", 20},
-        {"hang_timeout_s", 5},
-        {"encoder", {{"preset", "ultrafast"}}}}}};
+  nlohmann::json c = {{"spool_dir", site.spool},
+                      {"rescan_interval_s", 1},
+                      {"allowed_input_roots", {site.in}},
+                      {"allowed_output_roots", {site.out}},
+                      {"allowed_model_roots", {site.in}},
+                      // The night restarts the service and kills workers and ffmpeg far more often
+                      // than the defaults are meant for: the limits that give up are raised so that
+                      // the faults exercise recovery (the give-up paths have tests of their own).
+                      {"max_job_starts", 50},
+                      {"decoder_restarts", 20},
+                      {"crash_retries", 20},
+                      {"worker_start_timeout_s", 60},
+                      {"arena_mb", 32},
+                      {"defaults",
+                       {{"workers", 2},
+                        {"chunk_frames", 8},
+                        {"segment_seconds", 1},
+                        {"batch", 4},
+                        {"device", o.device},
+                        {"max_attempts", 20},
+                        {"hang_timeout_s", 5},
+                        {"encoder", {{"preset", "ultrafast"}}}}}};
   if (o.no_space_wait_s > 0) c["no_space_wait_s"] = o.no_space_wait_s;
   return c;
 }
@@ -647,7 +697,8 @@ int main(int argc, char** argv) {
     Usage();
     return 2;
   }
-  if (!o.seed_given) o.seed = std::random_device{}() ^ (static_cast<uint64_t>(std::random_device{}()) << 32);
+  if (!o.seed_given)
+    o.seed = std::random_device{}() ^ (static_cast<uint64_t>(std::random_device{}()) << 32);
   const std::string why = EnterPrivateMounts();
   if (!why.empty()) {
     std::printf("framemill-night: skipped: %s\n", why.c_str());
@@ -672,10 +723,8 @@ int main(int argc, char** argv) {
   site.uids = {4242, 4343};
   for (const std::string& d : {site.scratch, o.dir + "/logs", site.in}) fs::create_directories(d);
   // The output's and the spool's filesystems, and /dev/shm: small tmpfs of the night's own.
-  for (const auto& [path, mib, mode] :
-       std::vector<std::tuple<std::string, int, mode_t>>{{o.dir + "/out", 48, 0755},
-                                                         {site.spool, 48, 0755},
-                                                         {"/dev/shm", 96, 01777}}) {
+  for (const auto& [path, mib, mode] : std::vector<std::tuple<std::string, int, mode_t>>{
+           {o.dir + "/out", 48, 0755}, {site.spool, 48, 0755}, {"/dev/shm", 96, 01777}}) {
     const std::string err = MountTmpfs(path, mib, mode);
     if (!err.empty()) {
       std::printf("framemill-night: skipped: %s\n", err.c_str());
@@ -684,10 +733,11 @@ int main(int argc, char** argv) {
   }
   fs::create_directories(site.out);
   std::ofstream(site.config) << Config(o, site).dump(2);
-  std::printf("framemill-night: seed %llu, %.2f minutes of faults, %d good and %d bad jobs, in %s\n"
-              "replay: %s\n",
-              static_cast<unsigned long long>(o.seed), o.minutes, o.mix.good, o.mix.bad,
-              o.dir.c_str(), ReplayCommand(argv[0], o).c_str());
+  std::printf(
+      "framemill-night: seed %llu, %.2f minutes of faults, %d good and %d bad jobs, in %s\n"
+      "replay: %s\n",
+      static_cast<unsigned long long>(o.seed), o.minutes, o.mix.good, o.mix.bad, o.dir.c_str(),
+      ReplayCommand(argv[0], o).c_str());
   std::fflush(stdout);
   std::mt19937_64 mix_rng(o.seed);
   o.mix.submit_window_s = o.minutes * 60 * 0.8;

@@ -49,9 +49,9 @@ struct BadKind {
   const char* reason;
 };
 constexpr BadKind kBadKinds[] = {
-    {"bad_json", "invalid_job"},        {"not_video", "input_invalid"},
+    {"bad_json", "invalid_job"},           {"not_video", "input_invalid"},
     {"outside_roots", "path_not_allowed"}, {"other_users_dir", "path_not_allowed"},
-    {"missing_input", "input_missing"}, {"fifo", "invalid_job"},
+    {"missing_input", "input_missing"},    {"fifo", "invalid_job"},
     {"unknown_key", "invalid_job"},
 };
 
@@ -123,9 +123,8 @@ std::vector<NightJob> MakeMix(const Site& site, const MixOptions& o, std::mt1993
 namespace {
 
 std::string BadJobText(const Site& site, const NightJob& j) {
-  nlohmann::json job = {{"input", j.video.path},
-                        {"output", j.output},
-                        {"model", ModelPath(site, j.model)}};
+  nlohmann::json job = {
+      {"input", j.video.path}, {"output", j.output}, {"model", ModelPath(site, j.model)}};
   if (j.kind == "bad_json") return "{\"input\": \"" + j.video.path + "\", \"output\": ";
   if (j.kind == "not_video") job["input"] = site.in + "/not-video.mp4";
   if (j.kind == "missing_input") job["input"] = site.in + "/missing.mp4";
@@ -175,9 +174,9 @@ std::string Submit(const Site& site, NightJob* j) {
   } else {
     const std::string text = BadJobText(site, *j);
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    const bool written = fd >= 0 && ::write(fd, text.data(), text.size()) ==
-                                        static_cast<ssize_t>(text.size()) &&
-                         ::fsync(fd) == 0;
+    const bool written =
+        fd >= 0 && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+        ::fsync(fd) == 0;
     if (fd >= 0) ::close(fd);
     if (!written) {
       ::unlink(tmp.c_str());
@@ -215,9 +214,8 @@ std::string CheckOutput(const Site& site, const NightJob& j, int64_t* frames_che
   const nlohmann::json r = ReadJson(site.spool + "/done/" + j.id + "/result.json");
   if (!r.is_object() || r.value("status", "") != "done") return "done/ without a done result.json";
   if (!fs::exists(j.output)) return "no output at " + j.output;
-  const int64_t bad = bench::Misplaced(j.output, j.video.frames,
-                                       site.scratch + "/check-" + j.name + ".log",
-                                       FlipBits(j.model));
+  const int64_t bad = bench::Misplaced(
+      j.output, j.video.frames, site.scratch + "/check-" + j.name + ".log", FlipBits(j.model));
   if (bad != 0) {
     return bad < 0 ? "output frame count differs from the input's " +
                          std::to_string(j.video.frames) + " (or it does not decode)"

@@ -33,16 +33,16 @@ const std::vector<std::string>& ModelNames();
 int FlipBits(const std::string& model);
 
 struct NightJob {
-  std::string name;          // the night's own name: g03, bad-fifo, ...
-  std::string id;            // the spool's id once submitted
+  std::string name;  // the night's own name: g03, bad-fifo, ...
+  std::string id;    // the spool's id once submitted
   bool good = true;
-  std::string expect_reason; // a bad job's reason code
+  std::string expect_reason;  // a bad job's reason code
   int uid = 0;
   int priority = 0;
-  std::string model;         // a model name (good jobs)
+  std::string model;  // a model name (good jobs)
   Video video;
   std::string output;
-  double submit_at_s = 0;    // when, in seconds after the start
+  double submit_at_s = 0;  // when, in seconds after the start
   bool submitted = false;
   bool cancelled = false;    // a cancel was sent: failed as `cancelled`, or done before it took
   int no_space_retries = 0;  // `framemill retry` sent after a no_space failure

@@ -32,7 +32,8 @@ std::string ReadText(const std::string& path) {
 
 std::string EnterPrivateMounts() {
   if (::geteuid() != 0) return "framemill-night needs root (mount namespace, tmpfs, made-up uids)";
-  if (::unshare(CLONE_NEWNS) != 0) return std::string("unshare(CLONE_NEWNS): ") + std::strerror(errno);
+  if (::unshare(CLONE_NEWNS) != 0)
+    return std::string("unshare(CLONE_NEWNS): ") + std::strerror(errno);
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
     return std::string("making / rprivate: ") + std::strerror(errno);
   }
@@ -153,12 +154,18 @@ ProcKind KindOf(const Proc& p) {
 
 const char* Name(ProcKind k) {
   switch (k) {
-    case ProcKind::kWorker: return "worker";
-    case ProcKind::kDecoder: return "decoder";
-    case ProcKind::kEncoder: return "encoder";
-    case ProcKind::kMux: return "mux";
-    case ProcKind::kOtherFfmpeg: return "ffmpeg";
-    case ProcKind::kOther: return "other";
+    case ProcKind::kWorker:
+      return "worker";
+    case ProcKind::kDecoder:
+      return "decoder";
+    case ProcKind::kEncoder:
+      return "encoder";
+    case ProcKind::kMux:
+      return "mux";
+    case ProcKind::kOtherFfmpeg:
+      return "ffmpeg";
+    case ProcKind::kOther:
+      return "other";
   }
   return "?";
 }

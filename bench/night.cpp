@@ -682,7 +682,7 @@ nlohmann::json Config(const Options& o, const Site& site) {
                         {"segment_seconds", 1},
                         {"batch", 4},
                         {"device", o.device},
-                        {"max_attempts", 20},
+                        {"max_attempts", 100},
                         {"hang_timeout_s", 5},
                         {"encoder", {{"preset", "ultrafast"}}}}}};
   if (o.no_space_wait_s > 0) c["no_space_wait_s"] = o.no_space_wait_s;

@@ -450,8 +450,9 @@ bool Night::Check() {
   }
   for (const std::string& e : ListTree("/dev/shm")) Finding("left in /dev/shm: " + e);
   for (const char* sub : {"incoming", "active", "tmp", "requests"}) {
-    for (const std::string& e : ListTree(site_.spool + "/" + sub)) {
-      Finding(std::string("left in the spool's ") + sub + "/: " + e);
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(site_.spool + "/" + sub, ec)) {
+      Finding(std::string("left in the spool's ") + sub + "/: " + e.path().filename().string());
     }
   }
   for (const std::string& e : ListTree(site_.out)) {

@@ -27,7 +27,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -36,110 +35,19 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/checked_file.h"
+#include "bench/index_video.h"
 #include "common/proc_status.h"
-#include "supervisor/media/ffmpeg_pipes.h"
-#include "supervisor/media/media_probe.h"
 #include "supervisor/process/subprocess.h"
 
 extern char** environ;
 
 namespace fm = framemill;
 namespace fs = std::filesystem;
+using framemill::bench::AudioSeconds;
+using framemill::bench::MakeIndexVideo;
+using framemill::bench::Misplaced;
 
 namespace {
-
-// ---- The index video: frame i shows i (mod 65536) as a 4x4 grid of black and white blocks,
-// most significant bit at the top left, so that the index survives lossy compression ----
-
-constexpr int kGrid = 4;
-
-std::string ShellQuote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-// Frame `index` of the pattern, rgb24.
-void DrawIndex(int index, int width, int height, std::vector<uint8_t>* rgb) {
-  const int bw = width / kGrid, bh = height / kGrid;
-  for (int y = 0; y < height; ++y) {
-    const int block_row = std::min(y / bh, kGrid - 1);
-    uint8_t* row = rgb->data() + static_cast<size_t>(y) * width * 3;
-    for (int block_col = 0; block_col < kGrid; ++block_col) {
-      const int bit = kGrid * kGrid - 1 - (block_row * kGrid + block_col);
-      const int x0 = block_col * bw, x1 = block_col == kGrid - 1 ? width : x0 + bw;
-      std::memset(row + x0 * 3, ((index >> bit) & 1) ? 255 : 0, static_cast<size_t>(x1 - x0) * 3);
-    }
-  }
-}
-
-// The index a decoded rgb24 frame shows; -1 when a block is neither black nor white. Each block
-// is judged by the green of its centre half, away from the edges that compression blurs.
-int ReadIndex(const uint8_t* rgb, int width, int height) {
-  const int bw = width / kGrid, bh = height / kGrid;
-  int index = 0;
-  for (int block = 0; block < kGrid * kGrid; ++block) {
-    const int x0 = (block % kGrid) * bw, y0 = (block / kGrid) * bh;
-    int64_t sum = 0, n = 0;
-    for (int y = y0 + bh / 4; y < y0 + 3 * bh / 4; ++y) {
-      const uint8_t* px = rgb + (static_cast<size_t>(y) * width + x0 + bw / 4) * 3;
-      for (int x = bw / 4; x < 3 * bw / 4; ++x, px += 3, ++n) sum += px[1];
-    }
-    const int64_t mean = n > 0 ? sum / n : 0;
-    if (mean > 60 && mean < 195) return -1;
-    index = (index << 1) | (mean >= 195 ? 1 : 0);
-  }
-  return index;
-}
-
-// Writes `frames` frames of the pattern at `fps` as H.264 in `path`, with an AAC sine tone of
-// `tone_hz` as long as the video. Throws when ffmpeg fails.
-void MakeIndexVideo(const std::string& path, int frames, int width, int height, int fps,
-                    int tone_hz) {
-  const double seconds = static_cast<double>(frames) / fps;
-  const std::string cmd =
-      "ffmpeg -nostdin -v error -y -f rawvideo -pix_fmt rgb24 -s " + std::to_string(width) + "x" +
-      std::to_string(height) + " -framerate " + std::to_string(fps) +
-      " -i pipe:0 -f lavfi -i sine=frequency=" + std::to_string(tone_hz) +
-      ":sample_rate=48000:duration=" + std::to_string(seconds) +
-      " -c:a aac -b:a 96k -c:v libx264 -preset veryfast -crf 20 -pix_fmt yuv420p -g 50 " +
-      ShellQuote(path);
-  FILE* p = ::popen(cmd.c_str(), "w");
-  if (p == nullptr) throw std::runtime_error("cannot start ffmpeg");
-  std::vector<uint8_t> frame(static_cast<size_t>(width) * height * 3);
-  for (int i = 0; i < frames; ++i) {
-    DrawIndex(i, width, height, &frame);
-    std::fwrite(frame.data(), 1, frame.size(), p);
-  }
-  if (::pclose(p) != 0) throw std::runtime_error("ffmpeg failed to make " + path);
-}
-
-// Decodes every frame of `path` the way the supervisor does (FrameReader, rgb24, no rate
-// conversion) and calls `on_frame` for each. Returns the number of frames; -1 when it cannot
-// be probed or decoded to the end.
-int64_t DecodeFrames(const std::string& path, const std::string& log,
-                     const std::function<void(const uint8_t*, int, int)>& on_frame) {
-  fm::Result<fm::MediaInfo> media = fm::ProbeMedia("ffprobe", path, false);
-  fm::Result<fm::UniqueFd> fd = fm::OpenCheckedFile(fm::CheckedKind::kInput, path, {});
-  fm::Result<std::vector<std::string>> restrictions =
-      fm::InputRestrictions("ffprobe", fm::PlaylistInputs::kRefuse);
-  if (!media.ok() || !fd.ok() || !restrictions.ok()) return -1;
-  const fm::VideoStreamInfo& v = media->video;
-  auto reader = fm::FrameReader::Start("ffmpeg", fm::SourceFile{fd->get(), path, *restrictions}, v,
-                                       log, fm::FrameFormat::kRgb24, {});
-  if (!reader.ok()) return -1;
-  std::vector<uint8_t> frame(static_cast<size_t>(v.display_width) * v.display_height * 3);
-  int64_t count = 0;
-  while (true) {
-    fm::Result<bool> got = (*reader)->Read(frame.data());
-    if (!got.ok()) return -1;
-    if (!*got) break;
-    on_frame(frame.data(), v.display_width, v.display_height);
-    ++count;
-  }
-  return (*reader)->Finish().ok() ? count : -1;
-}
 
 // ---- The job: `framemill run` in the background, its workers, its timeline ----
 
@@ -278,22 +186,6 @@ RunFigures RunSoakJob(const Options& o, const std::string& input, const std::str
     f.worker_peak_gpu_mb = std::max(f.worker_peak_gpu_mb, e.value("gpu_reserved_mb", 0.0));
   }
   return f;
-}
-
-// Frames whose index (mod 65536) is not their position; -1 if the count differs.
-int64_t Misplaced(const std::string& path, int64_t frames, const std::string& log) {
-  int64_t i = 0, bad = 0;
-  int64_t n = DecodeFrames(path, log, [&](const uint8_t* rgb, int width, int height) {
-    if (ReadIndex(rgb, width, height) != static_cast<int>(i % 65536)) ++bad;
-    ++i;
-  });
-  return n == frames ? bad : -1;
-}
-
-// The first audio stream's duration in seconds; -1 without one.
-double AudioSeconds(const std::string& path) {
-  fm::Result<fm::MediaInfo> media = fm::ProbeMedia("ffprobe", path, false);
-  return media.ok() && !media->audio.empty() ? media->audio.front().duration : -1;
 }
 
 void Print(const char* name, int64_t frames, const RunFigures& f) {

@@ -42,7 +42,7 @@ struct Options {
   int cancels = 1;  // cancels sent (each followed by a retry, which must be refused)
   double hold_min_s = 1, hold_max_s = 4;  // how long a filesystem stays full
   double restart_delay_s = 0.5;           // the unit's RestartSec, shortened for the soak
-  int no_space_wait_s = 0;  // > 0: the config key no_space_wait_s (when the service has it)
+  int no_space_wait_s = 120;  // > 0: the config key no_space_wait_s; 0: the night retries (an operator)
   std::string device = "cpu";
   bool stop_any_worker = false;  // SIGSTOP also workers not yet ready (see Night::Signal)
 };

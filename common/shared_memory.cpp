@@ -34,6 +34,13 @@ constexpr time_t kUnownedGraceS = 60;
 
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
 
+// errno's failure of `what`: kNoSpace when /dev/shm is full (a job waits for space then,
+// supervisor/job/space_wait.h), else kIo.
+Status ShmError(const std::string& what) {
+  const bool full = errno == ENOSPC || errno == EDQUOT;
+  return Status(full ? StatusCode::kNoSpace : StatusCode::kIo, Errno(what));
+}
+
 std::atomic<uint64_t (*)()> g_name_source{nullptr};  // tests only
 
 std::string RandomHex() {
@@ -147,14 +154,14 @@ struct SharedMemory::Directory {
     std::string tmpl = std::string(kShmDir) + "/" + kDirPrefix + "XXXXXX";
     // mkdtemp: mode 0700, an unguessable name, and a new name on EEXIST.
     if (::mkdtemp(tmpl.data()) == nullptr) {
-      return Status(StatusCode::kIo, Errno("cannot create a private directory in /dev/shm"));
+      return ShmError("cannot create a private directory in /dev/shm");
     }
     auto d = std::make_shared<Directory>();
     d->path = tmpl;
     d->pid = ::getpid();
     d->fd = ::open(tmpl.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (d->fd < 0 || ::fchmod(d->fd, 0700) != 0) {
-      Status s(StatusCode::kIo, Errno("cannot open " + tmpl));
+      Status s = ShmError("cannot open " + tmpl);
       if (d->fd < 0) ::rmdir(tmpl.c_str());
       return s;
     }
@@ -164,7 +171,7 @@ struct SharedMemory::Directory {
     bool written = ofd >= 0 && ::write(ofd, record.data(), record.size()) ==
                                    static_cast<ssize_t>(record.size());
     if (ofd >= 0) ::close(ofd);
-    if (!written) return Status(StatusCode::kIo, Errno("cannot write " + tmpl + "/owner"));
+    if (!written) return ShmError("cannot write " + tmpl + "/owner");
     return d;
   }
 };
@@ -205,19 +212,19 @@ Result<std::shared_ptr<SharedMemory::Directory>> SharedMemory::Directory::MakeSc
     if (!made && errno != EEXIST) break;
   }
   const std::string path = parent->path + "/" + name;
-  if (!made) return Status(StatusCode::kIo, Errno("cannot create the shared-memory scope " + path));
+  if (!made) return ShmError("cannot create the shared-memory scope " + path);
   auto d = std::make_shared<Directory>();
   d->path = path;
   d->pid = ::getpid();
   d->fd = ::openat(parent->fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (d->fd < 0) {
-    Status s(StatusCode::kIo, Errno("cannot open " + path));
+    Status s = ShmError("cannot open " + path);
     ::unlinkat(parent->fd, name.c_str(), AT_REMOVEDIR);
     return s;
   }
   d->parent = parent;  // from here on the destructor removes it
   // Exactly 0700 whatever the umask.
-  if (::fchmod(d->fd, 0700) != 0) return Status(StatusCode::kIo, Errno("chmod " + path));
+  if (::fchmod(d->fd, 0700) != 0) return ShmError("chmod " + path);
   return d;
 }
 
@@ -244,7 +251,7 @@ Result<std::string> SharedMemoryScope::Link(const std::string& object) const {
   struct stat source {};
   if (::fstatat(AT_FDCWD, object.c_str(), &source, AT_SYMLINK_NOFOLLOW) != 0 ||
       !S_ISREG(source.st_mode)) {
-    return Status(StatusCode::kIo, Errno("cannot link " + object + " into " + dir_->path));
+    return ShmError("cannot link " + object + " into " + dir_->path);
   }
   for (int i = 0; i < 2; ++i) {
     // No AT_SYMLINK_FOLLOW: the name given, never what a link there points at.
@@ -268,7 +275,7 @@ Result<std::string> SharedMemoryScope::Link(const std::string& object) const {
     }
     errno = EEXIST;
   }
-  return Status(StatusCode::kIo, Errno("cannot link " + object + " into " + dir_->path));
+  return ShmError("cannot link " + object + " into " + dir_->path);
 }
 
 void SharedMemoryScope::Unlink(const std::string& path) const {
@@ -299,12 +306,12 @@ Result<SharedMemory> SharedMemory::Create(const std::string& what, size_t bytes,
     if (fd < 0 && errno != EEXIST) break;
   }
   const std::string path = dir->path + "/" + name;
-  if (fd < 0) return Status(StatusCode::kIo, Errno("cannot create shared memory " + path));
+  if (fd < 0) return ShmError("cannot create shared memory " + path);
   m.path_ = path;
   m.dir_ = dir;  // from here on the destructor removes the file
   // The mode is exactly 0600 whatever the umask; the directory keeps others out anyway.
   if (::fchmod(fd, 0600) != 0) {
-    Status s(StatusCode::kIo, Errno("chmod " + path));
+    Status s = ShmError("chmod " + path);
     ::close(fd);
     return s;
   }
@@ -319,7 +326,7 @@ Result<SharedMemory> SharedMemory::Create(const std::string& what, size_t bytes,
   }
   void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   ::close(fd);
-  if (p == MAP_FAILED) return Status(StatusCode::kIo, Errno("mmap " + path));
+  if (p == MAP_FAILED) return ShmError("mmap " + path);
   m.data_ = p;
   m.size_ = bytes;
   return m;
@@ -330,7 +337,7 @@ Status SharedMemory::Reserve(size_t offset, size_t bytes) const {
     return Status(StatusCode::kInternal, "reserve outside the shared memory " + path_);
   }
   int fd = ::open(path_.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return Status(StatusCode::kIo, Errno("cannot open shared memory " + path_));
+  if (fd < 0) return ShmError("cannot open shared memory " + path_);
   const int err = ::posix_fallocate(fd, static_cast<off_t>(offset), static_cast<off_t>(bytes));
   ::close(fd);
   if (err != 0) return ReserveFailed(err, bytes, path_);
@@ -339,7 +346,7 @@ Status SharedMemory::Reserve(size_t offset, size_t bytes) const {
 
 Result<SharedMemory> SharedMemory::Open(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return Status(StatusCode::kIo, Errno("cannot open shared memory " + path));
+  if (fd < 0) return ShmError("cannot open shared memory " + path);
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) {
     ::close(fd);
@@ -348,7 +355,7 @@ Result<SharedMemory> SharedMemory::Open(const std::string& path) {
   void* p =
       ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   ::close(fd);
-  if (p == MAP_FAILED) return Status(StatusCode::kIo, Errno("mmap " + path));
+  if (p == MAP_FAILED) return ShmError("mmap " + path);
   SharedMemory m;
   m.path_ = path;
   m.data_ = p;

@@ -157,7 +157,8 @@ Status JobRun::StartStages() {
     guess_ = ArenaPlanner(prepared_, settings_, config_, range_).Guess(&conversion);
     if (guess_) StartEarlyDecoder(*guess_, conversion);
   }
-  Result<StartedWorkers> started = workers_->Start(choice, &timeline_, scratch_, stop_, &wake_);
+  Result<StartedWorkers> started =
+      workers_->Start(choice, &timeline_, scratch_, stop_, &wake_, [this] { StartingBeat(); });
   Status s = started.ok() ? MakeArena(started->first) : started.status();
   if (!s.ok()) {
     if (arena_.board) arena_.board->Fail(s);  // an early decoder stops at its next chunk
@@ -360,6 +361,20 @@ EncodeSetup JobRun::EncodeSetupFor() {
     if (all_done) workers_->dispatcher()->Wake();
   };
   return e;
+}
+
+// While the workers start: what the job had before it, no workers yet, at most once a
+// kWakeIntervalMs (the sink writes progress.json at most once a second).
+void JobRun::StartingBeat() {
+  if (!options_.on_progress) return;
+  JobProgress p;
+  p.frames_total = prepared_.plan.frame_count;
+  p.frames_resumed = prepared_.ChunkStartFrame(range_.first_chunk);
+  p.frames_done = p.frames_resumed;
+  p.frames_written = p.frames_resumed;
+  p.segments_total = static_cast<int64_t>(prepared_.plan.segments.size());
+  p.segments_done = state_->done();
+  options_.on_progress(p);
 }
 
 void JobRun::Tick(int64_t processed) {

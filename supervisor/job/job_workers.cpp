@@ -59,7 +59,8 @@ Result<std::unique_ptr<WorkerPool>> JobWorkers::NewPool(const std::string& scrat
 Result<StartedWorkers> JobWorkers::Start(WarmChoice choice, Timeline* timeline,
                                          const std::string& scratch,
                                          const std::atomic<bool>& stop,
-                                         std::atomic<Dispatcher*>* wake) {
+                                         std::atomic<Dispatcher*>* wake,
+                                         const std::function<void()>& beat) {
   const uint64_t t_wait = MonotonicUs();
   std::unique_ptr<WorkerPool> pool;
   WarmWorkers* warm = options_.warm;
@@ -97,7 +98,7 @@ Result<StartedWorkers> JobWorkers::Start(WarmChoice choice, Timeline* timeline,
                                    static_cast<uint64_t>(config_.worker_start_timeout_s * 1000));
   wake->store(dispatcher_.get(), std::memory_order_release);
   dispatcher_->OfferSpares(options_.spares, options_.on_spare_taken);
-  Result<FirstWorker> first = dispatcher_->Start(stop);
+  Result<FirstWorker> first = dispatcher_->Start(stop, beat);
   if (!first.ok()) return first.status();
   StartedWorkers started;
   started.first = *first;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -44,8 +45,10 @@ class JobWorkers {
   // Starts the workers (or takes the warm pool, `choice`) and waits for the first to be ready
   // and to have probed the model. `scratch`: where the workers log without a worker_log_dir.
   // `*wake` is set to the dispatcher as soon as it exists (a decoder already running wakes it).
+  // `beat`: Dispatcher::Start's, while it waits.
   Result<StartedWorkers> Start(WarmChoice choice, Timeline* timeline, const std::string& scratch,
-                               const std::atomic<bool>& stop, std::atomic<Dispatcher*>* wake);
+                               const std::atomic<bool>& stop, std::atomic<Dispatcher*>* wake,
+                               const std::function<void()>& beat = nullptr);
   Dispatcher* dispatcher() const { return dispatcher_.get(); }
 
  private:

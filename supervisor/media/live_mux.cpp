@@ -27,8 +27,6 @@ namespace {
 
 namespace bp = boost::process;
 
-constexpr const char* kPartialNote = "live-mux.partial";
-constexpr const char* kPartialPrefix = ".framemill-partial.";
 
 // The joining ffmpeg dies with the supervisor: a supervisor killed mid-job would otherwise leave it
 // waiting for its next pipe forever. (PR_SET_PDEATHSIG follows the thread that forked: the mux's
@@ -44,19 +42,6 @@ struct DieWithParent : bp::extend::handler {
 
 std::string PipeName(size_t index) { return "feed-" + std::to_string(index) + ".nut"; }
 
-// A partial output named in the scratch directory's note by an earlier run of this job (one
-// that died mid-job): removed, when the name is one framemill makes.
-void RemoveStalePartial(const MuxRequest& rq) {
-  std::ifstream in(rq.scratch_dir + "/" + kPartialNote);
-  std::string name;
-  if (!in || !std::getline(in, name)) return;
-  if (name.rfind(kPartialPrefix, 0) != 0 || name.find('/') != std::string::npos) return;
-  struct stat st {};
-  if (::fstatat(rq.output_dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-      S_ISREG(st.st_mode) && ::unlinkat(rq.output_dir_fd, name.c_str(), 0) == 0) {
-    spdlog::info("{}: removed {}, the partial output of an earlier run", rq.output, name);
-  }
-}
 
 }  // namespace
 
@@ -90,7 +75,6 @@ void LiveMux::Cleanup() {
   for (const std::string& name : pipes_) ::unlinkat(rq_.scratch_fd, name.c_str(), 0);
   pipes_.clear();
   ::unlinkat(rq_.scratch_fd, "live.ffconcat", 0);
-  ::unlinkat(rq_.scratch_fd, kPartialNote, 0);
 }
 
 void LiveMux::SegmentReady(size_t index) {
@@ -142,11 +126,10 @@ Status LiveMux::Prepare() {
   }
   FM_RETURN_IF_ERROR(AtomicWriteFile(rq_.scratch_dir + "/live.ffconcat",
                                      ConcatList(paths, rq_.segment_frames, rq_.frame_rate)));
-  RemoveStalePartial(rq_);
-  Result<CreatedFile> partial = CreatePartialOutput(rq_);
+  Result<CreatedFile> partial = CreatePartialOutput(rq_);  // noted, an earlier run's removed
   if (!partial.ok()) return partial.status();
   partial_ = std::move(*partial);
-  return AtomicWriteFile(rq_.scratch_dir + "/" + kPartialNote, partial_->name + "\n", 0600);
+  return Status::Ok();
 }
 
 Result<UniqueFd> LiveMux::OpenPipe(size_t index) {

@@ -15,7 +15,7 @@
 //
 // A mux that is abandoned (the job failed or was stopped) kills its ffmpeg and removes its
 // partial output and pipes. The partial output's name is kept in the scratch directory
-// (live-mux.partial) while it exists, so that a service that died mid-job removes it when the
+// (partial-output.note, CreatePartialOutput in output_muxer.h) while it exists, so that a service that died mid-job removes it when the
 // job runs again with the same workspace.
 //
 // Thread safety: SegmentReady from any thread; Start, Finish and the destructor from the owner's.

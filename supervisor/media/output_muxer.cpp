@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <fstream>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <map>
 #include <unistd.h>
 
@@ -232,9 +233,39 @@ std::vector<std::string> ConcatInput(const std::string& list_path) {
           "-safe", "0", "-i", list_path};
 }
 
+namespace {
+
+constexpr const char* kPartialNote = "partial-output.note";
+constexpr const char* kPartialPrefix = ".framemill-partial.";
+
+// A partial output named in the scratch directory's note by an earlier run of this job (one
+// that died mid-join): removed, when the name is one framemill makes.
+void RemoveStalePartial(const MuxRequest& rq) {
+  std::ifstream in(rq.scratch_dir + "/" + kPartialNote);
+  std::string name;
+  if (!in || !std::getline(in, name)) return;
+  if (name.rfind(kPartialPrefix, 0) != 0 || name.find('/') != std::string::npos) return;
+  struct stat st {};
+  if (::fstatat(rq.output_dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+      S_ISREG(st.st_mode) && ::unlinkat(rq.output_dir_fd, name.c_str(), 0) == 0) {
+    spdlog::info("{}: removed {}, the partial output of an earlier run", rq.output, name);
+  }
+}
+
+}  // namespace
+
 Result<CreatedFile> CreatePartialOutput(const MuxRequest& rq) {
-  return CreateExclusiveAt(rq.output_dir_fd, ".framemill-partial.", "." + Extension(rq.output),
-                           0666);
+  RemoveStalePartial(rq);
+  Result<CreatedFile> partial = CreateExclusiveAt(rq.output_dir_fd, kPartialPrefix,
+                                                  "." + Extension(rq.output), 0666);
+  if (!partial.ok()) return partial.status();
+  // Noted in the scratch directory, so that a run that dies mid-join has it removed by the next.
+  Status noted = AtomicWriteFile(rq.scratch_dir + "/" + kPartialNote, partial->name + "\n", 0600);
+  if (!noted.ok()) {
+    ::unlinkat(rq.output_dir_fd, partial->name.c_str(), 0);
+    return noted;
+  }
+  return partial;
 }
 
 std::vector<std::string> JoinArguments(const MuxRequest& rq, const JoinPlan& join,
@@ -279,13 +310,29 @@ Status PlaceOutput(const MuxRequest& rq, const JoinPlan& join, const CreatedFile
     if (!acl.ok()) spdlog::warn("{}: {}", rq.output, acl.message());
   }
   if (done.ok() && ::fsync(partial.fd.get()) != 0) {
-    done = Status(StatusCode::kIo, "fsync " + rq.output + ": " + std::strerror(errno));
+    done = Status(errno == ENOSPC || errno == EDQUOT ? StatusCode::kNoSpace : StatusCode::kIo,
+                  "fsync " + rq.output + ": " + std::strerror(errno));
+  }
+  if (done.code() == StatusCode::kVerifyFailed) {
+    // ffmpeg may end well although the disk filled under it (a write error at its last flush
+    // is not its exit status): a cut-short file on a full disk is the disk's doing.
+    struct statvfs vfs {};
+    if (::fstatvfs(partial.fd.get(), &vfs) == 0 &&
+        static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize < kFullDiskBytes) {
+      done = Status(StatusCode::kNoSpace, "the output's disk is full (" +
+                                              std::to_string(vfs.f_bavail * vfs.f_frsize >> 10) +
+                                              " KiB free): " + done.message());
+    }
   }
   if (done.ok()) {
     done = RenameCheckedAt(rq.output_dir_fd, partial.name, partial.fd.get(), rq.output_name,
                            rq.overwrite ? RenameMode::kReplace : RenameMode::kNoReplace);
   }
-  if (!done.ok()) RemovePartialOutput(rq, partial);
+  if (!done.ok()) {
+    RemovePartialOutput(rq, partial);
+  } else {
+    ::unlinkat(rq.scratch_fd, kPartialNote, 0);
+  }
   return done;
 }
 
@@ -298,6 +345,7 @@ void RemovePartialOutput(const MuxRequest& rq, const CreatedFile& partial) {
       named.st_dev == opened.st_dev) {
     ::unlinkat(rq.output_dir_fd, partial.name.c_str(), 0);
   }
+  ::unlinkat(rq.scratch_fd, kPartialNote, 0);
 }
 
 Status MuxAndVerify(const MuxRequest& rq) {

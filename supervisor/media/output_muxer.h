@@ -79,9 +79,13 @@ struct JoinPlan {
 Result<JoinPlan> PlanJoin(const MuxRequest& rq);
 
 // The output file, created exclusively under a random hidden name in the output directory
-// (".framemill-partial.<random>.<ext>", mode 0666 less the umask).
+// (".framemill-partial.<random>.<ext>", mode 0666 less the umask), its name noted in the scratch
+// directory until it is placed or removed; the one an earlier run of the job noted (it died
+// mid-join) is removed first.
 Result<CreatedFile> CreatePartialOutput(const MuxRequest& rq);
-// Removes the partial output if its name still is the file framemill created.
+// A verified output that is cut short while its disk has less free than this is kNoSpace.
+inline constexpr uint64_t kFullDiskBytes = 4u << 20;
+// Removes the partial output if its name still is the file framemill created, and its note.
 void RemovePartialOutput(const MuxRequest& rq, const CreatedFile& partial);
 
 // The join's ffmpeg command: the video from `video_input` (ffmpeg input options), every other

@@ -219,7 +219,8 @@ Status Dispatcher::LoadFailed(const WorkerExit& e) {
   return Spawn(e.channel, -1);
 }
 
-Result<FirstWorker> Dispatcher::Start(const std::atomic<bool>& stop) {
+Result<FirstWorker> Dispatcher::Start(const std::atomic<bool>& stop,
+                                      const std::function<void()>& beat) {
   FirstWorker first;
   const int wanted = std::min<int>(settings_.workers, static_cast<int>(plan_.chunks.size()));
   // Workers left loaded by the previous job (see Release) are taken over as they are.
@@ -233,6 +234,7 @@ Result<FirstWorker> Dispatcher::Start(const std::atomic<bool>& stop) {
   for (int k = 0; k < wanted; ++k) FM_RETURN_IF_ERROR(Spawn(k, -1, /*may_adopt=*/true));
   const uint64_t deadline = MonotonicMs() + start_timeout_ms_;
   while (true) {
+    if (beat) beat();
     if (stop.load()) return Status(StatusCode::kCancelled, "stopped while workers were starting");
     for (const WorkerExit& e : pool_->ReapExited()) FM_RETURN_IF_ERROR(LoadFailed(e));
     for (int k = 0; k < wanted; ++k) {

@@ -67,8 +67,11 @@ class Dispatcher {
   }
 
   // Starts the job's workers and waits until one has loaded the model; returns what that one
-  // found. Fails with kModelInvalid if a worker cannot load it.
-  Result<FirstWorker> Start(const std::atomic<bool>& stop);
+  // found. Fails with kModelInvalid if a worker cannot load it. `beat` (may be empty) is called
+  // about every kWakeIntervalMs while it waits: the job's progress report, through which a
+  // cancel or the service's stop reaches `stop`, and the service's watchdog sees the job alive.
+  Result<FirstWorker> Start(const std::atomic<bool>& stop,
+                            const std::function<void()>& beat = nullptr);
 
   // Runs until every chunk is encoded or the board has failed (the failure is on the board).
   // Chunks before `first_chunk` are already done (a resumed job). `tick` is called on every

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <boost/process.hpp>
@@ -25,6 +26,10 @@
 
 namespace framemill {
 namespace bp = boost::process;
+
+// A worker's exit status when the supervisor died before the worker's program started (the
+// worker's own kWorkerExitOrphaned, worker/worker_loop.h, which the supervisor does not include).
+constexpr int kChildExitOrphaned = 5;
 
 struct WorkerPool::Process {
   bp::child child;
@@ -285,6 +290,7 @@ Status WorkerPool::Spawn(int k, int gpu) {
   // closes it again before exec (only the wake end is kept).
   const int model_fd = spares_ ? worker_end : model_fd_;
   const bool spare = spares_;
+  const pid_t supervisor = ::getpid();
   try {
     bp::environment env = boost::this_process::environment();
     if (!options_.pytorch_alloc_conf.empty()) {
@@ -297,7 +303,13 @@ Status WorkerPool::Spawn(int k, int gpu) {
         options_.worker_binary, bp::args(arguments),
         env, bp::posix::fd.bind(kWorkerModelFd, model_fd), bp::std_in.close(),
         (bp::std_out & bp::std_err) > p->log_path,
-        bp::extend::on_exec_setup = [worker_end, spare](auto&) {
+        bp::extend::on_exec_setup = [worker_end, spare, supervisor](auto&) {
+          // Dies with the supervisor from here on, not only once its main() runs (LibTorch's
+          // loading comes first): a supervisor killed in between would leave it to a subreaper
+          // (a container's init, a user systemd) waiting forever. And the supervisor may be gone
+          // already. (The worker sets the signal again; async-signal-safe calls only here.)
+          ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+          if (::getppid() != supervisor) ::_exit(kChildExitOrphaned);
           const int keep[] = {worker_end, kWorkerModelFd};
           KeepOnlyDescriptors(keep, spare ? 1 : 2);
         });

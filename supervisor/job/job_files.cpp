@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "common/checked_file.h"
+#include "common/log.h"
 #include "supervisor/job/kept_work.h"
 #include "supervisor/media/media_probe.h"
 #include "supervisor/media/output_muxer.h"
@@ -47,7 +48,12 @@ Status CheckOutput(const JobSpec& job, const Config& config, JobFiles* files) {
     if (S_ISDIR(st.st_mode)) {
       return Status(StatusCode::kOutputInvalid, job.output + ": output is a directory");
     }
-    if (!job.overwrite) {
+    files->output_is_ours = !files->placed_note.empty() && IsPlacedOutput(files->placed_note, st);
+    if (files->output_is_ours) {
+      spdlog::info("{}: the output an earlier run of this job placed; made again from its "
+                   "finished segments and replaced", job.output);
+    }
+    if (!job.overwrite && !files->output_is_ours) {
       return Status(StatusCode::kOutputInvalid,
                     job.output + ": output exists (set \"overwrite\": true to replace it)");
     }

@@ -27,6 +27,11 @@ struct JobFiles {
   std::string kept_name;     // keep_work: the kept work's name in output_dir
   UniqueFd kept_lock;        // keep_work: its lock, on a descriptor no child inherits
   int64_t segments_done = 0;  // in the scratch directory after the last run, resumed ones too
+  // The caller's workspace's note of the output an earlier run placed (kPlacedOutputNote), and
+  // whether the output found at the name is that file: a service killed between placing the
+  // output and filing the job finds its own output there, and replaces it rather than refusing.
+  std::string placed_note;
+  bool output_is_ours = false;
   // A name of the open scratch directory: valid here and in every child that inherits it.
   std::string path() const { return FdPath(dir.get()); }
 };

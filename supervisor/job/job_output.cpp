@@ -21,7 +21,7 @@ MuxRequest OutputRequest(const Config& config, const JobSpec& job, const Prepare
   mux.output_dir_fd = files.output_dir.get();
   mux.output_name = files.output_name;
   mux.output = job.output;
-  mux.overwrite = job.overwrite;
+  mux.overwrite = job.overwrite || files.output_is_ours;
   mux.output_reader_uid = output_reader_uid;
   mux.geometry = geometry;
   mux.expected_pix_fmt = encoder.pix_fmt;

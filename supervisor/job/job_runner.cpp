@@ -11,6 +11,7 @@
 #include "supervisor/job/job_files.h"
 #include "supervisor/job/job_run.h"
 #include "supervisor/job/space_wait.h"
+#include "supervisor/media/output_muxer.h"
 
 namespace framemill {
 namespace {
@@ -68,6 +69,7 @@ class NoSpacePause {
 Result<JobReport> RunJob(const JobSpec& job, const Config& config, const std::atomic<bool>& stop,
                          const JobOptions& options) {
   JobFiles files;
+  if (!options.workspace.empty()) files.placed_note = options.workspace + "/" + kPlacedOutputNote;
   std::vector<std::string> faults;
   std::optional<Result<JobReport>> result;
   // The last progress report, told again while the job waits for space.

@@ -254,6 +254,13 @@ void RemoveStalePartial(const MuxRequest& rq) {
 
 }  // namespace
 
+bool IsPlacedOutput(const std::string& note_path, const struct stat& output) {
+  std::ifstream in(note_path);
+  unsigned long long dev = 0, ino = 0;
+  if (!(in >> dev >> ino)) return false;
+  return S_ISREG(output.st_mode) && output.st_dev == dev && output.st_ino == ino;
+}
+
 Result<CreatedFile> CreatePartialOutput(const MuxRequest& rq) {
   RemoveStalePartial(rq);
   Result<CreatedFile> partial = CreateExclusiveAt(rq.output_dir_fd, kPartialPrefix,
@@ -323,6 +330,13 @@ Status PlaceOutput(const MuxRequest& rq, const JoinPlan& join, const CreatedFile
                                               std::to_string(vfs.f_bavail * vfs.f_frsize >> 10) +
                                               " KiB free): " + done.message());
     }
+  }
+  struct stat placed {};
+  if (done.ok() && ::fstat(partial.fd.get(), &placed) == 0) {
+    done = AtomicWriteFile(rq.scratch_dir + "/" + kPlacedOutputNote,
+                           std::to_string(placed.st_dev) + " " + std::to_string(placed.st_ino) +
+                               "\n",
+                           0600);
   }
   if (done.ok()) {
     done = RenameCheckedAt(rq.output_dir_fd, partial.name, partial.fd.get(), rq.output_name,

@@ -6,6 +6,7 @@
 #include <climits>
 #include <optional>
 #include <string>
+#include <sys/stat.h>
 #include <vector>
 
 #include "common/checked_file.h"
@@ -83,6 +84,12 @@ Result<JoinPlan> PlanJoin(const MuxRequest& rq);
 // directory until it is placed or removed; the one an earlier run of the job noted (it died
 // mid-join) is removed first.
 Result<CreatedFile> CreatePartialOutput(const MuxRequest& rq);
+// The note in the scratch directory, written just before the output is renamed into place:
+// the placed file's device and inode, which a later run of the job (the process died before it
+// filed the job) recognizes with IsPlacedOutput.
+inline constexpr const char* kPlacedOutputNote = "placed-output.note";
+// Whether `output` (an lstat of the output's name) is the file the note `note_path` records.
+bool IsPlacedOutput(const std::string& note_path, const struct stat& output);
 // A verified output that is cut short while its disk has less free than this is kNoSpace.
 inline constexpr uint64_t kFullDiskBytes = 4u << 20;
 // Removes the partial output if its name still is the file framemill created, and its note.

@@ -558,6 +558,44 @@ TEST_CASE("service: SIGTERM mid-job exits 0 with nothing left running, and the r
   CHECK(WaitJob(second, 60).exit_code == 0);
 }
 
+TEST_CASE(
+    "service: a job whose service died after placing its output and before filing it finds its "
+    "own output and ends done, while another file at the name is still refused") {
+  Service s = MakeService("svc_placed");
+  const std::string input = SmallVideo(s.dir, 24);
+  const std::string model = ModelCopy("identity", s.dir);
+  auto job = [&](const std::string& out) {
+    return nlohmann::json{{"input", input}, {"output", out}, {"model", model}}.dump();
+  };
+  Drop(s, "j", job(s.dir + "/out.mp4"));
+  BackgroundJob first = Serve(s);
+  KillOnExit guard_first{first};
+  REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/done/j/result.json"); }, 120));
+  ::kill(first.pid, SIGTERM);
+  REQUIRE(WaitJob(first, 30).exit_code == 0);
+  // What a SIGKILL between the output's rename and result.json leaves: the job active, its
+  // workspace's note naming the placed output (written before the rename).
+  fs::rename(s.spool + "/done/j", s.spool + "/active/j");
+  fs::remove(s.spool + "/active/j/result.json");
+  struct stat out {};
+  REQUIRE(::stat((s.dir + "/out.mp4").c_str(), &out) == 0);
+  fs::create_directories(s.spool + "/active/j/work");
+  std::ofstream(s.spool + "/active/j/work/placed-output.note")
+      << out.st_dev << " " << out.st_ino << "\n";
+  // Another job whose output name holds a file it did not place, with a note of another file.
+  std::ofstream(s.dir + "/theirs.mp4") << "someone else's file";
+  Drop(s, "k", job(s.dir + "/theirs.mp4"));
+  BackgroundJob second = Serve(s, {}, "serve2");
+  KillOnExit guard_second{second};
+  REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/done/j/result.json") &&
+                                 fs::exists(s.spool + "/failed/k/result.json"); }, 120));
+  CHECK(CountFrames(s.dir + "/out.mp4") == 24);
+  CHECK(ReadJson(s.spool + "/failed/k/result.json")["reason"]["code"] == "output_invalid");
+  CHECK(ReadText(s.dir + "/theirs.mp4") == "someone else's file");
+  ::kill(second.pid, SIGTERM);
+  CHECK(WaitJob(second, 30).exit_code == 0);
+}
+
 TEST_CASE("service: a second supervisor on the same spool is refused") {
   Service s = MakeService("svc_second");
   BackgroundJob first = Serve(s);

@@ -627,8 +627,14 @@ TEST_CASE("service: cancel stops a running job, files it as cancelled and remove
   INFO("submit: " << sub.err);
   REQUIRE(sub.exit_code == 0);
   std::string id = sub.out.substr(0, sub.out.find('\n'));
-  REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/active/" + id + "/progress.json"); }, 60));
-  RunResult st = Cli(s, "status");  // queue, progress and the workers' memory
+  // progress.json comes while the workers start (no workers in it yet), then with them.
+  RunResult st;
+  REQUIRE(WaitUntil(
+      [&] {
+        st = Cli(s, "status");  // queue, progress and the workers' memory
+        return st.out.find("rss") != std::string::npos;
+      },
+      60));
   CHECK(st.exit_code == 0);
   CHECK(st.out.find("1 active") != std::string::npos);
   CHECK(st.out.find(id + ": ") != std::string::npos);

@@ -59,6 +59,24 @@ std::string StateOf(const Service& s, const std::string& id) {
   return fs::exists(s.spool + "/incoming/" + id + ".json") ? "incoming" : "";
 }
 
+// A spool as systemd-tmpfiles makes it (systemd/framemill.tmpfiles.conf: no workers/, no
+// requests/, nothing the service creates on its first start), a long input, a model, and user
+// A's output folder.
+struct FreshInstall {
+  std::string input, model, out_a;
+};
+FreshInstall MakeFreshInstall(const Service& s) {
+  OwnedDir(s.spool, 0, 0755);
+  OwnedDir(s.spool + "/incoming", 0, 01777);
+  OwnedDir(s.spool + "/tmp", 0, 01733);
+  FreshInstall site;
+  site.input = s.dir + "/long.mp4";
+  MakeIndexVideo(site.input, 1500, 320, 240, 25, 0);
+  site.model = ModelCopy("identity", s.dir);
+  site.out_a = OwnedDir(s.dir + "/out-a", kUserA, 0755);
+  return site;
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -66,15 +84,8 @@ TEST_CASE(
     "a job, its submitter can cancel it") {
   RequireMultiUser();
   Service s = MakeService("spool_users_cancel");
-  // What systemd-tmpfiles makes (systemd/framemill.tmpfiles.conf): no workers/, no requests/,
-  // nothing the service creates on its first start.
-  OwnedDir(s.spool, 0, 0755);
-  OwnedDir(s.spool + "/incoming", 0, 01777);
-  OwnedDir(s.spool + "/tmp", 0, 01733);
-  const std::string input = s.dir + "/long.mp4";
-  MakeIndexVideo(input, 1500, 320, 240, 25, 0);
-  const std::string model = ModelCopy("identity", s.dir);
-  const std::string out_a = OwnedDir(s.dir + "/out-a", kUserA, 0755);
+  const FreshInstall site = MakeFreshInstall(s);
+  const std::string &input = site.input, &model = site.model, &out_a = site.out_a;
   std::string id =
       Submit(s, kUserA,
              "'" + input + "' --model '" + model + "' --output '" + out_a + "/out.mp4' batch=2");
@@ -247,13 +258,8 @@ TEST_CASE(
     "cancels with a true answer; another user reads neither") {
   RequireMultiUser();
   Service s = MakeService("spool_users_umask");
-  OwnedDir(s.spool, 0, 0755);
-  OwnedDir(s.spool + "/incoming", 0, 01777);
-  OwnedDir(s.spool + "/tmp", 0, 01733);
-  const std::string input = s.dir + "/long.mp4";
-  MakeIndexVideo(input, 1500, 320, 240, 25, 0);
-  const std::string model = ModelCopy("identity", s.dir);
-  const std::string out_a = OwnedDir(s.dir + "/out-a", kUserA, 0755);
+  const FreshInstall site = MakeFreshInstall(s);
+  const std::string &input = site.input, &model = site.model, &out_a = site.out_a;
   // The service as the shipped unit runs it (systemd/framemill.service: UMask=0027).
   const mode_t before = ::umask(0027);
   BackgroundJob serve = Serve(s);

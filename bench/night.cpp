@@ -26,6 +26,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/night_arena.h"
 #include "bench/night_jobs.h"
 #include "bench/night_loop.h"
 #include "bench/night_system.h"
@@ -128,6 +129,9 @@ std::string ReplayCommand(const char* argv0, const Options& o) {
   return c;
 }
 
+// The jobs' chunk size; the arena and /dev/shm are sized for it (bench/night_arena.h).
+constexpr int kChunkFrames = 8;
+
 nlohmann::json Config(const Options& o, const Site& site) {
   nlohmann::json c = {{"spool_dir", site.spool},
                       {"rescan_interval_s", 1},
@@ -141,10 +145,10 @@ nlohmann::json Config(const Options& o, const Site& site) {
                       {"decoder_restarts", 20},
                       {"crash_retries", 20},
                       {"worker_start_timeout_s", 60},
-                      {"arena_mb", 32},
+                      {"arena_mb", NightArenaMiB(o.mix.sizes, kChunkFrames)},
                       {"defaults",
                        {{"workers", 2},
-                        {"chunk_frames", 8},
+                        {"chunk_frames", kChunkFrames},
                         {"segment_seconds", 1},
                         {"batch", 4},
                         {"device", o.device},
@@ -190,7 +194,8 @@ int main(int argc, char** argv) {
   for (const std::string& d : {site.scratch, o.dir + "/logs", site.in}) fs::create_directories(d);
   // The output's and the spool's filesystems, and /dev/shm: small tmpfs of the night's own.
   for (const auto& [path, mib, mode] : std::vector<std::tuple<std::string, int, mode_t>>{
-           {o.dir + "/out", 48, 0755}, {site.spool, 48, 0755}, {"/dev/shm", 96, 01777}}) {
+           {o.dir + "/out", 48, 0755}, {site.spool, 48, 0755},
+           {"/dev/shm", NightShmMiB(NightArenaMiB(o.mix.sizes, kChunkFrames)), 01777}}) {
     const std::string err = MountTmpfs(path, mib, mode);
     if (!err.empty()) {
       std::printf("framemill-night: skipped: %s\n", err.c_str());

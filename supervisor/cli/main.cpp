@@ -201,19 +201,10 @@ struct Request {
   framemill::FacePassOptions face_pass;
 };
 
-// The parser: every command, option and argument, with its help. `rq` receives the values.
-void DefineCommands(CLI::App& app, Request& rq) {
-  app.set_help_all_flag("--help-all", "Show the help of every command");
-  app.set_version_flag("--version", std::string("framemill ") + FRAMEMILL_VERSION);
-  app.require_subcommand(1);
-  app.fallthrough();
-  app.add_option("--config", rq.config_path,
-                 "Config file (default: $FRAMEMILL_CONFIG, else /etc/framemill/framemill.json "
-                 "if it exists, else built-in defaults)")
-      ->type_name("FILE");
-  app.footer(std::string(framemill::kExitCodesHelp) +
-             "\nRun `framemill COMMAND --help` for a command's options.");
+// The parser, one function a group of commands; `rq` receives the values.
 
+// `framemill run`, `stitch`, `slurm` and `preview`: one job, in the foreground or on a cluster.
+void DefineJobCommands(CLI::App& app, Request& rq) {
   CLI::App* run = app.add_subcommand(
       "run",
       "Run one job in the foreground and print a summary. Stopped or killed, it keeps its "
@@ -263,7 +254,10 @@ void DefineCommands(CLI::App& app, Request& rq) {
       ->check(CLI::Range(1, framemill::kMaxPreviewFrames))
       ->type_name("K");
   preview->add_flag("--json", rq.json, "Print the result and the estimate as one JSON document");
+}
 
+// `framemill faces`: sampled frames, or with --table the face pass over the whole video.
+void DefineFacesCommand(CLI::App& app, Request& rq) {
   CLI::App* faces = app.add_subcommand(
       "faces", "Detect faces (BlazeFace) in frames sampled across a video; print boxes, scores "
                "and keypoints, and optionally draw them");
@@ -316,7 +310,10 @@ void DefineCommands(CLI::App& app, Request& rq) {
       ->check(CLI::Range(1, 256))
       ->type_name("N")
       ->needs(table);
+}
 
+// `framemill serve` and the spool's client commands: submit, list, status, cancel, retry.
+void DefineSpoolCommands(CLI::App& app, Request& rq) {
   app.add_subcommand("serve",
                      "Drain the spool directory (config spool_dir) until stopped; for systemd");
 
@@ -351,7 +348,10 @@ void DefineCommands(CLI::App& app, Request& rq) {
   cancel->add_option("job", rq.job_id, "A job id, or its unique start")->required();
   CLI::App* retry = app.add_subcommand("retry", "Ask the service to run a failed job again");
   retry->add_option("job", rq.job_id, "A job id, or its unique start")->required();
+}
 
+// `framemill model` (export, list, import, info), `completion` and `version`.
+void DefineModelAndToolCommands(CLI::App& app, Request& rq) {
   CLI::App* model =
       app.add_subcommand("model", "Models: export examples, import trained ones, describe them");
   model->require_subcommand(1);
@@ -375,6 +375,25 @@ void DefineCommands(CLI::App& app, Request& rq) {
   completion->add_option("shell", rq.shell, "The shell")->check(CLI::IsMember({"bash"}));
 
   app.add_subcommand("version", "Print the version");
+}
+
+// Every command, option and argument, with its help: the options every command takes, then the
+// groups in the order `framemill --help` lists them.
+void DefineCommands(CLI::App& app, Request& rq) {
+  app.set_help_all_flag("--help-all", "Show the help of every command");
+  app.set_version_flag("--version", std::string("framemill ") + FRAMEMILL_VERSION);
+  app.require_subcommand(1);
+  app.fallthrough();
+  app.add_option("--config", rq.config_path,
+                 "Config file (default: $FRAMEMILL_CONFIG, else /etc/framemill/framemill.json "
+                 "if it exists, else built-in defaults)")
+      ->type_name("FILE");
+  app.footer(std::string(framemill::kExitCodesHelp) +
+             "\nRun `framemill COMMAND --help` for a command's options.");
+  DefineJobCommands(app, rq);
+  DefineFacesCommand(app, rq);
+  DefineSpoolCommands(app, rq);
+  DefineModelAndToolCommands(app, rq);
 }
 
 int Main(int argc, char** argv) {

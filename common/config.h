@@ -187,7 +187,7 @@ const char* Name(WorkerSandbox mode);  // "required", "auto", "off"
 std::optional<WorkerSandbox> ParseWorkerSandbox(const std::string& name);
 
 // Where the service runs its jobs: itself (kLocal), or on a Slurm cluster as parts and a stitch
-// (kSlurm: supervisor/front/slurm_commands.h).
+// (kSlurm: supervisor/cluster/slurm_commands.h).
 enum class Backend { kLocal, kSlurm };
 const char* Name(Backend backend);  // "local", "slurm"
 std::optional<Backend> ParseBackend(const std::string& name);
@@ -231,7 +231,7 @@ struct Config {
   double failed_work_keep_days = 7.0;
   // Unset: kRequired for the service (framemill serve), kAuto for framemill run.
   std::optional<WorkerSandbox> worker_sandbox;
-  // The GPUs `framemill serve` owns and shares among its jobs (supervisor/front/gpu_scheduler.h):
+  // The GPUs `framemill serve` owns and shares among its jobs (supervisor/service/gpu_scheduler.h):
   // it runs several jobs at once, each on GPUs of its own (the job's `gpus`, or a share of the
   // free ones), with warm workers kept per GPU set and model. Empty: one job at a time, each on
   // the device and gpus it names.
@@ -268,7 +268,7 @@ struct Config {
   // 37 hours at 30 fps). Over either, the job fails with input_invalid naming the key.
   int64_t max_frame_pixels = int64_t{8192} * 8192;
   int64_t max_job_frames = 4000000;
-  // Run when a job ends (supervisor/front/job_end_hook.h): the program (an absolute path, run without
+  // Run when a job ends (supervisor/service/job_end_hook.h): the program (an absolute path, run without
   // a shell) and its first arguments; the job's result.json path is appended. Empty = none.
   std::vector<std::string> on_job_end;
   double on_job_end_timeout_s = 30.0;  // the hook is killed after this long

@@ -2,11 +2,11 @@
 # Checks that includes run one way: common/ below supervisor/ and worker/, which never include
 # each other (and none of them includes tests/); inside supervisor/, each folder includes only itself and the folders before it in
 # this order (lowest first), as supervisor/README.md explains:
-#   process media faces plan workers report job front
+#   process media faces plan workers report job spool cluster service cli
 # Prints every include that breaks the order and exits 1; 0 when there is none.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-order=(process media faces plan workers report job front)
+order=(process media faces plan workers report job spool cluster service cli)
 rank() {
   local i
   for i in "${!order[@]}"; do [ "${order[$i]}" = "$1" ] && { echo "$i"; return; }; done

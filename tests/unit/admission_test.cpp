@@ -1,4 +1,4 @@
-// The service's admission (supervisor/front/admission.h): when a job may be claimed, the head's
+// The service's admission (supervisor/service/admission.h): when a job may be claimed, the head's
 // fate, a job's settings on its share of the GPUs, the share itself.
 #include <doctest/doctest.h>
 
@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "common/file_util.h"
-#include "supervisor/front/admission.h"
+#include "supervisor/service/admission.h"
 
 using namespace framemill;
 

@@ -1,8 +1,8 @@
-// The service's queue over its GPUs (supervisor/front/gpu_scheduler.h): named GPUs, shares of
+// The service's queue over its GPUs (supervisor/service/gpu_scheduler.h): named GPUs, shares of
 // the free ones, warm places, and the GPUs a job may name.
 #include <doctest/doctest.h>
 
-#include "supervisor/front/gpu_scheduler.h"
+#include "supervisor/service/gpu_scheduler.h"
 
 using namespace framemill;
 

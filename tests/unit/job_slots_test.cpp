@@ -1,4 +1,4 @@
-// The service's job slots (supervisor/front/job_slots.h): threads, the wake pipe, ended jobs.
+// The service's job slots (supervisor/service/job_slots.h): threads, the wake pipe, ended jobs.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -6,7 +6,7 @@
 #include <poll.h>
 #include <thread>
 
-#include "supervisor/front/job_slots.h"
+#include "supervisor/service/job_slots.h"
 
 using namespace framemill;
 

@@ -13,7 +13,7 @@
 
 #include "common/file_util.h"
 #include "supervisor/report/metrics.h"
-#include "supervisor/front/spool.h"
+#include "supervisor/spool/spool.h"
 
 using framemill::MetricsFigures;
 using framemill::WorkerEvent;

@@ -1,4 +1,4 @@
-// The service's loop (supervisor/front/service.h) without jobs: what it refuses, and what it
+// The service's loop (supervisor/service/service.h) without jobs: what it refuses, and what it
 // leaves when stopped. Jobs through the real binaries are tests/integration/service_test.cpp's.
 #include <doctest/doctest.h>
 
@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "common/file_util.h"
-#include "supervisor/front/service.h"
+#include "supervisor/service/service.h"
 
 using namespace framemill;
 

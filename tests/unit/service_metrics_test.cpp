@@ -1,4 +1,4 @@
-// The service's metrics (supervisor/front/service_metrics.h): live figures, totals, the file.
+// The service's metrics (supervisor/service/service_metrics.h): live figures, totals, the file.
 #include <doctest/doctest.h>
 
 #include <fstream>
@@ -7,7 +7,7 @@
 
 #include "common/clock.h"
 #include "common/file_util.h"
-#include "supervisor/front/service_metrics.h"
+#include "supervisor/service/service_metrics.h"
 
 using namespace framemill;
 

@@ -1,11 +1,11 @@
-// The spool as the service shares it (supervisor/front/service_spool.h).
+// The spool as the service shares it (supervisor/service/service_spool.h).
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/file_util.h"
-#include "supervisor/front/service_spool.h"
+#include "supervisor/service/service_spool.h"
 
 using namespace framemill;
 

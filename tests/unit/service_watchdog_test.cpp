@@ -1,4 +1,4 @@
-// The service's watchdog (supervisor/front/service_watchdog.h): its rule and its thread.
+// The service's watchdog (supervisor/service/service_watchdog.h): its rule and its thread.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "common/clock.h"
-#include "supervisor/front/service_watchdog.h"
+#include "supervisor/service/service_watchdog.h"
 
 using namespace framemill;
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "supervisor/front/slurm_commands.h"
+#include "supervisor/cluster/slurm_commands.h"
 
 using namespace framemill;
 

@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include "common/file_util.h"
-#include "supervisor/front/spool.h"
-#include "supervisor/front/spool_requests.h"
+#include "supervisor/spool/spool.h"
+#include "supervisor/spool/spool_requests.h"
 
 using framemill::Spool;
 using framemill::SpoolEntry;

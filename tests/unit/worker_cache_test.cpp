@@ -1,4 +1,4 @@
-// The service's worker cache (supervisor/front/worker_cache.h): warm places, spare places lent
+// The service's worker cache (supervisor/service/worker_cache.h): warm places, spare places lent
 // and given back, the workers' log folders. No worker is started here (WorkerPool's tests do).
 #include <doctest/doctest.h>
 
@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "common/file_util.h"
-#include "supervisor/front/worker_cache.h"
+#include "supervisor/service/worker_cache.h"
 
 using namespace framemill;
 

@@ -1,0 +1,129 @@
+#include "supervisor/service/job_slots.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+
+namespace framemill {
+
+JobThread::JobThread() : thread_([this] { Loop(); }) {}
+
+JobThread::~JobThread() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    quit_ = true;
+  }
+  cv_.notify_one();
+  thread_.join();
+}
+
+bool JobThread::busy() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return task_ != nullptr;
+}
+
+void JobThread::Run(std::function<void()> task) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    task_ = std::move(task);
+  }
+  cv_.notify_one();
+}
+
+void JobThread::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [this] { return quit_ || task_ != nullptr; });
+    if (task_ == nullptr) return;  // quit with nothing to do
+    std::function<void()> task = task_;
+    lock.unlock();
+    task();
+    lock.lock();
+    task_ = nullptr;
+  }
+}
+
+JobSlots::~JobSlots() {
+  threads_.clear();
+  for (int fd : wake_fds_) {
+    if (fd >= 0) ::close(fd);
+  }
+}
+
+Status JobSlots::Open() {
+  if (::pipe2(wake_fds_, O_CLOEXEC | O_NONBLOCK) != 0) {
+    return Status(StatusCode::kIo, std::string("pipe: ") + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+JobThread* JobSlots::FreeThread() {
+  for (JobThread& t : threads_) {
+    if (!t.busy()) return &t;
+  }
+  return &threads_.emplace_back();
+}
+
+RunningJob* JobSlots::Start(JobThread* thread, std::unique_ptr<RunningJob> job,
+                            std::function<void(RunningJob*)> body) {
+  RunningJob* raw = job.get();
+  running_.push_back(std::move(job));
+  thread->Run([this, raw, body = std::move(body)] {
+    body(raw);
+    raw->ended.store(true);
+    Wake();
+  });
+  return raw;
+}
+
+std::vector<std::unique_ptr<RunningJob>> JobSlots::TakeEnded() {
+  std::vector<std::unique_ptr<RunningJob>> ended;
+  for (auto it = running_.begin(); it != running_.end();) {
+    if ((*it)->ended.load()) {
+      ended.push_back(std::move(*it));
+      it = running_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return ended;
+}
+
+void JobSlots::Wake() {
+  const char byte = 1;
+  (void)!::write(wake_fds_[1], &byte, 1);
+}
+
+void JobSlots::DrainWake() {
+  char buf[4096];
+  while (::read(wake_fds_[0], buf, sizeof(buf)) > 0) {
+  }
+}
+
+bool JobSlots::AnyAlone() const {
+  return std::any_of(running_.begin(), running_.end(), [](const auto& j) { return j->alone; });
+}
+
+bool JobSlots::AnyCpu() const {
+  return std::any_of(running_.begin(), running_.end(), [](const auto& j) { return j->cpu; });
+}
+
+std::set<std::string> JobSlots::Ids() const {
+  std::set<std::string> ids;
+  for (const auto& job : running_) ids.insert(job->id);
+  return ids;
+}
+
+std::vector<uint64_t> JobSlots::AliveTimes() const {
+  std::vector<uint64_t> times;
+  for (const auto& job : running_) {
+    if (!job->ended.load()) times.push_back(job->alive_ms.load());
+  }
+  return times;
+}
+
+}  // namespace framemill

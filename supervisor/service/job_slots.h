@@ -1,0 +1,100 @@
+// The service's running jobs and the threads they run on. The loop starts a job on a free
+// thread; the job's thread runs it, marks it ended and writes a byte to the wake pipe; the
+// loop's wait (poll on wake_fd) returns and it takes the ended jobs back (TakeEnded) to give
+// back their GPUs and workers.
+//
+// Threads: the loop's thread calls everything but Wake (any thread) and what RunningJob says of
+// its atomics. Threads are not per job: a job thread lives as long as the service, because a
+// worker dies with the thread that started it (the worker's PR_SET_PDEATHSIG follows the parent
+// thread, not the process), and warm workers a job leaves behind must outlive that job's thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/status.h"
+#include "supervisor/service/worker_cache.h"
+
+namespace framemill {
+
+// A job running on one of the service's job threads.
+struct RunningJob {
+  std::string id;
+  std::vector<int> gpus;  // the service GPUs it holds
+  bool cpu = false;       // a CPU job beside GPU jobs (the service has a GPU set)
+  bool alone = false;     // nothing starts beside it (QueuedJob::alone)
+  WorkerLease workers;    // its warm place and lent spares (the WorkerCache's)
+  std::atomic<bool> ended{false};  // set by its thread when it is done
+  // When it last showed life (launched, or a progress report; monotonic ms), set by its
+  // thread: the watchdog is fed only while every running job has.
+  std::atomic<uint64_t> alive_ms{0};
+};
+
+// A thread that runs tasks one after another until it is destroyed.
+class JobThread {
+ public:
+  JobThread();
+  ~JobThread();  // waits for the task under way
+  JobThread(const JobThread&) = delete;
+  JobThread& operator=(const JobThread&) = delete;
+  bool busy();  // a task runs (or is about to)
+  void Run(std::function<void()> task);  // only when not busy
+
+ private:
+  void Loop();
+  std::mutex mu_;  // guards task_ and quit_
+  std::condition_variable cv_;
+  std::function<void()> task_;
+  bool quit_ = false;
+  std::thread thread_;  // last: started once the rest is made
+};
+
+class JobSlots {
+ public:
+  JobSlots() = default;
+  ~JobSlots();  // joins the threads (no job may run), closes the pipe
+  JobSlots(const JobSlots&) = delete;
+  JobSlots& operator=(const JobSlots&) = delete;
+
+  // Makes the wake pipe (before any Start).
+  Status Open();
+  // A thread with no job, made when every one is busy. Throws when a thread cannot be made:
+  // call it before anything is taken for the job.
+  JobThread* FreeThread();
+  // Runs `body(job)` on `thread` (from FreeThread); then the job is marked ended and the loop
+  // woken. Returns the job, which stays in the list until TakeEnded.
+  RunningJob* Start(JobThread* thread, std::unique_ptr<RunningJob> job,
+                    std::function<void(RunningJob*)> body);
+  // The jobs that ended, out of the list (their threads are free or about to be).
+  std::vector<std::unique_ptr<RunningJob>> TakeEnded();
+
+  // Wakes the loop's wait (any thread).
+  void Wake();
+  int wake_fd() const { return wake_fds_[0]; }  // readable after a Wake
+  void DrainWake();  // reads every byte waiting
+
+  bool empty() const { return running_.empty(); }
+  size_t size() const { return running_.size(); }
+  bool AnyAlone() const;  // a job runs alone: nothing may start beside it
+  bool AnyCpu() const;    // a CPU job runs beside GPU jobs
+  std::set<std::string> Ids() const;
+  std::vector<uint64_t> AliveTimes() const;  // RunningJob::alive_ms of the jobs not ended
+  // Joins the threads (after the warm workers they started have stopped).
+  void JoinThreads() { threads_.clear(); }
+
+ private:
+  std::list<std::unique_ptr<RunningJob>> running_;
+  std::list<JobThread> threads_;  // as many as jobs ran at once
+  int wake_fds_[2] = {-1, -1};    // a job's thread writes a byte when it ends
+};
+
+}  // namespace framemill

@@ -7,7 +7,7 @@
 
 #include "common/checked_file.h"
 #include "supervisor/media/ffmpeg_pipes.h"
-#include "supervisor/media/media_probe.h"
+#include "supervisor/media/source_intake.h"
 
 namespace framemill::bench {
 
@@ -78,14 +78,11 @@ void MakeIndexVideo(const std::string& path, int frames, int width, int height, 
 
 int64_t DecodeFrames(const std::string& path, const std::string& log,
                      const std::function<void(const uint8_t*, int, int)>& on_frame) {
-  Result<MediaInfo> media = ProbeMedia("ffprobe", path, false);
-  Result<UniqueFd> fd = OpenCheckedFile(CheckedKind::kInput, path, {});
-  Result<std::vector<std::string>> restrictions =
-      InputRestrictions("ffprobe", PlaylistInputs::kRefuse);
-  if (!media.ok() || !fd.ok() || !restrictions.ok()) return -1;
-  const VideoStreamInfo& v = media->video;
-  auto reader = FrameReader::Start("ffmpeg", SourceFile{fd->get(), path, *restrictions}, v, log,
-                                   FrameFormat::kRgb24, {});
+  Result<TakenSource> taken = TakeSource(
+      path, SourceRules{"ffprobe", InputRoots::Anywhere(), PlaylistInputs::kRefuse}, false);
+  if (!taken.ok()) return -1;
+  const VideoStreamInfo& v = taken->media.video;
+  auto reader = FrameReader::Start("ffmpeg", taken->source, v, log, FrameFormat::kRgb24, {});
   if (!reader.ok()) return -1;
   std::vector<uint8_t> frame(static_cast<size_t>(v.display_width) * v.display_height * 3);
   int64_t count = 0;

@@ -63,7 +63,7 @@
 #include "common/proc_status.h"
 #include "supervisor/faces/face_table.h"
 #include "supervisor/media/ffmpeg_pipes.h"
-#include "supervisor/media/media_probe.h"
+#include "supervisor/media/source_intake.h"
 #include "worker/face_composite.h"
 #include "worker/frame_model.h"
 
@@ -529,7 +529,7 @@ int main(int argc, char** argv) {
   char tmpl[] = "/tmp/framemill-bench-XXXXXX";
   std::string tmp = mkdtemp(tmpl);
 
-  auto media = fm::ProbeMedia("ffprobe", input, true);
+  auto media = fm::ProbeOwnFile("ffprobe", input, true);
   if (!media.ok()) {
     std::fprintf(stderr, "%s\n", media.status().ToString().c_str());
     return 1;

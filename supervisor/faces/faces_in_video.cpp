@@ -7,7 +7,7 @@
 
 #include "common/checked_file.h"
 #include "common/file_util.h"
-#include "supervisor/media/media_probe.h"
+#include "supervisor/media/source_intake.h"
 #include "supervisor/media/preview_frames.h"
 #include "supervisor/process/subprocess.h"
 
@@ -172,14 +172,13 @@ Result<FacesReport> FindFacesInVideo(const Config& config, const std::string& vi
 #else
   Result<FaceDetector> detector = FaceDetector::Load(options.detector, options.detection);
   if (!detector.ok()) return detector.status();
-  Result<UniqueFd> fd = OpenCheckedFile(CheckedKind::kInput, video, {});
-  if (!fd.ok()) return fd.status();
-  Result<std::vector<std::string>> restrictions =
-      InputRestrictions(config.ffprobe, PlaylistInputs::kRefuse);
-  if (!restrictions.ok()) return restrictions.status();
-  const SourceFile source{fd->get(), video, *restrictions};
-  Result<MediaInfo> info = ProbeMedia(config.ffprobe, source, false);
-  if (!info.ok()) return info.status();
+  // The video named on the command line by the person running it, not a job's: no roots.
+  Result<TakenSource> taken = TakeSource(
+      video, SourceRules{config.ffprobe, InputRoots::Anywhere(), PlaylistInputs::kRefuse},
+      /*frame_times=*/false);
+  if (!taken.ok()) return taken.status();
+  const SourceFile& source = taken->source;
+  const MediaInfo* info = &taken->media;
   if (!options.draw_dir.empty()) {
     Status made = MakeDirectories(options.draw_dir);
     if (!made.ok()) return Status(StatusCode::kOutputInvalid, made.message());

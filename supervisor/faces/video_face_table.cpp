@@ -7,21 +7,20 @@
 #include "common/checked_file.h"
 #include "common/file_util.h"
 #include "supervisor/media/source_geometry.h"
+#include "supervisor/media/source_intake.h"
 
 namespace framemill {
 
 Result<FaceTable> MakeVideoFaceTable(const Config& config, const std::string& video,
                                      const FacePassOptions& options,
                                      const std::atomic<bool>& stop) {
-  Result<UniqueFd> fd = OpenCheckedFile(CheckedKind::kInput, video, {});
-  if (!fd.ok()) return fd.status();
-  Result<std::vector<std::string>> restrictions =
-      InputRestrictions(config.ffprobe, config.allow_playlist_inputs ? PlaylistInputs::kAllow
-                                                                     : PlaylistInputs::kRefuse);
-  if (!restrictions.ok()) return restrictions.status();
-  const SourceFile source{fd->get(), video, *restrictions};
-  Result<MediaInfo> media = ProbeMedia(config.ffprobe, source, /*frame_times=*/true);
-  if (!media.ok()) return media.status();
+  // The video named on the command line by the person running it, not a job's: no roots.
+  SourceRules rules = JobSourceRules(config);
+  rules.roots = InputRoots::Anywhere();
+  Result<TakenSource> taken = TakeSource(video, rules, /*frame_times=*/true);
+  if (!taken.ok()) return taken.status();
+  const SourceFile& source = taken->source;
+  const MediaInfo* media = &taken->media;
   Result<std::vector<std::string>> filters =
       GeometryFilters(media->video, config.defaults.deinterlace);
   if (!filters.ok()) return filters.status().WithContext(video);
@@ -35,7 +34,7 @@ Result<FaceTable> MakeVideoFaceTable(const Config& config, const std::string& vi
   FacePassInput input;
   input.ffmpeg = config.ffmpeg;
   input.source = &source;
-  input.media = &*media;
+  input.media = media;
   input.filters = std::move(*filters);
   input.stderr_path = dir + "/decoder.log";
   Result<FaceTable> table = RunFacePass(input, options, stop);

@@ -11,6 +11,7 @@
 #include "supervisor/job/kept_work.h"
 #include "supervisor/media/media_probe.h"
 #include "supervisor/media/output_muxer.h"
+#include "supervisor/media/source_intake.h"
 
 namespace framemill {
 namespace {
@@ -65,8 +66,7 @@ Status CheckOutput(const JobSpec& job, const Config& config, JobFiles* files) {
 
 Result<SourceFile> OpenJobPaths(const JobSpec& job, const Config& config, JobFiles* files) {
   if (!files->input.valid()) {
-    Result<UniqueFd> input =
-        OpenCheckedFile(CheckedKind::kInput, job.input, config.allowed_input_roots);
+    Result<UniqueFd> input = OpenInput(job.input, JobSourceRules(config).roots);
     if (!input.ok()) return input.status();
     files->input = std::move(*input);
   }
@@ -77,11 +77,8 @@ Result<SourceFile> OpenJobPaths(const JobSpec& job, const Config& config, JobFil
     files->model = std::move(*model);
   }
   FM_RETURN_IF_ERROR(CheckOutput(job, config, files));
-  Result<std::vector<std::string>> restrictions =
-      InputRestrictions(config.ffprobe, config.allow_playlist_inputs ? PlaylistInputs::kAllow
-                                                                     : PlaylistInputs::kRefuse);
-  if (!restrictions.ok()) return restrictions.status();
-  return SourceFile{files->input.get(), job.input, std::move(*restrictions)};
+  const SourceRules rules = JobSourceRules(config);
+  return BindSource(files->input.get(), job.input, rules.ffprobe, rules.playlists);
 }
 
 Result<FaceSetting> OpenFaceFiles(const JobSpec& job, const Config& config, JobFiles* files) {
@@ -100,8 +97,7 @@ Result<FaceSetting> OpenFaceFiles(const JobSpec& job, const Config& config, JobF
   }
   if (!faces.table.empty()) {
     if (!files->face_table.valid()) {
-      Result<UniqueFd> fd =
-          OpenCheckedFile(CheckedKind::kInput, faces.table, config.allowed_input_roots);
+      Result<UniqueFd> fd = OpenInput(faces.table, JobSourceRules(config).roots);
       if (!fd.ok()) return fd.status().WithContext("face_table");
       files->face_table = std::move(*fd);
     }

@@ -10,7 +10,7 @@
 #include "common/file_util.h"
 #include "common/json_fields.h"
 #include "supervisor/job/job_state.h"
-#include "supervisor/media/media_probe.h"
+#include "supervisor/media/source_intake.h"
 
 namespace framemill {
 namespace {
@@ -84,18 +84,10 @@ Result<PartsPlan> WritePartsPlanOnce(const std::string& parts_dir, const PartsPl
 
 Result<PartsPlan> PlanJobParts(const JobSpec& job, const Config& config, int count,
                                const std::string& parts_dir, bool at_most_segments) {
-  Result<UniqueFd> input =
-      OpenCheckedFile(CheckedKind::kInput, job.input, config.allowed_input_roots);
+  Result<TakenSource> input = TakeSource(job.input, JobSourceRules(config), /*frame_times=*/true);
   if (!input.ok()) return input.status();
-  Result<std::vector<std::string>> restrictions =
-      InputRestrictions(config.ffprobe, config.allow_playlist_inputs ? PlaylistInputs::kAllow
-                                                                     : PlaylistInputs::kRefuse);
-  if (!restrictions.ok()) return restrictions.status();
-  Result<MediaInfo> media = ProbeMedia(
-      config.ffprobe, SourceFile{input->get(), job.input, std::move(*restrictions)}, true);
-  if (!media.ok()) return media.status();
-  Result<JobPlan> plan =
-      PlanJob(media->video.frame_count, media->video.frame_rate.value(), job.settings);
+  const VideoStreamInfo& v = input->media.video;
+  Result<JobPlan> plan = PlanJob(v.frame_count, v.frame_rate.value(), job.settings);
   if (!plan.ok()) return plan.status();
   if (at_most_segments) count = std::min<int64_t>(count, static_cast<int64_t>(plan->segments.size()));
   Result<PartsPlan> mine = MakePartsPlan(job, *plan, count);

@@ -19,6 +19,7 @@
 #include "supervisor/media/media_probe.h"
 #include "supervisor/media/preview_frames.h"
 #include "supervisor/media/source_geometry.h"
+#include "supervisor/media/source_intake.h"
 #include "supervisor/process/subprocess.h"
 
 namespace framemill {
@@ -252,6 +253,144 @@ JobSpec SampledJob(const JobSpec& job, const std::string& dir, const std::string
   return p;
 }
 
+// The source as the preview reads it: the input and the output's directory, each opened and
+// checked once, and what a probe without a pass over the file tells (the preview must not cost
+// one).
+struct PreviewSource {
+  UniqueFd input, out_dir;
+  std::string out_name;  // the output's name in out_dir
+  SourceFile source;
+  MediaInfo media;
+  double audio_bits_per_s = 0;
+  bool audio_unknown = false;  // a stream without a bit rate
+};
+
+// Opens the input and the output's directory, probes the source and fills the report's source
+// figures (its seconds and frames).
+Status OpenPreviewSource(const JobSpec& job, const Config& config, PreviewSource* in,
+                         PreviewReport* report) {
+  const SourceRules rules = JobSourceRules(config);
+  Result<UniqueFd> input = OpenInput(job.input, rules.roots);
+  if (!input.ok()) return input.status();
+  in->input = std::move(*input);
+  in->out_name = BaseName(job.output);
+  if (in->out_name.empty() || in->out_name == "." || in->out_name == "..") {
+    return Status(StatusCode::kOutputInvalid, job.output + ": not a file name");
+  }
+  Result<UniqueFd> out_dir = OpenCheckedDirectory(DirName(job.output), config.allowed_output_roots);
+  if (!out_dir.ok()) return out_dir.status();
+  in->out_dir = std::move(*out_dir);
+  Result<SourceFile> source = BindSource(in->input.get(), job.input, rules.ffprobe, rules.playlists);
+  if (!source.ok()) return source.status();
+  in->source = std::move(*source);
+  Result<MediaInfo> media = ProbeMedia(config.ffprobe, in->source, /*frame_times=*/false);
+  if (!media.ok()) return media.status();
+  in->media = std::move(*media);
+  VideoStreamInfo& v = in->media.video;
+  FM_RETURN_IF_ERROR(ReadFrameFieldOrder(config.ffprobe, in->source, &v));
+  report->source_seconds = in->media.duration;
+  if (!(report->source_seconds > 0)) {
+    return Status(StatusCode::kInputInvalid, job.input + ": the container gives no duration");
+  }
+  report->source_frames = v.header_frames > 0
+                              ? v.header_frames
+                              : std::llround(report->source_seconds * v.frame_rate.value());
+  Result<double> audio_bits = AudioBitsPerSecond(config.ffprobe, in->source, &in->audio_unknown);
+  if (!audio_bits.ok()) return audio_bits.status();
+  in->audio_bits_per_s = *audio_bits;
+  return Status::Ok();
+}
+
+// The sampled clip: `k` stretches of the source's frames, upright and progressive, in a private
+// directory in the output's directory (removed with everything in it when this goes).
+struct SampledClip {
+  PrivateDir dir;
+  CreatedFile clip;
+  int stretch = 0;  // frames a stretch
+  SampledFrames frames;
+};
+
+// Makes the private directory and samples the clip into it; fills the report's sample figures.
+Status SampleSource(const JobSpec& job, const Config& config, const PreviewSource& in, int k,
+                    SampledClip* out, PreviewReport* report) {
+  const VideoStreamInfo& v = in.media.video;
+  PrivateDir& dir = out->dir;
+  Result<CreatedFile> made = MakePrivateDirectoryAt(in.out_dir.get(), ".framemill-preview.");
+  if (!made.ok()) return made.status();
+  dir.parent_fd = in.out_dir.get();
+  dir.name = made->name;
+  dir.fd = std::move(made->fd);
+  dir.real = FdRealPath(dir.fd.get());
+  if (dir.real.empty()) return Status(StatusCode::kIo, "preview: its directory has no path");
+  Result<CreatedFile> clip = CreateExclusiveAt(dir.fd.get(), "sampled.", ".nut", 0600);
+  if (!clip.ok()) return clip.status();
+  out->clip = std::move(*clip);
+  // Samples span the video stream where its frame count says it ends before the container
+  // (audio that runs on): a time past the last frame gives no frame.
+  const int stretch = StretchFor(k, job.settings);
+  double span = report->source_seconds;
+  if (v.header_frames > 0) span = std::min(span, v.header_frames / v.frame_rate.value());
+  // The last stretch must end before the video does.
+  span = std::max(0.0, span - stretch / v.frame_rate.value());
+  Result<SampledFrames> sampled =
+      ExtractSampledFrames(config.ffmpeg, in.source, v, job.settings.deinterlace,
+                           SampleTimes(span, k), stretch, dir.fd.get(), out->clip.fd.get());
+  if (!sampled.ok()) return sampled.status();
+  out->clip.fd.Reset();
+  out->stretch = stretch;
+  out->frames = std::move(*sampled);
+  report->times = out->frames.times;
+  report->frames_per_sample = stretch;
+  report->frames_decoded = out->frames.frames_decoded;
+  spdlog::info("preview: {} stretches of {} frames sampled from {} ({} frames decoded to get them)",
+               k, stretch, job.input, out->frames.frames_decoded);
+  return Status::Ok();
+}
+
+// The contact sheet of the source's and the sampled run's frames, written beside the output as
+// <output>.preview.png; fills the report's layout, crops and contact_sheet.
+Status DrawSheet(const JobSpec& job, const Config& config, const PreviewSource& in, int k,
+                 const SampledClip& sampled, const std::string& run_output, const JobReport& run,
+                 PreviewReport* report) {
+  const VideoStreamInfo& v = in.media.video;
+  const int stretch = sampled.stretch;
+  const int dir_fd = sampled.dir.fd.get();
+  report->layout = LayoutFor(v.display_width, v.display_height, UprightSampleAspect(v), k);
+  // A model that enlarges the frame: 1:1 crops of its output (scaled into the source's cell, an
+  // upscale would look like its input).
+  const bool crops = run.out_width >= report->layout.cell_width &&
+                     run.out_height >= report->layout.cell_height &&
+                     (run.out_width > run.in_width || run.out_height > run.in_height);
+  const int crop_w = crops ? run.out_width : 0, crop_h = crops ? run.out_height : 0;
+  if (crops) {
+    spdlog::info("preview: the model gives {}x{} frames: each row shows a {}x{} crop of the "
+                 "output's middle, 1:1, beside the source scaled to {}x{} (bicubic) there",
+                 run.out_width, run.out_height, report->layout.cell_width,
+                 report->layout.cell_height, run.out_width, run.out_height);
+  }
+  report->crops = crops;
+  Result<std::vector<std::string>> before =
+      CellFrames(config.ffmpeg, dir_fd, sampled.clip.name, report->layout, k, stretch,
+                 CellFilter(report->layout, crop_w, crop_h, /*source=*/true));
+  if (!before.ok()) return before.status();
+  Result<std::vector<std::string>> after =
+      CellFrames(config.ffmpeg, dir_fd, run_output, report->layout, k, stretch,
+                 CellFilter(report->layout, crop_w, crop_h, /*source=*/false));
+  if (!after.ok()) return after.status();
+  std::vector<std::string> labels;
+  for (double t : report->times) {
+    const int minutes = static_cast<int>(t / 60);
+    labels.push_back(
+        fmt::format("{:d}:{:02d}:{:05.2f}", minutes / 60, minutes % 60, t - 60.0 * minutes));
+  }
+  Result<std::string> png = EncodeContactSheet(report->layout, *before, *after, labels);
+  if (!png.ok()) return png.status();
+  const std::string sheet_name = in.out_name + ".preview.png";
+  FM_RETURN_IF_ERROR(WriteSheet(in.out_dir.get(), sheet_name, *png));
+  report->contact_sheet = DirName(job.output) + "/" + sheet_name;
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<PreviewReport> RunPreview(const JobSpec& job, const Config& config,
@@ -266,70 +405,17 @@ Result<PreviewReport> RunPreview(const JobSpec& job, const Config& config,
     return Status(StatusCode::kInvalidJob,
                   fmt::format("preview: --frames must be 1..{}, not {}", kMaxPreviewFrames, k));
   }
-  // The input and the output's directory, each opened and checked once.
-  Result<UniqueFd> input =
-      OpenCheckedFile(CheckedKind::kInput, job.input, config.allowed_input_roots);
-  if (!input.ok()) return input.status();
-  const std::string out_name = BaseName(job.output);
-  if (out_name.empty() || out_name == "." || out_name == "..") {
-    return Status(StatusCode::kOutputInvalid, job.output + ": not a file name");
-  }
-  Result<UniqueFd> out_dir = OpenCheckedDirectory(DirName(job.output), config.allowed_output_roots);
-  if (!out_dir.ok()) return out_dir.status();
-  Result<std::vector<std::string>> restrictions =
-      InputRestrictions(config.ffprobe, config.allow_playlist_inputs ? PlaylistInputs::kAllow
-                                                                     : PlaylistInputs::kRefuse);
-  if (!restrictions.ok()) return restrictions.status();
-  const SourceFile source{input->get(), job.input, std::move(*restrictions)};
-
-  // The source, without reading every packet: the preview must not cost a pass over the file.
-  Result<MediaInfo> media = ProbeMedia(config.ffprobe, source, /*frame_times=*/false);
-  if (!media.ok()) return media.status();
-  VideoStreamInfo& v = media->video;
-  FM_RETURN_IF_ERROR(ReadFrameFieldOrder(config.ffprobe, source, &v));
   PreviewReport report;
-  report.source_seconds = media->duration;
-  if (!(report.source_seconds > 0)) {
-    return Status(StatusCode::kInputInvalid, job.input + ": the container gives no duration");
-  }
-  report.source_frames = v.header_frames > 0
-                             ? v.header_frames
-                             : std::llround(report.source_seconds * v.frame_rate.value());
-  bool audio_unknown = false;
-  Result<double> audio_bits = AudioBitsPerSecond(config.ffprobe, source, &audio_unknown);
-  if (!audio_bits.ok()) return audio_bits.status();
-
-  PrivateDir dir;
-  Result<CreatedFile> made = MakePrivateDirectoryAt(out_dir->get(), ".framemill-preview.");
-  if (!made.ok()) return made.status();
-  dir.parent_fd = out_dir->get();
-  dir.name = made->name;
-  dir.fd = std::move(made->fd);
-  dir.real = FdRealPath(dir.fd.get());
-  if (dir.real.empty()) return Status(StatusCode::kIo, "preview: its directory has no path");
-  Result<CreatedFile> clip = CreateExclusiveAt(dir.fd.get(), "sampled.", ".nut", 0600);
-  if (!clip.ok()) return clip.status();
-  // Samples span the video stream where its frame count says it ends before the container
-  // (audio that runs on): a time past the last frame gives no frame.
-  const int stretch = StretchFor(k, job.settings);
-  double span = report.source_seconds;
-  if (v.header_frames > 0) span = std::min(span, v.header_frames / v.frame_rate.value());
-  // The last stretch must end before the video does.
-  span = std::max(0.0, span - stretch / v.frame_rate.value());
-  Result<SampledFrames> sampled =
-      ExtractSampledFrames(config.ffmpeg, source, v, job.settings.deinterlace, SampleTimes(span, k),
-                           stretch, dir.fd.get(), clip->fd.get());
-  if (!sampled.ok()) return sampled.status();
-  clip->fd.Reset();
-  report.times = sampled->times;
-  report.frames_per_sample = stretch;
-  report.frames_decoded = sampled->frames_decoded;
-  spdlog::info("preview: {} stretches of {} frames sampled from {} ({} frames decoded to get them)",
-               k, stretch, job.input, sampled->frames_decoded);
+  PreviewSource in;
+  FM_RETURN_IF_ERROR(OpenPreviewSource(job, config, &in, &report));
+  SampledClip sampled;
+  FM_RETURN_IF_ERROR(SampleSource(job, config, in, k, &sampled, &report));
+  const PrivateDir& dir = sampled.dir;
+  const int stretch = sampled.stretch;
 
   // The real pipeline on the sampled clip. Roots, where the config has any, admit the private
   // directory (the preview checked the job's own paths above; the model is checked by RunJob).
-  const JobSpec sampled_job = SampledJob(job, dir.real, clip->name);
+  const JobSpec sampled_job = SampledJob(job, dir.real, sampled.clip.name);
   Config run_config = config;
   if (!run_config.allowed_input_roots.empty()) run_config.allowed_input_roots.push_back(dir.real);
   if (!run_config.allowed_output_roots.empty()) run_config.allowed_output_roots.push_back(dir.real);
@@ -339,62 +425,29 @@ Result<PreviewReport> RunPreview(const JobSpec& job, const Config& config,
   if (!run.ok()) return run.status().WithContext("preview");
   const std::string run_output = BaseName(sampled_job.output);
 
-  // The contact sheet.
-  report.layout = LayoutFor(v.display_width, v.display_height, UprightSampleAspect(v), k);
-  // A model that enlarges the frame: 1:1 crops of its output (scaled into the source's cell, an
-  // upscale would look like its input).
-  const bool crops = run->out_width >= report.layout.cell_width &&
-                     run->out_height >= report.layout.cell_height &&
-                     (run->out_width > run->in_width || run->out_height > run->in_height);
-  const int crop_w = crops ? run->out_width : 0, crop_h = crops ? run->out_height : 0;
-  if (crops) {
-    spdlog::info("preview: the model gives {}x{} frames: each row shows a {}x{} crop of the "
-                 "output's middle, 1:1, beside the source scaled to {}x{} (bicubic) there",
-                 run->out_width, run->out_height, report.layout.cell_width,
-                 report.layout.cell_height, run->out_width, run->out_height);
-  }
-  report.crops = crops;
-  Result<std::vector<std::string>> before =
-      CellFrames(config.ffmpeg, dir.fd.get(), clip->name, report.layout, k, stretch,
-                 CellFilter(report.layout, crop_w, crop_h, /*source=*/true));
-  if (!before.ok()) return before.status();
-  Result<std::vector<std::string>> after =
-      CellFrames(config.ffmpeg, dir.fd.get(), run_output, report.layout, k, stretch,
-                 CellFilter(report.layout, crop_w, crop_h, /*source=*/false));
-  if (!after.ok()) return after.status();
-  std::vector<std::string> labels;
-  for (double t : report.times) {
-    const int minutes = static_cast<int>(t / 60);
-    labels.push_back(
-        fmt::format("{:d}:{:02d}:{:05.2f}", minutes / 60, minutes % 60, t - 60.0 * minutes));
-  }
-  Result<std::string> png = EncodeContactSheet(report.layout, *before, *after, labels);
-  if (!png.ok()) return png.status();
-  const std::string sheet_name = out_name + ".preview.png";
-  FM_RETURN_IF_ERROR(WriteSheet(out_dir->get(), sheet_name, *png));
-  report.contact_sheet = DirName(job.output) + "/" + sheet_name;
+  FM_RETURN_IF_ERROR(DrawSheet(job, config, in, k, sampled, run_output, *run, &report));
 
-  EstimateInputs in;
-  in.source_frames = report.source_frames;
-  in.source_seconds = report.source_seconds;
-  in.sampled_frames = static_cast<int64_t>(k) * stretch;
-  in.preview_chunk_frames = sampled_job.settings.chunk_frames;
-  in.run = std::move(*run);
-  in.source_decode_s = sampled->decode_s;
-  in.source_frames_decoded = sampled->frames_decoded;
+  EstimateInputs est;
+  est.source_frames = report.source_frames;
+  est.source_seconds = report.source_seconds;
+  est.sampled_frames = static_cast<int64_t>(k) * stretch;
+  est.preview_chunk_frames = sampled_job.settings.chunk_frames;
+  est.run = std::move(*run);
+  est.source_decode_s = sampled.frames.decode_s;
+  est.source_frames_decoded = sampled.frames.frames_decoded;
   Result<EncoderFigures> encode =
       MeasureEncoder(config.ffmpeg, dir.fd.get(), run_output, job.settings.encoder,
-                     in.run.output_pix_fmt, k * stretch);
+                     est.run.output_pix_fmt, k * stretch);
   if (!encode.ok()) return encode.status();
-  in.encoder_s_per_frame = encode->seconds_per_frame;
-  in.encoder_frames = encode->frames;
-  in.encoded_bytes = encode->bytes;
-  in.audio_bits_per_s = *audio_bits;
-  in.audio_rate_unknown = audio_unknown;
-  in.workers = job.settings.workers;
-  in.run_workers = sampled_job.settings.workers;
-  in.encoders = job.settings.encoders;
-  report.estimate = EstimateJob(in);
+  est.encoder_s_per_frame = encode->seconds_per_frame;
+  est.encoder_frames = encode->frames;
+  est.encoded_bytes = encode->bytes;
+  est.audio_bits_per_s = in.audio_bits_per_s;
+  est.audio_rate_unknown = in.audio_unknown;
+  est.workers = job.settings.workers;
+  est.run_workers = sampled_job.settings.workers;
+  est.encoders = job.settings.encoders;
+  report.estimate = EstimateJob(est);
   return report;
 }
 

@@ -12,6 +12,7 @@
 #include "supervisor/job/output_plan.h"
 #include "supervisor/job/parts_dir.h"
 #include "supervisor/job/prepared_job.h"
+#include "supervisor/media/source_intake.h"
 #include "supervisor/plan/part_plan.h"
 
 namespace framemill {
@@ -60,8 +61,9 @@ Result<JobReport> Stitch(const JobSpec& job, const Config& config, const std::st
   Result<SegmentList> segments = PartSegments(job, p.plan, parts_dir);
   if (!segments.ok()) return segments.status();
   // The segments' own size is the output's (the model's scale, found by the parts' workers).
+  // The parts wrote them: no roots.
   Result<MediaInfo> first =
-      ProbeMedia(config.ffprobe, segments->paths.front(), /*frame_times=*/false);
+      ProbeOwnFile(config.ffprobe, segments->paths.front(), /*frame_times=*/false);
   if (!first.ok()) return first.status().WithContext("stitch");
   const OutputSize out{first->video.width, first->video.height};
   EncoderSettings encoder = p.encoder;

@@ -6,8 +6,6 @@
 #include <cstdlib>
 #include <fcntl.h>
 #include <functional>
-#include <map>
-#include <mutex>
 #include <queue>
 #include <set>
 #include <sstream>
@@ -151,51 +149,6 @@ class ConstantRateCheck {
   double first_ = 0, last_ = 0;
   std::priority_queue<double, std::vector<double>, std::greater<double>> window_;
 };
-
-// Demuxers that open files or URLs named inside the input (refused unless allowed).
-const std::set<std::string>& ListDemuxers() {
-  static const std::set<std::string> names = {
-      "hls", "dash", "concat", "image2", "imf", "vobsub", "webm_dash_manifest"};
-  return names;
-}
-
-// Demuxers never allowed for a job's input: network sessions and scripts.
-const std::set<std::string>& NeverDemuxers() {
-  static const std::set<std::string> names = {"rtp",      "rtsp",        "sap",  "sdp",
-                                              "avisynth", "vapoursynth", "lavfi"};
-  return names;
-}
-
-// The names in the table `ffprobe -demuxers` or `-devices` prints: " D  name  description"
-// (a name may be "a,b,c"). `flag_d`: only rows whose flags include D.
-Result<std::vector<std::string>> FormatTable(const std::string& ffprobe, const std::string& which) {
-  Result<CommandOutput> r = AskProgram({ffprobe, "-hide_banner", which});
-  if (!r.ok()) return r.status();
-  if (r->exit_code != 0) {
-    return Status(StatusCode::kIo, ffprobe + " " + which + " failed: " + LastLines(r->err, 3));
-  }
-  std::vector<std::string> names;
-  std::istringstream in(r->out);
-  bool table = false;
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind(" --", 0) == 0) {
-      table = true;
-      continue;
-    }
-    if (!table || line.size() < 5) continue;
-    std::istringstream fields(line.substr(4));
-    std::string name;
-    fields >> name;
-    if (line[1] != 'D' || name.empty()) continue;
-    for (size_t start = 0; start <= name.size();) {
-      size_t comma = name.find(',', start);
-      if (comma == std::string::npos) comma = name.size();
-      if (comma > start) names.push_back(name.substr(start, comma - start));
-      start = comma + 1;
-    }
-  }
-  return names;
-}
 
 // "Format hls probed with size=2048 and score=100" in ffprobe's debug output.
 std::string DetectedFormat(const std::string& ffprobe, const SourceFile& source) {
@@ -398,44 +351,6 @@ Rational ParseRational(const std::string& text) {
   }
   if (r.den <= 0 || r.num < 0) return Rational{};
   return r;
-}
-
-Result<std::vector<std::string>> InputRestrictions(const std::string& ffprobe,
-                                                   PlaylistInputs playlists) {
-  static std::mutex mu;
-  static std::map<std::string, std::string> cache;  // ffprobe|policy -> format whitelist
-  const std::string key = ffprobe + (playlists == PlaylistInputs::kAllow ? "|allow" : "|refuse");
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = cache.find(key);
-  if (it == cache.end()) {
-    Result<std::vector<std::string>> demuxers = FormatTable(ffprobe, "-demuxers");
-    if (!demuxers.ok()) return demuxers.status();
-    Result<std::vector<std::string>> devices = FormatTable(ffprobe, "-devices");
-    if (!devices.ok()) return devices.status();
-    std::set<std::string> refused(devices->begin(), devices->end());
-    refused.insert(NeverDemuxers().begin(), NeverDemuxers().end());
-    if (playlists == PlaylistInputs::kRefuse) {
-      refused.insert(ListDemuxers().begin(), ListDemuxers().end());
-    }
-    std::string list;
-    for (const std::string& name : *demuxers) {
-      if (refused.count(name) == 0) list += (list.empty() ? "" : ",") + name;
-    }
-    if (list.empty()) return Status(StatusCode::kIo, ffprobe + " -demuxers lists no demuxer");
-    it = cache.emplace(key, list).first;
-  }
-  return std::vector<std::string>{"-protocol_whitelist", "file,pipe", "-format_whitelist",
-                                  it->second};
-}
-
-Result<MediaInfo> ProbeMedia(const std::string& ffprobe, const std::string& path,
-                             bool frame_times) {
-  Result<UniqueFd> fd = OpenCheckedFile(CheckedKind::kInput, path, {});
-  if (!fd.ok()) return fd.status();
-  Result<std::vector<std::string>> restrictions =
-      InputRestrictions(ffprobe, PlaylistInputs::kRefuse);
-  if (!restrictions.ok()) return restrictions.status();
-  return ProbeMedia(ffprobe, SourceFile{fd->get(), path, *restrictions}, frame_times);
 }
 
 Result<MediaInfo> ProbeMedia(const std::string& ffprobe, const SourceFile& source,

@@ -82,25 +82,13 @@ struct MediaInfo {
 };
 
 // An open file that ffprobe and ffmpeg read as /proc/self/fd/<fd> (the descriptor is passed to
-// them, the name never), under `restrictions` (see InputRestrictions).
+// them, the name never), under `restrictions` (supervisor/media/source_intake.h: a file is
+// opened, checked and bound to its restrictions there).
 struct SourceFile {
   int fd = -1;                            // not owned
   std::string name;                       // for messages only
   std::vector<std::string> restrictions;  // ffmpeg input options placed before its "-i"
 };
-
-// Which demuxers a job's input may use. Playlist- and list-style demuxers make ffmpeg open other
-// files or URLs named inside the input (hls, dash, concat, image2 patterns, imf, vobsub,
-// webm_dash_manifest): refused unless the config allows them (allow_playlist_inputs). Devices,
-// network demuxers (rtp, rtsp, sap, sdp) and script demuxers (avisynth, vapoursynth) are always
-// refused.
-enum class PlaylistInputs { kRefuse, kAllow };
-
-// The ffmpeg input options that restrict reading a job's input: `-protocol_whitelist file,pipe`
-// and `-format_whitelist` with every demuxer of this ffprobe except the refused ones (the list
-// is asked of ffprobe once per process and kept). Errors: kIo when ffprobe cannot list them.
-Result<std::vector<std::string>> InputRestrictions(const std::string& ffprobe,
-                                                   PlaylistInputs playlists);
 
 // Probes the open file `source` (its format, streams and chapters in one ffprobe, kept in
 // probe_json). With `frame_times`, reads every video packet's timestamp (no decoding; fast), and
@@ -110,10 +98,6 @@ Result<std::vector<std::string>> InputRestrictions(const std::string& ffprobe,
 // stream, no frames) with ffprobe's own message.
 Result<MediaInfo> ProbeMedia(const std::string& ffprobe, const SourceFile& source,
                              bool frame_times);
-
-// Opens `path` (no roots: tools, tests, benchmarks) and probes it with the default restrictions.
-// Errors as above, and kInputMissing (no such file).
-Result<MediaInfo> ProbeMedia(const std::string& ffprobe, const std::string& path, bool frame_times);
 
 // Parses "30000/1001" (also "25"); den 0 or garbage gives {0, 1}.
 Rational ParseRational(const std::string& text);

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "harness.h"
-#include "supervisor/media/media_probe.h"
+#include "supervisor/media/source_intake.h"
 
 using namespace framemill::test;
 
@@ -66,7 +66,7 @@ std::string RunIdentity(const std::string& dir, const std::string& input, const 
 }
 
 framemill::VideoStreamInfo ProbeVideo(const std::string& path) {
-  auto m = framemill::ProbeMedia("ffprobe", path, /*frame_times=*/false);
+  auto m = framemill::ProbeOwnFile("ffprobe", path, /*frame_times=*/false);
   REQUIRE_MESSAGE(m.ok(), m.status().message());
   return m->video;
 }

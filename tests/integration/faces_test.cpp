@@ -31,6 +31,7 @@
 #include "supervisor/faces/face_align.h"
 #include "supervisor/faces/job_faces.h"
 #include "supervisor/media/source_geometry.h"
+#include "supervisor/media/source_intake.h"
 
 using namespace framemill::test;
 

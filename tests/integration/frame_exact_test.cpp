@@ -11,7 +11,7 @@
 #include "common/model_card.h"
 #include "fault_harness.h"
 #include "harness.h"
-#include "supervisor/media/media_probe.h"
+#include "supervisor/media/source_intake.h"
 
 using namespace framemill::test;
 
@@ -265,13 +265,13 @@ TEST_CASE(
                 "-c:v libx264 -preset veryfast '" +
                 vfr + "'")
               .exit_code == 0);
-  auto c = framemill::ProbeMedia("ffprobe", cfr, /*frame_times=*/true);
+  auto c = framemill::ProbeOwnFile("ffprobe", cfr, /*frame_times=*/true);
   REQUIRE(c.ok());
   CHECK(c->video.frame_count == 900);
   CHECK(c->video.constant_rate);
   CHECK(c->video.frame_times.empty());
   CHECK(std::fabs((c->video.last_time - c->video.start_time) - 899.0 / 30) < 1e-3);
-  auto v = framemill::ProbeMedia("ffprobe", vfr, /*frame_times=*/true);
+  auto v = framemill::ProbeOwnFile("ffprobe", vfr, /*frame_times=*/true);
   REQUIRE(v.ok());
   CHECK(v->video.frame_count == 120);
   CHECK_FALSE(v->video.constant_rate);

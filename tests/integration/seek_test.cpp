@@ -18,7 +18,7 @@
 #include "parts_harness.h"
 #include "supervisor/media/decode_seek.h"
 #include "supervisor/media/ffmpeg_pipes.h"
-#include "supervisor/media/media_probe.h"
+#include "supervisor/media/source_intake.h"
 
 using namespace framemill;
 using namespace framemill::test;

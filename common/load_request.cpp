@@ -83,6 +83,10 @@ Status SendLoadRequest(int sock, const std::vector<std::string>& arguments,
   return Status::Ok();
 }
 
+Status SendLaunchRequest(int sock, const WorkerLaunch& launch, const std::vector<int>& fds) {
+  return SendLoadRequest(sock, EncodeLoadRequest(launch), fds);
+}
+
 Result<LoadRequest> ReceiveLoadRequest(int sock, const std::function<bool()>& keep_waiting,
                                        int poll_ms) {
   LoadRequest request;

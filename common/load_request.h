@@ -7,6 +7,9 @@
 // spawn) and two descriptors, the model file and the job's log for the worker's output
 // (SCM_RIGHTS). The worker then goes on as if started with them (worker/worker_main.cpp).
 //
+// The arguments are the launch's model part and device (common/worker_launch.h,
+// EncodeLoadRequest), parsed back as LaunchPart::kLoadRequest.
+//
 // On the socket: "FMLR", the payload's length (uint32, host order: both ends are one machine),
 // then the payload, NUL-separated strings. The descriptors come with the first byte. Anything
 // else first (a wake-up byte: the supervisor asked it to stop) ends the wait as a stop.
@@ -18,6 +21,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "common/worker_launch.h"
 
 namespace framemill {
 
@@ -30,6 +34,9 @@ inline constexpr int kLoadRequestFds = 2;  // the model, the log
 // too long.
 Status SendLoadRequest(int sock, const std::vector<std::string>& arguments,
                        const std::vector<int>& fds);
+
+// SendLoadRequest of `launch`, encoded as a load request (EncodeLoadRequest).
+Status SendLaunchRequest(int sock, const WorkerLaunch& launch, const std::vector<int>& fds);
 
 struct LoadRequest {
   bool stop = false;  // the supervisor asked the spare to stop instead

@@ -4,8 +4,9 @@
 //
 // The supervisor hands the model over as an open descriptor (--model-fd); the label only names
 // it in messages. The sandbox (worker/sandbox.h) goes on here, before the model is read: every
-// descriptor above 2 is closed then, except those named by an argument ending in "-fd" (and those
-// the tests' hooks keep: worker/worker_hooks.h).
+// descriptor above 2 is closed then, except --wake-fd's and --model-fd's (and those the tests'
+// hooks keep: worker/worker_hooks.h). The arguments are a WorkerLaunch's (common/worker_launch.h),
+// read by its parser.
 //
 // A spare (--await-model on, started by the service before any job wants it) has no model yet:
 // after its sandbox it makes its device ready (PrepareDevice) and waits on its wake socket for a
@@ -42,7 +43,8 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: framemill-worker --control PATH --channel K --wake-fd N --model-fd FD\n"
+    "usage: framemill-worker [--launch-version 1]\n"
+    "                        --control PATH --channel K --wake-fd N --model-fd FD\n"
     "                        [--model-label TEXT] --device DEV [--precision fp32|fp16|bf16]\n"
     "                        [--optimize auto|on|off] [--tile off|auto|SIZE:OVERLAP]\n"
     "                        [--probe-size N|WxH] [--probe-batch B]\n"
@@ -64,143 +66,61 @@ int Usage() {
   return framemill::kWorkerExitUsage;
 }
 
-// One side of --probe-size: 1..2^20 pixels (a model card's bound).
-std::optional<long> ParseProbeSide(const std::string& text) {
-  char* end = nullptr;
-  const long n = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || end == text.c_str() || *end != '\0' || n < 1 || n > (1L << 20)) {
-    return std::nullopt;
-  }
-  return n;
+// Whether the descriptor `fd`, given on the command line, is open; nothing this process could
+// start may inherit it.
+bool Inherited(int fd) {
+  const int flags = ::fcntl(fd, F_GETFD);
+  if (flags < 0) return false;
+  ::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+  return true;
 }
 
-bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-// A descriptor number given on the command line, which must be open.
-std::optional<int> InheritedFd(const std::string& text) {
-  char* end = nullptr;
-  long fd = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || fd < 3 || fd > 65535) return std::nullopt;
-  int flags = ::fcntl(static_cast<int>(fd), F_GETFD);
-  if (flags < 0) return std::nullopt;
-  // Nothing this process could start may inherit it.
-  ::fcntl(static_cast<int>(fd), F_SETFD, flags | FD_CLOEXEC);
-  return static_cast<int>(fd);
-}
-
-// What the command line sets beside WorkerArgs.
+// The launch as read (common/worker_launch.h), and the sandbox it asks for.
 struct Parsed {
-  std::string level = "info";
-  std::string model_path;
-  bool have_device = false;
-  bool await_model = false;  // a spare: the model's arguments come later (common/load_request.h)
+  framemill::WorkerLaunch launch;
   framemill::SandboxOptions sandbox;
 };
 
-// The keys a load request may carry: the model's, the channel's and the job's own name for the
-// device (of the same class as the spare's: supervisor/workers/worker_pool.h, SpareKey); none
-// fixed at spawn (the sandbox, the control block, the log level).
-bool LoadRequestKey(const std::string& key) {
-  static const char* const kKeys[] = {"--channel",     "--device",        "--model-label",
-                                      "--precision",   "--optimize",      "--tile",
-                                      "--probe-size",  "--probe-batch",   "--cudnn-autotune"};
-  return std::any_of(std::begin(kKeys), std::end(kKeys),
-                     [&](const char* k) { return key == k; });
+// The launch's settings that RunWorker reads, into *args.
+void TakeLaunch(const framemill::WorkerLaunch& l, framemill::WorkerArgs* args) {
+  args->control = l.control;
+  args->channel = l.channel;
+  args->wake_fd = l.wake_fd;
+  args->model_fd = l.model_fd;
+  args->model_label = l.model_label;
+  args->device = l.device;
+  args->precision = l.precision;
+  args->optimization = l.optimization;
+  args->tile = l.tile;
+  args->probe_width = l.probe_width;
+  args->probe_height = l.probe_height;
+  args->probe_batch = l.probe_batch;
+  args->cudnn_autotune = l.cudnn_autotune;
 }
 
-// Reads key-value arguments into *args and *parsed: 0, or the exit code of a usage error (said on
-// stderr). `load_request`: the arguments of a spare's load request (LoadRequestKey only).
-int ParseArguments(const std::vector<std::string>& a, bool load_request, framemill::WorkerArgs* args_out,
-                   Parsed* parsed) {
+// Reads the command line into *args and *parsed: 0, or the exit code of a usage error (said on
+// stderr).
+int ParseCommandLine(const std::vector<std::string>& a, framemill::WorkerArgs* args,
+                     Parsed* parsed) {
   using namespace framemill;
-  WorkerArgs& args = *args_out;
-  if (a.size() % 2 != 0) return Usage();
-  for (size_t i = 0; i + 1 < a.size(); i += 2) {
-    const std::string& key = a[i];
-    const std::string& value = a[i + 1];
-    if (load_request && !LoadRequestKey(key)) {
-      std::fprintf(stderr, "framemill-worker: %s may not come in a load request\n", key.c_str());
-      return kWorkerExitUsage;
-    }
-    if (key == "--control") {
-      args.control = value;
-    } else if (key == "--channel") {
-      args.channel = std::atoi(value.c_str());
-    } else if (key == "--wake-fd") {
-      std::optional<int> fd = InheritedFd(value);
-      if (!fd) {
-        std::fprintf(stderr, "framemill-worker: --wake-fd %s is not an open descriptor\n",
-                     value.c_str());
-        return kWorkerExitUsage;
-      }
-      args.wake_fd = *fd;
-    } else if (key == "--model") {
-      parsed->model_path = value;
-    } else if (key == "--model-fd") {
-      std::optional<int> fd = InheritedFd(value);
-      if (!fd) {
-        std::fprintf(stderr, "framemill-worker: --model-fd %s is not an open descriptor\n",
-                     value.c_str());
-        return kWorkerExitUsage;
-      }
-      args.model_fd = *fd;
-    } else if (key == "--model-label") {
-      args.model_label = value;
-    } else if (key == "--device") {
-      std::optional<DeviceSetting> device = ParseDevice(value);
-      if (!device) return Usage();
-      args.device = *device;
-      parsed->have_device = true;
-    } else if (key == "--precision") {
-      std::optional<Precision> precision = ParsePrecision(value);
-      if (!precision) return Usage();
-      args.precision = *precision;
-    } else if (key == "--optimize") {
-      std::optional<ModelOptimization> mode = ParseModelOptimization(value);
-      if (!mode) return Usage();
-      args.optimization = *mode;
-    } else if (key == "--tile") {
-      std::optional<TileSetting> tile = ParseTileSetting(value);
-      if (!tile) return Usage();
-      args.tile = *tile;
-    } else if (key == "--probe-size") {
-      // N (a square) or WxH.
-      const size_t x = value.find('x');
-      std::optional<long> w = ParseProbeSide(value.substr(0, x));
-      std::optional<long> h = x == std::string::npos ? w : ParseProbeSide(value.substr(x + 1));
-      if (!w || !h) return Usage();
-      args.probe_width = static_cast<int>(*w);
-      args.probe_height = static_cast<int>(*h);
-    } else if (key == "--probe-batch") {
-      char* end = nullptr;
-      const long n = std::strtol(value.c_str(), &end, 10);
-      if (end == value.c_str() || *end != '\0' || n < 1 || n > framemill::kMaxBatch) return Usage();
-      args.probe_batch = static_cast<int>(n);
-    } else if (key == "--cudnn-autotune") {
-      if (value != "on" && value != "off") return Usage();
-      args.cudnn_autotune = value == "on";
-    } else if (key == "--log-level") {
-      parsed->level = value;
-    } else if (key == "--sandbox") {
-      std::optional<WorkerSandbox> mode = ParseWorkerSandbox(value);
-      if (!mode) return Usage();
-      parsed->sandbox.mode = *mode;
-    } else if (key == "--await-model") {
-      if (value != "on" && value != "off") return Usage();
-      parsed->await_model = value == "on";
-    } else {
-      std::fprintf(stderr, "framemill-worker: unknown argument %s\n", key.c_str());
-      return kWorkerExitUsage;
-    }
-    // Descriptors handed over by the supervisor survive the sandbox's clean-up.
-    if (EndsWith(key, "-fd")) {
-      std::optional<int> fd = InheritedFd(value);
-      if (fd) parsed->sandbox.keep_fds.push_back(*fd);
-    }
+  const Status s = ParseWorkerLaunch(a, LaunchPart::kCommandLine, &parsed->launch);
+  if (!s.ok()) {
+    std::fprintf(stderr, "framemill-worker: %s\n", s.message().c_str());
+    return Usage();
   }
+  const WorkerLaunch& l = parsed->launch;
+  // Descriptors handed over by the supervisor: open, and kept through the sandbox's clean-up.
+  const std::pair<const char*, int> fds[] = {{"--wake-fd", l.wake_fd}, {"--model-fd", l.model_fd}};
+  for (const auto& [key, fd] : fds) {
+    if (fd < 0) continue;
+    if (!Inherited(fd)) {
+      std::fprintf(stderr, "framemill-worker: %s %d is not an open descriptor\n", key, fd);
+      return kWorkerExitUsage;
+    }
+    parsed->sandbox.keep_fds.push_back(fd);
+  }
+  parsed->sandbox.mode = l.sandbox;
+  TakeLaunch(l, args);
   return 0;
 }
 
@@ -250,12 +170,16 @@ std::optional<int> AwaitModel(framemill::WorkerArgs* args, Parsed* parsed) {
   ::close(log_fd);
   args->main_ms = MonotonicMs();  // the job's wait starts here: the start's log line splits it
   const int channel = args->channel;
-  if (const int bad = ParseArguments(request->arguments, /*load_request=*/true, args, parsed);
-      bad != 0) {
-    return bad;
+  const Status s = ParseWorkerLaunch(request->arguments, LaunchPart::kLoadRequest, &parsed->launch);
+  if (!s.ok()) {
+    std::fprintf(stderr, "framemill-worker: %s\n", s.message().c_str());
+    return kWorkerExitUsage;
   }
+  TakeLaunch(parsed->launch, args);
   if (args->model_label.empty()) args->model_label = "the model";
-  if (args->channel != channel) InitLogging("worker" + std::to_string(args->channel), parsed->level);
+  if (args->channel != channel) {
+    InitLogging("worker" + std::to_string(args->channel), parsed->launch.log_level);
+  }
   args->model_fd = model_fd;
   LogInfo("worker " + std::to_string(args->channel) + ": a spare, started " +
           std::to_string(args->main_ms - t0) + " ms before this job took it (" +
@@ -303,11 +227,9 @@ int WorkerMain(int argc, char** argv, WorkerHooks& hooks) {
   WorkerArgs args;
   args.main_ms = main_ms;
   Parsed parsed;
-  if (const int bad = ParseArguments(a, /*load_request=*/false, &args, &parsed); bad != 0) {
-    return bad;
-  }
-  std::string& level = parsed.level;
-  std::string& model_path = parsed.model_path;
+  if (const int bad = ParseCommandLine(a, &args, &parsed); bad != 0) return bad;
+  const std::string& level = parsed.launch.log_level;
+  const std::string& model_path = parsed.launch.model_path;
   SandboxOptions& sandbox = parsed.sandbox;
   if (!model_path.empty() && args.model_fd < 0) {
     args.model_fd = ::open(model_path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -317,10 +239,6 @@ int WorkerMain(int argc, char** argv, WorkerHooks& hooks) {
     }
     sandbox.keep_fds.push_back(args.model_fd);
     if (args.model_label.empty()) args.model_label = model_path;
-  }
-  if (args.control.empty() || args.channel < 0 || args.wake_fd < 0 ||
-      (args.model_fd < 0 && !parsed.await_model) || !parsed.have_device) {
-    return Usage();
   }
   InitLogging("worker" + std::to_string(args.channel), level);
 
@@ -351,7 +269,7 @@ int WorkerMain(int argc, char** argv, WorkerHooks& hooks) {
       LogWarn(line);
     }
   }
-  if (parsed.await_model) {
+  if (parsed.launch.await_model) {
     if (std::optional<int> exit_code = AwaitModel(&args, &parsed)) return *exit_code;
   }
   if (args.model_label.empty()) args.model_label = "the model";

@@ -39,18 +39,14 @@ Result<std::unique_ptr<WorkerPool>> JobWorkers::NewPool(const std::string& scrat
   // reads a name, it gets the real path resolved at the check, not the job's symlink.
   opts.model = FdRealPath(files_.model.get());
   opts.model_fd = files_.model.get();
-  opts.device = settings.device;
-  opts.precision = settings.precision;
-  opts.model_optimization = settings.model_optimization;
-  opts.cudnn_autotune = settings.cudnn_autotune;
-  opts.tile = settings.tile;
-  opts.probe_width = prepared_.probe_in.width;
-  opts.probe_height = prepared_.probe_in.height;
-  opts.probe_batch = prepared_.probe_in.batch;
-  opts.log_level = config_.log_level;
+  opts.launch = JobLaunch(settings);
+  opts.launch.probe_width = static_cast<int>(prepared_.probe_in.width);
+  opts.launch.probe_height = static_cast<int>(prepared_.probe_in.height);
+  opts.launch.probe_batch = static_cast<int>(prepared_.probe_in.batch);
+  opts.launch.log_level = config_.log_level;
   opts.log_dir = options_.worker_log_dir.empty() ? scratch : options_.worker_log_dir;
   opts.pytorch_alloc_conf = config_.pytorch_alloc_conf;
-  opts.sandbox = config_.worker_sandbox.value_or(WorkerSandbox::kAuto);
+  opts.launch.sandbox = config_.worker_sandbox.value_or(WorkerSandbox::kAuto);
   // Twice the channels of the workers wanted: room for a warm standby beside each one.
   const int channels = std::min<int>(2 * settings.workers, static_cast<int>(kMaxWorkerChannels));
   return WorkerPool::Create(opts, channels);

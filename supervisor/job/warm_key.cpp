@@ -8,6 +8,17 @@
 #include "common/json_fields.h"
 
 namespace framemill {
+namespace {
+
+// The settings as the workers are told them (a spare's load request: the model's part and the
+// device), one word each.
+std::string LaunchKey(const WorkerLaunch& launch) {
+  std::string key;
+  for (const std::string& word : EncodeLoadRequest(launch)) key += word + " ";
+  return key;
+}
+
+}  // namespace
 
 FileIdentity IdentifyFile(int fd) {
   FileIdentity id;
@@ -27,15 +38,23 @@ std::string LogDirKey(const std::string& worker_log_dir, const FileIdentity& scr
   return "scratch " + std::to_string(scratch_dir.dev) + ":" + std::to_string(scratch_dir.ino);
 }
 
+WorkerLaunch JobLaunch(const JobSettings& settings) {
+  WorkerLaunch launch;
+  launch.device = settings.device;
+  launch.precision = settings.precision;
+  launch.optimization = settings.model_optimization;
+  launch.cudnn_autotune = settings.cudnn_autotune;
+  launch.tile = settings.tile;
+  return launch;
+}
+
 std::string WarmKey(uint32_t submitter_uid, const FileIdentity& model, const JobSettings& settings,
                     const std::string& log_dir_key) {
   return "uid " + std::to_string(submitter_uid) + "|" + model.real_path + "|" +
          std::to_string(model.dev) + ":" + std::to_string(model.ino) + "|" +
          std::to_string(model.size) + "|" + std::to_string(model.mtime_s) + "." +
-         std::to_string(model.mtime_ns) + "|" + Name(settings.device) + "|" +
-         Name(settings.precision) + "|" + Name(settings.model_optimization) + "|" +
-         (settings.cudnn_autotune ? "autotune" : "heuristics") + "|" +
-         Name(settings.tile) + "|" + std::to_string(settings.workers) + "|" +
+         std::to_string(model.mtime_ns) + "|" + LaunchKey(JobLaunch(settings)) + "|" +
+         std::to_string(settings.workers) + "|" +
          // The probe square (--probe-size) differs in face mode.
          Name(settings.mode) + ":" + std::to_string(settings.faces.size) + "|" +
          DumpJson(nlohmann::json(settings.gpus)) + "|" + log_dir_key;

@@ -1,12 +1,14 @@
 // Whether the idle workers of an earlier job (WarmWorkers in job_runner.h) fit the next job:
-// the same submitter, the same model file, unchanged, the same device, precision, optimization,
-// tile setting, worker count, GPUs and log directory. Pure functions, but IdentifyFile.
+// the same submitter, the same model file, unchanged, the same launch settings (JobLaunch,
+// compared as encoded for the workers), worker count, GPUs and log directory. Pure functions, but
+// IdentifyFile.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 #include "common/config.h"
+#include "common/worker_launch.h"
 
 namespace framemill {
 
@@ -25,6 +27,11 @@ FileIdentity IdentifyFile(int fd);
 // directory (its identity), which workers name as /proc/self/fd/N of that job: such workers fit
 // no other job.
 std::string LogDirKey(const std::string& worker_log_dir, const FileIdentity& scratch_dir);
+
+// The launch settings (common/worker_launch.h) a job's settings give each of its workers: the
+// device, precision, optimization, autotune and tile. The rest (the probe's input, log level,
+// sandbox, and each worker's own) the caller fills in.
+WorkerLaunch JobLaunch(const JobSettings& settings);
 
 // What makes idle workers fit a job: who submitted it, the model file as it is now, the settings
 // the workers were started with, and where they log. Equal keys: the workers fit.

@@ -86,11 +86,11 @@ int64_t WorkerCache::Keep() {
     if (place.pool == nullptr) {
       WorkerOptions opts;
       opts.worker_binary = WorkerBinaryPath(config_.worker_binary);
-      opts.device = config_.defaults.device;
-      opts.log_level = config_.log_level;
+      opts.launch.device = config_.defaults.device;
+      opts.launch.log_level = config_.log_level;
       opts.log_dir = place.log_dir;
       opts.pytorch_alloc_conf = config_.pytorch_alloc_conf;
-      opts.sandbox = config_.worker_sandbox.value_or(WorkerSandbox::kAuto);
+      opts.launch.sandbox = config_.worker_sandbox.value_or(WorkerSandbox::kAuto);
       Result<std::unique_ptr<WorkerPool>> pool =
           WorkerPool::CreateSpares(opts, 1, place.generations);
       if (!pool.ok()) {

@@ -23,6 +23,7 @@
 #include "common/log.h"
 #include "supervisor/process/child_fds.h"
 #include "supervisor/process/subprocess.h"
+#include "supervisor/workers/worker_memory.h"
 
 namespace framemill {
 namespace bp = boost::process;
@@ -36,19 +37,10 @@ struct WorkerPool::Process {
   int pid = 0;
   uint64_t generation = 0;
   std::string log_path;
-  // This worker's own scope (common/shared_memory.h), the one directory of shared memory its
-  // sandbox binds: its control block, and a name of the arena it was last sent.
-  SharedMemoryScope scope;
-  SharedMemory control;      // this worker's own control block, in `scope`
-  std::string arena_source;  // the arena it was last sent, as the job named it
-  std::string arena_view;    // its name in `scope`, as the worker is told it
-  WorkerChannel* channel = nullptr;
-  CheckedProducer<ChunkRequest, kRingCapacity> requests;
-  CheckedConsumer<ChunkResult, kRingCapacity> results;
-  int sock = -1;                // our end of the socket pair; -1 once the worker closed its end
-  std::string spare_key;        // a spare's SpareKey; "" for a worker started with its model
-  bool adopted = false;         // a spare taken by this pool (Adopt)
-  TelemetrySnapshot telemetry;  // the last valid reading
+  WorkerMemory memory;        // what it shares with the supervisor (worker_memory.h)
+  int sock = -1;              // our end of the socket pair; -1 once the worker closed its end
+  std::string spare_key;      // a spare's SpareKey; "" for a worker started with its model
+  bool adopted = false;       // a spare taken by this pool (Adopt)
 
   ~Process() {
     if (sock >= 0) ::close(sock);
@@ -170,89 +162,11 @@ WorkerPool::~WorkerPool() {
 }
 
 std::string WorkerPool::ControlPath(int k) const {
-  return processes_[k] ? processes_[k]->control.name() : std::string();
-}
-
-namespace {
-
-// The device a worker is told, as it is told it.
-std::string DeviceArgument(const WorkerOptions& options, int gpu) {
-  return gpu >= 0 ? std::string("cuda") : Name(options.device);
-}
-
-// The device a worker told `options.device` (on `gpu`) ends up on, as far as the supervisor can
-// tell: "auto" is cuda:0 where the NVIDIA driver is (the worker falls back to the CPU only when
-// CUDA then fails), "cuda" is cuda:0. Spares and jobs that agree on it agree on what a spare
-// prepared and on the sandbox it chose (worker/sandbox.h: CUDA or not).
-std::string DeviceClass(const WorkerOptions& options, int gpu) {
-  if (gpu >= 0) return "pinned cuda";
-  const DeviceSetting& d = options.device;
-  switch (d.kind) {
-    case DeviceKind::kCpu:
-      return "cpu";
-    case DeviceKind::kAuto:
-      return HostHasNvidiaDriver() ? "cuda:0" : "cpu";
-    case DeviceKind::kCuda:
-      return "cuda:" + std::to_string(std::max(0, d.index));
-  }
-  return Name(d);
-}
-
-}  // namespace
-
-std::vector<std::string> WorkerSpawnArguments(const WorkerOptions& options, int k, int gpu,
-                                              const std::string& control, int wake_fd,
-                                              bool spare) {
-  std::vector<std::string> a = {"--control",   control,
-                                "--channel",   std::to_string(k),
-                                "--wake-fd",   std::to_string(wake_fd),
-                                "--device",    DeviceArgument(options, gpu),
-                                "--log-level", options.log_level,
-                                "--sandbox",   Name(options.sandbox)};
-  if (spare) {
-    a.push_back("--await-model");
-    a.push_back("on");
-  }
-  return a;
-}
-
-std::vector<std::string> WorkerModelArguments(const WorkerOptions& options, int k) {
-  return {"--channel",     std::to_string(k),
-          "--model-label", options.model,  // for messages; the worker never opens it
-          "--precision",   Name(options.precision),
-          "--optimize",    Name(options.model_optimization),
-          "--tile",        Name(options.tile),
-          "--probe-size",
-          std::to_string(options.probe_width) + "x" + std::to_string(options.probe_height),
-          "--probe-batch", std::to_string(options.probe_batch),
-          "--cudnn-autotune", options.cudnn_autotune ? "on" : "off"};
-}
-
-std::vector<std::string> WorkerArguments(const WorkerOptions& options, int k, int gpu,
-                                         const std::string& control, int wake_fd) {
-  std::vector<std::string> a = WorkerSpawnArguments(options, k, gpu, control, wake_fd, false);
-  a.push_back("--model-fd");
-  a.push_back(std::to_string(kWorkerModelFd));
-  for (std::string& m : WorkerModelArguments(options, k)) a.push_back(std::move(m));
-  return a;
-}
-
-std::string SpareKey(const WorkerOptions& options, int gpu) {
-  // What WorkerSpawnArguments fixes, the device by its class; and the spawn's environment.
-  return FindExecutable(options.worker_binary) + "|gpu " + std::to_string(gpu) + "|device " +
-         DeviceClass(options, gpu) + "|log " + options.log_level + "|sandbox " +
-         Name(options.sandbox) + "|alloc " + options.pytorch_alloc_conf;
+  return processes_[k] ? processes_[k]->memory.ControlPath() : std::string();
 }
 
 std::string WorkerPool::Sandbox(int k) const {
-  if (processes_[k] == nullptr) return "";
-  // Worker-written: bounded, and printable ASCII only.
-  const char* text = processes_[k]->channel->sandbox;
-  std::string s(text, strnlen(text, sizeof(processes_[k]->channel->sandbox)));
-  for (char& c : s) {
-    if (c < 0x20 || c > 0x7e) c = '?';
-  }
-  return s;
+  return processes_[k] ? processes_[k]->memory.Sandbox() : std::string();
 }
 
 Status WorkerPool::Spawn(int k, int gpu) {
@@ -260,15 +174,9 @@ Status WorkerPool::Spawn(int k, int gpu) {
     return Status(StatusCode::kInternal, "channel " + std::to_string(k) + " still has a worker");
   }
   auto p = std::make_unique<Process>();
-  Result<SharedMemoryScope> scope = SharedMemoryScope::Create();
-  if (!scope.ok()) return scope.status();
-  p->scope = std::move(*scope);
-  Result<SharedMemory> shm = CreateControlBlock(static_cast<uint32_t>(k), ::getpid(), &p->scope);
-  if (!shm.ok()) return shm.status();
-  p->control = std::move(*shm);
-  p->channel = &static_cast<ControlHeader*>(p->control.data())->channel;
-  p->requests = CheckedProducer<ChunkRequest, kRingCapacity>(&p->channel->requests);
-  p->results = CheckedConsumer<ChunkResult, kRingCapacity>(&p->channel->results);
+  Result<WorkerMemory> memory = WorkerMemory::Create(k, ::getpid());
+  if (!memory.ok()) return memory.status();
+  p->memory = std::move(*memory);
   // Our end stays close-on-exec; the worker's end is inherited by this one child only (the
   // flag is cleared between fork and exec), so other children (ffmpeg) never hold it. Nothing
   // else is inherited: a pipe another thread opened without O_CLOEXEC (Boost's, to an ffprobe of
@@ -284,8 +192,8 @@ Status WorkerPool::Spawn(int k, int gpu) {
                 std::to_string(p->generation) + ".log";
   if (spares_) p->spare_key = SpareKey(options_, gpu);
   std::vector<std::string> arguments =
-      spares_ ? WorkerSpawnArguments(options_, k, gpu, p->control.name(), worker_end, true)
-              : WorkerArguments(options_, k, gpu, p->control.name(), worker_end);
+      spares_ ? WorkerSpawnArguments(options_, k, gpu, p->memory.ControlPath(), worker_end, true)
+              : WorkerArguments(options_, k, gpu, p->memory.ControlPath(), worker_end);
   // A spare has no model yet: the bind below gets the wake end as a stand-in, and the child
   // closes it again before exec (only the wake end is kept).
   const int model_fd = spares_ ? worker_end : model_fd_;
@@ -358,10 +266,9 @@ Status WorkerPool::Adopt(int k, int gpu, WorkerPool* spares) {
   Result<int> log_fd = OpenLog(log_path);
   // The job's own device too: a spare told "auto" is told "cuda" when the job says so, and then
   // fails as a worker started for the job would if CUDA does not work.
-  std::vector<std::string> request = WorkerModelArguments(options_, k);
-  request.push_back("--device");
-  request.push_back(DeviceArgument(options_, gpu));
-  Status sent = log_fd.ok() ? SendLoadRequest(p->sock, request, {model_fd_, *log_fd})
+  WorkerLaunch launch = WorkerLaunchFor(options_, k, gpu, "", -1, /*spare=*/true);
+  Status sent = log_fd.ok() ? SendLaunchRequest(p->sock, launch,
+                                              {model_fd_, *log_fd})
                             : log_fd.status();
   if (log_fd.ok()) ::close(*log_fd);
   if (!sent.ok()) {
@@ -375,7 +282,7 @@ Status WorkerPool::Adopt(int k, int gpu, WorkerPool* spares) {
   p->generation = generation;
   p->log_path = log_path;
   p->adopted = true;
-  static_cast<ControlHeader*>(p->control.data())->channel_index = static_cast<uint32_t>(k);
+  p->memory.SetChannel(k);
   spdlog::debug("worker {} generation {} is spare {} (pid {}){}, log {}", k, generation, from,
                 p->pid, gpu >= 0 ? ", GPU " + std::to_string(gpu) : std::string(), log_path);
   processes_[k] = std::move(p);
@@ -405,7 +312,7 @@ std::vector<WorkerExit> WorkerPool::ReapExited() {
     if (r != processes_[k]->pid) continue;
     // Reaped here, so boost must not wait for it again.
     processes_[k]->child.detach();
-    WorkerChannel& ch = *processes_[k]->channel;
+    const WorkerMemory& memory = processes_[k]->memory;
     WorkerExit e;
     e.channel = k;
     e.pid = processes_[k]->pid;
@@ -415,10 +322,8 @@ std::vector<WorkerExit> WorkerPool::ReapExited() {
     e.generation = processes_[k]->generation;
     e.stderr_tail = LastLinesOfFile(processes_[k]->log_path, 5);
     SettleLog(processes_[k]->log_path);
-    // The dead worker's last words, checked like everything else it wrote.
-    Result<WorkerState> state = ValidateWorkerState(ch.state.load(std::memory_order_acquire));
-    e.last_state = state.ok() ? *state : WorkerState::kEmpty;
-    if (e.last_state == WorkerState::kFailed) e.error = PrintableText(ch.error, sizeof(ch.error));
+    e.last_state = memory.LastState();
+    if (e.last_state == WorkerState::kFailed) e.error = memory.LastError();
     processes_[k].reset();
     exits.push_back(std::move(e));
   }
@@ -434,79 +339,45 @@ void WorkerPool::SettleLog(const std::string& path) {
   }
 }
 
-// The name of the arena `source` in p's scope: linked there the first time, and the arena it
-// was sent before unlinked from it (the worker maps one job's arena at a time). On failure the
-// worker is sent a name it cannot open, and fails the chunk saying so.
-std::string WorkerPool::ArenaView(Process* p, const std::string& source) {
-  if (source.empty() || source == p->arena_source) return p->arena_view;
-  Result<std::string> view = p->scope.Link(source);
-  if (!view.ok()) {
-    spdlog::error("worker pid {}: {}", p->pid, view.status().message());
-    return p->scope.path() + "/unlinked-arena";
-  }
-  if (!p->arena_view.empty() && p->arena_view != *view) p->scope.Unlink(p->arena_view);
-  p->arena_source = source;
-  p->arena_view = *view;
-  return *view;
-}
-
 PushResult WorkerPool::Send(int k, const ChunkRequest& request) {
   Process* p = processes_[k].get();
   if (p == nullptr) return PushResult::kFull;
-  ChunkRequest rq = request;
-  if (rq.kind != ChunkRequest::kStop && rq.arena_name[0] != '\0') {
-    // The job's arena as this worker can reach it: through its own scope alone.
-    char source[kNameBytes];
-    std::memcpy(source, rq.arena_name, sizeof(source));
-    source[kNameBytes - 1] = '\0';
-    CopyString(rq.arena_name, ArenaView(p, source));
-  }
-  PushResult r = p->requests.TryPush(rq);
+  PushResult r = p->memory.Send(request, p->pid);
   if (r == PushResult::kPushed && p->sock >= 0) PostWakeUp(p->sock);
   return r;
 }
 
 bool WorkerPool::RequestsIntact(int k) {
   Process* p = processes_[k].get();
-  return p == nullptr || p->requests.Verify();
+  return p == nullptr || p->memory.RequestsIntact();
 }
 
 PopResult WorkerPool::Receive(int k, ChunkResult* out) {
   Process* p = processes_[k].get();
-  if (p == nullptr) return PopResult::kEmpty;
-  return p->results.TryPop(out);
+  return p == nullptr ? PopResult::kEmpty : p->memory.Receive(out);
 }
 
 Result<WorkerState> WorkerPool::State(int k) {
   Process* p = processes_[k].get();
   if (p == nullptr) return WorkerState::kEmpty;
-  return ValidateWorkerState(p->channel->state.load(std::memory_order_acquire));
+  return p->memory.State();
 }
 
 Result<ProbeReport> WorkerPool::Probe(int k) {
   Process* p = processes_[k].get();
   if (p == nullptr) return Status(StatusCode::kInternal, "no worker on this channel");
-  // Copied out first: the worker may change it while we look.
-  char device[kDeviceBytes];
-  std::memcpy(device, p->channel->device, sizeof(device));
-  return ValidateProbe(p->channel->probe_out_width.load(std::memory_order_acquire),
-                       p->channel->probe_out_height.load(std::memory_order_acquire), device,
-                       sizeof(device), options_.probe_width, options_.probe_height);
+  return p->memory.Probe(static_cast<uint32_t>(options_.launch.probe_width),
+                         static_cast<uint32_t>(options_.launch.probe_height));
 }
 
 Result<TelemetrySnapshot> WorkerPool::ReadTelemetry(int k) {
   Process* p = processes_[k].get();
   if (p == nullptr) return TelemetrySnapshot{};
-  const uint64_t now = MonotonicMs();
-  TelemetrySnapshot t = framemill::ReadTelemetry(p->channel->telemetry);
-  Status s = ValidateTelemetry(t, p->telemetry, now);
-  if (!s.ok()) return s;
-  p->telemetry = t;
-  return t;
+  return p->memory.ReadTelemetry();
 }
 
 TelemetrySnapshot WorkerPool::LastTelemetry(int k) const {
-  return processes_[k] ? processes_[k]->telemetry : TelemetrySnapshot{};
+  return processes_[k] ? processes_[k]->memory.LastTelemetry() : TelemetrySnapshot{};
 }
 
 void WorkerPool::WaitForWake(int timeout_ms) {

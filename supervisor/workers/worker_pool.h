@@ -12,9 +12,10 @@
 // the pair has its own file status flags, so nothing a worker does to its end can make the
 // supervisor block.
 //
-// Everything read back from a worker's control block goes through shm_validate.h here: State,
-// Probe, Telemetry and Receive return a checked copy or a kWorkerFailed "what was wrong", and the
-// rings are driven through CheckedProducer/CheckedConsumer with the pool's own indices.
+// Everything read back from a worker's control block goes through shm_validate.h (each worker's
+// WorkerMemory, worker_memory.h): State, Probe, Telemetry and Receive return a checked copy or a
+// kWorkerFailed "what was wrong", and the rings are driven through CheckedProducer/CheckedConsumer
+// with the pool's own indices.
 //
 // Thread safety: every method is called from the supervisor's dispatch thread only, except
 // Wake(), which any thread may call.
@@ -31,6 +32,7 @@
 #include "common/shm_protocol.h"
 #include "common/shm_validate.h"
 #include "common/status.h"
+#include "common/worker_launch.h"
 
 namespace framemill {
 
@@ -40,15 +42,13 @@ inline constexpr size_t kKeptWorkerLogs = 16;
 struct WorkerOptions {
   std::string worker_binary;  // framemill-worker
   std::string model;          // TorchScript file (for messages when model_fd is set)
-  DeviceSetting device;       // auto | cpu | cuda | cuda:N
-  Precision precision = Precision::kFp32;
-  ModelOptimization model_optimization = ModelOptimization::kAuto;
-  bool cudnn_autotune = false;  // passed as --cudnn-autotune
-  TileSetting tile;  // the job's tile (common/tile_setting.h), passed as --tile
-  // The input the worker probes its model with (--probe-size WxH, --probe-batch): a kProbeSize
-  // square, face mode's face_size, or a one-shape package's shape (supervisor/job/model_fit.h).
-  uint32_t probe_width = kProbeSize, probe_height = kProbeSize, probe_batch = 1;
-  std::string log_level;
+  // The settings every worker of the pool is started with (common/worker_launch.h): the device
+  // (auto | cpu | cuda | cuda:N), precision, optimization, autotune, tile, the probe's input (a
+  // kProbeSize square, face mode's face_size, or a one-shape package's shape:
+  // supervisor/job/model_fit.h), log level and sandbox (kRequired: a worker that cannot be
+  // sandboxed fails; the first one's error fails the job). The pool fills in each worker's own:
+  // its control block, channel, wake-up descriptor, model descriptor and label.
+  WorkerLaunch launch;
   // Each worker's stderr goes to log_dir/worker-<k>-<gen>.log, at most kMaxWorkerFileBytes
   // (worker/sandbox.h) each. Of the workers that ended while the pool ran (recycled, crashed,
   // killed), the logs of the last kKeptWorkerLogs are kept and older ones removed, so that a
@@ -57,9 +57,6 @@ struct WorkerOptions {
   std::string pytorch_alloc_conf;  // "" = inherit the environment as it is
   int model_fd = -1;  // open read-only descriptor of the checked model file (not owned); the pool
                       // keeps its own dup
-  // How far each worker confines itself (worker/sandbox.h). kRequired: a worker that cannot be
-  // sandboxed fails (the first one's error fails the job).
-  WorkerSandbox sandbox = WorkerSandbox::kAuto;
 };
 
 // True when a worker's sandbox summary (WorkerPool::Sandbox) says a layer is missing ("partial:
@@ -70,10 +67,14 @@ bool WorkerSandboxDegraded(const std::string& summary);
 // Where a worker finds its model: the pool's descriptor, duplicated to this number in the child.
 inline constexpr int kWorkerModelFd = 3;
 
-// framemill-worker's arguments after the program name (worker/worker_main.cpp reads them), for
-// channel k, pinned to `gpu` when >= 0 (it then sees one GPU and runs on "cuda"), with its control
-// block and its end of the wake-up socket. The model is named only as a label: the worker reads it
-// from kWorkerModelFd.
+// The launch of the worker on channel k (common/worker_launch.h): options.launch, pinned to `gpu`
+// when >= 0 (it then sees one GPU and runs on "cuda"), with its control block and its end of the
+// wake-up socket. The model is named only as a label: the worker reads it from kWorkerModelFd
+// (model_fd is that, or -1 for a spare, whose model comes in its load request).
+WorkerLaunch WorkerLaunchFor(const WorkerOptions& options, int k, int gpu,
+                             const std::string& control, int wake_fd, bool spare);
+
+// framemill-worker's arguments after the program name: WorkerLaunchFor's, encoded.
 std::vector<std::string> WorkerArguments(const WorkerOptions& options, int k, int gpu,
                                          const std::string& control, int wake_fd);
 
@@ -201,9 +202,6 @@ class WorkerPool {
   void SettleLog(const std::string& path);
   // Opens a worker's log for writing, as the spawn's redirection does.
   Result<int> OpenLog(const std::string& path) const;
-  // The name of the arena `source` in p's own scope (see Send).
-  static std::string ArenaView(Process* p, const std::string& source);
-
 
   WorkerOptions options_;
   int wake_fd_;  // eventfd: Wake() from the supervisor's own threads

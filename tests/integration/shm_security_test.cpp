@@ -305,8 +305,8 @@ SnoopRun RunSnoop(const std::string& dir, framemill::WorkerSandbox sandbox, cons
   o.model = dir + "/model.pt";
   std::ofstream(o.model) << "not a model";
   o.log_dir = dir;
-  o.log_level = "info";
-  o.sandbox = sandbox;
+  o.launch.log_level = "info";
+  o.launch.sandbox = sandbox;
   const ArenaGeometry g = SmallArena();
 
   Result<std::unique_ptr<WorkerPool>> victim = WorkerPool::Create(o, 1);

@@ -19,9 +19,9 @@ inline WorkerOptions RealWorker(const std::string& dir, const std::string& model
                                  o.model + " >/dev/null 2>&1";
   REQUIRE(std::system(export_cmd.c_str()) == 0);
   o.worker_binary = FRAMEMILL_WORKER_BIN;
-  o.device = *ParseDevice("cpu");
+  o.launch.device = *ParseDevice("cpu");
   o.log_dir = dir;
-  o.log_level = log_level;
+  o.launch.log_level = log_level;
   return o;
 }
 

@@ -57,7 +57,7 @@ WorkerOptions StandIn(const std::string& dir, const std::string& program) {
   o.model = dir + "/model.pt";
   std::ofstream(o.model) << "not a model";
   o.log_dir = dir;
-  o.log_level = "info";
+  o.launch.log_level = "info";
   return o;
 }
 
@@ -79,11 +79,11 @@ WorkerExit WaitForExit(WorkerPool& pool, int k) {
 TEST_CASE("worker pool: a worker's arguments name its channel, model descriptor and settings") {
   WorkerOptions o;
   o.model = "/models/x.pt";
-  o.device = *ParseDevice("cpu");
-  o.precision = Precision::kBf16;
-  o.model_optimization = ModelOptimization::kOff;
-  o.log_level = "debug";
-  o.sandbox = WorkerSandbox::kRequired;
+  o.launch.device = *ParseDevice("cpu");
+  o.launch.precision = Precision::kBf16;
+  o.launch.optimization = ModelOptimization::kOff;
+  o.launch.log_level = "debug";
+  o.launch.sandbox = WorkerSandbox::kRequired;
   std::vector<std::string> a = WorkerArguments(o, 2, -1, "/dev/shm/d/c", 9);
   auto value = [&](const std::string& flag) {
     for (size_t i = 0; i + 1 < a.size(); ++i) {
@@ -103,7 +103,7 @@ TEST_CASE("worker pool: a worker's arguments name its channel, model descriptor 
   CHECK(value("--log-level") == "debug");
   CHECK(value("--sandbox") == Name(WorkerSandbox::kRequired));
   // Pinned to a GPU, the worker sees that one GPU only and runs on "cuda".
-  o.device = *ParseDevice("cuda:3");
+  o.launch.device = *ParseDevice("cuda:3");
   a = WorkerArguments(o, 0, 3, "c", 9);
   CHECK(value("--device") == "cuda");
   a = WorkerArguments(o, 0, -1, "c", 9);
@@ -122,26 +122,26 @@ TEST_CASE("worker pool: a worker's arguments name its channel, model descriptor 
   CHECK(value("--device") == "(missing)");
   // The spare's key: the GPU and what is fixed at spawn; not the model's settings.
   WorkerOptions other = o;
-  other.precision = Precision::kFp32;
+  other.launch.precision = Precision::kFp32;
   other.model = "/models/y.pt";
   CHECK(SpareKey(o, 3) == SpareKey(other, 3));
   CHECK(SpareKey(o, 3) != SpareKey(o, 2));
-  other.sandbox = WorkerSandbox::kOff;
+  other.launch.sandbox = WorkerSandbox::kOff;
   CHECK(SpareKey(o, 3) != SpareKey(other, 3));
   other = o;
   other.pytorch_alloc_conf = "expandable_segments:True";
   CHECK(SpareKey(o, 3) != SpareKey(other, 3));
   other = o;
-  other.device = *ParseDevice("cpu");
+  other.launch.device = *ParseDevice("cpu");
   CHECK(SpareKey(o, -1) != SpareKey(other, -1));
   // "auto" is where a worker told it ends up: cuda:0 where the NVIDIA driver is, else the CPU.
   WorkerOptions automatic = o;
-  automatic.device = *ParseDevice("auto");
-  other.device = *ParseDevice(HostHasNvidiaDriver() ? "cuda" : "cpu");
+  automatic.launch.device = *ParseDevice("auto");
+  other.launch.device = *ParseDevice(HostHasNvidiaDriver() ? "cuda" : "cpu");
   CHECK(SpareKey(automatic, -1) == SpareKey(other, -1));
-  other.device = *ParseDevice(HostHasNvidiaDriver() ? "cpu" : "cuda:1");
+  other.launch.device = *ParseDevice(HostHasNvidiaDriver() ? "cpu" : "cuda:1");
   CHECK(SpareKey(automatic, -1) != SpareKey(other, -1));
-  o.cudnn_autotune = true;
+  o.launch.cudnn_autotune = true;
   a = WorkerArguments(o, 2, -1, "/dev/shm/d/c", 9);
   CHECK(value("--cudnn-autotune") == "on");
 }
@@ -435,7 +435,7 @@ TEST_CASE("worker pool: a real spare waits without a model, is taken onto a job'
 
   // A pool whose spawn-time settings differ takes nothing, and the spare stays.
   WorkerOptions unsandboxed = o;
-  unsandboxed.sandbox = WorkerSandbox::kOff;
+  unsandboxed.launch.sandbox = WorkerSandbox::kOff;
   auto unfit = WorkerPool::Create(unsandboxed, 2);
   REQUIRE(unfit.ok());
   Status taken = (*unfit)->Adopt(1, -1, spares->get());
@@ -443,7 +443,7 @@ TEST_CASE("worker pool: a real spare waits without a model, is taken onto a job'
   CHECK((*spares)->Alive(0));
 
   // The job's pool takes it onto channel 1: the same process loads the job's model there.
-  o.precision = Precision::kFp32;
+  o.launch.precision = Precision::kFp32;
   auto pool = WorkerPool::Create(o, 2);
   REQUIRE(pool.ok());
   REQUIRE((*pool)->Adopt(1, -1, spares->get()).ok());

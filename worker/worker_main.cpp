@@ -29,6 +29,7 @@
 
 #include "common/clock.h"
 #include "common/config.h"
+#include "common/env_knobs.h"
 #include "common/file_util.h"
 #include "common/load_request.h"
 #include "common/log_lines.h"
@@ -270,6 +271,7 @@ namespace framemill {
 
 int WorkerMain(int argc, char** argv, WorkerHooks& hooks) {
   const uint64_t main_ms = MonotonicMs();
+  ReadKnobs();  // the environment's FRAMEMILL_* variables, once (common/env_knobs.h)
   std::vector<std::string> a(argv + 1, argv + argc);
   if (a.size() == 3 && a[0] == "--export-model") {
     Status s = ExportExampleModel(a[1], a[2]);
@@ -323,6 +325,7 @@ int WorkerMain(int argc, char** argv, WorkerHooks& hooks) {
     return Usage();
   }
   InitLogging("worker" + std::to_string(args.channel), level);
+  LogSetKnobs(KnobReader::kWorker);
 
   if (sandbox.mode != WorkerSandbox::kOff) {
     // The driver's JIT cache in the home directory is out of reach: see worker/sandbox.h.

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "common/clock.h"
+#include "common/env_knobs.h"
 #include "common/file_util.h"
 #include "common/json_fields.h"
 #include "supervisor/front/systemd_notify.h"
@@ -12,8 +13,7 @@ namespace framemill {
 
 const std::string& SupervisorAbortNeedle() {
   static const std::string needle = [] {
-    const char* v = std::getenv("FRAMEMILL_FAULT_SUPERVISOR_ABORT");
-    return std::string(v != nullptr ? v : "");
+    return Knob(EnvKnob::kFaultSupervisorAbort).value_or("");
   }();
   return needle;
 }

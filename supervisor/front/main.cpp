@@ -17,6 +17,7 @@
 #include <CLI/CLI.hpp>
 
 #include "common/config.h"
+#include "common/env_knobs.h"
 #include "common/face_setting.h"
 #include "common/file_util.h"
 #include "common/job_file.h"
@@ -417,6 +418,7 @@ int Main(int argc, char** argv) {
     return kExitFailed;
   }
   framemill::InitLogging("framemill", config->log_level);
+  framemill::LogSetKnobs(framemill::KnobReader::kSupervisor);
   // Unset in the config: the service confines its workers or fails the job; a job run by hand
   // gets what the machine allows, with a warning.
   if (!config->worker_sandbox) {
@@ -466,6 +468,7 @@ int Main(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   // No exception ends a command with a core dump: nlohmann, std and Boost errors are reported.
+  framemill::ReadKnobs();  // the environment's FRAMEMILL_* variables, once (common/env_knobs.h)
   try {
     return Main(argc, argv);
   } catch (const std::exception& e) {

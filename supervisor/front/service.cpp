@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/env_knobs.h"
 #include "common/file_util.h"
 #include "common/json_fields.h"
 #include "common/log.h"
@@ -28,8 +29,7 @@ namespace {
 // device the job names and are not pinned. Lets the queue be tested where there is no GPU; never
 // set it in production.
 bool GpuLabelsOnly() {
-  const char* v = std::getenv("FRAMEMILL_TEST_GPU_LABELS");
-  return v != nullptr && std::string(v) == "1";
+  return KnobIsOne(EnvKnob::kTestGpuLabels);
 }
 
 }  // namespace

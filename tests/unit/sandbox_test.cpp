@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "common/config.h"
+#include "common/env_knobs.h"
 #include "tests/unit/in_child.h"
 #include "worker/elf_runpath.h"
 #include "worker/landlock.h"
@@ -290,9 +291,11 @@ TEST_CASE("landlock: reads only where allowed, writes only into existing files, 
 
 TEST_CASE("landlock: the test hook makes it absent, with a reason that says so") {
   ::setenv("FRAMEMILL_TEST_NO_LANDLOCK", "1", 1);
+  ReadKnobs();
   CHECK(LandlockAbi() == -ENOSYS);
   Result<LandlockResult> r = ApplyLandlock({});
   ::unsetenv("FRAMEMILL_TEST_NO_LANDLOCK");
+  ReadKnobs();
   REQUIRE_FALSE(r.ok());
   CHECK(r.status().message().find("not supported by this kernel (ENOSYS)") != std::string::npos);
 }
@@ -327,6 +330,7 @@ TEST_CASE("seccomp: no processes, programs, foreign sockets or namespaces, but t
 TEST_CASE("sandbox: required fails naming Landlock when it is absent, auto reports it missing") {
   std::string dir = TempDir("apply-absent");
   ::setenv("FRAMEMILL_TEST_NO_LANDLOCK", "1", 1);
+  ReadKnobs();
   std::string required = InChild([&](int fd) {
     SandboxOptions o;
     o.mode = WorkerSandbox::kRequired;
@@ -344,6 +348,7 @@ TEST_CASE("sandbox: required fails naming Landlock when it is absent, auto repor
     return r.ok() ? r->Summary() : "failed: " + r.status().message();
   });
   ::unsetenv("FRAMEMILL_TEST_NO_LANDLOCK");
+  ReadKnobs();
   CHECK(required.find("worker_sandbox is \"required\"") != std::string::npos);
   CHECK(required.find("landlock: Landlock is not supported by this kernel (ENOSYS)") !=
         std::string::npos);
@@ -398,6 +403,7 @@ TEST_CASE(
     "sandbox: a CUDA worker without its private root is refused in required, warned in auto") {
   std::string dir = TempDir("apply-cuda-no-mntns");
   ::setenv("FRAMEMILL_TEST_NO_MOUNT_NS", "1", 1);
+  ReadKnobs();
   auto apply = [&](WorkerSandbox mode) {
     return InChild([&](int fd) {
       SandboxOptions o;
@@ -412,6 +418,7 @@ TEST_CASE(
   std::string required = apply(WorkerSandbox::kRequired);
   std::string automatic = apply(WorkerSandbox::kAuto);
   ::unsetenv("FRAMEMILL_TEST_NO_MOUNT_NS");
+  ReadKnobs();
   INFO(required);
   CHECK(required.rfind("failed: worker_sandbox is \"required\"", 0) == 0);
   CHECK(required.find("mntns: FRAMEMILL_TEST_NO_MOUNT_NS is set; needed by a CUDA worker") !=

@@ -14,7 +14,7 @@ constexpr KnobKind kSetting = KnobKind::kSetting;
 constexpr KnobKind kDiagnosis = KnobKind::kDiagnosis;
 constexpr KnobKind kTest = KnobKind::kTest;
 
-constexpr std::array<EnvKnobInfo, 20> kTable = {{
+constexpr std::array<EnvKnobInfo, 14> kTable = {{
     {EnvKnob::kConfig, "FRAMEMILL_CONFIG", kSupervisor, kSetting,
      "the config file when no --config names one"},
     {EnvKnob::kWorkerProfile, "FRAMEMILL_WORKER_PROFILE", kWorker, kDiagnosis,
@@ -43,18 +43,6 @@ constexpr std::array<EnvKnobInfo, 20> kTable = {{
      "1: service_gpus are labels, jobs scheduled on them but workers not pinned"},
     {EnvKnob::kTestDecoderVerbose, "FRAMEMILL_TEST_DECODER_VERBOSE", kSupervisor, kTest,
      "1: the decoding ffmpeg runs at -v verbose (its frame count in decoder.log)"},
-    {EnvKnob::kFaultSupervisorAbort, "FRAMEMILL_FAULT_SUPERVISOR_ABORT", kSupervisor, kTest,
-     "the service aborts on the progress of a job whose id holds this text"},
-    {EnvKnob::kFaultKillDecoderAtFrame, "FRAMEMILL_FAULT_KILL_DECODER_AT_FRAME", kSupervisor,
-     kTest, "N: the decoder is killed (SIGKILL) before frame N, once"},
-    {EnvKnob::kFaultTermDecoderAtFrame, "FRAMEMILL_FAULT_TERM_DECODER_AT_FRAME", kSupervisor,
-     kTest, "N: the decoder gets SIGTERM before frame N, once"},
-    {EnvKnob::kFaultKillEncoderAtSegment, "FRAMEMILL_FAULT_KILL_ENCODER_AT_SEGMENT", kSupervisor,
-     kTest, "N: the encoder of segment N is killed, once"},
-    {EnvKnob::kTestNoLandlock, "FRAMEMILL_TEST_NO_LANDLOCK", kWorker, kTest,
-     "1: the worker acts as on a kernel without Landlock (ENOSYS)"},
-    {EnvKnob::kTestNoMountNs, "FRAMEMILL_TEST_NO_MOUNT_NS", kWorker, kTest,
-     "1: the worker acts as where no private root can be made"},
 }};
 
 constexpr bool InEnumOrder() {
@@ -110,8 +98,15 @@ void LogSetKnobs(KnobReader reader) {
   for (const EnvKnobInfo& k : kTable) {
     const std::optional<std::string>& v = Knob(k.knob);
     if (k.reader != reader || !v) continue;
-    LogInfo(std::string("environment: ") + k.name + "=" + *v + " (" + Name(k.kind) + ": " +
-            k.meaning + ")");
+    const std::string line = std::string("environment: ") + k.name + "=" + *v + " (" +
+                             Name(k.kind) + ": " + k.meaning + ")";
+    // A setting is what the operator meant (and FRAMEMILL_CONFIG is set for every command a
+    // user types): at debug level. A diagnosis or a test switch changes what the program does.
+    if (k.kind == KnobKind::kSetting) {
+      LogDebug(line);
+    } else {
+      LogInfo(line);
+    }
   }
 }
 

@@ -36,12 +36,6 @@ enum class EnvKnob {
   kSandboxMntnsNoPivot,
   kTestGpuLabels,
   kTestDecoderVerbose,
-  kFaultSupervisorAbort,
-  kFaultKillDecoderAtFrame,
-  kFaultTermDecoderAtFrame,
-  kFaultKillEncoderAtSegment,
-  kTestNoLandlock,
-  kTestNoMountNs,
 };
 
 // Which program reads a variable (a worker inherits the supervisor's environment, so both are set
@@ -68,8 +62,8 @@ const char* Name(KnobKind kind);  // "setting", "diagnosis", "test only"
 // Reads every variable of the table from the environment into the snapshot (again, where it was
 // read before: a unit test that sets a variable calls it after setenv).
 void ReadKnobs();
-// Logs one info line per variable of the table that `reader` reads and that is set, with its
-// value, kind and meaning. Called once by each program after its logging is set up.
+// Logs one line per variable of the table that `reader` reads and that is set (a setting at debug
+// level, the others at info), with its value, kind and meaning. Called once, after InitLogging.
 void LogSetKnobs(KnobReader reader);
 
 // The variable's value as read; nullopt when it is not set (set to "" is a value).

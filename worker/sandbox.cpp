@@ -174,9 +174,9 @@ std::vector<FsRule> PolicyRules(const SandboxOptions& options) {
 }
 
 // The private root (worker/mount_namespace.h). Returns "" or why there is none.
-std::string EnterMountNamespace(const std::vector<FsRule>& rules) {
+std::string EnterMountNamespace(const std::vector<FsRule>& rules, const SandboxOptions& options) {
   if (!LayerWanted("mntns")) return "left out by FRAMEMILL_SANDBOX_LAYERS";
-  if (KnobIsOne(EnvKnob::kTestNoMountNs)) return "FRAMEMILL_TEST_NO_MOUNT_NS is set";
+  if (!options.mount_namespace_absent.empty()) return options.mount_namespace_absent;
   Result<PrivateRoot> root = EnterPrivateRoot(rules);
   if (!root.ok()) return root.status().message();
   for (const std::string& line : root->lines) LogRule("mntns " + line);
@@ -238,7 +238,7 @@ Result<SandboxReport> ApplySandbox(const SandboxOptions& options) {
   // its rules are read from the real file system first. Landlock then polices the same paths
   // inside it. A CUDA worker has no Landlock file rules, so there the private root is required.
   const std::vector<FsRule> rules = PolicyRules(options);
-  report.mntns_note = EnterMountNamespace(rules);
+  report.mntns_note = EnterMountNamespace(rules, options);
   if (!report.mntns_note.empty()) {
     LogRule("no mount namespace: " + report.mntns_note);
     if (options.cuda) {
@@ -266,7 +266,9 @@ Result<SandboxReport> ApplySandbox(const SandboxOptions& options) {
   } else if (!no_new_privs) {
     FM_RETURN_IF_ERROR(missing("landlock", "needs no_new_privs"));
   } else {
-    Result<LandlockResult> ll = ApplyLandlock(rules, !options.cuda);
+    Result<LandlockResult> ll = options.landlock_absent.empty()
+                                    ? ApplyLandlock(rules, !options.cuda)
+                                    : Result<LandlockResult>(Status(StatusCode::kIo, options.landlock_absent));
     if (!ll.ok()) {
       FM_RETURN_IF_ERROR(missing("landlock", ll.status().message()));
     } else {

@@ -340,6 +340,7 @@ int WorkerMain(int argc, char** argv, WorkerHooks& hooks) {
     return kWorkerExitUsage;
   }
   sandbox.keep_fds.insert(sandbox.keep_fds.end(), hooked->begin(), hooked->end());
+  hooks.AdjustSandbox(sandbox);
   Result<SandboxReport> report = ApplySandbox(sandbox);
   if (!report.ok()) {
     // Reported on the channel by RunWorker, which then exits without reading the model.

@@ -29,6 +29,7 @@
 #include "supervisor/faces/video_face_table.h"
 #include "supervisor/front/command_typo.h"
 #include "supervisor/front/completion.h"
+#include "supervisor/front/framemill_main.h"
 #include "supervisor/front/run_command.h"
 #include "supervisor/front/slurm_commands.h"
 #include "supervisor/job/job_runner.h"
@@ -466,9 +467,10 @@ int Main(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  // No exception ends a command with a core dump: nlohmann, std and Boost errors are reported.
+int framemill::FramemillMain(int argc, char** argv, SupervisorHooks& hooks) {
   framemill::ReadKnobs();  // the environment's FRAMEMILL_* variables, once (common/env_knobs.h)
+  framemill::InstallSupervisorHooks(&hooks);
+  // No exception ends a command with a core dump: nlohmann, std and Boost errors are reported.
   try {
     return Main(argc, argv);
   } catch (const std::exception& e) {

@@ -94,10 +94,6 @@ Status Service::Open() {
         "allow_any_path: allowed_input_roots, allowed_output_roots or allowed_model_roots is "
         "empty: jobs may name any path this user can reach");
   }
-  if (!SupervisorAbortNeedle().empty()) {
-    spdlog::warn("test hook FRAMEMILL_FAULT_SUPERVISOR_ABORT set: aborting on jobs matching {}",
-                 SupervisorAbortNeedle());
-  }
   if (!config_.service_gpus.empty()) {
     spdlog::info("sharing GPUs {} among the jobs{}", GpuListText(config_.service_gpus),
                  gpu_labels_ ? " (test hook FRAMEMILL_TEST_GPU_LABELS: labels only, workers "

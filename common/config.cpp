@@ -5,6 +5,7 @@
 #include <regex>
 #include <unistd.h>
 
+#include "common/env_knobs.h"
 #include "common/json_fields.h"
 
 namespace framemill {
@@ -368,8 +369,8 @@ Result<Config> ParseConfig(const nlohmann::json& object) {
 Result<Config> LoadConfig(const std::string& explicit_path) {
   std::string path = explicit_path;
   if (path.empty()) {
-    const char* env = std::getenv("FRAMEMILL_CONFIG");
-    if (env != nullptr && *env != '\0') path = env;
+    const std::optional<std::string>& env = Knob(EnvKnob::kConfig);
+    if (env) path = *env;
   }
   if (path.empty() && ::access(kSystemConfigPath, R_OK) == 0) path = kSystemConfigPath;
   if (path.empty()) return Config{};

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/env_knobs.h"
 #include "common/log_lines.h"
 
 #ifdef FRAMEMILL_WITH_CUDA
@@ -85,8 +86,8 @@ struct BatchProfile::State {
 };
 
 bool BatchProfile::EnabledByEnvironment() {
-  const char* v = std::getenv("FRAMEMILL_WORKER_PROFILE");
-  return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
+  const std::optional<std::string>& v = Knob(EnvKnob::kWorkerProfile);
+  return v && !v->empty() && *v != "0";
 }
 
 BatchProfile::BatchProfile(bool on_device, bool enabled) {

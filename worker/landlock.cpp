@@ -9,6 +9,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "common/env_knobs.h"
+
 namespace framemill {
 namespace {
 
@@ -123,8 +125,6 @@ const char* Name(FsAccess access) {
 }
 
 int LandlockAbi() {
-  const char* hook = std::getenv("FRAMEMILL_TEST_NO_LANDLOCK");
-  if (hook != nullptr && std::strcmp(hook, "1") == 0) return -ENOSYS;
   long abi = ::syscall(__NR_landlock_create_ruleset, nullptr, 0, kCreateRulesetVersion);
   return abi < 0 ? -errno : static_cast<int>(abi);
 }
@@ -145,23 +145,20 @@ Result<LandlockResult> ApplyLandlock(const std::vector<FsRule>& rules, bool file
   LandlockResult result;
   result.abi = LandlockAbi();
   if (result.abi <= 0) return Status(StatusCode::kIo, LandlockAbsentReason(result.abi));
-  auto knob = [](const char* name) {  // diagnosis only (worker/sandbox.h)
-    const char* v = std::getenv(name);
-    return v != nullptr && std::string(v) == "1";
-  };
+  auto knob = [](EnvKnob k) { return KnobIsOne(k); };  // diagnosis only (worker/sandbox.h)
   const uint64_t handled_fs =
-      !file_rules || knob("FRAMEMILL_SANDBOX_NO_FS") ? 0 : HandledFs(result.abi);
+      !file_rules || knob(EnvKnob::kSandboxNoFs) ? 0 : HandledFs(result.abi);
   result.file_system = handled_fs != 0;
   RulesetAttr attr{};
   attr.handled_access_fs = handled_fs;
   size_t attr_size = kRulesetAttrSizeAbi1;
-  if (result.abi >= 4 && !knob("FRAMEMILL_SANDBOX_NO_NET")) {
+  if (result.abi >= 4 && !knob(EnvKnob::kSandboxNoNet)) {
     // Handled with no rule that allows them: no TCP socket can bind or connect anywhere.
     attr.handled_access_net = kNetBindTcp | kNetConnectTcp;
     attr_size = kRulesetAttrSizeAbi4;
     result.network = true;
   }
-  if (result.abi >= 6 && !knob("FRAMEMILL_SANDBOX_NO_SCOPES")) {
+  if (result.abi >= 6 && !knob(EnvKnob::kSandboxNoScopes)) {
     attr.scoped = kScopeAbstractUnixSocket | kScopeSignal;
     attr_size = sizeof(RulesetAttr);
     result.scoped = true;

@@ -49,7 +49,6 @@ struct FsRule {
 
 // The Landlock ABI version of the running kernel (1, 2, ...), or -errno when Landlock is absent:
 // -ENOSYS (kernel built without it), -EOPNOTSUPP (built in but not enabled at boot).
-// The environment variable FRAMEMILL_TEST_NO_LANDLOCK=1 makes it -ENOSYS (a test hook).
 int LandlockAbi();
 
 // Text for a negative LandlockAbi(): "not supported by this kernel (ENOSYS)", ...

@@ -16,6 +16,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "common/env_knobs.h"
+
 namespace framemill {
 namespace {
 
@@ -282,8 +284,7 @@ Result<PrivateRoot> EnterPrivateRoot(const std::vector<FsRule>& rules) {
   }
   // Diagnosis (FRAMEMILL_SANDBOX_MNTNS_NO_PIVOT=1, set by whoever starts the supervisor): the tree
   // is built but the root stays, to tell a missing path from the switch itself.
-  if (const char* v = std::getenv("FRAMEMILL_SANDBOX_MNTNS_NO_PIVOT");
-      v && std::strcmp(v, "1") == 0) {
+  if (KnobIsOne(EnvKnob::kSandboxMntnsNoPivot)) {
     result.lines.push_back("diagnosis: FRAMEMILL_SANDBOX_MNTNS_NO_PIVOT, the old root stays");
     return result;
   }

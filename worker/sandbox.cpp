@@ -13,6 +13,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "common/env_knobs.h"
 #include "common/log_lines.h"
 #include "worker/landlock.h"
 #include "worker/mount_namespace.h"
@@ -23,8 +24,7 @@ namespace framemill {
 namespace {
 
 bool DebugListing() {
-  const char* v = std::getenv("FRAMEMILL_SANDBOX_DEBUG");
-  return v != nullptr && std::strcmp(v, "1") == 0;
+  return KnobIsOne(EnvKnob::kSandboxDebug);
 }
 
 void LogRule(const std::string& line) {
@@ -45,24 +45,24 @@ std::string Errno(const std::string& what) { return what + ": " + std::strerror(
 // FRAMEMILL_SANDBOX_NO_SCOPES=1 leaves out Landlock's scopes. Set by whoever starts the
 // supervisor, never by a job.
 bool LayerWanted(const char* layer) {
-  const char* v = std::getenv("FRAMEMILL_SANDBOX_LAYERS");
-  if (v == nullptr) return true;
-  std::string list = std::string(",") + v + ",";
+  const std::optional<std::string>& v = Knob(EnvKnob::kSandboxLayers);
+  if (!v) return true;
+  std::string list = "," + *v + ",";
   return list.find(std::string(",") + layer + ",") != std::string::npos;
 }
 
-std::vector<FsRule> ExtraRules(const char* variable, const std::vector<FsAccess>& rights) {
+std::vector<FsRule> ExtraRules(EnvKnob variable, const std::vector<FsAccess>& rights) {
   std::vector<FsRule> rules;
-  const char* v = std::getenv(variable);
-  if (v == nullptr) return rules;
-  std::string list = v;
+  const std::optional<std::string>& v = Knob(variable);
+  if (!v) return rules;
+  const std::string& list = *v;
   size_t start = 0;
   while (start <= list.size()) {
     size_t end = list.find(':', start);
     if (end == std::string::npos) end = list.size();
     std::string path = list.substr(start, end - start);
     if (!path.empty() && path[0] == '/') {
-      for (FsAccess a : rights) rules.push_back({path, a, std::string(variable) + " (diagnosis)"});
+      for (FsAccess a : rights) rules.push_back({path, a, std::string(Info(variable).name) + " (diagnosis)"});
     }
     start = end + 1;
   }
@@ -163,21 +163,20 @@ std::string EnterEmptyNetwork() {
 // allows and what the private root holds.
 std::vector<FsRule> PolicyRules(const SandboxOptions& options) {
   std::vector<FsRule> rules = WorkerFsRules(options.control);
-  for (FsRule& r : ExtraRules("FRAMEMILL_SANDBOX_EXTRA_READ", {FsAccess::kRead})) {
+  for (FsRule& r : ExtraRules(EnvKnob::kSandboxExtraRead, {FsAccess::kRead})) {
     rules.push_back(std::move(r));
   }
   for (FsRule& r :
-       ExtraRules("FRAMEMILL_SANDBOX_EXTRA_WRITE", {FsAccess::kDevice, FsAccess::kTempFiles})) {
+       ExtraRules(EnvKnob::kSandboxExtraWrite, {FsAccess::kDevice, FsAccess::kTempFiles})) {
     rules.push_back(std::move(r));
   }
   return rules;
 }
 
 // The private root (worker/mount_namespace.h). Returns "" or why there is none.
-std::string EnterMountNamespace(const std::vector<FsRule>& rules) {
+std::string EnterMountNamespace(const std::vector<FsRule>& rules, const SandboxOptions& options) {
   if (!LayerWanted("mntns")) return "left out by FRAMEMILL_SANDBOX_LAYERS";
-  const char* hook = std::getenv("FRAMEMILL_TEST_NO_MOUNT_NS");
-  if (hook != nullptr && std::strcmp(hook, "1") == 0) return "FRAMEMILL_TEST_NO_MOUNT_NS is set";
+  if (!options.mount_namespace_absent.empty()) return options.mount_namespace_absent;
   Result<PrivateRoot> root = EnterPrivateRoot(rules);
   if (!root.ok()) return root.status().message();
   for (const std::string& line : root->lines) LogRule("mntns " + line);
@@ -239,7 +238,7 @@ Result<SandboxReport> ApplySandbox(const SandboxOptions& options) {
   // its rules are read from the real file system first. Landlock then polices the same paths
   // inside it. A CUDA worker has no Landlock file rules, so there the private root is required.
   const std::vector<FsRule> rules = PolicyRules(options);
-  report.mntns_note = EnterMountNamespace(rules);
+  report.mntns_note = EnterMountNamespace(rules, options);
   if (!report.mntns_note.empty()) {
     LogRule("no mount namespace: " + report.mntns_note);
     if (options.cuda) {
@@ -267,7 +266,9 @@ Result<SandboxReport> ApplySandbox(const SandboxOptions& options) {
   } else if (!no_new_privs) {
     FM_RETURN_IF_ERROR(missing("landlock", "needs no_new_privs"));
   } else {
-    Result<LandlockResult> ll = ApplyLandlock(rules, !options.cuda);
+    Result<LandlockResult> ll = options.landlock_absent.empty()
+                                    ? ApplyLandlock(rules, !options.cuda)
+                                    : Result<LandlockResult>(Status(StatusCode::kIo, options.landlock_absent));
     if (!ll.ok()) {
       FM_RETURN_IF_ERROR(missing("landlock", ll.status().message()));
     } else {

@@ -75,6 +75,11 @@ struct SandboxOptions {
   // The worker will drive an NVIDIA GPU: Landlock then polices the network and the scopes but not
   // the file system (see the CUDA note above).
   bool cuda = false;
+  // Layers taken as missing from this machine, each with the reason the report gives ("" =
+  // none): set only by a test build of the worker (worker/worker_hooks.h AdjustSandbox), to stand
+  // for a kernel without Landlock or a system where no private root can be made.
+  std::string landlock_absent;
+  std::string mount_namespace_absent;
 };
 
 // What the worker got. Summary() is what the worker reports to the supervisor (shm_protocol.h
@@ -88,7 +93,7 @@ struct SandboxOptions {
 // An empty network namespace is extra: without it the sandbox is still complete, and the
 // summary says "no netns (reason)" instead of "netns". So is the private root for a worker with
 // Landlock's file rules ("no mntns (reason)"); for a CUDA worker it is a required layer.
-// FRAMEMILL_TEST_NO_MOUNT_NS=1 in the environment leaves the private root out (a test hook).
+// A test build leaves the private root out with SandboxOptions::mount_namespace_absent.
 struct SandboxReport {
   bool off = false;
   std::vector<std::string> layers;   // in place

@@ -3,8 +3,8 @@
 // Env. The product's framemill-worker passes WorkerHooks itself, whose every hook does nothing:
 // nothing in a job file, the config or the environment reaches a hook in the product.
 //
-// Called on the worker's main thread only, in this order: BeforeSandbox once (before the sandbox
-// goes on, before the model is read), WrapModel once, BeforeReady once, then for every chunk
+// Called on the worker's main thread only, in this order: BeforeSandbox and AdjustSandbox once
+// (before the sandbox goes on, before the model is read), WrapModel once, BeforeReady once, then for every chunk
 // BeforeChunk and for every batch of it BeforeBatch. Frames are numbered as in the source video.
 #pragma once
 
@@ -15,6 +15,7 @@
 
 #include "common/status.h"
 #include "worker/frame_model.h"
+#include "worker/sandbox.h"
 
 namespace framemill {
 
@@ -32,6 +33,9 @@ class WorkerHooks {
   // (the sandbox closes every other one above 2). An error ends the worker with a usage error,
   // its message on stderr.
   virtual Result<std::vector<int>> BeforeSandbox() { return std::vector<int>{}; }
+  // The sandbox about to go on: may name layers to take as missing from this machine
+  // (SandboxOptions::landlock_absent, mount_namespace_absent).
+  virtual void AdjustSandbox(SandboxOptions& options) { (void)options; }
   // The model as loaded, before the worker puts its tiling and out-of-memory fallbacks
   // (worker/tiled_model.h) around it: returns the model the worker runs.
   virtual std::unique_ptr<FrameModel> WrapModel(std::unique_ptr<FrameModel> model) { return model; }

@@ -24,6 +24,7 @@
 #endif
 
 #include "common/clock.h"
+#include "common/env_knobs.h"
 #include "common/log_lines.h"
 #include "common/shared_memory.h"
 #include "common/shm_protocol.h"
@@ -56,10 +57,10 @@ constexpr int kHeldWaitMs = 5000;
 enum class Overlap { kAuto, kOff, kAlways };
 
 Overlap OverlapFromEnvironment() {
-  const char* v = std::getenv("FRAMEMILL_WORKER_OVERLAP_CHUNKS");
-  if (v == nullptr || *v == '\0') return Overlap::kAuto;
-  if (std::string_view(v) == "0") return Overlap::kOff;
-  if (std::string_view(v) == "always") return Overlap::kAlways;
+  const std::optional<std::string>& v = Knob(EnvKnob::kWorkerOverlapChunks);
+  if (!v || v->empty()) return Overlap::kAuto;
+  if (*v == "0") return Overlap::kOff;
+  if (*v == "always") return Overlap::kAlways;
   return Overlap::kAuto;
 }
 
@@ -485,8 +486,8 @@ int RunWorker(const WorkerArgs& args, WorkerHooks& hooks) {
   // batch, a flat figure that the RSS recycle limit reads as it should.
   ::mallopt(M_MMAP_MAX, 0);
   ::mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
-  const char* cpu_allocator = std::getenv("FRAMEMILL_WORKER_CPU_ALLOCATOR");
-  if (cpu_allocator == nullptr || std::string_view(cpu_allocator) != "system") {
+  const std::optional<std::string>& cpu_allocator = Knob(EnvKnob::kWorkerCpuAllocator);
+  if (!cpu_allocator || *cpu_allocator != "system") {
     InstallCachingCpuAllocator();
   }
   Result<SharedMemory> shm = SharedMemory::Open(args.control);

@@ -30,6 +30,7 @@
 
 #include "common/clock.h"
 #include "common/config.h"
+#include "common/env_knobs.h"
 #include "common/file_util.h"
 #include "common/load_request.h"
 #include "common/log_lines.h"
@@ -194,6 +195,7 @@ namespace framemill {
 
 int WorkerMain(int argc, char** argv, WorkerHooks& hooks) {
   const uint64_t main_ms = MonotonicMs();
+  ReadKnobs();  // the environment's FRAMEMILL_* variables, once (common/env_knobs.h)
   std::vector<std::string> a(argv + 1, argv + argc);
   if (a.size() == 3 && a[0] == "--export-model") {
     Status s = ExportExampleModel(a[1], a[2]);
@@ -241,6 +243,7 @@ int WorkerMain(int argc, char** argv, WorkerHooks& hooks) {
     if (args.model_label.empty()) args.model_label = model_path;
   }
   InitLogging("worker" + std::to_string(args.channel), level);
+  LogSetKnobs(KnobReader::kWorker);
 
   if (sandbox.mode != WorkerSandbox::kOff) {
     // The driver's JIT cache in the home directory is out of reach: see worker/sandbox.h.
@@ -255,6 +258,7 @@ int WorkerMain(int argc, char** argv, WorkerHooks& hooks) {
     return kWorkerExitUsage;
   }
   sandbox.keep_fds.insert(sandbox.keep_fds.end(), hooked->begin(), hooked->end());
+  hooks.AdjustSandbox(sandbox);
   Result<SandboxReport> report = ApplySandbox(sandbox);
   if (!report.ok()) {
     // Reported on the channel by RunWorker, which then exits without reading the model.

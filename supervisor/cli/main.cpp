@@ -17,6 +17,7 @@
 #include <CLI/CLI.hpp>
 
 #include "common/config.h"
+#include "common/env_knobs.h"
 #include "common/face_setting.h"
 #include "common/file_util.h"
 #include "common/job_file.h"
@@ -26,6 +27,7 @@
 #include "common/shared_memory.h"
 #include "supervisor/cli/command_typo.h"
 #include "supervisor/cli/completion.h"
+#include "supervisor/cli/framemill_main.h"
 #include "supervisor/cli/run_command.h"
 #include "supervisor/cli/spool_commands.h"
 #include "supervisor/cluster/slurm_commands.h"
@@ -436,6 +438,7 @@ int Main(int argc, char** argv) {
     return kExitFailed;
   }
   framemill::InitLogging("framemill", config->log_level);
+  framemill::LogSetKnobs(framemill::KnobReader::kSupervisor);
   // Unset in the config: the service confines its workers or fails the job; a job run by hand
   // gets what the machine allows, with a warning.
   if (!config->worker_sandbox) {
@@ -483,7 +486,9 @@ int Main(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int framemill::FramemillMain(int argc, char** argv, SupervisorHooks& hooks) {
+  framemill::ReadKnobs();  // the environment's FRAMEMILL_* variables, once (common/env_knobs.h)
+  framemill::InstallSupervisorHooks(&hooks);
   // No exception ends a command with a core dump: nlohmann, std and Boost errors are reported.
   try {
     return Main(argc, argv);

@@ -9,7 +9,7 @@
 #include "common/log.h"
 #include "common/clock.h"
 #include "supervisor/media/color_path.h"
-#include "supervisor/job/stage_faults.h"
+#include "supervisor/job/supervisor_hooks.h"
 #include "supervisor/media/decode_seek.h"
 
 namespace framemill {
@@ -94,7 +94,7 @@ Status DecodeStage::Start(int64_t skip) {
 Result<bool> DecodeStage::ReadFrame(uint8_t* dst) {
   const int64_t frame_count = p_.plan.frame_count;
   for (;;) {
-    if (const int sig = DecoderFaultAt(next_frame_); sig != 0) {
+    if (const int sig = InstalledSupervisorHooks().DecoderSignalAt(next_frame_); sig != 0) {
       spdlog::warn("fault hook: sending the decoder signal {} before frame {}", sig, next_frame_);
       reader_->KillForTest(sig);
     }

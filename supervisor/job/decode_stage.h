@@ -5,7 +5,7 @@
 // frame to tell bad input from a crash. Owns the decoder and its figures; meets the other stages
 // only at the arena and its board. Runs on a thread of its own (Run).
 //
-// Test faults: job/stage_faults.h.
+// Test faults: job/supervisor_hooks.h.
 #pragma once
 
 #include <atomic>

@@ -10,7 +10,7 @@
 #include "common/clock.h"
 #include "common/file_util.h"
 #include "common/log.h"
-#include "supervisor/job/stage_faults.h"
+#include "supervisor/job/supervisor_hooks.h"
 
 namespace framemill {
 namespace {
@@ -78,7 +78,7 @@ Status EncodeStage::WriteChunks(const SegmentPlan& seg, SegmentEncoder* enc, dou
     if (s_.stills->Wants(c)) s_.stills->Capture(c, g.SlotIn(arena_.base, slot), g.SlotOut(arena_.base, slot));
     board.ReleaseSlot(c);
     frames_written_.fetch_add(chunk.frames);
-    if (EncoderFaultAt(seg.index)) {
+    if (InstalledSupervisorHooks().KillEncoderAt(seg.index)) {
       spdlog::warn("fault hook: killing the encoder of segment {}", seg.index);
       enc->KillForTest();
     }

@@ -5,7 +5,7 @@
 // done-log. Owns the encoder threads and their figures; meets the other stages at the arena and
 // its board.
 //
-// Test faults: job/stage_faults.h.
+// Test faults: job/supervisor_hooks.h.
 #pragma once
 
 #include <atomic>

@@ -25,10 +25,10 @@ namespace framemill {
 // segments; the report lists what was survived. A run that ends with kNoSpace (a full output,
 // scratch or shared-memory file system) waits for space and runs again from its finished
 // segments, for up to Config::no_space_wait_s (job/space_wait.h); while it waits, on_progress
-// gets its last report again with `waiting` set, about every second. Test-only fault hooks (environment):
-// FRAMEMILL_FAULT_KILL_DECODER_AT_FRAME=N kills the decoder once per process before frame N,
-// FRAMEMILL_FAULT_TERM_DECODER_AT_FRAME=N makes it exit with an error there (SIGTERM),
-// FRAMEMILL_FAULT_KILL_ENCODER_AT_SEGMENT=N kills the encoder of segment N once per process.
+// gets its last report again with `waiting` set, about every second.
+// Test faults reach the decoder and the encoders through the supervisor's seam for tests,
+// job/supervisor_hooks.h (a decoder or an encoder killed at a frame or a segment), which the
+// product leaves empty: they are in the tests' build framemill-faults (tests/faults/).
 //
 // Every job that started workers writes a report beside the output, <output>.report.html
 // (supervisor/report/report_file.h), whatever its outcome but kNoSpace (a full disk gets no more

@@ -11,6 +11,7 @@
 #include <boost/process.hpp>
 
 #include "common/checked_file.h"
+#include "common/env_knobs.h"
 #include "common/frame_format.h"
 #include "supervisor/process/child_fds.h"
 #include "supervisor/media/output_geometry.h"
@@ -172,9 +173,9 @@ Result<std::unique_ptr<FrameReader>> FrameReader::Start(
   const std::string trim = SeekFilter(seek);
   if (!trim.empty()) chain += (chain.empty() ? "" : ",") + trim;
   // Test hook: ffmpeg's own count of the frames it decoded, at its end, in the log.
-  const char* verbose = std::getenv("FRAMEMILL_TEST_DECODER_VERBOSE");
+  const std::optional<std::string>& verbose = Knob(EnvKnob::kTestDecoderVerbose);
   std::vector<std::string> argv = {ffmpeg, "-nostdin", "-hide_banner", "-v",
-                                   verbose != nullptr && *verbose == '1' ? "verbose" : "error"};
+                                   verbose && (*verbose)[0] == '1' ? "verbose" : "error"};
   argv.insert(argv.end(), input.restrictions.begin(), input.restrictions.end());
   const std::vector<std::string> seek_in = SeekInputArguments(seek);
   argv.insert(argv.end(), seek_in.begin(), seek_in.end());

@@ -6,17 +6,10 @@
 #include "common/clock.h"
 #include "common/file_util.h"
 #include "common/json_fields.h"
+#include "supervisor/job/supervisor_hooks.h"
 #include "supervisor/service/systemd_notify.h"
 
 namespace framemill {
-
-const std::string& SupervisorAbortNeedle() {
-  static const std::string needle = [] {
-    const char* v = std::getenv("FRAMEMILL_FAULT_SUPERVISOR_ABORT");
-    return std::string(v != nullptr ? v : "");
-  }();
-  return needle;
-}
 
 JobProgressSink::JobProgressSink(std::string id, std::string dir, std::vector<int> gpus,
                                  uint64_t start_ms, const std::atomic<bool>& service_stop)
@@ -27,8 +20,7 @@ JobProgressSink::JobProgressSink(std::string id, std::string dir, std::vector<in
       service_stop_(service_stop) {}
 
 void JobProgressSink::Report(const JobProgress& p) {
-  const std::string& abort_needle = SupervisorAbortNeedle();
-  if (!abort_needle.empty() && id_.find(abort_needle) != std::string::npos) std::abort();
+  InstalledSupervisorHooks().OnJobProgress(id_);
   if (service_stop_.load()) job_stop_.store(true);
   uint64_t now = MonotonicMs();
   if (!cancelled_ && PathExists(dir_ + "/cancel")) {

@@ -1,7 +1,7 @@
 // What a spool job's progress reports do in the service, on the job's thread: pass on the
 // service's stop and a cancel (the job's `cancel` marker) as the job's stop, and, at most once a
-// second, write active/<id>/progress.json and tell systemd a STATUS= line. Also the home of the
-// test hook FRAMEMILL_FAULT_SUPERVISOR_ABORT (below).
+// second, write active/<id>/progress.json and tell systemd a STATUS= line. Each report passes
+// the supervisor's seam for tests (job/supervisor_hooks.h OnJobProgress).
 //
 // Not thread-safe: one job's thread calls Report; the job reads job_stop().
 #pragma once
@@ -14,12 +14,6 @@
 #include "supervisor/report/job_result.h"
 
 namespace framemill {
-
-// Test hook: FRAMEMILL_FAULT_SUPERVISOR_ABORT=<text> makes the supervisor abort() while it runs a
-// job whose id contains <text> (at the job's first progress report, JobProgressSink::Report), as
-// a crash in the job's handling would. Tests use it to prove the crash count; never set it in
-// production. Read once; "" when unset.
-const std::string& SupervisorAbortNeedle();
 
 class JobProgressSink {
  public:

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/env_knobs.h"
 #include "common/file_util.h"
 #include "common/json_fields.h"
 #include "common/log.h"
@@ -28,8 +29,7 @@ namespace {
 // device the job names and are not pinned. Lets the queue be tested where there is no GPU; never
 // set it in production.
 bool GpuLabelsOnly() {
-  const char* v = std::getenv("FRAMEMILL_TEST_GPU_LABELS");
-  return v != nullptr && std::string(v) == "1";
+  return KnobIsOne(EnvKnob::kTestGpuLabels);
 }
 
 }  // namespace
@@ -93,10 +93,6 @@ Status Service::Open() {
     spdlog::warn(
         "allow_any_path: allowed_input_roots, allowed_output_roots or allowed_model_roots is "
         "empty: jobs may name any path this user can reach");
-  }
-  if (!SupervisorAbortNeedle().empty()) {
-    spdlog::warn("test hook FRAMEMILL_FAULT_SUPERVISOR_ABORT set: aborting on jobs matching {}",
-                 SupervisorAbortNeedle());
   }
   if (!config_.service_gpus.empty()) {
     spdlog::info("sharing GPUs {} among the jobs{}", GpuListText(config_.service_gpus),

@@ -18,6 +18,7 @@
 #include "common/clock.h"
 #include "common/log_lines.h"
 #include "tests/faults/oom_fault_model.h"
+#include "worker/landlock.h"
 
 namespace framemill {
 
@@ -230,6 +231,17 @@ Result<std::vector<int>> FaultHooks::BeforeSandbox() {
                                        std::strerror(errno));
   }
   return std::vector<int>{once_fd_};
+}
+
+void FaultHooks::AdjustSandbox(SandboxOptions& options) {
+  auto on = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v != nullptr && std::strcmp(v, "1") == 0;
+  };
+  if (on("FRAMEMILL_TEST_NO_LANDLOCK")) options.landlock_absent = LandlockAbsentReason(-ENOSYS);
+  if (on("FRAMEMILL_TEST_NO_MOUNT_NS")) {
+    options.mount_namespace_absent = "FRAMEMILL_TEST_NO_MOUNT_NS is set";
+  }
 }
 
 bool FaultHooks::FirstTime() {

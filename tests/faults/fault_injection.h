@@ -40,6 +40,10 @@
 //   signal@N           kill(supervisor, 0): may the worker signal it at all?
 //
 // "Reaches frame N" means: the batch (for escapes: the chunk) about to run holds frame N.
+//
+// The sandbox's test switches, each "1" in the worker's environment (FaultHooks::AdjustSandbox):
+//   FRAMEMILL_TEST_NO_LANDLOCK   Landlock is taken as absent, as on a kernel without it (ENOSYS)
+//   FRAMEMILL_TEST_NO_MOUNT_NS   no private root is made ("FRAMEMILL_TEST_NO_MOUNT_NS is set")
 #pragma once
 
 #include <cstdint>
@@ -98,6 +102,9 @@ class FaultHooks : public WorkerHooks {
 
   // With once=PATH: creates and opens PATH, kept through the sandbox.
   Result<std::vector<int>> BeforeSandbox() override;
+  // FRAMEMILL_TEST_NO_LANDLOCK=1: Landlock is taken as absent (as on a kernel without it,
+  // ENOSYS); FRAMEMILL_TEST_NO_MOUNT_NS=1: no private root is made.
+  void AdjustSandbox(SandboxOptions& options) override;
   // kOomOver: the model wrapped in an OomFaultModel (tests/faults/oom_fault_model.h).
   std::unique_ptr<FrameModel> WrapModel(std::unique_ptr<FrameModel> model) override;
   // kSlowLoad: sleeps its delay.

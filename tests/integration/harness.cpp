@@ -126,7 +126,13 @@ nlohmann::json WithTestEncoder(nlohmann::json job, const nlohmann::json& config)
 
 BackgroundJob StartFramemill(const std::string& dir, const std::vector<std::string>& args,
                              const Env& env, const std::string& name) {
-  std::vector<std::string> argv = {FRAMEMILL_BIN};
+  // A run whose environment names one of the supervisor's faults (tests/faults/supervisor_faults.h)
+  // runs the tests' build of framemill, which has them.
+  bool faults = false;
+  for (const auto& variable : env) {
+    faults = faults || variable.first.rfind("FRAMEMILL_FAULT_", 0) == 0;
+  }
+  std::vector<std::string> argv = {faults ? FRAMEMILL_FAULTS_BIN : FRAMEMILL_BIN};
   argv.insert(argv.end(), args.begin(), args.end());
   BackgroundJob bg;
   bg.out_path = dir + "/" + name + ".stdout";

@@ -30,6 +30,7 @@
 #include "supervisor/job/job_runner.h"
 #include "supervisor/media/ffmpeg_pipes.h"
 #include "supervisor/media/media_probe.h"
+#include "tests/faults/supervisor_faults.h"
 
 using namespace framemill::test;
 namespace fs = std::filesystem;
@@ -596,7 +597,13 @@ TEST_CASE("faults: failed jobs in a long-lived process leave no child and no zom
   Tree t = MakeTree("zombies");
   // The first job's decoder is killed mid-stream with no restart or retry left: it fails while
   // its workers, decoder and encoder run. The second has a model that is not TorchScript.
-  ::setenv("FRAMEMILL_FAULT_KILL_DECODER_AT_FRAME", "12", 1);
+  framemill::SupervisorFaults faults;
+  faults.kill_decoder_at_frame = 12;
+  framemill::SupervisorFaultHooks hooks(faults);
+  framemill::InstallSupervisorHooks(&hooks);
+  struct Uninstall {
+    ~Uninstall() { framemill::InstallSupervisorHooks(nullptr); }
+  } uninstall;
   std::ofstream(t.models + "/broken.pt") << "not a model";
   nlohmann::json config_json = t.config;
   config_json["decoder_restarts"] = 0;

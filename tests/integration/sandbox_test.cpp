@@ -77,7 +77,8 @@ nlohmann::json Job(const std::string& dir, const std::string& model, const std::
 }
 
 nlohmann::json Config(const std::string& sandbox) { return {{"worker_sandbox", sandbox}}; }
-// With the tests' worker, which has the escape faults (tests/faults/fault_injection.h).
+// With the tests' worker, which has the escape faults and the sandbox's test switches
+// (tests/faults/fault_injection.h).
 nlohmann::json FaultConfig(const std::string& sandbox) { return WithFaultWorker(Config(sandbox)); }
 
 // A file's bytes and modification time.
@@ -299,7 +300,7 @@ TEST_CASE("sandbox: without Landlock, required fails the job saying so, auto war
   job["workers"] = 2;
   job["chunk_frames"] = 8;
   const Env no_landlock = {{"FRAMEMILL_TEST_NO_LANDLOCK", "1"}};
-  RunResult required = RunJob(dir, job, Config("required"), no_landlock);
+  RunResult required = RunJob(dir, job, FaultConfig("required"), no_landlock);
   INFO("required: " << required.err);
   CHECK(required.exit_code == 1);
   CHECK(required.err.find("worker_sandbox is \"required\"") != std::string::npos);
@@ -308,7 +309,7 @@ TEST_CASE("sandbox: without Landlock, required fails the job saying so, auto war
   CHECK_FALSE(fs::exists(dir + "/required.mp4"));
 
   job["output"] = dir + "/auto.mp4";
-  RunResult automatic = RunJob(dir, job, Config("auto"), no_landlock);
+  RunResult automatic = RunJob(dir, job, FaultConfig("auto"), no_landlock);
   INFO("auto: " << automatic.err);
   CHECK(automatic.exit_code == 0);
   CHECK(Count(automatic.err, "WORKERS ARE NOT SANDBOXED") == 1);
@@ -316,7 +317,7 @@ TEST_CASE("sandbox: without Landlock, required fails the job saying so, auto war
   CHECK(automatic.out.find("missing landlock") != std::string::npos);
 }
 
-// The private root alone (Landlock switched off by its test hook, so "auto"): what a CUDA worker
+// The private root alone (Landlock switched off in the faults worker, so "auto"): what a CUDA worker
 // relies on. The model asks for files that exist and that its user may read and write; they are
 // simply not in its file system.
 TEST_CASE(
@@ -326,7 +327,8 @@ TEST_CASE(
   const Env no_landlock = {{"FRAMEMILL_TEST_NO_LANDLOCK", "1"}};
   // What a worker gets so: the private root, no Landlock (a failed job does not say it).
   RunResult normal =
-      RunJob(dir, Job(dir, ModelCopy("identity", dir), "normal.mp4"), Config("auto"), no_landlock);
+      RunJob(dir, Job(dir, ModelCopy("identity", dir), "normal.mp4"), FaultConfig("auto"),
+             no_landlock);
   INFO("identity: " << normal.err);
   REQUIRE(normal.exit_code == 0);
   CHECK(normal.out.find(", mntns") != std::string::npos);
@@ -334,7 +336,7 @@ TEST_CASE(
   // The job's own input (the supervisor reads it; the worker gets frames), a file of the machine.
   for (const std::string& target : {SmallVideo(), std::string("/etc/passwd")}) {
     const std::string model = Export(dir, "read_file", target);
-    RunResult on = RunJob(dir, Job(dir, model, "on.mp4"), Config("auto"), no_landlock);
+    RunResult on = RunJob(dir, Job(dir, model, "on.mp4"), FaultConfig("auto"), no_landlock);
     INFO(target << ": " << on.err);
     CHECK(on.exit_code == 1);
     CHECK(on.err.find("model_invalid") != std::string::npos);
@@ -343,7 +345,8 @@ TEST_CASE(
   }
   // Without the private root (and without Landlock) the same model reads /etc/passwd.
   RunResult open =
-      RunJob(dir, Job(dir, Export(dir, "read_file", "/etc/passwd"), "open.mp4"), Config("auto"),
+      RunJob(dir, Job(dir, Export(dir, "read_file", "/etc/passwd"), "open.mp4"),
+             FaultConfig("auto"),
              {{"FRAMEMILL_TEST_NO_LANDLOCK", "1"}, {"FRAMEMILL_TEST_NO_MOUNT_NS", "1"}});
   INFO("no private root: " << open.err);
   // "no mntns (...)" on a CPU (Landlock would confine it), "missing mntns (...)" on CUDA.
@@ -358,8 +361,8 @@ TEST_CASE("sandbox: without Landlock, the private root alone keeps writes in sha
   // A file of the job's scratch directory: not there, so it is not written.
   const std::string victim = Victim(dir);
   const FileState before = Snapshot(victim);
-  RunResult on = RunJob(dir, Job(dir, Export(dir, "write_file", victim), "on.mp4"), Config("auto"),
-                        no_landlock);
+  RunResult on = RunJob(dir, Job(dir, Export(dir, "write_file", victim), "on.mp4"),
+                        FaultConfig("auto"), no_landlock);
   INFO("scratch victim: " << on.err);
   CHECK(on.exit_code == 1);
   CHECK(on.err.find("No such file or directory") != std::string::npos);
@@ -372,7 +375,7 @@ TEST_CASE("sandbox: without Landlock, the private root alone keeps writes in sha
   Shell("touch -d '2001-01-01 00:00:00' '" + shm_victim + "'");
   const FileState shm_before = Snapshot(shm_victim);
   RunResult in_shm = RunJob(dir, Job(dir, Export(dir, "write_file", shm_victim), "shm.mp4"),
-                            Config("auto"), no_landlock);
+                            FaultConfig("auto"), no_landlock);
   INFO("/dev/shm victim: " << in_shm.err);
   CHECK(in_shm.out.find(", mntns") != std::string::npos);
   CHECK(Snapshot(shm_victim) == shm_before);

@@ -13,7 +13,7 @@ for path in ./usr/bin/framemill ./usr/bin/framemill-worker ./etc/framemill/frame
   grep -q " $path\$" <<<"$contents" || { echo "missing from the package: $path"; exit 1; }
 done
 # The tests' programs stay out of the product (the fault worker: tests/faults/).
-for program in framemill-worker-faults framemill-hostile-worker framemill-test-models; do
+for program in framemill-faults framemill-worker-faults framemill-hostile-worker framemill-test-models; do
   ! grep -q "/$program\$" <<<"$contents" || { echo "a test program in the package: $program"; exit 1; }
 done
 depends=$(dpkg-deb -f "$deb" Depends)

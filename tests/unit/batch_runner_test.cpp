@@ -13,6 +13,7 @@
 
 #include <torch/torch.h>
 
+#include "common/env_knobs.h"
 #include "example_model.h"
 #include "torch_devices.h"
 #include "worker/batch_runner.h"
@@ -129,6 +130,7 @@ TEST_CASE("batch runner: with the profile on, five chunks back to back and one b
   // FRAMEMILL_WORKER_PROFILE=1 times every batch with CUDA events, and the fed period from one
   // chunk's events to the next's: events of every chunk slot, reused chunk after chunk.
   ::setenv("FRAMEMILL_WORKER_PROFILE", "1", 1);
+  ReadKnobs();
   for (const torch::Device& device : test::TorchTestDevices()) {
     for (bool overlap : {true, false}) {
       INFO("on " << device.str() << (overlap ? ", back to back" : ", one by one"));
@@ -162,4 +164,5 @@ TEST_CASE("batch runner: with the profile on, five chunks back to back and one b
     }
   }
   ::unsetenv("FRAMEMILL_WORKER_PROFILE");
+  ReadKnobs();
 }

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/clock.h"
+#include "common/env_knobs.h"
 #include "worker/batch_profile.h"
 #include "worker/profile_sums.h"
 
@@ -131,10 +132,13 @@ TEST_CASE("batch profile: off, it records nothing, and the environment turns it 
   off.EndChunk(1);
   CHECK(off.sums() == nullptr);
   ::setenv("FRAMEMILL_WORKER_PROFILE", "0", 1);
+  ReadKnobs();
   CHECK_FALSE(BatchProfile::EnabledByEnvironment());
   ::setenv("FRAMEMILL_WORKER_PROFILE", "1", 1);
+  ReadKnobs();
   CHECK(BatchProfile::EnabledByEnvironment());
   ::unsetenv("FRAMEMILL_WORKER_PROFILE");
+  ReadKnobs();
   CHECK_FALSE(BatchProfile::EnabledByEnvironment());
 }
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "worker/frame_model.h"
+#include "worker/model/frame_model.h"
 
 namespace framemill {
 
@@ -33,7 +33,7 @@ class WorkerHooks {
   // its message on stderr.
   virtual Result<std::vector<int>> BeforeSandbox() { return std::vector<int>{}; }
   // The model as loaded, before the worker puts its tiling and out-of-memory fallbacks
-  // (worker/tiled_model.h) around it: returns the model the worker runs.
+  // (worker/model/tiled_model.h) around it: returns the model the worker runs.
   virtual std::unique_ptr<FrameModel> WrapModel(std::unique_ptr<FrameModel> model) { return model; }
   // The model is loaded and probed; the worker reports ready when this returns.
   virtual void BeforeReady() {}

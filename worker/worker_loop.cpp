@@ -28,14 +28,14 @@
 #include "common/shared_memory.h"
 #include "common/shm_protocol.h"
 #include "common/shm_validate.h"
-#include "worker/batch_runner.h"
-#include "worker/cpu_allocator.h"
-#include "worker/face_composite.h"
-#include "worker/frame_convert.h"
-#include "worker/frame_model.h"
+#include "worker/batch/batch_runner.h"
+#include "worker/batch/cpu_allocator.h"
+#include "worker/batch/face_composite.h"
+#include "worker/batch/frame_convert.h"
+#include "worker/model/frame_model.h"
 #include "worker/nvml_memory.h"
 #include "worker/telemetry.h"
-#include "worker/tiled_model.h"
+#include "worker/model/tiled_model.h"
 #include "worker/worker_hooks.h"
 
 namespace framemill {
@@ -48,7 +48,7 @@ constexpr int kIdleWaitMs = 200;  // wake-up period while idle: heartbeat and pa
 // then in the full suite); the job's last chunk waits this long once.
 constexpr int kHeldWaitMs = 5000;
 
-// Chunks back to back (worker/batch_runner.h): a chunk's result is held while the next chunk
+// Chunks back to back (worker/batch/batch_runner.h): a chunk's result is held while the next chunk
 // starts, and reported once its output is complete. FRAMEMILL_WORKER_OVERLAP_CHUNKS (a
 // diagnostic, like FRAMEMILL_WORKER_PROFILE): unset, where it helps (CUDA with a page-locked
 // arena); "0", never (the A/B in BENCHMARKS.md); "always", every result is held, also on the CPU,
@@ -211,7 +211,7 @@ uint8_t* Worker::Arena(const ChunkRequest& rq, std::string* error) {
 // (BENCHMARKS.md, "NVIDIA H200, `restore-1080p-b4.pt2`, warm workers keeping their arena"). A
 // kept arena that a later job reuses stays page-locked; one kept unlocked is page-locked at the
 // first request of a job that asks. Not asked, or failing, the copies are staged
-// (worker/batch_runner.h).
+// (worker/batch/batch_runner.h).
 void Worker::LockArenaPages(const SharedMemory& shm, bool wanted) {
 #ifdef FRAMEMILL_WITH_CUDA
   if (!model_->device().is_cuda() || arena_registered_ || page_lock_failed_) return;
@@ -480,8 +480,8 @@ int RunWorker(const WorkerArgs& args, WorkerHooks& hooks) {
   // Every batch allocates the same large tensors (the model's activations on the CPU, and the
   // conversions). glibc served each one from a fresh mmap, or trimmed the heap after it, so every
   // batch page-faulted its memory in again. Serve what is not LibTorch's from the heap and keep
-  // it; LibTorch's CPU tensors come from a cache of blocks by size (worker/cpu_allocator.h says
-  // why glibc's heap alone is not enough for them). The process then stays at the peak of one
+  // it; LibTorch's CPU tensors come from a cache of blocks by size (worker/batch/cpu_allocator.h
+  // says why glibc's heap alone is not enough for them). The process then stays at the peak of one
   // batch, a flat figure that the RSS recycle limit reads as it should.
   ::mallopt(M_MMAP_MAX, 0);
   ::mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());

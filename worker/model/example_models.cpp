@@ -1,4 +1,4 @@
-#include "worker/example_models.h"
+#include "worker/model/example_models.h"
 
 #include <cstdint>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "worker/frame_convert.h"
+#include "worker/batch/frame_convert.h"
 
 #include <array>
 #include <map>

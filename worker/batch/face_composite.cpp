@@ -1,4 +1,4 @@
-#include "worker/face_composite.h"
+#include "worker/batch/face_composite.h"
 
 #include <algorithm>
 #include <cmath>

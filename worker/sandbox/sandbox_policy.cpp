@@ -1,4 +1,4 @@
-#include "worker/sandbox_policy.h"
+#include "worker/sandbox/sandbox_policy.h"
 
 #include <algorithm>
 #include <climits>
@@ -9,7 +9,7 @@
 #include <sstream>
 #include <unistd.h>
 
-#include "worker/elf_runpath.h"
+#include "worker/sandbox/elf_runpath.h"
 
 namespace framemill {
 namespace {

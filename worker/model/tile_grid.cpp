@@ -1,4 +1,4 @@
-#include "worker/tile_grid.h"
+#include "worker/model/tile_grid.h"
 
 #include <cstddef>
 

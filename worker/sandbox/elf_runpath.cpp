@@ -1,4 +1,4 @@
-#include "worker/elf_runpath.h"
+#include "worker/sandbox/elf_runpath.h"
 
 #include <cstdint>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "worker/sandbox.h"
+#include "worker/sandbox/sandbox.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -14,10 +14,10 @@
 #include <unistd.h>
 
 #include "common/log_lines.h"
-#include "worker/landlock.h"
-#include "worker/mount_namespace.h"
-#include "worker/sandbox_policy.h"
-#include "worker/seccomp_filter.h"
+#include "worker/sandbox/landlock.h"
+#include "worker/sandbox/mount_namespace.h"
+#include "worker/sandbox/sandbox_policy.h"
+#include "worker/sandbox/seccomp_filter.h"
 
 namespace framemill {
 namespace {
@@ -173,7 +173,7 @@ std::vector<FsRule> PolicyRules(const SandboxOptions& options) {
   return rules;
 }
 
-// The private root (worker/mount_namespace.h). Returns "" or why there is none.
+// The private root (worker/sandbox/mount_namespace.h). Returns "" or why there is none.
 std::string EnterMountNamespace(const std::vector<FsRule>& rules) {
   if (!LayerWanted("mntns")) return "left out by FRAMEMILL_SANDBOX_LAYERS";
   const char* hook = std::getenv("FRAMEMILL_TEST_NO_MOUNT_NS");

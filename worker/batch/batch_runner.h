@@ -39,11 +39,11 @@
 #include <memory>
 
 #include "common/status.h"
-#include "worker/batch_profile.h"
+#include "worker/batch/batch_profile.h"
 #include "common/face_warp.h"
-#include "worker/face_composite.h"
-#include "worker/frame_convert.h"
-#include "worker/frame_model.h"
+#include "worker/batch/face_composite.h"
+#include "worker/batch/frame_convert.h"
+#include "worker/model/frame_model.h"
 
 namespace framemill {
 

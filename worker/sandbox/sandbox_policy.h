@@ -1,10 +1,10 @@
-// What a sandboxed worker may touch in the file system: the Landlock rules (worker/landlock.h)
-// derived from the process as it is when the sandbox goes on.
+// What a sandboxed worker may touch in the file system: the Landlock rules
+// (worker/sandbox/landlock.h) derived from the process as it is when the sandbox goes on.
 //
 //   read+exec  the directories of every library mapped now (LibTorch, CUDA, cuDNN ...), so that
 //              libraries they load later from beside them (cuDNN's and cuBLAS's sub-libraries,
 //              libcuda, libnvidia-ml) load too; the run paths those libraries carry (a pip
-//              LibTorch finds NVRTC and other late CUDA libraries so: worker/elf_runpath.h);
+//              LibTorch finds NVRTC and other late CUDA libraries so: elf_runpath.h);
 //              the standard library directories, those of /etc/ld.so.conf and of
 //              LD_LIBRARY_PATH. The worker's own executable: that file alone, not its
 //              directory (a build tree holds other things).
@@ -18,18 +18,18 @@
 //              object the worker was given, or /dev/shm for a bare POSIX name. The supervisor
 //              makes it the worker's own scope (common/shared_memory.h): its control object and
 //              a link of its job's arena, nothing of another worker or job.
-// The same rules build the worker's private root (worker/mount_namespace.h), where a CUDA worker,
-// which cannot have Landlock's file rules, is confined by what is not there.
+// The same rules build the worker's private root (worker/sandbox/mount_namespace.h), where a CUDA
+// worker, which cannot have Landlock's file rules, is confined by what is not there.
 // Nothing else: no home directory, no /tmp, no spool, no input or output, no other model (the
 // worker's model comes as an open descriptor). Nothing may be created, removed or renamed
 // anywhere. CUDA's JIT cache (~/.nv/ComputeCache) is not writable: the worker runs with
-// CUDA_CACHE_DISABLE=1 (see worker/sandbox.h).
+// CUDA_CACHE_DISABLE=1 (see worker/sandbox/sandbox.h).
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "worker/landlock.h"
+#include "worker/sandbox/landlock.h"
 
 namespace framemill {
 

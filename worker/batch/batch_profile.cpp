@@ -1,4 +1,4 @@
-#include "worker/batch_profile.h"
+#include "worker/batch/batch_profile.h"
 
 #include <array>
 #include <cstdlib>

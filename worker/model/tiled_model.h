@@ -31,7 +31,7 @@
 #include <string>
 
 #include "common/tile_setting.h"
-#include "worker/frame_model.h"
+#include "worker/model/frame_model.h"
 
 namespace framemill {
 

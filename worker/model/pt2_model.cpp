@@ -1,4 +1,4 @@
-#include "worker/pt2_model.h"
+#include "worker/model/pt2_model.h"
 
 #include <cerrno>
 #include <cstdlib>

@@ -1,4 +1,4 @@
-#include "worker/landlock.h"
+#include "worker/sandbox/landlock.h"
 
 #include <cstdint>
 #include <cerrno>
@@ -145,7 +145,7 @@ Result<LandlockResult> ApplyLandlock(const std::vector<FsRule>& rules, bool file
   LandlockResult result;
   result.abi = LandlockAbi();
   if (result.abi <= 0) return Status(StatusCode::kIo, LandlockAbsentReason(result.abi));
-  auto knob = [](const char* name) {  // diagnosis only (worker/sandbox.h)
+  auto knob = [](const char* name) {  // diagnosis only (worker/sandbox/sandbox.h)
     const char* v = std::getenv(name);
     return v != nullptr && std::string(v) == "1";
   };

@@ -61,7 +61,7 @@ Result<std::unique_ptr<FrameModel>> LoadTorchScriptModel(
     ModelOptimization optimization = ModelOptimization::kOff);
 
 // Loads the model open at `fd` whatever its format, told by its content (common/model_format.h):
-// TorchScript as LoadTorchScriptModel does, a .pt2 package through worker/pt2_model.h
+// TorchScript as LoadTorchScriptModel does, a .pt2 package through worker/model/pt2_model.h
 // (`optimization` does not apply: a package is compiled already). What the worker and the
 // benchmark load.
 Result<std::unique_ptr<FrameModel>> LoadFrameModel(

@@ -27,7 +27,7 @@
 #include <torch/types.h>
 
 #include "common/status.h"
-#include "worker/frame_model.h"
+#include "worker/model/frame_model.h"
 
 namespace framemill {
 

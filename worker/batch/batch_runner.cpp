@@ -1,4 +1,4 @@
-#include "worker/batch_runner.h"
+#include "worker/batch/batch_runner.h"
 
 #include <algorithm>
 #include <array>

@@ -1,4 +1,4 @@
-#include "worker/profile_sums.h"
+#include "worker/batch/profile_sums.h"
 
 #include <cstdio>
 

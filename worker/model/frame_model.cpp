@@ -1,4 +1,4 @@
-#include "worker/frame_model.h"
+#include "worker/model/frame_model.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -23,7 +23,7 @@
 
 #include "common/log_lines.h"
 #include "common/model_format.h"
-#include "worker/pt2_model.h"
+#include "worker/model/pt2_model.h"
 
 namespace framemill {
 

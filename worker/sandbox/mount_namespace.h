@@ -1,6 +1,6 @@
 // A private root for the worker: a mount namespace of its own (made inside the worker's user
 // namespace, so it needs no privilege) whose file system holds only what the sandbox policy names
-// (worker/sandbox_policy.h), each path bound at its own place from the real file system:
+// (worker/sandbox/sandbox_policy.h), each path bound at its own place from the real file system:
 //
 //   /                 an empty tmpfs, read-only once built (directories, empty mount points and
 //                     the symbolic links below, nothing else)
@@ -24,14 +24,14 @@
 // Then the process's root is pivoted onto the new tree and the old root is detached: nothing
 // else of the machine's file system can be reached by any path. Descriptors already open (the
 // model, the wake socket, stderr) stay usable. Works with CUDA where Landlock's file rules do
-// not (worker/sandbox.h).
+// not (worker/sandbox/sandbox.h).
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "common/status.h"
-#include "worker/landlock.h"
+#include "worker/sandbox/landlock.h"
 
 namespace framemill {
 

@@ -1,4 +1,4 @@
-#include "worker/seccomp_filter.h"
+#include "worker/sandbox/seccomp_filter.h"
 
 #include <cstdint>
 #include <cerrno>

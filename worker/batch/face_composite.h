@@ -38,7 +38,7 @@
 
 #include "common/face_warp.h"
 #include "common/status.h"
-#include "worker/frame_model.h"
+#include "worker/model/frame_model.h"
 
 namespace framemill {
 

@@ -1,4 +1,4 @@
-#include "worker/mount_namespace.h"
+#include "worker/sandbox/mount_namespace.h"
 
 #include <algorithm>
 #include <cerrno>

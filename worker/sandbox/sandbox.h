@@ -15,13 +15,13 @@
 //                 RestrictNamespaces or a sysctl may refuse): an empty network namespace. Not
 //                 needed for "required": Landlock and seccomp already deny the network.
 //   private root  a mount namespace whose root holds only the policy's paths
-//                 (worker/mount_namespace.h), made from the same rules as Landlock's. Every
+//                 (mount_namespace.h), made from the same rules as Landlock's. Every
 //                 worker gets one where namespaces work; extra for a CPU worker (Landlock's file
 //                 rules confine it already: the summary says "no mntns (reason)" without it),
 //                 required for a CUDA worker, which has no Landlock file rules (below).
-//   landlock      the file rules of worker/sandbox_policy.h; no TCP bind or connect; no
-//                 abstract UNIX sockets or signals beyond the sandbox (worker/landlock.h)
-//   seccomp       worker/seccomp_filter.h: no processes, programs, ptrace, other families of
+//   landlock      the file rules of sandbox_policy.h; no TCP bind or connect; no
+//                 abstract UNIX sockets or signals beyond the sandbox (landlock.h)
+//   seccomp       seccomp_filter.h: no processes, programs, ptrace, other families of
 //                 sockets, namespaces, mounts, keyrings, BPF, perf, io_uring
 //
 // Modes (config worker_sandbox): kRequired fails unless no_new_privs, rlimits, Landlock and
@@ -49,8 +49,8 @@
 // failure down: FRAMEMILL_SANDBOX_LAYERS (a comma list of netns, rlimits, landlock, seccomp: only
 // those are applied, so only "auto" runs; mntns names the private root) and
 // FRAMEMILL_SANDBOX_EXTRA_READ (colon-separated paths Landlock may read besides its rules, also
-// bound into the private root), with more in worker/sandbox.cpp, worker/landlock.cpp and
-// worker/mount_namespace.cpp (FRAMEMILL_SANDBOX_EXTRA_*, _NO_FS, _NO_NET, _NO_SCOPES,
+// bound into the private root), with more in worker/sandbox/sandbox.cpp, landlock.cpp and
+// mount_namespace.cpp (FRAMEMILL_SANDBOX_EXTRA_*, _NO_FS, _NO_NET, _NO_SCOPES,
 // _MNTNS_NO_PIVOT), and scripts/gpu/run-case.py sandbox and privateroot.
 // All are read from the supervisor's environment, never from a job.
 #pragma once
@@ -60,7 +60,7 @@
 
 #include "common/config.h"
 #include "common/status.h"
-#include "worker/landlock.h"
+#include "worker/sandbox/landlock.h"
 
 namespace framemill {
 

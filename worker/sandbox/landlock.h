@@ -5,7 +5,7 @@
 //
 // This file is the mechanism only: it maps the project's four access classes onto the rights of
 // the kernel's Landlock ABI (1 to 7 are known here) and applies a list of rules. Which paths get
-// which class is the worker's policy (worker/sandbox_policy.h).
+// which class is the worker's policy (worker/sandbox/sandbox_policy.h).
 //
 // What the ABI versions add: 1 the file rights; 2 REFER (linking and renaming across
 // directories); 3 TRUNCATE; 4 TCP bind and connect; 5 IOCTL_DEV (ioctl on device files);
@@ -43,7 +43,8 @@ struct FsRule {
   FsAccess access = FsAccess::kRead;
   std::string why;  // for the debug listing: which need the rule serves
   // The path as the policy named it, when symbolic links make it differ from `path` ("/lib" for
-  // "/usr/lib"), else "": the private root (worker/mount_namespace.h) recreates those links.
+  // "/usr/lib"), else "": the private root (worker/sandbox/mount_namespace.h) recreates those
+  // links.
   std::string named;
 };
 
@@ -71,7 +72,7 @@ struct LandlockResult {
 // CAP_SYS_ADMIN). Threads that already exist are NOT restricted: call it while single-threaded.
 // Fails, leaving the process unrestricted, when Landlock is absent or a syscall fails.
 // With `file_rules` false the file system is not policed at all (rules ignored): only the network
-// and the scopes (the CUDA case, see worker/sandbox.h).
+// and the scopes (the CUDA case, see worker/sandbox/sandbox.h).
 Result<LandlockResult> ApplyLandlock(const std::vector<FsRule>& rules, bool file_rules = true);
 
 }  // namespace framemill

@@ -1,4 +1,4 @@
-#include "worker/cpu_allocator.h"
+#include "worker/batch/cpu_allocator.h"
 
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
@@ -66,7 +66,7 @@ class BlockCache {
     }
     void* base = nullptr;
     // Out of memory says so as LibTorch's own allocator does, so that the worker takes it for
-    // what it is (a smaller batch or tiles, worker/tiled_model.h) and not for a broken model.
+    // what it is (a smaller batch or tiles, worker/model/tiled_model.h) and not for a broken model.
     TORCH_CHECK_WITH(OutOfMemoryError, ::posix_memalign(&base, kAlignment, size + kAlignment) == 0,
                      "framemill's CPU allocator: can't allocate memory: you tried to allocate ", n,
                      " bytes");

@@ -27,7 +27,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "worker/profile_sums.h"
+#include "worker/batch/profile_sums.h"
 
 namespace framemill {
 

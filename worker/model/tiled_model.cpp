@@ -1,4 +1,4 @@
-#include "worker/tiled_model.h"
+#include "worker/model/tiled_model.h"
 
 #include <algorithm>
 #include <vector>
@@ -6,7 +6,7 @@
 #include <torch/torch.h>
 
 #include "common/log_lines.h"
-#include "worker/tile_grid.h"
+#include "worker/model/tile_grid.h"
 
 namespace framemill {
 namespace {

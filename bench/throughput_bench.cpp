@@ -66,6 +66,7 @@
 #include "supervisor/media/media_probe.h"
 #include "worker/batch/face_composite.h"
 #include "worker/model/frame_model.h"
+#include "worker/model/model_loader.h"
 
 #ifdef FRAMEMILL_WITH_CUDA
 #include <ATen/Context.h>

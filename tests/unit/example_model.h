@@ -11,6 +11,7 @@
 #include "doctest_with_torch.h"
 #include "worker/model/example_models.h"
 #include "worker/model/frame_model.h"
+#include "worker/model/model_loader.h"
 
 namespace framemill::test {
 

@@ -12,6 +12,7 @@
 #include "common/file_util.h"
 #include "ncnn_files.h"
 #include "worker/model/frame_model.h"
+#include "worker/model/model_loader.h"
 #include "worker/model_import/ncnn_network.h"
 #include "worker/model_import/ncnn_param.h"
 

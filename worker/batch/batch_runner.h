@@ -110,7 +110,7 @@ class BatchRunner {
   bool pad_short_batches_ = false;
   bool output_pending_ = false;
   int64_t pending_frames_ = 0;  // the pending chunk's, for the profile
-  struct CudaState;  // streams, events, device buffers (CUDA builds only)
+  struct CudaState;  // streams, events, device buffers (batch_runner_cuda.h; CUDA builds only)
   std::unique_ptr<CudaState> cuda_;
   BatchProfile profile_;  // FRAMEMILL_WORKER_PROFILE=1: where the time goes
 };

@@ -1,6 +1,9 @@
 // A model that maps a batch of frames to a batch of frames, behind one interface so that other
 // formats (torch.export / AOTInductor .pt2 packages on LibTorch builds that have them) can sit
-// beside TorchScript.
+// beside TorchScript; and what every model shares whatever its format: the device and precision
+// a job asks for, the errors a model call raises, the probe of its output size. The formats'
+// loaders are beside it (torchscript_model.h, pt2_model.h); model_loader.h reads a model file
+// and hands it to the one its content names.
 //
 // The contract: input float [N,3,H,W] RGB in [0,1] on the model's device; output float
 // [N,3,H*s,W*s] (any s the model likes, found by Probe). Values outside [0,1] are clamped by
@@ -42,43 +45,6 @@ Status PrepareDevice(const torch::Device& device);
 
 // The precision's dtype; fp16 needs a CUDA device.
 Result<torch::ScalarType> ResolvePrecision(Precision precision, const torch::Device& device);
-
-// Loads a TorchScript model onto `device` with weights in `dtype`, in eval mode. Run() then
-// takes batches of that dtype. The model is read whole from `fd` into memory first (with pread
-// from offset 0: the descriptor's file offset is shared with every worker holding a duplicate,
-// and is left alone), so the file is read once, as it was, and never opened by name. `label`
-// names the model in messages only. The descriptor stays open (the caller owns it).
-// `optimization` (common/config.h): with it on, the module is frozen and optimized for inference
-// after the dtype change; a module that cannot be frozen runs as loaded, with a warning.
-Result<std::unique_ptr<FrameModel>> LoadTorchScriptModel(
-    int fd, const std::string& label, const torch::Device& device,
-    torch::ScalarType dtype = torch::kFloat32,
-    ModelOptimization optimization = ModelOptimization::kOff);
-
-// The same from a file name (tools; workers get a descriptor).
-Result<std::unique_ptr<FrameModel>> LoadTorchScriptModel(
-    const std::string& path, const torch::Device& device, torch::ScalarType dtype = torch::kFloat32,
-    ModelOptimization optimization = ModelOptimization::kOff);
-
-// Loads the model open at `fd` whatever its format, told by its content (common/model_format.h):
-// TorchScript as LoadTorchScriptModel does, a .pt2 package through worker/model/pt2_model.h
-// (`optimization` does not apply: a package is compiled already). What the worker and the
-// benchmark load.
-Result<std::unique_ptr<FrameModel>> LoadFrameModel(
-    int fd, const std::string& label, const torch::Device& device,
-    torch::ScalarType dtype = torch::kFloat32,
-    ModelOptimization optimization = ModelOptimization::kOff);
-
-// The same from a file name.
-Result<std::unique_ptr<FrameModel>> LoadFrameModel(
-    const std::string& path, const torch::Device& device, torch::ScalarType dtype = torch::kFloat32,
-    ModelOptimization optimization = ModelOptimization::kOff);
-
-// Whether `optimization` freezes a model on `device` (kAuto: on CUDA only).
-bool FreezesModel(ModelOptimization optimization, const torch::Device& device);
-
-// The bytes of the regular file open at `fd`, read with pread from offset 0.
-Result<std::string> ReadWholeFile(int fd, const std::string& label);
 
 // The first line of a LibTorch error: the rest is a C++ backtrace that helps nobody here.
 std::string FirstLine(const std::string& what);

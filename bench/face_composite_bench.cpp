@@ -1,5 +1,5 @@
-// framemill-face-bench: what face mode's compositor (worker/face_composite.h) costs per face, the
-// face model's own time taken out: cropping, and pasting through the feathered mask.
+// framemill-face-bench: what face mode's compositor (worker/batch/face_composite.h) costs per face,
+// the face model's own time taken out: cropping, and pasting through the feathered mask.
 // The face model is one that returns its input (its calls are timed and subtracted all the same).
 // The batch is composited in place, as BatchRunner hands it over.
 // Frames of random values, faces turned and scaled at random spots, all inside the frame.
@@ -22,8 +22,8 @@
 #include <torch/torch.h>
 
 #include "common/face_warp.h"
-#include "worker/face_composite.h"
-#include "worker/frame_model.h"
+#include "worker/batch/face_composite.h"
+#include "worker/model/frame_model.h"
 
 using namespace framemill;
 

@@ -28,7 +28,7 @@
 // Face mode: $FRAMEMILL_BENCH_FACE_TABLE=TABLE (a face table of INPUT, `framemill faces INPUT
 // --table`; bench/face-input.sh makes both) makes MODEL a face model (face_size the table's):
 //   naive        per frame: decode, the frame's faces from the table, crop them, the model on
-//                them (batch = the frame's faces), paste back (worker/face_composite.h, the
+//                them (batch = the frame's faces), paste back (worker/batch/face_composite.h, the
 //                worker's own code, on the model's device), encode; a frame without faces goes
 //                to the encoder untouched
 //   model        the model alone on crops already on the device (best of batch 1-16), as frames
@@ -64,8 +64,9 @@
 #include "supervisor/faces/face_table.h"
 #include "supervisor/media/ffmpeg_pipes.h"
 #include "supervisor/media/source_intake.h"
-#include "worker/face_composite.h"
-#include "worker/frame_model.h"
+#include "worker/batch/face_composite.h"
+#include "worker/model/frame_model.h"
+#include "worker/model/model_loader.h"
 
 #ifdef FRAMEMILL_WITH_CUDA
 #include <ATen/Context.h>

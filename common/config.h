@@ -47,10 +47,10 @@ struct KillSettings {
 };
 
 // What a worker does to the TorchScript model it loads, before the first frame
-// (worker/frame_model.h): torch.jit.freeze (parameters become constants, the graph is simplified)
-// and optimize_for_inference (convolutions fused with their bias, add and ReLU into cuDNN's fused
-// kernels on CUDA). Same frames to within the precision's rounding; a model that cannot be frozen
-// (one that changes its own attributes) runs as it is, with a warning.
+// (worker/model/frame_model.h): torch.jit.freeze (parameters become constants, the graph is
+// simplified) and optimize_for_inference (convolutions fused with their bias, add and ReLU into
+// cuDNN's fused kernels on CUDA). Same frames to within the precision's rounding; a model that
+// cannot be frozen (one that changes its own attributes) runs as it is, with a warning.
 enum class ModelOptimization {
   kAuto,  // on with CUDA, off on the CPU (see docs/gpu.md for the figures behind it)
   kOn,    // on every device
@@ -62,9 +62,9 @@ std::optional<ModelOptimization> ParseModelOptimization(const std::string& name)
 // CUDA: whether each worker page-locks the job's shared-memory frame arena (cudaHostRegister), so
 // that its copies run straight between the arena and the device, or stages them through small
 // page-locked buffers of its own, the host copying each byte once more beside the device's work
-// (worker/batch_runner.h). Page-locking costs the worker about 0.4 s a GB of arena at its first
-// chunk (1.5 s for the default 4 GB on an H200 machine) and pins the arena for the job; staging
-// cost `restore` at 1080p about 1% of its steady-state rate there, and 0.2-0.3 s while the
+// (worker/batch/batch_runner.h). Page-locking costs the worker about 0.4 s a GB of arena at its
+// first chunk (1.5 s for the default 4 GB on an H200 machine) and pins the arena for the job;
+// staging cost `restore` at 1080p about 1% of its steady-state rate there, and 0.2-0.3 s while the
 // worker first touches the arena's pages (docs/gpu.md).
 enum class PageLockArena {
   kAuto,  // page-lock when the job moves its arena's bytes 20 times over (WorthPageLocking)
@@ -74,7 +74,7 @@ enum class PageLockArena {
 const char* Name(PageLockArena mode);  // "auto", "on", "off"
 std::optional<PageLockArena> ParsePageLockArena(const std::string& name);
 
-// Where a job's workers run (worker/frame_model.h ResolveDevice): "auto", "cpu", "cuda" or
+// Where a job's workers run (worker/model/frame_model.h ResolveDevice): "auto", "cpu", "cuda" or
 // "cuda:N".
 enum class DeviceKind {
   kAuto,  // CUDA's first GPU when the worker's LibTorch has CUDA and a GPU is present, else CPU
@@ -175,8 +175,8 @@ struct JobSettings {
   FaceSetting faces;                // face mode's keys (face_size, face_margin, ...)
 };
 
-// How far a worker process is confined (worker/sandbox.h). Not a job setting: a job must not
-// loosen it.
+// How far a worker process is confined (worker/sandbox/sandbox.h). Not a job setting: a job must
+// not loosen it.
 enum class WorkerSandbox {
   kRequired,  // a worker that cannot be fully sandboxed fails the job, saying why
   kAuto,      // sandbox where possible; a worker that could not be gets a loud warning
@@ -268,14 +268,14 @@ struct Config {
   // 37 hours at 30 fps). Over either, the job fails with input_invalid naming the key.
   int64_t max_frame_pixels = int64_t{8192} * 8192;
   int64_t max_job_frames = 4000000;
-  // Run when a job ends (supervisor/service/job_end_hook.h): the program (an absolute path, run without
-  // a shell) and its first arguments; the job's result.json path is appended. Empty = none.
+  // Run when a job ends (supervisor/service/job_end_hook.h): the program (an absolute path, run
+  // without a shell) and its first arguments; the job's result.json path is appended. Empty = none.
   std::vector<std::string> on_job_end;
   double on_job_end_timeout_s = 30.0;  // the hook is killed after this long
   // The service's metrics, in the Prometheus text format for the node exporter's textfile
-  // collector (supervisor/report/metrics.h), rewritten atomically at each job state change and every
-  // few seconds while a job runs. A relative path is under spool_dir (its directory is created
-  // 0755); "" = no metrics.
+  // collector (supervisor/report/metrics.h), rewritten atomically at each job state change and
+  // every few seconds while a job runs. A relative path is under spool_dir (its directory is
+  // created 0755); "" = no metrics.
   std::string metrics_textfile = "metrics/framemill.prom";
 };
 

@@ -4,7 +4,7 @@
 // which fails a job whose input the model cannot take before any frame is decoded. A model with
 // no card is run as before: nothing is known, nothing is checked.
 //
-// Every model framemill runs keeps one contract (worker/frame_model.h): input float [N,3,H,W]
+// Every model framemill runs keeps one contract (worker/model/frame_model.h): input float [N,3,H,W]
 // RGB in [0,1], output [N,3,H*scale,W*scale] in [0,1]. The card records how the original network
 // differed (its channel order and value range), which the importer folded into the model file.
 #pragma once

@@ -15,11 +15,11 @@
 // names on EEXIST). Workers are given full paths.
 //
 // Scopes keep workers apart. A worker's sandbox binds the directory of its control object
-// (worker/sandbox_policy.h), which is its own scope; in it the supervisor puts only that worker's
-// control object and a name of the arena of the job it serves (SharedMemoryScope::Link, made by
-// the worker pool when it sends a request), so a worker cannot open, map or list another job's
-// arena, another worker's control object (of its own job or another), or anything made for a job
-// after its own: a retiring worker of the last job never gets a name of the next job's arena.
+// (worker/sandbox/sandbox_policy.h), which is its own scope; in it the supervisor puts only that
+// worker's control object and a name of the arena of the job it serves (SharedMemoryScope::Link,
+// made by the worker pool when it sends a request), so a worker cannot open, map or list another
+// job's arena, another worker's control object (of its own job or another), or anything made for a
+// job after its own: a retiring worker of the last job never gets a name of the next job's arena.
 // Why per worker rather than per job: a spare worker is started, and sandboxed, before the job
 // that takes it exists, so a job's arena must be able to reach a directory made earlier; and a
 // worker then sees exactly its own control object, as the security model asks.

@@ -153,7 +153,7 @@ struct ChunkResult {
   uint32_t slot;
   uint32_t frames_done;  // == request.frames when ok
   int32_t error;         // 0 = ok; 1 = the chunk failed and `message` says why
-  // The model's out-of-memory fallbacks (worker/tiled_model.h): errors met since the worker's
+  // The model's out-of-memory fallbacks (worker/model/tiled_model.h): errors met since the worker's
   // last result (warm-up included), and what is in effect now: items per model call once halved
   // (0 = never), tile side in input pixels taken because of them (0 = none).
   uint32_t fallback_events;
@@ -195,8 +195,8 @@ struct WorkerChannel {
   std::atomic<uint32_t> probe_out_height{0};
   char device[kDeviceBytes];  // device the worker chose ("cpu", "cuda:0"); set before kReady
   char error[kMessageBytes];  // why the worker failed; set before kFailed
-  // The sandbox the worker got (worker/sandbox.h SandboxReport::Summary), set before it reads
-  // the model; worker-written text: the supervisor copies and cleans it before use.
+  // The sandbox the worker got (worker/sandbox/sandbox.h SandboxReport::Summary), set before it
+  // reads the model; worker-written text: the supervisor copies and cleans it before use.
   char sandbox[kSandboxBytes];
   SpscRing<ChunkRequest, kRingCapacity> requests;
   SpscRing<ChunkResult, kRingCapacity> results;

@@ -31,7 +31,7 @@ enum class StatusCode {
   kDecoderCrashed,  // the decoding ffmpeg was killed by a signal (retried; the input may be fine)
   kEncoderCrashed,  // an encoding ffmpeg was killed by a signal (retried)
   kOutOfMemory,     // the model's device ran out of memory (a worker's model call; its fallbacks
-                    // act on it, worker/tiled_model.h)
+                    // act on it, worker/model/tiled_model.h)
 };
 
 const char* StatusCodeName(StatusCode code);

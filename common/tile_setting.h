@@ -1,5 +1,5 @@
 // The job key `tile`: whether a worker splits frames into overlapping tiles before the model
-// (worker/tiled_model.h), and how. Parsed once where the JSON is read (config.cpp's
+// (worker/model/tiled_model.h), and how. Parsed once where the JSON is read (config.cpp's
 // ReadJobSettings), handed to each worker as one command-line word (--tile, Name()), and part of
 // the warm-pool key (supervisor/job/warm_key.h).
 //

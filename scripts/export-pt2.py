@@ -154,8 +154,8 @@ def load_source(args, device, dtype):
 
 
 # What the package's code assumes of its input's memory layout, kept in the package's own metadata
-# (read by the worker, worker/pt2_model.cpp). A package indexes its input with the strides of the
-# example it was traced with and checks nothing at run time: a tensor of another layout gives
+# (read by the worker, worker/model/pt2_model.cpp). A package indexes its input with the strides of
+# the example it was traced with and checks nothing at run time: a tensor of another layout gives
 # wrong pixels, not an error. framemill's worker hands every model a channels-last tensor, and
 # gives a package the layout its metadata names. A package of one shape is traced channels-last
 # (no copy; proven on an H200 with torch 2.11); one with dynamic sizes contiguous (NCHW), as it

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "common/status.h"
-#include "worker/frame_model.h"
-#include "worker/sandbox.h"
+#include "worker/model/frame_model.h"
+#include "worker/sandbox/sandbox.h"
 
 namespace framemill {
 
@@ -37,7 +37,7 @@ class WorkerHooks {
   // (SandboxOptions::landlock_absent, mount_namespace_absent).
   virtual void AdjustSandbox(SandboxOptions& options) { (void)options; }
   // The model as loaded, before the worker puts its tiling and out-of-memory fallbacks
-  // (worker/tiled_model.h) around it: returns the model the worker runs.
+  // (worker/model/tiled_model.h) around it: returns the model the worker runs.
   virtual std::unique_ptr<FrameModel> WrapModel(std::unique_ptr<FrameModel> model) { return model; }
   // The model is loaded and probed; the worker reports ready when this returns.
   virtual void BeforeReady() {}

@@ -20,7 +20,6 @@
 
 #ifdef FRAMEMILL_WITH_CUDA
 #include <ATen/Context.h>
-#include <cuda_runtime_api.h>
 #endif
 
 #include "common/clock.h"
@@ -29,14 +28,16 @@
 #include "common/shared_memory.h"
 #include "common/shm_protocol.h"
 #include "common/shm_validate.h"
-#include "worker/batch_runner.h"
-#include "worker/cpu_allocator.h"
-#include "worker/face_composite.h"
-#include "worker/frame_convert.h"
-#include "worker/frame_model.h"
+#include "worker/arena_pages.h"
+#include "worker/batch/batch_runner.h"
+#include "worker/batch/cpu_allocator.h"
+#include "worker/batch/face_composite.h"
+#include "worker/batch/frame_convert.h"
+#include "worker/model/frame_model.h"
+#include "worker/model/model_loader.h"
+#include "worker/model/tiled_model.h"
 #include "worker/nvml_memory.h"
 #include "worker/telemetry.h"
-#include "worker/tiled_model.h"
 #include "worker/worker_hooks.h"
 
 namespace framemill {
@@ -49,7 +50,7 @@ constexpr int kIdleWaitMs = 200;  // wake-up period while idle: heartbeat and pa
 // then in the full suite); the job's last chunk waits this long once.
 constexpr int kHeldWaitMs = 5000;
 
-// Chunks back to back (worker/batch_runner.h): a chunk's result is held while the next chunk
+// Chunks back to back (worker/batch/batch_runner.h): a chunk's result is held while the next chunk
 // starts, and reported once its output is complete. FRAMEMILL_WORKER_OVERLAP_CHUNKS (a
 // diagnostic, like FRAMEMILL_WORKER_PROFILE): unset, where it helps (CUDA with a page-locked
 // arena); "0", never (the A/B in BENCHMARKS.md); "always", every result is held, also on the CPU,
@@ -124,8 +125,6 @@ class Worker {
   void WakeSupervisor();
   void WaitForRequest(int timeout_ms);
   uint8_t* Arena(const ChunkRequest& rq, std::string* error);
-  void LockArenaPages(const SharedMemory& shm, bool wanted);
-  void UnregisterArena();
   ChunkResult Process(const ChunkRequest& rq);
   void Warmup(const ChunkRequest& rq);
   void Publish(const ChunkResult& result);
@@ -146,10 +145,7 @@ class Worker {
   int64_t fallback_events_reported_ = 0;
   std::unique_ptr<BatchRunner> runner_;
   std::map<std::string, SharedMemory> arenas_;  // mapped by name; a job's arena, kept mapped
-  // Of the mapped arena (LockArenaPages): said that its copies are staged; failed to page-lock it.
-  bool staged_logged_ = false, page_lock_failed_ = false;
-  bool arena_registered_ = false;  // the arena is page-locked for the GPU (cudaHostRegister)
-  void* registered_ptr_ = nullptr;
+  ArenaPages pages_{channel_};  // the mapped arena's page-locking for the GPU
   Overlap overlap_ = OverlapFromEnvironment();
   // A chunk that is done but not reported: its last download may still run (batch_runner.h). It
   // is reported once the next chunk's first batch is queued, or when no request waits, and
@@ -186,7 +182,7 @@ uint8_t* Worker::Arena(const ChunkRequest& rq, std::string* error) {
   if (it == arenas_.end()) {
     // One job at a time: an arena from an earlier job is no longer needed (nor written to).
     PublishHeld();
-    UnregisterArena();
+    pages_.Unregister();
     arenas_.clear();
     Result<SharedMemory> shm = SharedMemory::Open(name);
     if (!shm.ok()) {
@@ -194,63 +190,15 @@ uint8_t* Worker::Arena(const ChunkRequest& rq, std::string* error) {
       return nullptr;
     }
     it = arenas_.emplace(name, std::move(*shm)).first;
-    staged_logged_ = page_lock_failed_ = false;
+    pages_.NewArena();
   }
   Status s = ValidateArenaGeometry(rq.arena, it->second.size());
   if (!s.ok()) {
     *error = s.message();
     return nullptr;
   }
-  LockArenaPages(it->second, (rq.arena.flags & kArenaPageLock) != 0);
+  pages_.Lock(it->second, (rq.arena.flags & kArenaPageLock) != 0, model_->device().is_cuda());
   return static_cast<uint8_t*>(it->second.data());
-}
-
-// On CUDA, when the job asks (kArenaPageLock, from its page_lock_arena): page-locks the arena, once,
-// so that copies to the GPU go straight from shared memory (no staging through page-locked
-// buffers). It costs: 1.3-1.5 s for 4 GB on an H200 machine, inside the worker's first chunk of
-// the arena. Not on a thread of its own: tried, the chunks meanwhile waited for it all the same
-// (BENCHMARKS.md, "NVIDIA H200, `restore-1080p-b4.pt2`, warm workers keeping their arena"). A
-// kept arena that a later job reuses stays page-locked; one kept unlocked is page-locked at the
-// first request of a job that asks. Not asked, or failing, the copies are staged
-// (worker/batch_runner.h).
-void Worker::LockArenaPages(const SharedMemory& shm, bool wanted) {
-#ifdef FRAMEMILL_WITH_CUDA
-  if (!model_->device().is_cuda() || arena_registered_ || page_lock_failed_) return;
-  if (!wanted) {
-    if (!staged_logged_) {
-      LogInfo("worker " + std::to_string(channel_) + ": arena of " +
-              std::to_string(shm.size() >> 20) +
-              " MiB not page-locked (the job's page_lock_arena): copies staged");
-    }
-    staged_logged_ = true;
-    return;
-  }
-  const uint64_t t0 = MonotonicMs();
-  cudaError_t e = cudaHostRegister(shm.data(), shm.size(), cudaHostRegisterDefault);
-  if (e == cudaSuccess) {
-    arena_registered_ = true;
-    registered_ptr_ = shm.data();
-    LogInfo("worker " + std::to_string(channel_) + ": arena of " +
-            std::to_string(shm.size() >> 20) + " MiB page-locked in " +
-            std::to_string(MonotonicMs() - t0) + " ms");
-  } else {
-    (void)cudaGetLastError();  // clear it: the copies still work, staged
-    page_lock_failed_ = true;   // not tried again for this arena
-    LogWarn("worker " + std::to_string(channel_) + ": cudaHostRegister of the arena failed (" +
-            cudaGetErrorString(e) + "); copies staged");
-  }
-#else
-  (void)shm;
-  (void)wanted;
-#endif
-}
-
-void Worker::UnregisterArena() {
-#ifdef FRAMEMILL_WITH_CUDA
-  if (registered_ptr_ != nullptr) cudaHostUnregister(registered_ptr_);
-#endif
-  registered_ptr_ = nullptr;
-  arena_registered_ = false;
 }
 
 ChunkResult Worker::Process(const ChunkRequest& rq) {
@@ -280,7 +228,7 @@ ChunkResult Worker::Process(const ChunkRequest& rq) {
   c.out_w = arena.out_width;
   c.out_format = arena.out_format;
   c.first_frame = static_cast<int64_t>(rq.first_frame);
-  c.pinned = arena_registered_;
+  c.pinned = pages_.registered();
   c.overlap_next = overlap_ != Overlap::kOff;
   c.face = ArenaFaces(arena, rq.batch);
   if (c.face.slots > 0) c.faces = arena.SlotFaces(base, rq.slot);
@@ -481,8 +429,8 @@ int RunWorker(const WorkerArgs& args, WorkerHooks& hooks) {
   // Every batch allocates the same large tensors (the model's activations on the CPU, and the
   // conversions). glibc served each one from a fresh mmap, or trimmed the heap after it, so every
   // batch page-faulted its memory in again. Serve what is not LibTorch's from the heap and keep
-  // it; LibTorch's CPU tensors come from a cache of blocks by size (worker/cpu_allocator.h says
-  // why glibc's heap alone is not enough for them). The process then stays at the peak of one
+  // it; LibTorch's CPU tensors come from a cache of blocks by size (worker/batch/cpu_allocator.h
+  // says why glibc's heap alone is not enough for them). The process then stays at the peak of one
   // batch, a flat figure that the RSS recycle limit reads as it should.
   ::mallopt(M_MMAP_MAX, 0);
   ::mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());

@@ -26,11 +26,11 @@ struct WorkerArgs {
   // The input the model is run on once at load to learn its output size: a kProbeSize square; in
   // face mode the job's face_size (a face model may take no other size); for a package made for
   // one shape that shape. A probe batch above 1 is such a package's fixed batch: every batch is
-  // then padded up to the job's batch (worker/batch_runner.h).
+  // then padded up to the job's batch (worker/batch/batch_runner.h).
   int probe_width = static_cast<int>(kProbeSize), probe_height = static_cast<int>(kProbeSize);
   int probe_batch = 1;
   bool cudnn_autotune = false;  // CUDA: cuDNN's algorithm search per input shape (job key)
-  std::string sandbox;        // the sandbox in place (worker/sandbox.h), for the supervisor
+  std::string sandbox;        // the sandbox in place (worker/sandbox/sandbox.h), for the supervisor
   std::string sandbox_error;  // a required sandbox that failed: reported, then exit
   uint64_t main_ms = 0;       // MonotonicMs() as main() began: the start's log splits its time
 };

@@ -3,10 +3,10 @@
 // accepts is there.
 //
 // The supervisor hands the model over as an open descriptor (--model-fd); the label only names
-// it in messages. The sandbox (worker/sandbox.h) goes on here, before the model is read: every
-// descriptor above 2 is closed then, except --wake-fd's and --model-fd's (and those the tests'
-// hooks keep: worker/worker_hooks.h). The arguments are a WorkerLaunch's (common/worker_launch.h),
-// read by its parser.
+// it in messages. The sandbox (worker/sandbox/sandbox.h) goes on here, before the model is read:
+// every descriptor above 2 is closed then, except --wake-fd's and --model-fd's (and those the
+// tests' hooks keep: worker/worker_hooks.h). The arguments are a WorkerLaunch's
+// (common/worker_launch.h), read by its parser.
 //
 // A spare (--await-model on, started by the service before any job wants it) has no model yet:
 // after its sandbox it makes its device ready (PrepareDevice) and waits on its wake socket for a
@@ -34,10 +34,10 @@
 #include "common/file_util.h"
 #include "common/load_request.h"
 #include "common/log_lines.h"
-#include "worker/example_models.h"
-#include "worker/frame_model.h"
+#include "worker/model/example_models.h"
+#include "worker/model/frame_model.h"
 #include "worker/model_import/catalog.h"
-#include "worker/sandbox.h"
+#include "worker/sandbox/sandbox.h"
 #include "worker/worker_hooks.h"
 #include "worker/worker_loop.h"
 
@@ -246,11 +246,11 @@ int WorkerMain(int argc, char** argv, WorkerHooks& hooks) {
   LogSetKnobs(KnobReader::kWorker);
 
   if (sandbox.mode != WorkerSandbox::kOff) {
-    // The driver's JIT cache in the home directory is out of reach: see worker/sandbox.h.
+    // The driver's JIT cache in the home directory is out of reach: see worker/sandbox/sandbox.h.
     ::setenv("CUDA_CACHE_DISABLE", "1", 1);
   }
   sandbox.control = args.control;
-  // A worker that may drive a GPU (worker/sandbox.h: CUDA and Landlock's file rules).
+  // A worker that may drive a GPU (worker/sandbox/sandbox.h: CUDA and Landlock's file rules).
   sandbox.cuda = args.device.kind != DeviceKind::kCpu && HostHasNvidiaDriver();
   Result<std::vector<int>> hooked = hooks.BeforeSandbox();
   if (!hooked.ok()) {

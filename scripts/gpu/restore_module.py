@@ -1,7 +1,7 @@
 """framemill's `restore` example model as a torch.nn.Module, its weights read from the
 TorchScript file named by $RESTORE_PT: the --module input of scripts/export-pt2.py, used by
 the pt2 and pt2fixed cases (scripts/gpu/run-case.py) when the --torchscript path fails. The same arithmetic as the TorchScript
-(worker/example_models.cpp) and as model-reference.py's eager network."""
+(worker/model/example_models.cpp) and as model-reference.py's eager network."""
 import os
 
 import torch

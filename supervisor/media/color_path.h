@@ -11,7 +11,7 @@
 // the picture gives the stored chroma back. Interpolating on the way in (bicubic, as before)
 // blurred chroma twice and lost 5-7 dB of chroma PSNR against ffmpeg's own round trip
 // (docs/ARCHITECTURE.md, "Colour path", has the figures). The workers' own conversion
-// (color_conversion device, worker/frame_convert.h) repeats chroma the same way.
+// (color_conversion device, worker/batch/frame_convert.h) repeats chroma the same way.
 //
 // Tags: ffprobe prints a tag by libavutil's name for it, but ffmpeg's -color_primaries,
 // -color_trc and -colorspace options know some code points by other names (ffprobe's transfer

@@ -83,7 +83,7 @@ struct JobReport {
   // geometry) or "made" (after the workers' probe). "" = no arena (no workers started).
   std::string arena;
   // The sandbox the workers got, as the first one reported it: "landlock abi 7 (fs, tcp,
-  // scopes), seccomp, ...", "partial: ...", "none ...", "off" (worker/sandbox.h).
+  // scopes), seccomp, ...", "partial: ...", "none ...", "off" (worker/sandbox/sandbox.h).
   std::string worker_sandbox;
   int64_t decoder_restarts =
       0;                 // crashed decoders restarted within the job (Config::decoder_restarts)
@@ -145,9 +145,10 @@ std::string IsoNow();
 
 // {"version", "id", "status": "done", "output", "frames", "seconds", "started_at",
 // "finished_at", "workers_started", "recycles", "recycles_by_reason", "crashes", "kills",
-// "chunk_retries", "segments", "segments_resumed", "frames_resumed", "stages", "worker_input_format",
-// "output_pix_fmt", "warnings", "worker_sandbox", "worker_start", "workers_wait_s",
-// "workers_warm", "workers_spare", "mux", "faults", "model_fallbacks"} of a finished job.
+// "chunk_retries", "segments", "segments_resumed", "frames_resumed", "stages",
+// "worker_input_format", "output_pix_fmt", "warnings", "worker_sandbox", "worker_start",
+// "workers_wait_s", "workers_warm", "workers_spare", "mux", "faults", "model_fallbacks"} of a
+// finished job.
 nlohmann::json DoneResultJson(const std::string& id, const JobReport& r,
                               const std::string& started_at, const std::string& finished_at);
 // {"version", "id", "status": "failed", "reason": {"code", "message"}} of a job that failed, was
@@ -164,7 +165,7 @@ std::string ResultOutput(const nlohmann::json& result);
 
 // {"events": out-of-memory errors the workers met, "batch": the fewest items (frames, or tiles
 // once tiled) per model call they were left with or null, "tile": the smallest tile side they
-// fell back to or null} (worker/tiled_model.h).
+// fell back to or null} (worker/model/tiled_model.h).
 nlohmann::json ModelFallbacksJson(const DispatchStats& d);
 // "the model ran out of memory 3 times: now 1 per call, tiles of 184 px"; "" when it never did.
 std::string ModelFallbacksLine(const DispatchStats& d);

@@ -74,7 +74,7 @@ std::vector<uint8_t> FrameToRgb24(const uint8_t* frame, FrameFormat format, uint
           const uint8_t* v = frame + 6 * i + 2 * k;
           px[k] = Clamp8((v[0] | (v[1] << 8)) / 257.0);
         }
-      } else {  // yuv420p: the worker's conversion (worker/frame_convert.h), on the CPU
+      } else {  // yuv420p: the worker's conversion (worker/batch/frame_convert.h), on the CPU
         const size_t ci = size_t{r / 2} * cw + c / 2;
         double y = frame[i], cb = frame[pixels + ci] - 128.0,
                cr = frame[pixels + size_t{cw} * ch + ci] - 128.0;

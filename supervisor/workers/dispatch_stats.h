@@ -54,9 +54,9 @@ struct DispatchStats {
   // did not send) or "exit" (exited unasked or with an error). The kinds are Name(RecycleLimit).
   std::map<std::string, int> kills_by_reason;
   std::map<std::string, int> crashes_by_reason;
-  // The workers' out-of-memory fallbacks (worker/tiled_model.h), over the job's chunk results:
-  // errors met, summed; the fewest items per model call and the smallest tile any worker was
-  // left with (0 = none).
+  // The workers' out-of-memory fallbacks (worker/model/tiled_model.h), over the job's chunk
+  // results: errors met, summed; the fewest items per model call and the smallest tile any worker
+  // was left with (0 = none).
   int64_t fallback_events = 0;
   uint32_t fallback_per_call = 0;
   uint32_t fallback_tile = 0;

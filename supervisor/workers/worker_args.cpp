@@ -14,7 +14,7 @@ namespace {
 // The device a worker told `options.launch.device` (on `gpu`) ends up on, as far as the supervisor
 // can tell: "auto" is cuda:0 where the NVIDIA driver is (the worker falls back to the CPU only when
 // CUDA then fails), "cuda" is cuda:0. Spares and jobs that agree on it agree on what a spare
-// prepared and on the sandbox it chose (worker/sandbox.h: CUDA or not).
+// prepared and on the sandbox it chose (worker/sandbox/sandbox.h: CUDA or not).
 std::string DeviceClass(const WorkerOptions& options, int gpu) {
   if (gpu >= 0) return "pinned cuda";
   const DeviceSetting& d = options.launch.device;

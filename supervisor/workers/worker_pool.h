@@ -50,9 +50,9 @@ struct WorkerOptions {
   // its control block, channel, wake-up descriptor, model descriptor and label.
   WorkerLaunch launch;
   // Each worker's stderr goes to log_dir/worker-<k>-<gen>.log, at most kMaxWorkerFileBytes
-  // (worker/sandbox.h) each. Of the workers that ended while the pool ran (recycled, crashed,
-  // killed), the logs of the last kKeptWorkerLogs are kept and older ones removed, so that a
-  // storm of recycles or crashes cannot fill the disk; the live workers' logs stay.
+  // (worker/sandbox/sandbox.h) each. Of the workers that ended while the pool ran (recycled,
+  // crashed, killed), the logs of the last kKeptWorkerLogs are kept and older ones removed, so that
+  // a storm of recycles or crashes cannot fill the disk; the live workers' logs stay.
   std::string log_dir;
   std::string pytorch_alloc_conf;  // "" = inherit the environment as it is
   int model_fd = -1;  // open read-only descriptor of the checked model file (not owned); the pool
@@ -129,8 +129,8 @@ class WorkerPool {
   // Full path of the control block of the worker on channel k ("" when none).
   std::string ControlPath(int k) const;
 
-  // What sandbox the worker on channel k reported (worker/sandbox.h), as printable text; "" before
-  // it has said.
+  // What sandbox the worker on channel k reported (worker/sandbox/sandbox.h), as printable text; ""
+  // before it has said.
   std::string Sandbox(int k) const;
 
   // Starts a worker on channel `k`, which must have no live process, with a fresh control block

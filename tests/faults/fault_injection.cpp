@@ -18,7 +18,7 @@
 #include "common/clock.h"
 #include "common/log_lines.h"
 #include "tests/faults/oom_fault_model.h"
-#include "worker/landlock.h"
+#include "worker/sandbox/landlock.h"
 
 namespace framemill {
 

@@ -17,7 +17,8 @@
 //                                         raises the error CUDA's allocator raises when it runs
 //                                         out (c10::OutOfMemoryError, "CUDA out of memory. ..."),
 //                                         on any device: the worker's out-of-memory fallbacks
-//                                         (worker/tiled_model.h) then run for real on the CPU.
+//                                         (worker/model/tiled_model.h) then run for real on the
+//                                         CPU.
 //                                         No frame: "@N" may be left out
 //                                         (tests/faults/oom_fault_model.h)
 //   ...,once=PATH                         only in the first worker to get there, of all the workers
@@ -28,7 +29,7 @@
 //                                         tests/integration/fault_harness.h)
 //
 // Sandbox escapes: at the chunk that holds frame N the worker tries something its sandbox
-// (worker/sandbox.h) forbids. Refused, the chunk fails with a message naming the refusal
+// (worker/sandbox/sandbox.h) forbids. Refused, the chunk fails with a message naming the refusal
 // ("... refused: Operation not permitted"); allowed (no sandbox), the worker logs that it escaped
 // and goes on, so a job without a sandbox succeeds.
 //

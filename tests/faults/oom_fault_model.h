@@ -2,15 +2,15 @@
 // wrapped so that a call whose input is larger than a limit runs out of memory the way CUDA's
 // allocator does: a c10::OutOfMemoryError ("CUDA out of memory. Tried to allocate ...") raised
 // where the model runs and turned into a Status by the same ModelRaised (frame_model.h) as a real
-// one. So the fallbacks of worker/tiled_model.h meet the error they meet on a GPU, on any device.
-// Not in the product: the tests' framemill-worker-faults puts it around the model (through
+// one. So the fallbacks of worker/model/tiled_model.h meet the error they meet on a GPU, on any
+// device. Not in the product: the tests' framemill-worker-faults puts it around the model (through
 // worker/worker_hooks.h), and the unit tests use it directly.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 
-#include "worker/frame_model.h"
+#include "worker/model/frame_model.h"
 
 namespace framemill {
 

@@ -294,9 +294,9 @@ TEST_CASE(
 
 // On CUDA a worker either page-locks the job's arena and copies straight between it and the
 // device, or stages the copies through page-locked buffers of its own, the host moving each
-// batch's bytes in and out while the device works (worker/batch_runner.h). Chunks of 20 frames in
-// batches of 8 end on a short batch, whose output waits in a staging buffer until the chunk's end:
-// a frame left behind, a stale one or one written to another frame's place shows here.
+// batch's bytes in and out while the device works (worker/batch/batch_runner.h). Chunks of 20
+// frames in batches of 8 end on a short batch, whose output waits in a staging buffer until the
+// chunk's end: a frame left behind, a stale one or one written to another frame's place shows here.
 TEST_CASE("host copies: staged and page-locked arenas give the same frames, each in its place") {
   if (TestDevice() != "cuda") SkipTest("needs CUDA (FRAMEMILL_TEST_DEVICE=cuda): the CPU copies in place");
   const std::string dir = ScratchDir("host_copies");

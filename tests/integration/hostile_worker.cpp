@@ -9,7 +9,8 @@
 //   flood                                        writes to the supervisor's socket without end,
 //                                                blocking mode (answers are right)
 //   closed-fd                                    closes its end of the socket (answers are right)
-//   snoop                                        a snoop in the real sandbox (worker/sandbox.h,
+//   snoop                                        a snoop in the real sandbox
+//                                                (worker/sandbox/sandbox.h,
 //                                                as --sandbox says): at its first request it
 //                                                opens its own control block and the request's
 //                                                arena, then each path of FRAMEMILL_HOSTILE_SNOOP
@@ -36,7 +37,7 @@
 #include "common/config.h"
 #include "common/shared_memory.h"
 #include "common/shm_protocol.h"
-#include "worker/sandbox.h"
+#include "worker/sandbox/sandbox.h"
 
 using namespace framemill;
 

@@ -118,7 +118,7 @@ TEST_CASE("recovery: a worker that crashes mid-chunk is replaced and the output 
 }
 
 TEST_CASE("recovery: a chunk held while the worker starts the next is sent again when it crashes") {
-  // Chunks back to back (worker/batch_runner.h): a worker reports a chunk only once the next
+  // Chunks back to back (worker/batch/batch_runner.h): a worker reports a chunk only once the next
   // one's first batch is queued. FRAMEMILL_WORKER_OVERLAP_CHUNKS=always makes the worker hold
   // every result on the CPU too. One worker, 32-frame chunks: the crash at frame 544, the first
   // of chunk 17, finds chunk 16 done but held. The supervisor must send it again (and chunk 17),

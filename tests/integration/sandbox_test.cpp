@@ -1,4 +1,4 @@
-// The worker sandbox (worker/sandbox.h) against hostile models and escaping workers: every
+// The worker sandbox (worker/sandbox/sandbox.h) against hostile models and escaping workers: every
 // escape is tried with worker_sandbox "required" (refused, the victim untouched, the job failed
 // with a reason that names the refusal) and again with "off" (it gets through), so that each test
 // proves its fixture really escapes when nothing stops it.
@@ -40,7 +40,7 @@ void RequireLandlock(int abi) {
 
 // The file tests run on every device: a CPU worker is confined by Landlock's file rules and its
 // private root, a CUDA worker (which cannot have Landlock's file rules) by its private root
-// alone (worker/sandbox.h), and "required" refuses to run one without it.
+// alone (worker/sandbox/sandbox.h), and "required" refuses to run one without it.
 void RequireFileRules() { RequireLandlock(1); }
 
 // The private root needs user and mount namespaces, which a container or a sysctl may refuse.

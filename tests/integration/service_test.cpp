@@ -740,8 +740,8 @@ TEST_CASE("service: serve refuses to start without roots unless allow_any_path s
 TEST_CASE(
     "service: a CPU worker's tensors take the blocks its earlier batches freed, and its log says "
     "so") {
-  // worker/cpu_allocator.h: without the worker's own CPU allocator, every batch's tensors land
-  // on fresh pages. Its count at the worker's end shows that it is installed and reusing.
+  // worker/batch/cpu_allocator.h: without the worker's own CPU allocator, every batch's tensors
+  // land on fresh pages. Its count at the worker's end shows that it is installed and reusing.
   Service s = MakeService("svc_cpu_blocks", {{"spare_workers", false}});
   Drop(s, "blocks",
        nlohmann::json{{"input", SmallVideo(s.dir, 64, 320, 240)},

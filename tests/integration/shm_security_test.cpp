@@ -370,8 +370,8 @@ TEST_CASE(
   }
   const std::string dir = ScratchDir("shm_snoop");
   // Each layer that confines a worker's files on its own (a CUDA worker has the private root
-  // alone, worker/sandbox.h), and with nothing ("off"): there the snoop opens them all, so the
-  // refusals below are the sandbox's, not a wrong path.
+  // alone, worker/sandbox/sandbox.h), and with nothing ("off"): there the snoop opens them all, so
+  // the refusals below are the sandbox's, not a wrong path.
   struct Variant {
     std::string name;
     framemill::WorkerSandbox mode;

@@ -1,4 +1,4 @@
-// The job key `tile` and the worker's out-of-memory fallbacks (worker/tiled_model.h), end to
+// The job key `tile` and the worker's out-of-memory fallbacks (worker/model/tiled_model.h), end to
 // end: the real framemill and its workers on a real clip (d0.mp4 of the shared test data, 512x512, 78 frames).
 // The out-of-memory errors come from the test fault FRAMEMILL_TEST_FAULT=oom_over:MB (in the tests'
 // worker, tests/faults/), which raises the error type CUDA raises, so the fallbacks run as they

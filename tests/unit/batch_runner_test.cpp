@@ -1,5 +1,5 @@
-// BatchRunner's chunks back to back (worker/batch_runner.h): a chunk whose last download is left
-// running while the next one starts, its output complete once FinishOutput returns. On the CPU
+// BatchRunner's chunks back to back (worker/batch/batch_runner.h): a chunk whose last download is
+// left running while the next one starts, its output complete once FinishOutput returns. On the CPU
 // (nothing is left pending there), and with FRAMEMILL_TEST_DEVICE=cuda on the GPU, where the
 // download really is still running: frames large enough that it takes milliseconds, in
 // page-locked memory as a worker's page-locked arena is.
@@ -16,7 +16,7 @@
 #include "common/env_knobs.h"
 #include "example_model.h"
 #include "torch_devices.h"
-#include "worker/batch_runner.h"
+#include "worker/batch/batch_runner.h"
 
 using namespace framemill;
 

@@ -1,5 +1,5 @@
-// The worker's allocator for CPU tensors (worker/cpu_allocator.h): installed as LibTorch's CPU
-// allocator, it hands a freed block of the same size out again, so that a loop of the same
+// The worker's allocator for CPU tensors (worker/batch/cpu_allocator.h): installed as LibTorch's
+// CPU allocator, it hands a freed block of the same size out again, so that a loop of the same
 // tensors stops page-faulting, and it gives memory back when asked.
 #include "doctest_with_torch.h"
 
@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <string>
 
-#include "worker/cpu_allocator.h"
+#include "worker/batch/cpu_allocator.h"
 
 using namespace framemill;
 
@@ -156,7 +156,7 @@ TEST_CASE("cpu allocator: kept blocks add up to no more than the peak in use") {
 }
 
 TEST_CASE("cpu allocator: out of memory is LibTorch's out-of-memory error, and counts nothing") {
-  // The worker answers it with a smaller batch or tiles (worker/frame_model.cpp's ModelRaised
+  // The worker answers it with a smaller batch or tiles (worker/model/frame_model.cpp's ModelRaised
   // reads the type, and the text through TorchScript's rethrow), not as a broken model.
   InstallCachingCpuAllocator();
   const CpuAllocatorStats before = GetCpuAllocatorStats();

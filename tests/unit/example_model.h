@@ -1,5 +1,5 @@
-// An example model (worker/example_models.h) for the worker's torch unit tests: exported by the
-// worker's own code and loaded as a worker loads it, with weights in `dtype`.
+// An example model (worker/model/example_models.h) for the worker's torch unit tests: exported by
+// the worker's own code and loaded as a worker loads it, with weights in `dtype`.
 #pragma once
 
 #include <memory>
@@ -9,8 +9,9 @@
 #include <torch/torch.h>
 
 #include "doctest_with_torch.h"
-#include "worker/example_models.h"
-#include "worker/frame_model.h"
+#include "worker/model/example_models.h"
+#include "worker/model/frame_model.h"
+#include "worker/model/model_loader.h"
 
 namespace framemill::test {
 

@@ -1,6 +1,6 @@
-// Face mode in the worker (worker/face_composite.h, and BatchRunner in face mode): crops taken at
-// the right place of the frame, the face model's output pasted back where the face was (at 1x
-// and 2x), the feathered mask, pixels outside every face untouched to the bit, no model call for
+// Face mode in the worker (worker/batch/face_composite.h, and BatchRunner in face mode): crops
+// taken at the right place of the frame, the face model's output pasted back where the face was (at
+// 1x and 2x), the feathered mask, pixels outside every face untouched to the bit, no model call for
 // a batch without faces, and crops in calls of a fixed size. On the CPU, and with
 // FRAMEMILL_TEST_DEVICE=cuda on the GPU too. The frames carry a linear pattern where values are
 // compared: bilinear sampling reproduces a linear function exactly (inside the sampled image), so
@@ -18,9 +18,9 @@
 #include "common/face_warp.h"
 #include "example_model.h"
 #include "torch_devices.h"
-#include "worker/batch_runner.h"
-#include "worker/face_composite.h"
-#include "worker/frame_model.h"
+#include "worker/batch/batch_runner.h"
+#include "worker/batch/face_composite.h"
+#include "worker/model/frame_model.h"
 
 using namespace framemill;
 

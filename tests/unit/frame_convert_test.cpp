@@ -1,4 +1,4 @@
-// The worker's frame conversion (worker/frame_convert.h), on the CPU and, with
+// The worker's frame conversion (worker/batch/frame_convert.h), on the CPU and, with
 // FRAMEMILL_TEST_DEVICE=cuda, on the GPU too: the same torch code on both.
 #include "doctest_with_torch.h"
 
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "torch_devices.h"
-#include "worker/frame_convert.h"
+#include "worker/batch/frame_convert.h"
 
 using namespace framemill;
 

@@ -1,5 +1,5 @@
 // Model files told by their content (common/model_format.h) and loaded whatever their format
-// (worker/frame_model.h LoadFrameModel): a TorchScript file exported here, and a real .pt2
+// (worker/model/model_loader.h LoadFrameModel): a TorchScript file exported here, and a real .pt2
 // package (tests/data/tiny-cuda.pt2, made by scripts/export-pt2.py on an H200 with torch 2.11:
 // see tests/data/SOURCES.md).
 #include "doctest_with_torch.h"
@@ -14,9 +14,10 @@
 #include <torch/cuda.h>
 
 #include "common/model_format.h"
-#include "worker/example_models.h"
-#include "worker/frame_model.h"
-#include "worker/pt2_model.h"
+#include "worker/model/example_models.h"
+#include "worker/model/frame_model.h"
+#include "worker/model/model_loader.h"
+#include "worker/model/pt2_model.h"
 #include "skip.h"
 
 using namespace framemill;

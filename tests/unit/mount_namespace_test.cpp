@@ -1,5 +1,5 @@
-// The worker's private root (worker/mount_namespace.h): the plan of bind mounts, the links kept,
-// and the root itself, entered in a forked child (it cannot be left again) inside a user
+// The worker's private root (worker/sandbox/mount_namespace.h): the plan of bind mounts, the links
+// kept, and the root itself, entered in a forked child (it cannot be left again) inside a user
 // namespace of its own, which reports what it saw through a pipe.
 #include <cstdint>
 #include <doctest/doctest.h>
@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "tests/unit/in_child.h"
-#include "worker/mount_namespace.h"
+#include "worker/sandbox/mount_namespace.h"
 
 namespace fs = std::filesystem;
 using namespace framemill;

@@ -11,7 +11,8 @@
 
 #include "common/file_util.h"
 #include "ncnn_files.h"
-#include "worker/frame_model.h"
+#include "worker/model/frame_model.h"
+#include "worker/model/model_loader.h"
 #include "worker/model_import/ncnn_network.h"
 #include "worker/model_import/ncnn_param.h"
 

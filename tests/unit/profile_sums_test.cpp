@@ -1,6 +1,6 @@
-// The worker's profile (worker/batch_profile.h, worker/profile_sums.h): the first chunk's figures
-// kept apart from the later chunks' (so that warm-up and steady state are told apart), the host
-// clock's marks on the CPU, and nothing at all when the profile is off.
+// The worker's profile (worker/batch/batch_profile.h, worker/batch/profile_sums.h): the first
+// chunk's figures kept apart from the later chunks' (so that warm-up and steady state are told
+// apart), the host clock's marks on the CPU, and nothing at all when the profile is off.
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -9,8 +9,8 @@
 
 #include "common/clock.h"
 #include "common/env_knobs.h"
-#include "worker/batch_profile.h"
-#include "worker/profile_sums.h"
+#include "worker/batch/batch_profile.h"
+#include "worker/batch/profile_sums.h"
 
 using namespace framemill;
 

@@ -1,4 +1,4 @@
-// The worker sandbox's pieces (worker/landlock.h, seccomp_filter.h, sandbox_policy.h,
+// The worker sandbox's pieces (worker/sandbox/landlock.h, seccomp_filter.h, sandbox_policy.h,
 // sandbox.h) and the worker_sandbox config key. A sandbox cannot be taken off again, so each
 // test that applies one does it in a forked child, which reports what it saw through a pipe.
 #include <cstdint>
@@ -27,11 +27,11 @@
 
 #include "common/config.h"
 #include "tests/unit/in_child.h"
-#include "worker/elf_runpath.h"
-#include "worker/landlock.h"
-#include "worker/sandbox.h"
-#include "worker/sandbox_policy.h"
-#include "worker/seccomp_filter.h"
+#include "worker/sandbox/elf_runpath.h"
+#include "worker/sandbox/landlock.h"
+#include "worker/sandbox/sandbox.h"
+#include "worker/sandbox/sandbox_policy.h"
+#include "worker/sandbox/seccomp_filter.h"
 
 namespace fs = std::filesystem;
 using namespace framemill;

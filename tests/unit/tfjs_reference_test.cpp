@@ -12,7 +12,8 @@
 #include <vector>
 
 #include "common/file_util.h"
-#include "worker/frame_model.h"
+#include "worker/model/frame_model.h"
+#include "worker/model/model_loader.h"
 #include "worker/model_import/tfjs_layers_network.h"
 
 #include "doctest_with_torch.h"

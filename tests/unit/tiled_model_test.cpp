@@ -1,8 +1,8 @@
-// Tiles and out-of-memory fallbacks inside the worker (worker/tile_grid.h, worker/tiled_model.h):
-// the grid's arithmetic, tiled output against whole-frame output of the example models (on the
-// CPU and, with FRAMEMILL_TEST_DEVICE=cuda, on the GPU too), and the fallback steps driven by the
-// test fault's out-of-memory error (tests/faults/oom_fault_model.h), which is the error type CUDA
-// raises.
+// Tiles and out-of-memory fallbacks inside the worker (worker/model/tile_grid.h,
+// worker/model/tiled_model.h): the grid's arithmetic, tiled output against whole-frame output of
+// the example models (on the CPU and, with FRAMEMILL_TEST_DEVICE=cuda, on the GPU too), and the
+// fallback steps driven by the test fault's out-of-memory error (tests/faults/oom_fault_model.h),
+// which is the error type CUDA raises.
 #include "doctest_with_torch.h"
 
 #include <cstdlib>
@@ -16,10 +16,10 @@
 #include "example_model.h"
 #include "tests/faults/oom_fault_model.h"
 #include "torch_devices.h"
-#include "worker/example_models.h"
-#include "worker/frame_model.h"
-#include "worker/tile_grid.h"
-#include "worker/tiled_model.h"
+#include "worker/model/example_models.h"
+#include "worker/model/frame_model.h"
+#include "worker/model/tile_grid.h"
+#include "worker/model/tiled_model.h"
 
 using namespace framemill;
 

@@ -1,6 +1,6 @@
 // What an importer (worker/model_import/) makes of a published network: a TorchScript module
 // built in C++ (torch::jit::Module::define, no Python) that keeps framemill's model contract
-// (worker/frame_model.h: float [N,3,H,W] RGB in [0,1] in, [N,3,H*scale,W*scale] in [0,1] out;
+// (worker/model/frame_model.h: float [N,3,H,W] RGB in [0,1] in, [N,3,H*scale,W*scale] in [0,1] out;
 // the original network's channel order and value range are folded into forward()), and the
 // facts about it that go into the model's card (common/model_card.h).
 #pragma once

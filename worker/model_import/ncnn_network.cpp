@@ -12,7 +12,7 @@
 #include <map>
 #include <vector>
 
-#include "worker/frame_model.h"
+#include "worker/model/model_loader.h"
 #include "worker/model_import/ncnn_bin.h"
 #include "worker/model_import/ncnn_param.h"
 

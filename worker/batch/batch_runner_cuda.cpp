@@ -1,0 +1,224 @@
+// BatchRunner's CUDA path (batch_runner.h says how it overlaps copies and compute), compiled in
+// CUDA builds only.
+#include "worker/batch/batch_runner_cuda.h"
+
+#ifdef FRAMEMILL_WITH_CUDA
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <string>
+
+#include <torch/torch.h>
+
+#include "common/clock.h"
+
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+
+namespace framemill {
+
+Status BatchRunner::CudaState::ShapeBuffers(const ChunkFrames& c, const torch::Device& device) {
+  CudaState& s = *this;
+  const int64_t in_bytes = c.layout.FrameBytes();
+  const torch::ScalarType out_type = OutputElementType(c.out_format);
+  // Staged copies (an arena not page-locked): through page-locked host buffers, the host copying
+  // between them and the arena while the device works on other batches.
+  const bool staged = !c.pinned;
+  const std::array<int64_t, 6> shape = {
+      c.batch, in_bytes, c.out_h, c.out_w, static_cast<int64_t>(out_type), staged ? 1 : 0};
+  if (shape != s.shape) {
+    // A new frame size or batch: the buffers are made again once the device is idle (a chunk
+    // whose output is pending may still be downloading from them).
+    try {
+      s.up_stream.synchronize();
+      c10::cuda::getCurrentCUDAStream(device.index()).synchronize();
+      s.down_stream.synchronize();
+    } catch (const std::exception& e) {
+      return Status(StatusCode::kModelInvalid, "CUDA: " + FirstLine(e.what()));
+    }
+    for (auto& buf : s.buffers) {
+      auto opts = torch::TensorOptions().device(device).dtype(torch::kUInt8);
+      buf.up = torch::empty({c.batch, in_bytes}, opts);
+      buf.down = torch::empty({c.batch, c.out_h, c.out_w, 3}, opts.dtype(out_type));
+      buf.host_up = torch::Tensor();
+      buf.host_down = torch::Tensor();
+      if (staged) {
+        auto host = torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(true);
+        buf.host_up = torch::empty({c.batch, in_bytes}, host);
+        buf.host_down = torch::empty({c.batch, c.out_h, c.out_w, 3}, host.dtype(out_type));
+      }
+    }
+    s.shape = shape;
+  }
+  return Status::Ok();
+}
+
+// On this thread alone: torch's copy would spread it over its thread pool, whose threads then
+// spin beside the decoder and the encoders.
+void BatchRunner::CudaState::HostCopy(BatchProfile& profile, void* dst, const void* src,
+                                      size_t bytes) {
+  const uint64_t t0 = MonotonicUs();
+  std::memcpy(dst, src, bytes);
+  profile.AddHostCopy(static_cast<double>(MonotonicUs() - t0) / 1000.0);
+}
+
+// (Batch i-2's output, or the chunk's last two at its end.)
+void BatchRunner::CudaState::Flush(BatchProfile& profile, const ChunkFrames& c, Buffers& buf) {
+  if (buf.pending_frames == 0) return;
+  const size_t out_bytes = static_cast<size_t>(c.OutFrameBytes());
+  buf.downloaded.synchronize();
+  HostCopy(profile, c.out + buf.pending_off * out_bytes, buf.host_down.data_ptr(),
+           static_cast<size_t>(buf.pending_frames) * out_bytes);
+  buf.pending_frames = 0;
+}
+
+void BatchRunner::CudaState::Upload(BatchProfile& profile, const ChunkFrames& c, int64_t i) {
+  CudaState& s = *this;
+  const int64_t in_bytes = c.layout.FrameBytes();
+  const bool staged = !c.pinned;
+  CudaState::Buffers& buf = s.buffers[i % 2];
+  const int64_t off = i * c.batch, b = std::min(c.batch, c.frames - off);
+  c10::cuda::CUDAStreamGuard on_up(s.up_stream);
+  if (buf.used) buf.consumed.block(s.up_stream);
+  torch::Tensor src =
+      torch::from_blob(const_cast<uint8_t*>(c.in) + off * in_bytes, {b, in_bytes}, torch::kUInt8);
+  if (staged) {
+    // Batch i-2's upload has left the host buffer before it is written again.
+    if (buf.used) buf.uploaded.synchronize();
+    HostCopy(profile, buf.host_up.data_ptr(), c.in + off * in_bytes,
+             static_cast<size_t>(b * in_bytes));
+    src = buf.host_up.narrow(0, 0, b);
+  }
+  profile.Mark(i, ProfileMark::kUploadStart);
+  buf.up.narrow(0, 0, b).copy_(src, /*non_blocking=*/true);
+  profile.Mark(i, ProfileMark::kUploadEnd);
+  buf.uploaded.record(s.up_stream);
+}
+
+Status BatchRunner::CudaState::RunBatches(BatchRunner& runner, const ChunkFrames& c,
+                                          c10::cuda::CUDAStream compute,
+                                          const std::function<void(int64_t, int64_t)>& before_batch,
+                                          const std::function<void(int64_t)>& after_batch) {
+  // (Named as in BatchRunner, whose members they are.)
+  CudaState& s = *this;
+  BatchProfile& profile_ = runner.profile_;
+  FrameModel& model_ = runner.model_;
+  const bool staged = !c.pinned;
+  const torch::ScalarType out_type = OutputElementType(c.out_format);
+  const size_t out_bytes = static_cast<size_t>(c.OutFrameBytes());
+  auto out_frames = [&](int64_t off, int64_t b) {
+    return torch::from_blob(c.out + off * out_bytes, {b, c.out_h, c.out_w, 3}, out_type);
+  };
+  Status status = Status::Ok();
+  const int64_t batches = (c.frames + c.batch - 1) / c.batch;
+  Upload(profile_, c, 0);
+  for (int64_t i = 0; i < batches; ++i) {
+    CudaState::Buffers& buf = s.buffers[i % 2];
+    const int64_t off = i * c.batch, b = std::min(c.batch, c.frames - off);
+    before_batch(c.first_frame + off, b);
+    // Queued now: it runs while this batch computes.
+    if (i + 1 < batches) Upload(profile_, c, i + 1);
+    // Compute, on the current stream.
+    buf.uploaded.block(compute);
+    profile_.Mark(i, ProfileMark::kToModelStart);
+    // A short batch (a chunk's last) runs at the full batch shape, the rows past `b` holding
+    // an earlier batch's frames: with cuDNN autotuning every new shape costs a search (1.2 s
+    // for a 4-frame tail of `restore` at 1080p on an H200, against 62 ms of compute for the
+    // padding), so the model sees one shape per job.
+    torch::Tensor x = ToModelInput(buf.up, c.layout, model_.dtype());
+    buf.consumed.record(compute);
+    profile_.Mark(i, ProfileMark::kModelStart);
+    Result<torch::Tensor> y = RunBatch(model_, c, x, off, b);
+    profile_.Mark(i, ProfileMark::kModelEnd);
+    if (!y.ok()) {
+      status = y.status();
+      break;
+    }
+    status = CheckOutputShape(*y, c.batch, c.out_h, c.out_w);
+    if (!status.ok()) break;
+    if (b < c.batch) *y = y->narrow(0, 0, b);
+    if (buf.used) buf.downloaded.block(compute);  // batch i-2's download has left `down`
+    WriteOutputFrames(*y, buf.down.narrow(0, 0, b), c.out_format);
+    profile_.Mark(i, ProfileMark::kFromModelEnd);
+    buf.computed.record(compute);
+    buf.used = true;
+    // Download, on the down stream: straight into the arena, or staged into `host_down` once
+    // batch i-2's output has left it.
+    {
+      c10::cuda::CUDAStreamGuard on_down(s.down_stream);
+      if (staged) Flush(profile_, c, buf);
+      buf.computed.block(s.down_stream);
+      profile_.Mark(i, ProfileMark::kDownloadStart);
+      if (staged) {
+        buf.host_down.narrow(0, 0, b).copy_(buf.down.narrow(0, 0, b), /*non_blocking=*/true);
+        buf.pending_off = off;
+        buf.pending_frames = b;
+      } else {
+        out_frames(off, b).copy_(buf.down.narrow(0, 0, b), /*non_blocking=*/true);
+      }
+      profile_.Mark(i, ProfileMark::kDownloadEnd);
+      buf.downloaded.record(s.down_stream);
+    }
+    after_batch(b);
+  }
+  return status;
+}
+
+Status BatchRunner::CudaState::RunChunk(BatchRunner& runner, const ChunkFrames& c,
+                                        const std::function<void(int64_t, int64_t)>& before_batch,
+                                        const std::function<void(int64_t)>& after_batch) {
+  CudaState& s = *this;
+  BatchProfile& profile_ = runner.profile_;
+  const torch::Device device = runner.model_.device();
+  FM_RETURN_IF_ERROR(ShapeBuffers(c, device));
+  const bool staged = !c.pinned;
+  for (auto& buf : s.buffers) buf.pending_frames = 0;  // (a failed chunk may have left some)
+  c10::cuda::CUDAStream compute = c10::cuda::getCurrentCUDAStream(device.index());
+  Status status = Status::Ok();
+  const int64_t batches = (c.frames + c.batch - 1) / c.batch;
+  profile_.BeginChunk(batches);
+  try {
+    status = RunBatches(runner, c, compute, before_batch, after_batch);
+  } catch (const std::exception& e) {
+    status = Status(StatusCode::kModelInvalid, "CUDA: " + FirstLine(e.what()));
+  }
+  // Staged: the chunk's last two outputs, from the host buffers into the arena, the older first
+  // (its copy runs while the device computes the last batch).
+  if (status.ok() && staged) {
+    try {
+      for (int64_t i = std::max<int64_t>(0, batches - 2); i < batches; ++i) {
+        Flush(profile_, c, s.buffers[i % 2]);
+      }
+    } catch (const std::exception& e) {
+      status = Status(StatusCode::kModelInvalid, "CUDA: " + FirstLine(e.what()));
+    }
+  }
+  // Back to back (page-locked, ok): the last download keeps running while the caller queues
+  // the next chunk; FinishOutput waits for it. Else nothing may still write into the arena, or
+  // read a buffer, once we answer.
+  try {
+    if (status.ok() && c.overlap_next && !staged) {
+      s.output_done.record(s.down_stream);
+      runner.output_pending_ = true;
+      runner.pending_frames_ = c.frames;
+      return status;
+    }
+    s.up_stream.synchronize();
+    compute.synchronize();
+    s.down_stream.synchronize();
+  } catch (const std::exception& e) {
+    if (status.ok()) status = Status(StatusCode::kModelInvalid, "CUDA: " + FirstLine(e.what()));
+  }
+  if (status.ok()) {
+    profile_.EndChunk(c.frames);
+  } else {
+    profile_.AbandonChunk();
+  }
+  return status;
+}
+
+}  // namespace framemill
+
+#endif  // FRAMEMILL_WITH_CUDA

@@ -3,8 +3,6 @@
 #include <array>
 #include <cstdlib>
 
-#include "common/log_lines.h"
-
 namespace framemill {
 namespace {
 
@@ -93,22 +91,6 @@ const char* Name(KnobKind kind) {
 }
 
 void ReadKnobs() { Fill(Values()); }
-
-void LogSetKnobs(KnobReader reader) {
-  for (const EnvKnobInfo& k : kTable) {
-    const std::optional<std::string>& v = Knob(k.knob);
-    if (k.reader != reader || !v) continue;
-    const std::string line = std::string("environment: ") + k.name + "=" + *v + " (" +
-                             Name(k.kind) + ": " + k.meaning + ")";
-    // A setting is what the operator meant (and FRAMEMILL_CONFIG is set for every command a
-    // user types): at debug level. A diagnosis or a test switch changes what the program does.
-    if (k.kind == KnobKind::kSetting) {
-      LogDebug(line);
-    } else {
-      LogInfo(line);
-    }
-  }
-}
 
 const std::optional<std::string>& Knob(EnvKnob knob) {
   return Values()[static_cast<size_t>(knob)];

@@ -14,18 +14,6 @@
 namespace framemill {
 namespace {
 
-// The ids recorded by SubmitToSlurm, if any.
-SlurmIds RecordedIds(const std::string& job_path) {
-  SlurmIds ids;
-  Result<nlohmann::json> record =
-      ReadJsonFile(SlurmLogsDirFor(job_path) + "/" + kSlurmRecord, 1 << 20, StatusCode::kIo);
-  if (record.ok()) {
-    ids.array_job = record->value("array_job", "");
-    ids.stitch_job = record->value("stitch_job", "");
-  }
-  return ids;
-}
-
 // squeue's "STATE REASON" of job `id`; "" once it has left the queue.
 std::string QueueState(const std::string& id) {
   Result<CommandOutput> r = RunAndCapture({"squeue", "-h", "-j", id, "-o", "%T %r"});
@@ -44,7 +32,7 @@ bool TasksQueued(const std::string& array_job) {
 }  // namespace
 
 Status CancelSlurmJobs(const std::string& job_path) {
-  const SlurmIds ids = RecordedIds(job_path);
+  const SlurmIds ids = RecordedSlurmIds(ResolveSlurmPaths(job_path));
   for (const std::string& id : {ids.stitch_job, ids.array_job}) {
     if (id.empty()) continue;
     Result<CommandOutput> r = RunAndCapture({"scancel", id});
@@ -56,26 +44,25 @@ Status CancelSlurmJobs(const std::string& job_path) {
 Result<JobReport> RunOnSlurm(const std::string& job_path, const JobSpec& job, const Config& config,
                              const std::atomic<bool>& stop, const JobOptions& options) {
   const uint64_t t0 = MonotonicMs();
-  const std::string parts_dir = PartsDirFor(job_path);
-  SlurmIds ids = RecordedIds(job_path);
+  const SlurmPaths paths = ResolveSlurmPaths(job_path);
+  const std::string& parts_dir = paths.parts_dir;
+  const std::string& logs = paths.logs_dir;
+  SlurmIds ids = RecordedSlurmIds(paths);
+  Result<PartsPlan> plan = Status(StatusCode::kInvalidJob, "no parts plan");
   if (!ids.stitch_job.empty() && !QueueState(ids.stitch_job).empty()) {
     spdlog::info("{}: following Slurm jobs {} (parts) and {} (stitch) submitted earlier", job_path,
                  ids.array_job, ids.stitch_job);
+    plan = ReadPartsPlan(parts_dir);
+    if (!plan.ok()) return plan.status();
   } else {
-    Result<PartsPlan> planned =
-        PlanJobParts(job, config, config.slurm_parts, parts_dir, /*at_most_segments=*/true);
-    if (!planned.ok()) return planned.status();
-    Result<SlurmIds> submitted =
-        SubmitToSlurm(job_path, job, static_cast<int>(planned->parts.size()),
-                      config.slurm_options, "", config);
+    plan = PlanJobParts(job, config, config.slurm_parts, parts_dir, /*at_most_segments=*/true);
+    if (!plan.ok()) return plan.status();
+    Result<SlurmIds> submitted = SubmitToSlurm(paths, job, *plan, config.slurm_options);
     if (!submitted.ok()) return submitted.status();
     ids = *submitted;
     spdlog::info("{}: submitted to Slurm: {} parts (array job {}), stitch job {}", job_path,
-                 planned->parts.size(), ids.array_job, ids.stitch_job);
+                 plan->parts.size(), ids.array_job, ids.stitch_job);
   }
-  Result<PartsPlan> plan = ReadPartsPlan(parts_dir);
-  if (!plan.ok()) return plan.status();
-  const std::string logs = SlurmLogsDirFor(job_path);
   const auto poll = std::chrono::milliseconds(static_cast<int64_t>(config.slurm_poll_s * 1000));
   bool resumed = false;  // at most one resume per job
   std::string resume_error;
@@ -99,7 +86,7 @@ Result<JobReport> RunOnSlurm(const std::string& job_path, const JobSpec& job, co
       // the array's other tasks have ended.
       if (!resumed && !TasksQueued(ids.array_job)) {
         resumed = true;
-        Result<SlurmResumed> again = ResumeOnSlurm(job_path, job, config.slurm_options, "");
+        Result<SlurmResumed> again = ResumeOnSlurm(paths, job, config.slurm_options);
         if (again.ok()) {
           spdlog::warn("{}: a part of Slurm array job {} failed; resubmitted part(s) as array "
                        "job {}, stitch job {}",

@@ -47,8 +47,23 @@ std::string FramemillSelfPath() {
   return self.empty() ? "framemill" : self;
 }
 
-std::string SlurmLogsDirFor(const std::string& job_path) {
-  return ResolvePath(DirName(job_path)) + "/" + BaseName(job_path) + ".slurm";
+SlurmPaths ResolveSlurmPaths(const std::string& job_path, const std::string& config_path) {
+  SlurmPaths paths;
+  paths.job = ResolvePath(job_path);
+  paths.config = config_path.empty() ? "" : ResolvePath(config_path);
+  paths.parts_dir = PartsDirFor(paths.job);
+  paths.logs_dir = paths.job + ".slurm";
+  return paths;
+}
+
+SlurmIds RecordedSlurmIds(const SlurmPaths& paths) {
+  SlurmIds ids;
+  Result<nlohmann::json> record = ReadJsonFile(paths.record(), 1 << 20, StatusCode::kIo);
+  if (record.ok()) {
+    ids.array_job = record->value("array_job", "");
+    ids.stitch_job = record->value("stitch_job", "");
+  }
+  return ids;
 }
 
 std::vector<std::string> SbatchArrayArgs(const std::string& framemill, const std::string& config_path,
@@ -127,32 +142,27 @@ Result<std::string> RunSbatch(const std::vector<std::string>& argv) {
   return ParseParsableId(r->out);
 }
 
-Result<SlurmIds> SubmitToSlurm(const std::string& job_path, const JobSpec& job, int parts,
-                               const std::vector<std::string>& extra,
-                               const std::string& config_path, const Config& config) {
-  const std::string job_abs = ResolvePath(job_path);
-  const std::string config_abs = config_path.empty() ? "" : ResolvePath(config_path);
-  Result<PartsPlan> plan = PlanJobParts(job, config, parts, PartsDirFor(job_abs));
-  if (!plan.ok()) return plan.status();
-  const std::string logs = SlurmLogsDirFor(job_abs);
-  FM_RETURN_IF_ERROR(MakeDirectories(logs));
+Result<SlurmIds> SubmitToSlurm(const SlurmPaths& paths, const JobSpec& job, const PartsPlan& plan,
+                               const std::vector<std::string>& extra) {
+  FM_RETURN_IF_ERROR(MakeDirectories(paths.logs_dir));
+  const int parts = static_cast<int>(plan.parts.size());
   const std::string self = FramemillSelfPath();
   SlurmIds ids;
-  Result<std::string> array =
-      RunSbatch(SbatchArrayArgs(self, config_abs, job_abs, logs, parts, job, extra));
+  Result<std::string> array = RunSbatch(
+      SbatchArrayArgs(self, paths.config, paths.job, paths.logs_dir, parts, job, extra));
   if (!array.ok()) return array.status();
   ids.array_job = *array;
-  Result<std::string> stitch =
-      RunSbatch(SbatchStitchArgs(self, config_abs, job_abs, logs, ids.array_job, extra));
+  Result<std::string> stitch = RunSbatch(
+      SbatchStitchArgs(self, paths.config, paths.job, paths.logs_dir, ids.array_job, extra));
   if (!stitch.ok()) return stitch.status();
   ids.stitch_job = *stitch;
   nlohmann::json record = {{"version", 1},
-                           {"job", job_abs},
+                           {"job", paths.job},
                            {"parts", parts},
                            {"array_job", ids.array_job},
                            {"stitch_job", ids.stitch_job},
                            {"sbatch", extra}};
-  FM_RETURN_IF_ERROR(AtomicWriteFile(logs + "/" + kSlurmRecord, DumpJson(record, 1) + "\n"));
+  FM_RETURN_IF_ERROR(AtomicWriteFile(paths.record(), DumpJson(record, 1) + "\n"));
   return ids;
 }
 
@@ -288,19 +298,15 @@ int StatusCommand(const std::string& job_path, bool json, const Config& config) 
     std::fprintf(stderr, "framemill: %s\n", job.status().ToString().c_str());
     return kExitFailed;
   }
-  const std::string parts_dir = PartsDirFor(ResolvePath(job_path));
-  std::string array_job, stitch_job;
-  Result<nlohmann::json> record = ReadJsonFile(SlurmLogsDirFor(job_path) + "/" + kSlurmRecord,
-                                               1 << 20, StatusCode::kIo);
-  if (record.ok()) {
-    array_job = record->value("array_job", "");
-    stitch_job = record->value("stitch_job", "");
-  }
+  const SlurmPaths paths = ResolveSlurmPaths(job_path);
+  const std::string& parts_dir = paths.parts_dir;
+  const SlurmIds ids = RecordedSlurmIds(paths);
+  const std::string &array_job = ids.array_job, &stitch_job = ids.stitch_job;
   Result<PartsPlan> plan = ReadPartsPlan(parts_dir);
   if (!plan.ok() && PathExists(job->output) && !PathExists(parts_dir)) {
     // The stitch removes the parts once the output is in place.
     if (json) {
-      std::printf("%s\n", DumpJson({{"job", ResolvePath(job_path)},
+      std::printf("%s\n", DumpJson({{"job", paths.job},
                                      {"array_job", array_job},
                                      {"stitch_job", stitch_job},
                                      {"stitch", "done"},
@@ -323,7 +329,7 @@ int StatusCommand(const std::string& job_path, bool json, const Config& config) 
   Result<nlohmann::json> parts = PartsStatus(*job, *plan, parts_dir, array_job);
   if (!parts.ok()) return kExitFailed;
   const bool output = PathExists(job->output);
-  nlohmann::json all = {{"job", ResolvePath(job_path)},
+  nlohmann::json all = {{"job", paths.job},
                         {"array_job", array_job},
                         {"stitch_job", stitch_job},
                         {"stitch", stitch_job.empty() ? "-" : JobStateOf(stitch_job)},
@@ -364,8 +370,13 @@ int SlurmCommand(const CLI::App& slurm_cmd, const std::string& config_path,
     std::fprintf(stderr, "framemill: job rejected: %s\n", job.status().ToString().c_str());
     return kExitFailed;
   }
-  Result<SlurmIds> ids =
-      SubmitToSlurm(job_path, *job, args.parts, args.sbatch, config_path, config);
+  const SlurmPaths paths = ResolveSlurmPaths(job_path, config_path);
+  Result<PartsPlan> plan = PlanJobParts(*job, config, args.parts, paths.parts_dir);
+  if (!plan.ok()) {
+    std::fprintf(stderr, "framemill: %s\n", plan.status().ToString().c_str());
+    return ExitCodeOf(plan.status().code());
+  }
+  Result<SlurmIds> ids = SubmitToSlurm(paths, *job, *plan, args.sbatch);
   if (!ids.ok()) {
     std::fprintf(stderr, "framemill: %s\n", ids.status().ToString().c_str());
     return ExitCodeOf(ids.status().code());

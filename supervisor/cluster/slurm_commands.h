@@ -19,6 +19,7 @@
 #include "common/config.h"
 #include "common/job_file.h"
 #include "common/status.h"
+#include "supervisor/job/parts_dir.h"
 
 namespace framemill {
 
@@ -38,9 +39,22 @@ struct SlurmIds {
 // sbatch options given.
 inline constexpr const char* kSlurmRecord = "slurm.json";
 
-// `<job_path>.slurm`, absolute: the Slurm logs of the parts and the stitch (slurm-ARRAY_I.out,
-// slurm-ID-stitch.out) and slurm.json, the ids of the submission. Kept after the stitch.
-std::string SlurmLogsDirFor(const std::string& job_path);
+// Where one job's Slurm files are, resolved once where a command or the service starts on the
+// job and passed down: the job file and the config given (absolute; "" = none), the parts
+// directory beside the job (job/parts_dir.h), and `<job>.slurm`, the Slurm logs of the parts and
+// the stitch (slurm-ARRAY_I.out, slurm-ID-stitch.out) and slurm.json, the ids of the submission.
+// The logs are kept after the stitch.
+struct SlurmPaths {
+  std::string job;
+  std::string config;
+  std::string parts_dir;
+  std::string logs_dir;
+  std::string record() const { return logs_dir + "/" + kSlurmRecord; }
+};
+SlurmPaths ResolveSlurmPaths(const std::string& job_path, const std::string& config_path = "");
+
+// The ids slurm.json records (empty strings when nothing was submitted or it cannot be read).
+SlurmIds RecordedSlurmIds(const SlurmPaths& paths);
 
 // The command line of one submission (exposed for tests): `framemill` is this binary's absolute
 // path, `config_path` "" = none given (the environment travels with the job: sbatch's default
@@ -73,11 +87,11 @@ std::string FramemillSelfPath();
 // The job id in sbatch --parsable output ("ID" or "ID;cluster"); kIo when there is none.
 Result<std::string> ParseParsableId(const std::string& out);
 
-// Writes the parts plan, submits both jobs and records their ids in <parts dir>/slurm.json.
-// `job_path` is made absolute first. Errors: the plan's, or kIo with sbatch's message.
-Result<SlurmIds> SubmitToSlurm(const std::string& job_path, const JobSpec& job, int parts,
-                               const std::vector<std::string>& extra,
-                               const std::string& config_path, const Config& config);
+// Submits the array job of `plan`'s parts (PlanJobParts wrote it into paths.parts_dir) and the
+// stitch job after it, and records their ids and `extra` in slurm.json. Errors: kIo with
+// sbatch's message, or writing slurm.json.
+Result<SlurmIds> SubmitToSlurm(const SlurmPaths& paths, const JobSpec& job, const PartsPlan& plan,
+                               const std::vector<std::string>& extra);
 
 // Adds `slurm` with `submit`, `status` and `resume` to `app`; values go to `job_path` and `args`.
 void DefineSlurmCommands(CLI::App& app, std::string& job_path, SlurmArgs* args);

@@ -35,12 +35,11 @@ bool SlurmStateEnded(const std::string& state) {
   return false;
 }
 
-Result<SlurmResumed> ResumeOnSlurm(const std::string& job_path, const JobSpec& job,
-                                   const std::vector<std::string>& extra,
-                                   const std::string& config_path) {
-  const std::string job_abs = ResolvePath(job_path);
-  const std::string logs = SlurmLogsDirFor(job_abs);
-  const std::string record_path = logs + "/" + kSlurmRecord;
+Result<SlurmResumed> ResumeOnSlurm(const SlurmPaths& paths, const JobSpec& job,
+                                   const std::vector<std::string>& extra) {
+  const std::string& job_abs = paths.job;
+  const std::string& logs = paths.logs_dir;
+  const std::string record_path = paths.record();
   Result<nlohmann::json> record = ReadJsonFile(record_path, 1 << 20, StatusCode::kIo);
   if (!record.ok()) {
     return Status(StatusCode::kInvalidJob, "no Slurm submission of " + job_abs + " to resume (" +
@@ -49,7 +48,7 @@ Result<SlurmResumed> ResumeOnSlurm(const std::string& job_path, const JobSpec& j
   }
   const std::string old_array = record->value("array_job", "");
   const std::string old_stitch = record->value("stitch_job", "");
-  const std::string parts_dir = PartsDirFor(job_abs);
+  const std::string& parts_dir = paths.parts_dir;
   Result<PartsPlan> plan = ReadPartsPlan(parts_dir);
   if (!plan.ok()) {
     if (PathExists(job.output)) {
@@ -96,7 +95,7 @@ Result<SlurmResumed> ResumeOnSlurm(const std::string& job_path, const JobSpec& j
       if (o.is_string()) options.push_back(o.get<std::string>());
     }
   }
-  const std::string config_abs = config_path.empty() ? "" : ResolvePath(config_path);
+  const std::string& config_abs = paths.config;
   const std::string self = FramemillSelfPath();
   const int count = static_cast<int>(plan->parts.size());
   SlurmResumed resumed;
@@ -132,7 +131,7 @@ int SlurmResumeCommand(const std::string& job_path, const std::vector<std::strin
     std::fprintf(stderr, "framemill: job rejected: %s\n", job.status().ToString().c_str());
     return kExitFailed;
   }
-  Result<SlurmResumed> r = ResumeOnSlurm(job_path, *job, extra, config_path);
+  Result<SlurmResumed> r = ResumeOnSlurm(ResolveSlurmPaths(job_path, config_path), *job, extra);
   if (!r.ok()) {
     std::fprintf(stderr, "framemill: %s\n", r.status().ToString().c_str());
     return ExitCodeOf(r.status().code());

@@ -28,7 +28,7 @@ struct SlurmResumed {
 // or array task neither runs nor will run again.
 bool SlurmStateEnded(const std::string& state);
 
-// Resumes the submission recorded beside `job_path` (made absolute first). `extra` = sbatch
+// Resumes the submission recorded in `paths` (slurm_commands.h). `extra` = sbatch
 // options; empty = those given to the submission. Refuses, with a message that says why and
 // what to do:
 //   kInvalidJob    nothing was submitted (no slurm.json) or the parts plan is gone while the
@@ -37,9 +37,8 @@ bool SlurmStateEnded(const std::string& state);
 //   kWorkerFailed  tasks of the array job are still queued or running (names them), or the
 //                  stitch job is running.
 // Other errors: sbatch's and scancel's (kIo), writing slurm.json.
-Result<SlurmResumed> ResumeOnSlurm(const std::string& job_path, const JobSpec& job,
-                                   const std::vector<std::string>& extra,
-                                   const std::string& config_path);
+Result<SlurmResumed> ResumeOnSlurm(const SlurmPaths& paths, const JobSpec& job,
+                                   const std::vector<std::string>& extra);
 
 // The command: loads the job, resumes, prints the new ids (array then stitch, one a line; the
 // stitch alone when no part was left) or the refusal; returns the exit code.

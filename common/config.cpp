@@ -315,6 +315,7 @@ Result<Config> ParseConfig(const nlohmann::json& object) {
   r.Int("max_job_starts", &c.max_job_starts, 1, kMaxJobStarts);
   r.String("admin_group", &c.admin_group, /*allow_empty=*/true);
   r.Double("failed_work_keep_days", &c.failed_work_keep_days, 0.0, 3650.0);
+  r.Int("max_running_per_user", &c.max_running_per_user, 0, kMaxWorkers);
   std::string sandbox;
   r.String("worker_sandbox", &sandbox);
   if (r.status().ok() && !sandbox.empty()) {

@@ -229,6 +229,9 @@ struct Config {
   // Days that the finished segments of a failed job whose reason is retryable (framemill retry)
   // are kept; the service removes older ones at start and once an hour. 0 = remove at once.
   double failed_work_keep_days = 7.0;
+  // Jobs one submitter may have running at once in `framemill serve` (with service_gpus, jobs
+  // run side by side); more of theirs wait while others' run. 0 = no limit.
+  int max_running_per_user = 0;
   // Unset: kRequired for the service (framemill serve), kAuto for framemill run.
   std::optional<WorkerSandbox> worker_sandbox;
   // The GPUs `framemill serve` owns and shares among its jobs (supervisor/service/gpu_scheduler.h):

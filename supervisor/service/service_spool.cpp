@@ -4,6 +4,8 @@
 #include "common/log.h"
 #include "supervisor/service/job_end_hook.h"
 #include "supervisor/report/job_result.h"
+#include "supervisor/spool/queue_order.h"
+#include "supervisor/spool/submitter.h"
 
 namespace framemill {
 
@@ -107,7 +109,18 @@ std::string ServiceSpool::NextJob(const std::set<std::string>& running,
       return e.id;
     }
   }
-  for (const SpoolEntry& e : spool_.Incoming()) {
+  // The queue's rules (queue_order.h): who may raise a priority, and one user's jobs at once.
+  QueueUsers users;
+  users.last_claim = last_claim_;
+  for (const std::string& id : running) {
+    ++users.running[Spool::SubmitterOf(spool_.JobDir(SpoolState::kActive, id))];
+  }
+  QueueRules rules;
+  rules.may_raise_priority = [this](uint32_t uid) {
+    return IsAdmin(LookupSubmitter(uid, uid), config_.admin_group);
+  };
+  rules.max_running_per_user = config_.max_running_per_user;
+  for (const SpoolEntry& e : OrderQueue(spool_.Incoming(&seen_), users, rules)) {
     if (stuck_.count({e.path, e.inode}) != 0) continue;
     Result<ClaimedJob> claimed = spool_.Claim(e);
     if (!claimed.ok() && claimed.status().code() == StatusCode::kNoSpace) {
@@ -125,6 +138,7 @@ std::string ServiceSpool::NextJob(const std::set<std::string>& running,
       continue;
     }
     if (claimed->id.empty()) continue;  // vanished (or replaced, and filed)
+    last_claim_[claimed->uid] = ++claims_;
     NoteWriteWorkedLocked();
     return claimed->id;
   }

@@ -95,6 +95,10 @@ class ServiceSpool {
   // held takes it again (Ended, which rewrites the metrics that count the spool, runs after).
   std::mutex mu_;
   Spool spool_;
+  IncomingCache seen_;  // under mu_: the waiting files read once (spool.h)
+  // Under mu_: the claims so far, and each submitter's latest (queue_order.h: users take turns).
+  uint64_t claims_ = 0;
+  std::map<uint32_t, uint64_t> last_claim_;
   RequestHandler requests_;
   // Under mu_: files the jobs of unfiled_ that can be now; returns them with their state.
   std::vector<std::pair<std::string, SpoolState>> FileUnfiled();

@@ -72,10 +72,16 @@ std::vector<std::string> ListNames(const std::string& dir) {
   return names;
 }
 
-int64_t MtimeNs(const std::string& path) {
+int64_t ChangeNs(const struct stat& st) {
+  return static_cast<int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
+}
+
+// When the entry at `path` last changed (its ctime): set by the kernel at the rename into its
+// folder and at every change since, so that no user can date it back (utimensat sets mtime).
+int64_t ChangedNs(const std::string& path) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) return 0;
-  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  return ChangeNs(st);
 }
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
@@ -185,24 +191,37 @@ int Spool::ServingPid() const {
   return pid;
 }
 
-std::vector<SpoolEntry> Spool::Incoming() const {
+std::vector<SpoolEntry> Spool::Incoming(IncomingCache* cache) const {
   std::vector<SpoolEntry> jobs;
+  std::map<std::string, IncomingCache::Seen> seen;
   for (const std::string& name : ListNames(Dir(SpoolState::kIncoming))) {
     if (!EndsWith(name, ".json")) continue;
     SpoolEntry e;
     e.path = Dir(SpoolState::kIncoming) + "/" + name;
     e.id = name.substr(0, name.size() - 5);
     e.state = SpoolState::kIncoming;
-    e.submitted_ns = MtimeNs(e.path);
     struct stat st {};
-    if (::lstat(e.path.c_str(), &st) == 0) e.inode = st.st_ino;
-    Result<nlohmann::json> j = ReadJsonFile(e.path, kMaxJobFileBytes, StatusCode::kInvalidJob);
-    if (j.ok() && j->is_object()) {
-      auto p = j->find("priority");
-      if (p != j->end() && p->is_number_integer()) e.priority = p->get<int>();
+    if (::lstat(e.path.c_str(), &st) == 0) {
+      e.inode = st.st_ino;
+      e.uid = st.st_uid;
+      e.submitted_ns = ChangeNs(st);
     }
+    const IncomingCache::Seen now{e.inode, e.submitted_ns, static_cast<int64_t>(st.st_size), 0};
+    const auto known = cache != nullptr ? cache->seen.find(name) : seen.end();
+    if (cache != nullptr && known != cache->seen.end() && known->second.inode == now.inode &&
+        known->second.changed_ns == now.changed_ns && known->second.size == now.size) {
+      e.priority = known->second.priority;
+    } else {
+      Result<nlohmann::json> j = ReadJsonFile(e.path, kMaxJobFileBytes, StatusCode::kInvalidJob);
+      if (j.ok() && j->is_object()) {
+        auto p = j->find("priority");
+        if (p != j->end() && p->is_number_integer()) e.priority = p->get<int>();
+      }
+    }
+    seen[name] = {now.inode, now.changed_ns, now.size, e.priority};
     jobs.push_back(e);
   }
+  if (cache != nullptr) cache->seen = std::move(seen);
   std::stable_sort(jobs.begin(), jobs.end(), [](const SpoolEntry& a, const SpoolEntry& b) {
     if (a.priority != b.priority) return a.priority > b.priority;
     return a.submitted_ns < b.submitted_ns;
@@ -214,7 +233,7 @@ std::vector<SpoolEntry> Spool::Active() const {
   std::vector<SpoolEntry> jobs;
   for (const std::string& id : ListNames(Dir(SpoolState::kActive))) {
     SpoolEntry e{id, SpoolState::kActive, JobDir(SpoolState::kActive, id), 0,
-                 MtimeNs(JobDir(SpoolState::kActive, id) + "/job.json")};
+                 ChangedNs(JobDir(SpoolState::kActive, id) + "/job.json")};
     jobs.push_back(e);
   }
   std::sort(jobs.begin(), jobs.end(), [](const SpoolEntry& a, const SpoolEntry& b) {
@@ -228,7 +247,7 @@ std::vector<SpoolEntry> Spool::All() const {
   for (const SpoolEntry& e : Active()) all.push_back(e);
   for (SpoolState state : {SpoolState::kDone, SpoolState::kFailed}) {
     for (const std::string& id : ListNames(Dir(state))) {
-      all.push_back({id, state, JobDir(state, id), 0, MtimeNs(JobDir(state, id) + "/job.json")});
+      all.push_back({id, state, JobDir(state, id), 0, ChangedNs(JobDir(state, id) + "/job.json")});
     }
   }
   return all;
@@ -239,7 +258,7 @@ SpoolCounts Spool::Count() const {
   for (const std::string& name : ListNames(Dir(SpoolState::kIncoming))) {
     if (!EndsWith(name, ".json")) continue;  // as Incoming() counts them
     ++c.incoming;
-    int64_t ns = MtimeNs(Dir(SpoolState::kIncoming) + "/" + name);
+    int64_t ns = ChangedNs(Dir(SpoolState::kIncoming) + "/" + name);
     if (ns > 0 && (c.oldest_incoming_ns == 0 || ns < c.oldest_incoming_ns)) {
       c.oldest_incoming_ns = ns;
     }
@@ -407,7 +426,12 @@ int Spool::RemoveOldFailedWork(double max_age_s) {
   for (const std::string& id : ListNames(Dir(SpoolState::kFailed))) {
     std::string work = JobDir(SpoolState::kFailed, id) + "/work";
     if (!IsDirectory(work)) continue;
-    int64_t filed_ns = MtimeNs(JobDir(SpoolState::kFailed, id) + "/result.json");
+    // result.json is the service's own file: its mtime is when the job was filed (none: long ago).
+    struct stat st {};
+    const int64_t filed_ns =
+        ::lstat((JobDir(SpoolState::kFailed, id) + "/result.json").c_str(), &st) == 0
+            ? static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec
+            : 0;
     if (static_cast<double>(now_ns - filed_ns) / 1e9 < max_age_s) continue;
     if (RemoveTree(work).ok()) ++removed;
   }

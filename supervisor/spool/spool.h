@@ -28,6 +28,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -54,16 +55,32 @@ struct SpoolEntry {
   std::string id;
   SpoolState state = SpoolState::kIncoming;
   std::string path;   // the job file (incoming) or the job's directory
-  int priority = 0;
-  int64_t submitted_ns = 0;  // the job file's mtime
-  uint64_t inode = 0;        // the entry's own inode (lstat), to recognise it again
+  int priority = 0;          // as the job file asks (incoming only)
+  // When the entry came into its folder: its ctime, which the kernel sets at the rename and no
+  // user can date back (a job file's mtime is its submitter's to set).
+  int64_t submitted_ns = 0;
+  uint64_t inode = 0;  // the entry's own inode (lstat), to recognise it again
+  uint32_t uid = 0;    // the entry's owner (incoming: who submitted it)
+};
+
+// What Incoming() read of each waiting job file, so that a file is parsed once while it waits:
+// it is read again only when its inode, ctime or size changes (any rewrite changes its ctime).
+// One per reader (the service keeps one); not thread-safe.
+struct IncomingCache {
+  struct Seen {
+    uint64_t inode = 0;
+    int64_t changed_ns = 0;
+    int64_t size = 0;
+    int priority = 0;
+  };
+  std::map<std::string, Seen> seen;  // by file name in incoming/
 };
 
 // How many jobs each state holds, read cheaply (names and one lstat per waiting job, no job
 // file opened): for metrics.
 struct SpoolCounts {
   int64_t incoming = 0, active = 0, done = 0, failed = 0;
-  int64_t oldest_incoming_ns = 0;  // the oldest waiting job file's mtime (wall clock); 0 if none
+  int64_t oldest_incoming_ns = 0;  // when the oldest waiting job file came (its ctime); 0 if none
 };
 
 // A job file taken from incoming/ by Claim().
@@ -97,10 +114,11 @@ class Spool {
     return Dir(state) + "/" + id;
   }
 
-  // Jobs waiting in incoming/, in the order they should run: priority (high first), then
-  // submission time. Files not ending in .json are ignored. A file whose priority cannot be
-  // read sorts as priority 0 (it will fail with its reason when claimed).
-  std::vector<SpoolEntry> Incoming() const;
+  // Jobs waiting in incoming/, by the priority each asks (high first), then the time it came
+  // (the service's own order, with its rules, is queue_order.h). Files not ending in .json are
+  // ignored. A file whose priority cannot be read sorts as priority 0 (it will fail with its
+  // reason when claimed). With `cache`, only new or changed files are read.
+  std::vector<SpoolEntry> Incoming(IncomingCache* cache = nullptr) const;
   // Claimed jobs (after a crash or a stop), oldest claim first.
   std::vector<SpoolEntry> Active() const;
   // Every job in every state.

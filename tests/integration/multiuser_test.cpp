@@ -3,6 +3,7 @@
 // root; the service runs as root, so every refusal below is framemill's, not the kernel's).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -288,4 +289,62 @@ TEST_CASE(
   CHECK(Shell(As(kUserB) + " cat '" + s.spool + "/failed/" + id + "/result.json'").exit_code != 0);
   ::kill(serve.pid, SIGTERM);
   CHECK(WaitJob(serve, 30).exit_code == 0);
+}
+
+TEST_CASE(
+    "spool: a user's backlog at priority 1000 with back-dated files does not hold another "
+    "user's job, and the queue's age is not back-dated") {
+  RequireMultiUser();
+  Service s = MakeService("spool_fair_queue");
+  const FreshInstall site = MakeFreshInstall(s);
+  const std::string out_b = OwnedDir(s.dir + "/out-b", kUserB, 0755);
+  const std::string clip = s.dir + "/short.mp4";
+  MakeIndexVideo(clip, 24, 160, 128, 25, 0);
+  // A floods the queue first: 4 jobs asking priority 1000, their files dated 2001.
+  std::vector<std::string> a_jobs;
+  for (int i = 0; i < 4; ++i) {
+    const std::string id =
+        Submit(s, kUserA,
+               "'" + clip + "' --model '" + site.model + "' --output '" + site.out_a + "/a" +
+                   std::to_string(i) + ".mp4' --priority 1000");
+    CHECK(Shell(As(kUserA) + " touch -d '2001-01-01 00:00:00' '" + s.spool + "/incoming/" + id +
+                ".json'")
+              .exit_code == 0);
+    a_jobs.push_back(id);
+  }
+  const std::string b_job = Submit(s, kUserB,
+                                   "'" + clip + "' --model '" + site.model + "' --output '" +
+                                       out_b + "/b.mp4'");
+  RunResult listed = Cli(s, "list --json");
+  REQUIRE(listed.exit_code == 0);
+  for (const nlohmann::json& e : nlohmann::json::parse(listed.out)) {
+    // `submitted` is when the file came, not the date its owner gave it.
+    CHECK(e["submitted"].get<double>() > 1.7e9);
+  }
+
+  BackgroundJob serve = Serve(s);
+  KillOnExit guard{serve};
+  REQUIRE(WaitUntil(
+      [&] {
+        for (const std::string& id : a_jobs) {
+          if (!fs::exists(s.spool + "/done/" + id + "/result.json")) return false;
+        }
+        return fs::exists(s.spool + "/done/" + b_job + "/result.json");
+      },
+      240));
+  ::kill(serve.pid, SIGTERM);
+  CHECK(WaitJob(serve, 30).exit_code == 0);
+  // The order the jobs started in: one of A's, then B's (A's 1000 counts as 0, and users take
+  // turns), then the rest of A's.
+  const std::string log = ReadText(s.dir + "/serve.stderr");
+  std::vector<std::string> started;
+  const std::string mark = "info: job ";
+  for (size_t at = log.find(mark); at != std::string::npos; at = log.find(mark, at + 1)) {
+    const size_t id_at = at + mark.size(), end = log.find(' ', id_at);
+    if (log.compare(end, 9, " for uid ") == 0) started.push_back(log.substr(id_at, end - id_at));
+  }
+  INFO(log);
+  REQUIRE(started.size() == 5);
+  CHECK(started[1] == b_job);
+  CHECK(std::count(started.begin(), started.end(), b_job) == 1);
 }

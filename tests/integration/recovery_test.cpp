@@ -280,7 +280,8 @@ TEST_CASE(
 
 TEST_CASE("recovery: workers get PYTORCH_CUDA_ALLOC_CONF and PYTORCH_ALLOC_CONF from the config") {
   const std::string dir = ScratchDir("alloc_conf");
-  nlohmann::json job = Job(dir, IndexVideo(4000), "identity", "out.mp4");
+  // Long enough that a worker is there to be looked at: it is, from its start to the job's end.
+  nlohmann::json job = Job(dir, IndexVideo(1000), "identity", "out.mp4");
   job["batch"] = 2;
   BackgroundJob bg = StartJob(dir, job, {}, {{"pytorch_alloc_conf", "expandable_segments:True"}});
   KillOnExit guard{bg};

@@ -372,10 +372,12 @@ TEST_CASE("device colour conversion: colours match ffmpeg's for BT.601, BT.709 a
                 .exit_code == 0);
     std::map<std::string, Frames> out;
     for (std::string conversion : {"accurate", "device"}) {
+      // One worker: the 30 frames are one chunk, which a second worker would start for nothing.
       nlohmann::json job = {{"input", input},
                             {"output", dir + "/" + s.name + "-" + conversion + ".mkv"},
                             {"model", model},
                             {"device", TestDevice()},
+                            {"workers", 1},
                             {"color_conversion", conversion},
                             {"encoder", {{"crf", 0}, {"preset", "ultrafast"}}}};
       RunResult r = RunJob(dir, job);
@@ -419,6 +421,7 @@ TEST_CASE(
                           {"output", dir + "/" + name + "-out.mkv"},
                           {"model", model},
                           {"device", TestDevice()},
+                          {"workers", 1},  // the 20 frames are one chunk
                           {"color_conversion", "device"},
                           {"encoder", {{"crf", 0}, {"preset", "ultrafast"}}}};
     RunResult r = RunJob(dir, job);

@@ -275,8 +275,10 @@ int OutOfPlace(const std::vector<int>& indices, int frames) {
   return bad;
 }
 
-void MakeIndexVideo(const std::string& path, int frames, int width, int height, int fps,
-                    int tone_hz) {
+namespace {
+
+void EncodeIndexVideo(const std::string& path, int frames, int width, int height, int fps,
+                      int tone_hz) {
   std::string cmd = "ffmpeg -nostdin -v error -y -f rawvideo -pix_fmt rgb24 -s " +
                     std::to_string(width) + "x" + std::to_string(height) + " -framerate " +
                     std::to_string(fps) + " -i pipe:0";
@@ -305,6 +307,27 @@ void MakeIndexVideo(const std::string& path, int frames, int width, int height, 
     std::fwrite(frame.data(), 1, frame.size(), p);
   }
   if (::pclose(p) != 0) throw std::runtime_error("ffmpeg failed to make " + path);
+}
+
+}  // namespace
+
+void MakeIndexVideo(const std::string& path, int frames, int width, int height, int fps,
+                    int tone_hz) {
+  // Encoded once per build tree and copied: many tests ask for the same video. (Written under a
+  // name of this process, then renamed, so that parallel tests never read half a file.)
+  const std::string dir = std::string(FRAMEMILL_TEST_SCRATCH) + "/index-videos";
+  fs::create_directories(dir);
+  const std::string cached = dir + "/index-" + std::to_string(frames) + "-" +
+                             std::to_string(width) + "x" + std::to_string(height) + "-" +
+                             std::to_string(fps) + "fps-" + std::to_string(tone_hz) + "hz" +
+                             fs::path(path).extension().string();
+  if (!fs::exists(cached)) {
+    const std::string tmp = dir + "/tmp-" + std::to_string(::getpid()) + "-" +
+                            fs::path(cached).filename().string();
+    EncodeIndexVideo(tmp, frames, width, height, fps, tone_hz);
+    fs::rename(tmp, cached);
+  }
+  fs::copy_file(cached, path, fs::copy_options::overwrite_existing);
 }
 
 int ReadFrameIndex(const uint8_t* rgb, int width, int height) {

@@ -146,7 +146,9 @@ TEST_CASE("recovery: a chunk held while the worker starts the next is sent again
 
 TEST_CASE("recovery: 20 SIGKILLs of random workers at random moments change nothing") {
   const std::string dir = ScratchDir("sigkill_storm");
-  const int kFrames = 4000;
+  // The storm cannot end the job early: a kill comes every 300 ms at most while a worker is there,
+  // and a worker takes longer than that to start. (The video of the leak test above.)
+  const int kFrames = 1200;
   const std::string input = IndexVideo(kFrames);
   RunResult ref = RunJob(dir, Job(dir, input, "identity", "reference.mp4"));
   REQUIRE(ref.exit_code == 0);
@@ -278,7 +280,8 @@ TEST_CASE(
 
 TEST_CASE("recovery: workers get PYTORCH_CUDA_ALLOC_CONF and PYTORCH_ALLOC_CONF from the config") {
   const std::string dir = ScratchDir("alloc_conf");
-  nlohmann::json job = Job(dir, IndexVideo(4000), "identity", "out.mp4");
+  // Long enough that a worker is there to be looked at: it is, from its start to the job's end.
+  nlohmann::json job = Job(dir, IndexVideo(1000), "identity", "out.mp4");
   job["batch"] = 2;
   BackgroundJob bg = StartJob(dir, job, {}, {{"pytorch_alloc_conf", "expandable_segments:True"}});
   KillOnExit guard{bg};

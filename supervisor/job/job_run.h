@@ -1,7 +1,7 @@
 // One run of a job (RunJob makes another after a crash it retries): its stages started in order
 // and joined, whatever the outcome. Prepare (paths, probe, plan, done-log), the face pass, the
 // workers with the arena (made while they start, from a guess of its geometry, and decoded into
-// at once: the early decoder), then the pipeline (decode stage -> dispatcher and workers ->
+// at once: the early decoder; decode_thread.h), then the pipeline (decode stage -> dispatcher and workers ->
 // encode stage, meeting at the arena's chunk board), then the output (joined, verified, in
 // place) or, for a part, its segments alone; the report for a job that started workers.
 #pragma once
@@ -108,7 +108,7 @@ class JobRun {
   OutputGeometry out_geometry_;
   EncoderSettings encoder_;
   JobArena arena_;
-  DecodeThread decoder_;  // the arena's origin and the thread that decodes into it
+  DecodeThread decoder_;                  // the arena's origin and the thread that decodes into it
   std::unique_ptr<StillCapture> stills_;  // the report's stills, taken by the encoder threads
   std::unique_ptr<EncodeStage> encode_;
   // Last: destroyed first, before the files its ffmpeg reads (JobFiles, the caller's).

@@ -16,8 +16,8 @@ std::string FrameRange(const ChunkPlan& c) {
 ChunkFeed::ChunkFeed(const JobPlan& plan, const JobSettings& settings)
     : plan_(plan), settings_(settings), attempts_(plan.chunks.size(), 0) {}
 
-void ChunkFeed::Begin(ChunkBoard* board, const std::string& arena_name,
-                      const ArenaGeometry& arena, int64_t first_chunk) {
+void ChunkFeed::Begin(ChunkBoard* board, const std::string& arena_name, const ArenaGeometry& arena,
+                      int64_t first_chunk) {
   board_ = board;
   arena_name_ = arena_name;
   arena_ = arena;

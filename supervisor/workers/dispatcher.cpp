@@ -103,7 +103,7 @@ void Dispatcher::OpenChannel(int k, WorkerRole role) {
   if (role == WorkerRole::kActive) ch.ready_ms = ch.spawn_ms;
   ch.limits = JitteredLimits(settings_.recycle, rng_);
   ch.peak_index = stats_.peaks.size();
-  stats_.peaks.push_back({k, ch.generation, pool_->Pid(k), 0, 0, 0});
+  stats_.peaks.push_back({k, ch.generation, pool_->Pid(k), 0, 0, 0, ""});
 }
 
 int Dispatcher::AdoptLeftWorkers(int wanted, bool* killed, FirstWorker* first) {
@@ -192,7 +192,8 @@ Result<FirstWorker> Dispatcher::Start(const std::atomic<bool>& stop,
   // Channels of killed workers are reused: their exits are waited for (a little); a killed
   // worker's channel has no role until it is reaped.
   if (killed) {
-    AwaitExits([](const DispatchChannel& ch) { return ch.violated || ch.role == WorkerRole::kNone; });
+    AwaitExits(
+        [](const DispatchChannel& ch) { return ch.violated || ch.role == WorkerRole::kNone; });
   }
   for (int k = 0; k < wanted; ++k) FM_RETURN_IF_ERROR(Spawn(k, -1, /*may_adopt=*/true));
   const uint64_t deadline = MonotonicMs() + start_timeout_ms_;
@@ -266,10 +267,10 @@ void Dispatcher::HandleExit(const WorkerExit& e) {
   }
   std::deque<int64_t> lost;
   lost.swap(ch.inflight);
-  stats_.chunk_retries += chunks_.Lost(lost, ch.kill_deadline_ms != 0
-                                                 ? "worker killed (" + ch.kill_reason + "; " +
-                                                       what + ")"
-                                                 : "worker died (" + what + ")");
+  const std::string why = ch.kill_deadline_ms != 0
+                              ? "worker killed (" + ch.kill_reason + "; " + what + ")"
+                              : "worker died (" + what + ")";
+  stats_.chunk_retries += chunks_.Lost(lost, why);
   Promote(&channels_, k);                                     // its standby takes over
   if (ch.replaces >= 0) channels_[ch.replaces].standby = -1;  // a standby died: start another
   if (ch.role == WorkerRole::kLoading && !clean) {

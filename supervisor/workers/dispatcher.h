@@ -18,6 +18,12 @@
 // memory (see shm_validate.h) is a protocol violation: it is SIGKILLed at once, logged and put on
 // the timeline ("protocol violation: ..."), and its chunks go back like a crash's. Nothing read
 // from a worker is used unchecked. Single-threaded: everything runs on the thread that calls Run().
+//
+// The dispatcher owns the workers' side (the pool, each channel's record, the verdicts acted on).
+// Beside it, each with state of its own: the chunks' side (chunk_feed.h: requests, results, a
+// chunk's attempts), the spares offered to the first workers (spare_offer.h), what the first
+// ready worker found of the model (model_probe.h), and when a replacement is tried again after
+// failed starts (spawn_backoff.h).
 #pragma once
 
 #include <atomic>
@@ -138,13 +144,13 @@ class Dispatcher {
   Timeline* timeline_;
   uint64_t start_timeout_ms_;
   std::vector<DispatchChannel> channels_;
-  ChunkFeed chunks_;            // the chunks' side: requests, results, attempts
+  ChunkFeed chunks_;  // the chunks' side: requests, results, attempts
   std::mt19937_64 rng_;
   ChunkBoard* board_ = nullptr;
-  ModelProbe probe_;  // what the first ready worker found; later workers must agree
-  int load_failures_ = 0;        // workers that died while loading, since the last good chunk
-  uint64_t load_ms_ = 0;         // spawn to ready of the last worker that became ready
-  SpawnBackoff spawn_backoff_;   // replacements that could not be started, and the next try
+  ModelProbe probe_;            // what the first ready worker found; later workers must agree
+  int load_failures_ = 0;       // workers that died while loading, since the last good chunk
+  uint64_t load_ms_ = 0;        // spawn to ready of the last worker that became ready
+  SpawnBackoff spawn_backoff_;  // replacements that could not be started, and the next try
   DispatchStats stats_;
 };
 

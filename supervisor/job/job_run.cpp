@@ -1,6 +1,7 @@
 #include "supervisor/job/job_run.h"
 
 #include <chrono>
+#include <thread>
 #include <sys/stat.h>
 
 #include "common/clock.h"
@@ -43,15 +44,15 @@ JobRun::JobRun(const JobSpec& job, const Config& config, const std::atomic<bool>
       settings_(job.settings),
       stop_(stop),
       options_(options),
-      files_(*files) {}
+      files_(*files),
+      decoder_(ArenaPlanner(prepared_, settings_, config_, range_), &arena_, &wake_,
+               &pipeline_start_us_) {}
 
 JobRun::~JobRun() {
   // Should anything have ended the run before the decoder was joined, it is stopped and joined
-  // (a joinable thread's destructor would end the process, and with it the service).
-  if (decoder_.joinable()) {
-    if (arena_.board) arena_.board->Fail(Status(StatusCode::kInternal, "the job ended early"));
-    decoder_.join();
-  }
+  // (a joinable thread's destructor would end the process, and with it the service), before any
+  // other stage goes.
+  decoder_.Stop();
 }
 
 DispatchStats JobRun::Dispatch() const {
@@ -144,19 +145,17 @@ Status JobRun::FindFaces() {
 // at once.
 Status JobRun::StartStages() {
   const WarmChoice choice = workers_->ChooseWarmPool();
+  SharedMemory kept;
+  ArenaGeometry kept_geometry{};
   if (WarmWorkers* warm = options_.warm; warm != nullptr && warm->arena.data() != nullptr) {
-    SharedMemory kept = std::move(warm->arena);
+    SharedMemory left = std::move(warm->arena);
     // Not reused: removed on the way out, before this job makes its own.
     if (choice == WarmChoice::kReuse) {
-      kept_arena_ = std::move(kept);
-      kept_geometry_ = warm->arena_geometry;
+      kept = std::move(left);
+      kept_geometry = warm->arena_geometry;
     }
   }
-  if (kept_arena_.data() == nullptr) {
-    ColorConversion conversion = ColorConversion::kAccurate;
-    guess_ = ArenaPlanner(prepared_, settings_, config_, range_).Guess(&conversion);
-    if (guess_) StartEarlyDecoder(*guess_, conversion);
-  }
+  decoder_.Begin(DecodeSetupFor(), std::move(kept), kept_geometry);
   Result<StartedWorkers> started =
       workers_->Start(choice, &timeline_, scratch_, stop_, &wake_, [this] { StartingBeat(); });
   Status s = started.ok() ? MakeArena(started->first) : started.status();
@@ -173,73 +172,25 @@ Status JobRun::StartStages() {
   return Status::Ok();
 }
 
-std::unique_ptr<DecodeStage> JobRun::MakeDecodeStage() {
+DecodeSetup JobRun::DecodeSetupFor() const {
   DecodeSetup setup;
   setup.config = &config_;
   setup.prepared = &prepared_;
   setup.input = job_.input;
   setup.range = range_;
-  setup.in_format = in_format_;
-  setup.conversion = conversion_;
   setup.scratch = scratch_;
   setup.faces = faces_ ? &*faces_ : nullptr;
-  setup.restarts_used = restarts_used_;
-  return std::make_unique<DecodeStage>(std::move(setup), &arena_, &wake_, &pipeline_start_us_);
+  return setup;
 }
 
-void JobRun::StartEarlyDecoder(const ArenaGeometry& guess, ColorConversion conversion) {
-  const ArenaPlanner planner(prepared_, settings_, config_, range_);
-  conversion_ = conversion;
-  in_format_ = planner.InputFormat(conversion);
-  arena_.geometry = guess;
-  arena_.geometry.flags = planner.PageLocks(arena_.geometry) ? kArenaPageLock : 0;
-  arena_.MakeBoard(static_cast<int64_t>(prepared_.plan.chunks.size()));
-  decode_ = MakeDecodeStage();
-  auto made = std::make_shared<std::promise<Status>>();
-  early_ = made->get_future();
-  decoder_ = std::thread([this, made] {
-    // Creating it zeroes its pages (posix_fallocate on tmpfs: 0.45 s for 2.6 GB on the 2-core
-    // machine, 0.75 s for 4 GB on the H200 machine), off the start as the decoding is; and only
-    // slot 0's unless the workers page-lock it: the decoder reserves each slot as it first takes
-    // it, so that a worker ready early (a spare) does not wait for gigabytes to be zeroed.
-    try {
-      Result<SharedMemory> shm = CreateFrameArena(
-          arena_.geometry, /*all_slots=*/(arena_.geometry.flags & kArenaPageLock) != 0);
-      if (!shm.ok()) return made->set_value(shm.status());
-      arena_.Adopt(std::move(*shm));
-    } catch (const std::exception& e) {
-      return made->set_value(Status(StatusCode::kInternal, std::string("arena: ") + e.what()));
-    }
-    made->set_value(Status::Ok());  // the arena is the main thread's to read from here on
-    decode_->Run();
-  });
-}
-
-void JobRun::DropEarlyDecoder(const Status& made) {
-  arena_.board->Fail(Status(StatusCode::kCancelled, "the arena's guess was wrong"));
-  JoinDecoder(/*times=*/false);
-  restarts_used_ = report_.decoder_restarts;
-  decode_.reset();
-  arena_ = JobArena();
-  spdlog::info("the early arena's guess was wrong{}: made again, decoding from the start",
-               made.ok() ? "" : " (" + made.message() + ")");
-}
-
-void JobRun::StartDecoder() {
-  decode_ = MakeDecodeStage();
-  decoder_ = std::thread([this] { decode_->Run(); });
-}
-
-void JobRun::JoinDecoder(bool times) {
-  if (!decoder_.joinable()) return;
-  decoder_.join();
-  const DecodeFigures& f = decode_->figures();
-  report_.decoder_restarts = f.restarts;
-  report_.faults_retried.insert(report_.faults_retried.end(), f.faults.begin(), f.faults.end());
-  if (!times) return;
-  report_.stages.decode_s = f.decode_s;
-  report_.stages.decode_wait_s = f.decode_wait_s;
-  report_.stages.decode_early_s = f.decode_early_s;
+void JobRun::JoinDecoder() {
+  const std::optional<DecodeFigures> f = decoder_.Join();
+  if (!f) return;
+  report_.decoder_restarts = f->restarts;
+  report_.faults_retried.insert(report_.faults_retried.end(), f->faults.begin(), f->faults.end());
+  report_.stages.decode_s = f->decode_s;  // none of a dropped early decoder's times
+  report_.stages.decode_wait_s = f->decode_wait_s;
+  report_.stages.decode_early_s = f->decode_early_s;
 }
 
 Status JobRun::MakeArena(const FirstWorker& first) {
@@ -256,46 +207,7 @@ Status JobRun::MakeArena(const FirstWorker& first) {
       ResolveColorConversion(settings_.color_conversion, worker_device_, v, job_.input);
   Result<ArenaGeometry> g = planner.For(out_.width, out_.height, planner.InputFormat(conversion));
   if (!g.ok()) return g.status();
-  if (decoder_.joinable()) {
-    // The early decoder's: kept, and its decoder goes on, when the guess was right (the same
-    // arena and the same conversion, so the same frames). Else it stops, its frames dropped.
-    const Status made = early_.get();
-    if (made.ok() && SameArenaGeometry(*guess_, *g) && conversion == conversion_) {
-      report_.arena = "early";
-      spdlog::info("arena made, and decoded into, while the workers started");
-      return ArenaReady();
-    }
-    DropEarlyDecoder(made);
-  }
-  conversion_ = conversion;
-  in_format_ = planner.InputFormat(conversion);
-  Result<SharedMemory> shm = Status(StatusCode::kInternal, "no arena");
-  if (kept_arena_.data() != nullptr) {
-    // The previous job's, beside the workers this job reuses: already zeroed, and already
-    // page-locked in those workers.
-    if (ArenaHolds(kept_geometry_, *g)) {
-      shm = std::move(kept_arena_);
-      *g = kept_geometry_;  // its slots, perhaps more than this job would have made
-      report_.arena = "kept";
-      spdlog::info("arena kept from the previous job, with its workers");
-    }
-    kept_arena_ = SharedMemory();  // not this job's geometry: removed now
-  }
-  arena_.geometry = *g;
-  arena_.geometry.flags = planner.PageLocks(arena_.geometry) ? kArenaPageLock : 0;
-  const bool page_locks = (arena_.geometry.flags & kArenaPageLock) != 0;
-  if (!shm.ok()) {
-    // Slots reserved as the decoder first takes them, unless the workers page-lock the whole
-    // arena at their first chunk.
-    shm = CreateFrameArena(*g, /*all_slots=*/page_locks);
-    report_.arena = "made";
-  }
-  if (!shm.ok()) return shm.status();
-  // A kept arena may have slots its job never took, not reserved yet: page-locking touches them.
-  if (page_locks) FM_RETURN_IF_ERROR(shm->Reserve(0, shm->size()));
-  arena_.Adopt(std::move(*shm));
-  arena_.MakeBoard(static_cast<int64_t>(prepared_.plan.chunks.size()));
-  StartDecoder();
+  FM_RETURN_IF_ERROR(decoder_.Settle(*g, conversion, &report_.arena));
   return ArenaReady();
 }
 
@@ -346,7 +258,7 @@ EncodeSetup JobRun::EncodeSetupFor() {
   fmt.height = out_.height;
   fmt.frame_rate = prepared_.media.video.frame_rate;
   fmt.encoder = encoder_;
-  fmt.accurate_color = conversion_ == ColorConversion::kAccurate;
+  fmt.accurate_color = decoder_.conversion() == ColorConversion::kAccurate;
   fmt.color = prepared_.color_path;
   fmt.in_format = prepared_.out_format;
   fmt.hdr = prepared_.media.video.hdr;
@@ -480,9 +392,9 @@ void JobRun::FillReport(uint64_t t0) {
   FillPlanFigures(job_, prepared_, &report_);
   report_.out_width = out_.width;
   report_.out_height = out_.height;
-  report_.worker_input_format = conversion_ == ColorConversion::kDevice
+  report_.worker_input_format = decoder_.conversion() == ColorConversion::kDevice
                                     ? prepared_.media.video.pix_fmt
-                                    : FrameFormatName(in_format_);
+                                    : FrameFormatName(decoder_.in_format());
   report_.output_pix_fmt = encoder_.pix_fmt;
   report_.seconds = static_cast<double>(MonotonicMs() - t0) / 1000.0;
   report_.timeline = timeline_.path();

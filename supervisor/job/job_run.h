@@ -1,24 +1,23 @@
 // One run of a job (RunJob makes another after a crash it retries): its stages started in order
 // and joined, whatever the outcome. Prepare (paths, probe, plan, done-log), the face pass, the
 // workers with the arena (made while they start, from a guess of its geometry, and decoded into
-// at once: the early decoder), then the pipeline (decode stage -> dispatcher and workers ->
+// at once: the early decoder; decode_thread.h), then the pipeline (decode stage -> dispatcher and workers ->
 // encode stage, meeting at the arena's chunk board), then the output (joined, verified, in
 // place) or, for a part, its segments alone; the report for a job that started workers.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
-#include <future>
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 
 #include "common/config.h"
 #include "common/job_file.h"
 #include "common/status.h"
 #include "supervisor/faces/face_table.h"
 #include "supervisor/job/decode_stage.h"
+#include "supervisor/job/decode_thread.h"
 #include "supervisor/job/encode_stage.h"
 #include "supervisor/job/free_space.h"
 #include "supervisor/job/job_arena.h"
@@ -66,16 +65,12 @@ class JobRun {
   Status Prepare();
   Status FindFaces();
   Status StartStages();
-  // The arena for the workers' probe: the kept one, the early one (its decoder then goes on),
-  // else a new one (an early decoder on a wrong guess is stopped first, its frames dropped).
+  // The output's size and geometry from the workers' probe, and the arena they need in place
+  // (DecodeThread::Settle).
   Status MakeArena(const FirstWorker& first);
-  // Makes the guessed arena and decodes into it while the workers start.
-  void StartEarlyDecoder(const ArenaGeometry& guess, ColorConversion conversion);
-  void DropEarlyDecoder(const Status& made);
-  void StartDecoder();
-  // Joins the decoder thread; its figures go into the report (`times`: its timings too).
-  void JoinDecoder(bool times = true);
-  std::unique_ptr<DecodeStage> MakeDecodeStage();
+  // Waits for the decoder; its figures go into the report.
+  void JoinDecoder();
+  DecodeSetup DecodeSetupFor() const;
   Status ArenaReady();
   Status CheckFreeSpace();
   Status RunFrames();
@@ -108,23 +103,12 @@ class JobRun {
   // When the pipeline began (MonotonicUs; 0 before): the decoder's time before it is the start's.
   std::atomic<uint64_t> pipeline_start_us_{0};
   std::string worker_device_;  // where the first worker runs ("cpu", "cuda:0")
-  // The decoder's side: settings_.color_conversion as it applies (never kAuto), how input frames
-  // lie in the arena.
-  ColorConversion conversion_ = ColorConversion::kAccurate;
-  FrameFormat in_format_ = FrameFormat::kRgb24;
   // The output's side (after the workers' probe): its size, geometry and encoder settings.
   OutputSize out_;
   OutputGeometry out_geometry_;
   EncoderSettings encoder_;
-  // The arena the previous job's workers kept (WarmWorkers), when this job reuses them.
-  SharedMemory kept_arena_;
-  ArenaGeometry kept_geometry_{};
-  std::optional<ArenaGeometry> guess_;  // the early arena's geometry, when one was made
-  std::future<Status> early_;           // the early arena made (or why not)
-  int64_t restarts_used_ = 0;           // decoder restarts of a dropped early decoder
   JobArena arena_;
-  std::unique_ptr<DecodeStage> decode_;
-  std::thread decoder_;
+  DecodeThread decoder_;                  // the arena's origin and the thread that decodes into it
   std::unique_ptr<StillCapture> stills_;  // the report's stills, taken by the encoder threads
   std::unique_ptr<EncodeStage> encode_;
   // Last: destroyed first, before the files its ffmpeg reads (JobFiles, the caller's).

@@ -53,6 +53,24 @@ void DispatchStats::CountFallbacks(uint32_t events, uint32_t per_call, uint32_t 
   if (tile != 0 && (fallback_tile == 0 || tile < fallback_tile)) fallback_tile = tile;
 }
 
+void DispatchStats::CountChunk(double busy_s, bool first) {
+  if (first) {
+    first_chunk_s.push_back(busy_s);
+  } else {
+    later_chunk_s_sum += busy_s;
+    ++later_chunks;
+  }
+}
+
+void DispatchStats::RaisePeak(size_t index, const WorkerSnapshot& now) {
+  if (index >= peaks.size()) return;
+  WorkerSnapshot& p = peaks[index];
+  if (now.pid != 0) p.pid = now.pid;
+  p.frames = std::max(p.frames, now.frames);
+  p.rss_bytes = std::max(p.rss_bytes, now.rss_bytes);
+  p.gpu_reserved_bytes = std::max(p.gpu_reserved_bytes, now.gpu_reserved_bytes);
+}
+
 void DispatchStats::CountCrash(bool signaled) {
   ++crashes;
   ++crashes_by_reason[signaled ? "signal" : "exit"];

@@ -60,10 +60,15 @@ struct DispatchStats {
   int64_t fallback_events = 0;
   uint32_t fallback_per_call = 0;
   uint32_t fallback_tile = 0;
+  // Adds one chunk that succeeded, `busy_s` on its worker: that worker's `first` or a later one.
+  void CountChunk(double busy_s, bool first);
   // Adds one chunk result's fallback figures.
   void CountFallbacks(uint32_t events, uint32_t per_call, uint32_t tile);
   // Peak figures of each worker generation that ran, in start order.
   std::vector<WorkerSnapshot> peaks;
+  // Raises peaks[index] to `now`'s figures (and its pid, when known); an index past the end (a
+  // worker this job did not start) is ignored.
+  void RaisePeak(size_t index, const WorkerSnapshot& now);
 
   // Counts a verdict the dispatcher acts on: a kill (kills, kills_by_reason, and
   // protocol_violations for kProtocol) or a recycle (recycles) by Name(verdict.limit). Keep and

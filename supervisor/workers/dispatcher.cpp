@@ -3,7 +3,6 @@
 #include <cstdint>
 #include <algorithm>
 #include <csignal>
-#include <cstring>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -13,22 +12,8 @@
 namespace framemill {
 namespace {
 
-constexpr int kSpawnTries = 5;  // consecutive failures to start a replacement before giving up
-
 constexpr int kWakeIntervalMs = 50;  // longest the loop sleeps without a wake-up
 constexpr int kStopGraceMs = 5000;
-
-std::string FrameRange(const ChunkPlan& c) {
-  return "frames " + std::to_string(c.first_frame) + "-" +
-         std::to_string(c.first_frame + c.frames - 1);
-}
-
-// A device name a worker reported, kept only in the form a label may take ("cpu", "cuda:N").
-bool PlainDevice(const std::string& d) {
-  if (d == "cpu") return true;
-  if (d.rfind("cuda:", 0) != 0 || d.size() == 5 || d.size() > 8) return false;
-  return std::all_of(d.begin() + 5, d.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
 
 }  // namespace
 
@@ -41,7 +26,7 @@ Dispatcher::Dispatcher(const JobPlan& plan, const JobSettings& settings,
       timeline_(timeline),
       start_timeout_ms_(start_timeout_ms),
       channels_(static_cast<size_t>(pool_->channel_count())),
-      attempts_(plan.chunks.size(), 0),
+      chunks_(plan, settings),
       rng_(std::random_device{}()) {}
 
 Dispatcher::~Dispatcher() = default;
@@ -71,42 +56,20 @@ void Dispatcher::Record(int k, TimelineEventKind event, const std::string& reaso
   e.gpu_process_bytes = t.gpu_process_bytes;
   e.reason = reason;
   if (timeline_ != nullptr) timeline_->Record(e, MonotonicMs());
-  if (channels_[k].peak_index >= stats_.peaks.size()) return;  // not started by this job
-  WorkerSnapshot& p = stats_.peaks[channels_[k].peak_index];
-  if (e.pid != 0) p.pid = e.pid;
-  p.frames = std::max(p.frames, e.frames);
-  p.rss_bytes = std::max(p.rss_bytes, e.rss_bytes);
-  p.gpu_reserved_bytes = std::max(p.gpu_reserved_bytes, e.gpu_reserved_bytes);
+  stats_.RaisePeak(channels_[k].peak_index,
+                   {k, e.generation, e.pid, e.frames, e.rss_bytes, e.gpu_reserved_bytes, ""});
 }
 
 Status Dispatcher::Spawn(int k, int replaces, bool may_adopt) {
   // A standby takes over its worker's GPU; a new worker goes where workers are fewest.
   const int gpu = GpuFor(replaces, settings_.gpus, channels_);
-  bool adopted = false;
-  for (size_t i = 0; may_adopt && i < spares_.size() && !adopted; ++i) {
-    WorkerPool* spares = spares_[i];
-    Status taken = pool_->Adopt(k, gpu, spares);
-    if (taken.ok()) {
-      adopted = true;
-      if (on_spare_taken_) on_spare_taken_(spares);
-      continue;
-    }
-    if (taken.code() != StatusCode::kWorkerFailed) {
-      spdlog::warn("worker {}: a spare could not be taken ({}); starting one", k, taken.message());
-    }
-  }
+  const bool adopted = may_adopt && spares_.TakeInto(pool_.get(), k, gpu);
   if (!adopted) FM_RETURN_IF_ERROR(pool_->Spawn(k, gpu));
+  OpenChannel(k, WorkerRole::kLoading);
   DispatchChannel& ch = channels_[k];
-  ch = DispatchChannel{};
   ch.from_spare = adopted;
   ch.gpu = gpu;
-  ch.role = WorkerRole::kLoading;
-  ch.generation = pool_->Generation(k);
-  ch.spawn_ms = MonotonicMs();
   ch.replaces = replaces;
-  ch.limits = JitteredLimits(settings_.recycle, rng_);
-  ch.peak_index = stats_.peaks.size();
-  stats_.peaks.push_back({k, ch.generation, pool_->Pid(k), 0, 0, 0});
   ++stats_.workers_started;
   std::string reason = replaces >= 0 ? "standby for worker " + std::to_string(replaces)
                        : adopted     ? "a spare, started before the job"
@@ -123,16 +86,15 @@ bool Dispatcher::TakeProbe(int k, FirstWorker* first) {
     Violation(k, probe.status().message());
     return false;
   }
-  probe_w_ = first->probe_w = probe->width;
-  probe_h_ = first->probe_h = probe->height;
+  probe_.Take(*probe, settings_.device);
+  first->probe_w = probe->width;
+  first->probe_h = probe->height;
   first->device = probe->device;
-  device_ = PlainDevice(probe->device) ? probe->device : Name(settings_.device);
   first->sandbox = pool_->Sandbox(k);
   return true;
 }
 
-// A channel's bookkeeping for a worker the previous job left (Release), taken over as it is.
-void Dispatcher::TakeOver(int k, WorkerRole role) {
+void Dispatcher::OpenChannel(int k, WorkerRole role) {
   DispatchChannel& ch = channels_[k];
   ch = DispatchChannel{};
   ch.role = role;
@@ -141,7 +103,7 @@ void Dispatcher::TakeOver(int k, WorkerRole role) {
   if (role == WorkerRole::kActive) ch.ready_ms = ch.spawn_ms;
   ch.limits = JitteredLimits(settings_.recycle, rng_);
   ch.peak_index = stats_.peaks.size();
-  stats_.peaks.push_back({k, ch.generation, pool_->Pid(k), 0, 0, 0});
+  stats_.peaks.push_back({k, ch.generation, pool_->Pid(k), 0, 0, 0, ""});
 }
 
 int Dispatcher::AdoptLeftWorkers(int wanted, bool* killed, FirstWorker* first) {
@@ -160,7 +122,7 @@ int Dispatcher::AdoptLeftWorkers(int wanted, bool* killed, FirstWorker* first) {
       pool_->Signal(k, SIGKILL);
       continue;
     }
-    TakeOver(k, WorkerRole::kActive);
+    OpenChannel(k, WorkerRole::kActive);
     if (!TakeProbe(k, first)) {  // killed for it; reaped by the caller
       channels_[k].role = WorkerRole::kNone;
       *killed = true;
@@ -174,7 +136,7 @@ int Dispatcher::AdoptLeftWorkers(int wanted, bool* killed, FirstWorker* first) {
   // job wants, they are stopped, and the start begins afresh.
   for (int k : loading) {
     if (adopted > 0 && adopted < wanted) {
-      TakeOver(k, WorkerRole::kLoading);
+      OpenChannel(k, WorkerRole::kLoading);
       Record(k, TimelineEventKind::kStart, "still loading, kept from the previous job");
       ++adopted;
     } else {
@@ -185,17 +147,14 @@ int Dispatcher::AdoptLeftWorkers(int wanted, bool* killed, FirstWorker* first) {
   return adopted;
 }
 
-// Channels of killed workers are reused: waits (a little) for their exits (a killed worker's
-// channel has no role until it is reaped).
-void Dispatcher::ReapKilled(bool killed) {
-  for (uint64_t until = MonotonicMs() + kStopGraceMs; killed && MonotonicMs() < until;) {
+void Dispatcher::AwaitExits(const std::function<bool(const DispatchChannel&)>& leaving) {
+  for (uint64_t until = MonotonicMs() + kStopGraceMs; MonotonicMs() < until; ::usleep(10 * 1000)) {
     for (const WorkerExit& e : pool_->ReapExited()) channels_[e.channel] = DispatchChannel{};
-    killed = false;
+    bool pending = false;
     for (int k = 0; k < static_cast<int>(channels_.size()); ++k) {
-      killed = killed || (pool_->Alive(k) && (channels_[k].violated ||
-                                               channels_[k].role == WorkerRole::kNone));
+      pending = pending || (pool_->Alive(k) && leaving(channels_[k]));
     }
-    if (killed) ::usleep(10 * 1000);
+    if (!pending) return;
   }
 }
 
@@ -230,7 +189,12 @@ Result<FirstWorker> Dispatcher::Start(const std::atomic<bool>& stop,
     first.warm = true;  // a ready worker kept from the previous job leads
     return first;       // Run() starts any missing workers
   }
-  ReapKilled(killed);
+  // Channels of killed workers are reused: their exits are waited for (a little); a killed
+  // worker's channel has no role until it is reaped.
+  if (killed) {
+    AwaitExits(
+        [](const DispatchChannel& ch) { return ch.violated || ch.role == WorkerRole::kNone; });
+  }
   for (int k = 0; k < wanted; ++k) FM_RETURN_IF_ERROR(Spawn(k, -1, /*may_adopt=*/true));
   const uint64_t deadline = MonotonicMs() + start_timeout_ms_;
   while (true) {
@@ -259,7 +223,7 @@ void Dispatcher::NoteReady(int k) {
   DispatchChannel& ch = channels_[k];
   Result<ProbeReport> probe = pool_->Probe(k);
   if (!probe.ok()) return Violation(k, probe.status().message());
-  if (probe->width != probe_w_ || probe->height != probe_h_) {
+  if (!probe_.Agrees(*probe)) {
     if (board_ != nullptr) {
       board_->Fail(
           Status(StatusCode::kModelInvalid, "workers disagree on the model's output size"));
@@ -274,15 +238,8 @@ void Dispatcher::NoteReady(int k) {
   stats_.ready_s.push_back(static_cast<double>(ch.ready_ms - ch.spawn_ms) / 1000.0);
   load_ms_ = ch.ready_ms - ch.spawn_ms;
   ch.role = RoleWhenReady(ch);
-  if (ch.role == WorkerRole::kStandby && !arena_name_.empty()) {
-    // Idle until its turn: spend the wait on a warm-up batch at the job's frame size.
-    ChunkRequest warm{};
-    warm.kind = ChunkRequest::kWarmup;
-    warm.batch = static_cast<uint32_t>(settings_.batch);
-    warm.arena = arena_;
-    CopyString(warm.arena_name, arena_name_);
-    pool_->Send(k, warm);
-  }
+  // Idle until its turn: a standby spends the wait on a warm-up batch at the job's frame size.
+  if (ch.role == WorkerRole::kStandby && chunks_.begun()) pool_->Send(k, chunks_.Warmup());
 }
 
 void Dispatcher::Retire(int k) {
@@ -290,20 +247,6 @@ void Dispatcher::Retire(int k) {
   spdlog::info("worker {} (gen {}) retiring: {}", k, channels_[k].generation,
                channels_[k].retire_reason);
   Promote(&channels_, k);
-}
-
-void Dispatcher::ChunkFailed(int64_t chunk, const std::string& why, StatusCode code) {
-  const ChunkPlan& c = plan_.chunks[chunk];
-  int tries = ++attempts_[chunk];
-  if (tries >= settings_.max_attempts) {
-    board_->Fail(Status(code, "chunk " + std::to_string(chunk) + " (" + FrameRange(c) +
-                                  ") failed " + std::to_string(tries) + " times; last: " + why));
-    return;
-  }
-  spdlog::warn("chunk {} ({}) failed (attempt {} of {}): {}; sending it again", chunk,
-               FrameRange(c), tries, settings_.max_attempts, why);
-  ++stats_.chunk_retries;
-  board_->Requeue(chunk);
 }
 
 void Dispatcher::HandleExit(const WorkerExit& e) {
@@ -324,13 +267,10 @@ void Dispatcher::HandleExit(const WorkerExit& e) {
   }
   std::deque<int64_t> lost;
   lost.swap(ch.inflight);
-  std::string why = ch.kill_deadline_ms != 0
-                        ? "worker killed (" + ch.kill_reason + "; " + what + ")"
-                        : "worker died (" + what + ")";
-  // From the back, so that the oldest chunk ends up first in the queue.
-  for (auto it = lost.rbegin(); it != lost.rend(); ++it) {
-    ChunkFailed(*it, why, StatusCode::kWorkerFailed);
-  }
+  const std::string why = ch.kill_deadline_ms != 0
+                              ? "worker killed (" + ch.kill_reason + "; " + what + ")"
+                              : "worker died (" + what + ")";
+  stats_.chunk_retries += chunks_.Lost(lost, why);
   Promote(&channels_, k);                                     // its standby takes over
   if (ch.replaces >= 0) channels_[ch.replaces].standby = -1;  // a standby died: start another
   if (ch.role == WorkerRole::kLoading && !clean) {
@@ -381,33 +321,19 @@ void Dispatcher::CollectResults(int k) {
     PopResult p = pool_->Receive(k, &r);
     if (p == PopResult::kEmpty) return;
     if (p == PopResult::kCorrupt) return Violation(k, "impossible tail index in the result ring");
-    // What we sent, from our own records: chunk, slot (the board's), frames (the plan's).
-    std::vector<HeldChunk> held;
-    for (int64_t c : ch.inflight) {
-      held.push_back({static_cast<uint64_t>(c), board_->SlotOf(c),
-                      static_cast<uint32_t>(plan_.chunks[c].frames)});
-    }
-    size_t index = 0;
-    Status valid = ValidateChunkResult(r, held, &index);
-    if (!valid.ok()) return Violation(k, valid.message());
-    const ChunkPlan& chunk = plan_.chunks[ch.inflight[index]];
-    ch.inflight.erase(ch.inflight.begin() + static_cast<std::ptrdiff_t>(index));
+    Result<size_t> index = chunks_.Match(r, ch.inflight);
+    if (!index.ok()) return Violation(k, index.status().message());
+    const int64_t chunk = ch.inflight[*index];
+    ch.inflight.erase(ch.inflight.begin() + static_cast<std::ptrdiff_t>(*index));
     stats_.CountFallbacks(r.fallback_events, r.fallback_per_call, r.fallback_tile);
     if (r.error != 0) {
-      ChunkFailed(chunk.index, "model failed: " + PrintableText(r.message, sizeof(r.message)),
-                  StatusCode::kModelInvalid);
+      const std::string why = "model failed: " + PrintableText(r.message, sizeof(r.message));
+      if (chunks_.Failed(chunk, why, StatusCode::kModelInvalid)) ++stats_.chunk_retries;
     } else {
       load_failures_ = 0;
-      ++processed_;
-      const double busy_s = static_cast<double>(r.busy_us) / 1e6;
-      if (!ch.first_chunk_done) {
-        stats_.first_chunk_s.push_back(busy_s);
-        ch.first_chunk_done = true;
-      } else {
-        stats_.later_chunk_s_sum += busy_s;
-        ++stats_.later_chunks;
-      }
-      board_->MarkProcessed(chunk.index);
+      stats_.CountChunk(static_cast<double>(r.busy_us) / 1e6, !ch.first_chunk_done);
+      ch.first_chunk_done = true;
+      chunks_.Processed(chunk);
       Record(k, TimelineEventKind::kChunk);
     }
   }
@@ -471,25 +397,15 @@ void Dispatcher::CheckLimits(int k, uint64_t now) {
 void Dispatcher::Assign(int k) {
   DispatchChannel& ch = channels_[k];
   for (int wanted = ChunksWanted(ch); wanted > 0; --wanted) {
-    std::optional<int64_t> c = board_->TakeReady();
-    if (!c) return;
-    const ChunkPlan& chunk = plan_.chunks[*c];
-    ChunkRequest rq{};
-    rq.kind = ChunkRequest::kChunk;
-    rq.slot = board_->SlotOf(*c);
-    rq.chunk_id = static_cast<uint64_t>(chunk.index);
-    rq.first_frame = static_cast<uint64_t>(chunk.first_frame);
-    rq.frames = static_cast<uint32_t>(chunk.frames);
-    rq.batch = static_cast<uint32_t>(settings_.batch);
-    rq.arena = arena_;
-    CopyString(rq.arena_name, arena_name_);
-    PushResult sent = pool_->Send(k, rq);
+    std::optional<ChunkRequest> rq = chunks_.Next();
+    if (!rq) return;
+    PushResult sent = pool_->Send(k, *rq);
     if (sent != PushResult::kPushed) {
-      board_->Requeue(*c);
+      chunks_.Unsent(*rq);
       if (sent == PushResult::kCorrupt) Violation(k, "impossible head index in the request ring");
       return;
     }
-    ch.inflight.push_back(*c);
+    ch.inflight.push_back(static_cast<int64_t>(rq->chunk_id));
   }
 }
 
@@ -499,11 +415,8 @@ void Dispatcher::Run(ChunkBoard* board, const std::string& arena_name, const Are
                      int64_t first_chunk, const std::atomic<bool>& stop,
                      const std::function<void(int64_t)>& tick) {
   board_ = board;
-  arena_name_ = arena_name;
-  arena_ = arena;
-  processed_ = first_chunk;
+  chunks_.Begin(board, arena_name, arena, first_chunk);
   const int wanted = std::min<int>(settings_.workers, static_cast<int>(plan_.chunks.size()));
-  const int64_t total = static_cast<int64_t>(plan_.chunks.size());
   while (!board_->AllEncoded() && !board_->failed()) {
     if (stop.load()) {
       board_->Fail(Status(StatusCode::kCancelled, "stopped by signal"));
@@ -536,26 +449,22 @@ void Dispatcher::Run(ChunkBoard* board, const std::string& arena_name, const Are
     }
     // Keep `wanted` workers serving while chunks remain: replaces crashed, killed and
     // (without warm standby) recycled workers.
-    while (!board_->failed() && processed_ < total && Serving(channels_) < wanted &&
-           MonotonicMs() >= spawn_retry_ms_) {
+    while (!board_->failed() && chunks_.processed() < chunks_.total() &&
+           Serving(channels_) < wanted && spawn_backoff_.Due(MonotonicMs())) {
       int k = FreeChannel(channels_, [this](int c) { return pool_->Alive(c); });
       if (k < 0) break;
       Status s = Spawn(k, -1);
       if (!s.ok()) {
-        // A worker binary that cannot be started for a moment (replaced by an upgrade while the
-        // job runs) must not end a night's job at once: try again 1, 2, 4, 8 s later.
-        if (++spawn_failures_ >= kSpawnTries) {
-          board_->Fail(s.WithContext(std::to_string(spawn_failures_) + " tries"));
+        if (std::optional<uint64_t> wait_ms = spawn_backoff_.Failed(MonotonicMs())) {
+          spdlog::warn("{}; trying again in {} s", s.message(), *wait_ms / 1000);
         } else {
-          uint64_t wait_ms = 1000ull << (spawn_failures_ - 1);
-          spdlog::warn("{}; trying again in {} s", s.message(), wait_ms / 1000);
-          spawn_retry_ms_ = MonotonicMs() + wait_ms;
+          board_->Fail(s.WithContext(std::to_string(spawn_backoff_.failures()) + " tries"));
         }
         break;
       }
-      spawn_failures_ = 0;
+      spawn_backoff_.Started();
     }
-    if (tick) tick(processed_);
+    if (tick) tick(chunks_.processed());
     pool_->WaitForWake(kWakeIntervalMs);
   }
 }
@@ -565,11 +474,8 @@ std::vector<WorkerSnapshot> Dispatcher::LiveWorkers() const {
   for (int k = 0; k < static_cast<int>(channels_.size()); ++k) {
     if (!pool_->Alive(k)) continue;
     const TelemetrySnapshot t = pool_->LastTelemetry(k);
-    const int gpu = channels_[k].gpu;
-    std::string device = device_.empty() ? Name(settings_.device) : device_;
-    if (gpu >= 0) device = "cuda:" + std::to_string(gpu);
     live.push_back({k, channels_[k].generation, pool_->Pid(k), t.frames_done, t.rss_bytes,
-                    t.gpu_reserved_bytes, device});
+                    t.gpu_reserved_bytes, probe_.Device(channels_[k].gpu, settings_.device)});
   }
   return live;
 }
@@ -584,16 +490,7 @@ std::unique_ptr<WorkerPool> Dispatcher::Release() {
       pool_->Signal(k, SIGKILL);
     }
   }
-  uint64_t deadline = MonotonicMs() + kStopGraceMs;
-  while (MonotonicMs() < deadline) {
-    for (const WorkerExit& e : pool_->ReapExited()) channels_[e.channel] = DispatchChannel{};
-    bool pending = false;
-    for (int k = 0; k < static_cast<int>(channels_.size()); ++k) {
-      pending = pending || (pool_->Alive(k) && !KeptAtRelease(channels_[k]));
-    }
-    if (!pending) break;
-    ::usleep(10 * 1000);
-  }
+  AwaitExits([](const DispatchChannel& ch) { return !KeptAtRelease(ch); });
   return std::move(pool_);
 }
 

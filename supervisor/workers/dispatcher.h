@@ -18,6 +18,12 @@
 // memory (see shm_validate.h) is a protocol violation: it is SIGKILLed at once, logged and put on
 // the timeline ("protocol violation: ..."), and its chunks go back like a crash's. Nothing read
 // from a worker is used unchecked. Single-threaded: everything runs on the thread that calls Run().
+//
+// The dispatcher owns the workers' side (the pool, each channel's record, the verdicts acted on).
+// Beside it, each with state of its own: the chunks' side (chunk_feed.h: requests, results, a
+// chunk's attempts), the spares offered to the first workers (spare_offer.h), what the first
+// ready worker found of the model (model_probe.h), and when a replacement is tried again after
+// failed starts (spawn_backoff.h).
 #pragma once
 
 #include <atomic>
@@ -33,8 +39,12 @@
 #include "common/status.h"
 #include "supervisor/plan/chunk_board.h"
 #include "supervisor/plan/job_plan.h"
+#include "supervisor/workers/chunk_feed.h"
 #include "supervisor/workers/dispatch_stats.h"
+#include "supervisor/workers/model_probe.h"
 #include "supervisor/workers/recycle_policy.h"
+#include "supervisor/workers/spare_offer.h"
+#include "supervisor/workers/spawn_backoff.h"
 #include "supervisor/workers/timeline.h"
 #include "supervisor/workers/dispatch_channel.h"
 #include "supervisor/workers/worker_pool.h"
@@ -62,8 +72,7 @@ class Dispatcher {
   // empty) is called with the pool a spare was taken from.
   void OfferSpares(std::vector<WorkerPool*> spares,
                    std::function<void(WorkerPool*)> on_taken = {}) {
-    spares_ = std::move(spares);
-    on_spare_taken_ = std::move(on_taken);
+    spares_.Set(std::move(spares), std::move(on_taken));
   }
 
   // Starts the job's workers and waits until one has loaded the model; returns what that one
@@ -102,24 +111,27 @@ class Dispatcher {
   // Starts a worker on channel k (a standby for `replaces` when >= 0); `may_adopt`: a fitting
   // spare takes the channel instead, when there is one.
   Status Spawn(int k, int replaces, bool may_adopt = false);
+  // A new record on channel k for the worker now there (started, or left by the previous job
+  // (Release) and taken over as it is), in `role`: its limits drawn, its peaks begun.
+  void OpenChannel(int k, WorkerRole role);
   WorkerFigures Figures(int k) const;
   void Record(int k, TimelineEventKind event, const std::string& reason = "");
   void NoteReady(int k);
   // Start's pieces: a ready worker's probe taken; the previous job's workers taken over (ready
-  // ones up to `wanted`, loading ones beside a ready one; the rest killed, `*killed`); the
-  // killed ones reaped; a worker that died while loading.
+  // ones up to `wanted`, loading ones beside a ready one; the rest killed, `*killed`); a worker
+  // that died while loading.
   bool TakeProbe(int k, FirstWorker* first);
-  void TakeOver(int k, WorkerRole role);
   int AdoptLeftWorkers(int wanted, bool* killed, FirstWorker* first);
-  void ReapKilled(bool killed);
   Status LoadFailed(const WorkerExit& e);
+  // Waits (up to a grace period) until no live worker is `leaving`, reaping the exits (their
+  // channels cleared).
+  void AwaitExits(const std::function<bool(const DispatchChannel&)>& leaving);
   void HandleExit(const WorkerExit& e);
   void CollectResults(int k);
   // Reads and checks the worker's state and telemetry; false (and the worker killed) on a
   // violation. *state gets the checked state.
   bool CheckWorker(int k, WorkerState* state);
   void Violation(int k, const std::string& what);
-  void ChunkFailed(int64_t chunk, const std::string& why, StatusCode code);
   // Judges worker `k` (recycle_policy.h) and acts on the verdict.
   void CheckLimits(int k, uint64_t now);
   void Retire(int k);
@@ -128,23 +140,17 @@ class Dispatcher {
   const JobPlan& plan_;
   const JobSettings& settings_;
   std::unique_ptr<WorkerPool> pool_;
-  std::vector<WorkerPool*> spares_;  // OfferSpares
-  std::function<void(WorkerPool*)> on_spare_taken_;
+  SpareOffer spares_;  // OfferSpares
   Timeline* timeline_;
   uint64_t start_timeout_ms_;
   std::vector<DispatchChannel> channels_;
-  std::vector<int> attempts_;  // by chunk
+  ChunkFeed chunks_;  // the chunks' side: requests, results, attempts
   std::mt19937_64 rng_;
   ChunkBoard* board_ = nullptr;
-  std::string arena_name_;
-  ArenaGeometry arena_;  // our own copy
-  uint32_t probe_w_ = 0, probe_h_ = 0;
-  std::string device_;           // unpinned workers' device label (WorkerSnapshot::device)
-  int64_t processed_ = 0;        // chunks whose output is in the arena
-  int load_failures_ = 0;        // workers that died while loading, since the last good chunk
-  uint64_t load_ms_ = 0;         // spawn to ready of the last worker that became ready
-  uint64_t spawn_retry_ms_ = 0;  // no replacement is started before this (after a failed spawn)
-  int spawn_failures_ = 0;       // replacements that could not be started, in a row
+  ModelProbe probe_;            // what the first ready worker found; later workers must agree
+  int load_failures_ = 0;       // workers that died while loading, since the last good chunk
+  uint64_t load_ms_ = 0;        // spawn to ready of the last worker that became ready
+  SpawnBackoff spawn_backoff_;  // replacements that could not be started, and the next try
   DispatchStats stats_;
 };
 

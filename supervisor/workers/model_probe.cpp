@@ -1,0 +1,24 @@
+#include "supervisor/workers/model_probe.h"
+
+#include <algorithm>
+
+namespace framemill {
+
+bool PlainDevice(const std::string& d) {
+  if (d == "cpu") return true;
+  if (d.rfind("cuda:", 0) != 0 || d.size() == 5 || d.size() > 8) return false;
+  return std::all_of(d.begin() + 5, d.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+void ModelProbe::Take(const ProbeReport& first, const DeviceSetting& configured) {
+  width_ = first.width;
+  height_ = first.height;
+  device_ = PlainDevice(first.device) ? first.device : Name(configured);
+}
+
+std::string ModelProbe::Device(int gpu, const DeviceSetting& configured) const {
+  if (gpu >= 0) return "cuda:" + std::to_string(gpu);
+  return device_.empty() ? Name(configured) : device_;
+}
+
+}  // namespace framemill

@@ -1,0 +1,37 @@
+// What the first worker to load the model found of it: the model's output size for the probe's
+// input, which every later worker must report too (workers that disagree fail the job), and the
+// label of the device the job's workers run on. Owns those figures; the Dispatcher gives it the
+// checked reports (shm_validate.h's ProbeReport). Pure: no process. Not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/config.h"
+#include "common/shm_validate.h"
+
+namespace framemill {
+
+class ModelProbe {
+ public:
+  // The first ready worker's report. Its device becomes the label when it has a label's form
+  // ("cpu", "cuda:N"); else the label is `configured`'s name.
+  void Take(const ProbeReport& first, const DeviceSetting& configured);
+  // Whether a later worker's report gives the first one's output size.
+  bool Agrees(const ProbeReport& later) const {
+    return later.width == width_ && later.height == height_;
+  }
+  // Where a worker runs: "cuda:N" when it is pinned to GPU N (`gpu` >= 0), else the label
+  // (`configured`'s name before Take).
+  std::string Device(int gpu, const DeviceSetting& configured) const;
+
+ private:
+  uint32_t width_ = 0, height_ = 0;
+  std::string device_;  // the label; empty before Take
+};
+
+// Whether a device name a worker reported has the form a label may take: "cpu" or "cuda:N"
+// (N up to three digits).
+bool PlainDevice(const std::string& device);
+
+}  // namespace framemill

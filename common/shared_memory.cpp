@@ -10,12 +10,12 @@
 #include <ctime>
 #include <dirent.h>
 #include <fcntl.h>
-#include <mutex>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/mutex.h"
 #include "common/shm_layout.h"
 
 namespace framemill {
@@ -107,8 +107,9 @@ struct SharedMemory::Directory {
 };
 
 namespace {
-std::mutex g_dir_mu;
-std::weak_ptr<SharedMemory::Directory>* g_dir = new std::weak_ptr<SharedMemory::Directory>();
+Mutex g_dir_mu;
+std::weak_ptr<SharedMemory::Directory>* const g_dir PT_GUARDED_BY(g_dir_mu) =
+    new std::weak_ptr<SharedMemory::Directory>();
 
 // posix_fallocate's error `err` for `bytes` of the object at `path`.
 Status ReserveFailed(int err, size_t bytes, const std::string& path) {
@@ -119,7 +120,7 @@ Status ReserveFailed(int err, size_t bytes, const std::string& path) {
 
 // This process's directory, made on first use (and again after the last user let it go).
 Result<std::shared_ptr<SharedMemory::Directory>> ProcessDirectory() {
-  std::lock_guard<std::mutex> lock(g_dir_mu);
+  MutexLock lock(&g_dir_mu);
   std::shared_ptr<SharedMemory::Directory> dir = g_dir->lock();
   if (dir == nullptr || dir->pid != ::getpid()) {
     Result<std::shared_ptr<SharedMemory::Directory>> made = SharedMemory::Directory::Make();

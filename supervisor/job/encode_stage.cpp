@@ -10,6 +10,7 @@
 #include "common/clock.h"
 #include "common/file_util.h"
 #include "common/log.h"
+#include "common/mutex.h"
 #include "supervisor/job/supervisor_hooks.h"
 
 namespace framemill {
@@ -53,7 +54,7 @@ void EncodeStage::Loop(int encoder) {
     }
     if (arena_.board->failed()) break;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   busy_s_ += busy_s;
   wait_s_ += wait_s;
 }

@@ -11,12 +11,12 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "common/config.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "supervisor/job/job_arena.h"
 #include "supervisor/job/job_state.h"
@@ -51,8 +51,14 @@ class EncodeStage {
   // Frames handed to the encoders by this run.
   int64_t frames_written() const { return frames_written_.load(); }
   // Summed over the encoder threads; read after Join.
-  double busy_s() const { return busy_s_; }
-  double wait_s() const { return wait_s_; }
+  double busy_s() const {
+    MutexLock lock(&mu_);
+    return busy_s_;
+  }
+  double wait_s() const {
+    MutexLock lock(&mu_);
+    return wait_s_;
+  }
 
  private:
   void Loop(int encoder);
@@ -65,8 +71,9 @@ class EncodeStage {
   std::vector<std::thread> threads_;
   std::atomic<int> running_{0};
   std::atomic<int64_t> frames_written_{0};
-  std::mutex mu_;  // guards busy_s_ and wait_s_ between the encoder threads
-  double busy_s_ = 0, wait_s_ = 0;
+  mutable Mutex mu_;  // between the encoder threads
+  double busy_s_ GUARDED_BY(mu_) = 0;
+  double wait_s_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace framemill

@@ -8,6 +8,7 @@
 #include "common/file_util.h"
 #include "common/json_fields.h"
 #include "common/log.h"
+#include "common/mutex.h"
 
 namespace framemill {
 namespace {
@@ -33,6 +34,7 @@ std::string JobState::SegmentPath(int64_t index) const {
 }
 
 Status JobState::Load(bool write_back) {
+  MutexLock lock(&mu_);  // no encoder runs yet: uncontended
   std::string path = workspace_ + "/state.json";
   if (PathExists(path)) {
     Result<nlohmann::json> j = ReadJsonFile(path, 64 << 20, StatusCode::kIo);
@@ -94,7 +96,7 @@ Status JobState::Load(bool write_back) {
 }
 
 Status JobState::Finished(int64_t index, int64_t bytes) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   bytes_[index] = bytes;
   done_.fetch_add(1);
   return Save();

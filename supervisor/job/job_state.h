@@ -10,13 +10,13 @@
 
 #include <atomic>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "common/job_file.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "supervisor/plan/job_plan.h"
 
@@ -58,15 +58,16 @@ class JobState {
   std::string SegmentPath(int64_t index) const;
 
  private:
-  Status Save();  // with mu_ held (or before any other thread runs)
+  Status Save() REQUIRES(mu_);
 
   const std::string workspace_;
   const JobSpec& job_;
   const JobPlan& plan_;
   const int64_t chunks_per_segment_;
   const int64_t first_, end_;  // the range of segments logged here
-  std::mutex mu_;
-  std::vector<int64_t> bytes_;  // by segment: its file's size once finished, else -1
+  Mutex mu_;
+  // By segment: its file's size once finished, else -1.
+  std::vector<int64_t> bytes_ GUARDED_BY(mu_);
   int64_t resumed_ = 0;
   std::atomic<int64_t> done_{0};
   nlohmann::json identity_;  // null = not compared

@@ -1,12 +1,12 @@
 #include "supervisor/job/model_fit.h"
 
 #include "common/checked_file.h"
+#include "common/mutex.h"
 #include "common/sha256.h"
 #include <sys/stat.h>
 #include <cstring>
 #include <cerrno>
 #include <tuple>
-#include <mutex>
 #include <map>
 
 #include <optional>
@@ -73,22 +73,25 @@ Status CheckModelDigest(const ModelCard& card, int model_fd, const std::string& 
     return Status(StatusCode::kModelInvalid, model_path + ": " + std::strerror(errno));
   }
   // (device, inode, size, mtime) -> digest: the service hashes a model once, not every job.
-  static std::mutex mu;
-  static std::map<std::tuple<dev_t, ino_t, off_t, int64_t, int64_t>, std::string> known;
+  struct Digests {
+    Mutex mu;
+    std::map<std::tuple<dev_t, ino_t, off_t, int64_t, int64_t>, std::string> known GUARDED_BY(mu);
+  };
+  static Digests digests;
   const auto key = std::make_tuple(st.st_dev, st.st_ino, st.st_size,
                                    static_cast<int64_t>(st.st_mtim.tv_sec),
                                    static_cast<int64_t>(st.st_mtim.tv_nsec));
   std::string digest;
   {
-    std::lock_guard<std::mutex> lock(mu);
-    if (auto it = known.find(key); it != known.end()) digest = it->second;
+    MutexLock lock(&digests.mu);
+    if (auto it = digests.known.find(key); it != digests.known.end()) digest = it->second;
   }
   if (digest.empty()) {
     Result<std::string> hashed = Sha256OfFile(FdPath(model_fd));
     if (!hashed.ok()) return Status(StatusCode::kModelInvalid, hashed.status().message());
     digest = *hashed;
-    std::lock_guard<std::mutex> lock(mu);
-    known[key] = digest;
+    MutexLock lock(&digests.mu);
+    digests.known[key] = digest;
   }
   if (digest == card.sha256) return Status::Ok();
   return Status(StatusCode::kModelInvalid,

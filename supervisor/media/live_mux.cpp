@@ -20,6 +20,7 @@
 #include "common/clock.h"
 #include "common/file_util.h"
 #include "common/log.h"
+#include "common/mutex.h"
 #include "supervisor/process/child_fds.h"
 
 namespace framemill {
@@ -60,11 +61,11 @@ std::unique_ptr<LiveMux> LiveMux::Start(MuxRequest rq) {
 LiveMux::~LiveMux() {
   if (thread_.joinable()) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       abandoned_ = true;
       KillChild();
     }
-    cv_.notify_all();
+    cv_.NotifyAll();
     thread_.join();
   }
   if (partial_ && !placed_) RemovePartialOutput(rq_, *partial_);
@@ -79,15 +80,15 @@ void LiveMux::Cleanup() {
 
 void LiveMux::SegmentReady(size_t index) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (index < ready_.size()) ready_[index] = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 bool LiveMux::WaitReady(size_t index) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return abandoned_ || ready_[index]; });
+  MutexLock lock(&mu_);
+  while (!abandoned_ && !ready_[index]) cv_.Wait(&mu_);
   return !abandoned_;
 }
 
@@ -107,7 +108,7 @@ Status LiveMux::Prepare() {
     return Status(StatusCode::kInternal, "a live mux needs the source's streams");
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (abandoned_) return Status(StatusCode::kCancelled, "the mux was abandoned");
   }
   Result<JoinPlan> join = PlanJoin(rq_);
@@ -155,7 +156,7 @@ Result<UniqueFd> LiveMux::OpenPipe(size_t index) {
       return Status(StatusCode::kIo, "open " + name + ": " + std::strerror(errno));
     }
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (abandoned_) return Status(StatusCode::kCancelled, "the mux was abandoned");
       if (ChildExited()) {
         return Status(StatusCode::kEncodeFailed,
@@ -185,7 +186,7 @@ Status LiveMux::Feed(size_t index) {
       // ffmpeg closed the pipe. Alive, it has read what it wanted of the segment (a demuxer may
       // stop short of the file's index) and gone on to the next; the verification counts the
       // frames. Gone, it was killed (an abandoned mux) or failed.
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (!abandoned_ && !ChildExited()) {
         spdlog::debug("live mux: ffmpeg closed segment {}'s pipe with {} bytes unread", index,
                       st.st_size - offset);
@@ -219,7 +220,7 @@ void LiveMux::Run() {
                     ChildFds(inherit), DieWithParent());
     ReapOnExit reap(child);  // for an exception below
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       pid_ = child.id();
       if (abandoned_) KillChild();
     }
@@ -229,7 +230,7 @@ void LiveMux::Run() {
       fed = WaitReady(i) ? Feed(i) : Status(StatusCode::kCancelled, "the mux was abandoned");
     }
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (!fed.ok()) KillChild();  // it would wait for its next pipe forever
       pid_ = -1;                   // reaped below: no signal after this
     }
@@ -248,7 +249,7 @@ void LiveMux::Run() {
     }
   } catch (const std::exception& e) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       pid_ = -1;  // reaped by ReapOnExit on the way out
     }
     outcome_ = Status(StatusCode::kInternal, std::string("live mux: ") + e.what());
@@ -257,7 +258,7 @@ void LiveMux::Run() {
 
 Status LiveMux::Finish() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (bool r : ready_) {
       if (!r) return Status(StatusCode::kInternal, "live mux finished before its last segment");
     }

@@ -21,15 +21,14 @@
 // Thread safety: SegmentReady from any thread; Start, Finish and the destructor from the owner's.
 #pragma once
 
-#include <condition_variable>
 #include <cstddef>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "supervisor/media/output_muxer.h"
 
@@ -66,21 +65,21 @@ class LiveMux {
   Status Prepare();
   Status Feed(size_t index);
   // Waits (with mu_ not held) until segment `index` is ready; false when abandoned.
-  bool WaitReady(size_t index);
+  bool WaitReady(size_t index) EXCLUDES(mu_);
   // The write end of pipe `index`, opened once ffmpeg has opened its read end.
   Result<UniqueFd> OpenPipe(size_t index);
-  bool ChildExited() const;  // ffmpeg has exited (not yet reaped)
-  void KillChild();          // with mu_ held
+  bool ChildExited() const REQUIRES(mu_);  // ffmpeg has exited (not yet reaped)
+  void KillChild() REQUIRES(mu_);
   void Cleanup();
 
   MuxRequest rq_;
   std::thread thread_;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<bool> ready_;  // under mu_
-  bool abandoned_ = false;   // under mu_
-  int pid_ = -1;             // ffmpeg, while not reaped; under mu_
+  Mutex mu_;
+  CondVar cv_;
+  std::vector<bool> ready_ GUARDED_BY(mu_);
+  bool abandoned_ GUARDED_BY(mu_) = false;
+  int pid_ GUARDED_BY(mu_) = -1;  // ffmpeg, while not reaped
   // Set by the thread before it ends; read by Finish after the join.
   Status outcome_;
   std::optional<JoinPlan> join_;

@@ -2,9 +2,9 @@
 
 #include <cctype>
 #include <map>
-#include <mutex>
 #include <sstream>
 
+#include "common/mutex.h"
 #include "supervisor/process/program_answers.h"
 #include "supervisor/process/subprocess.h"
 
@@ -154,11 +154,15 @@ std::vector<std::string> ParseEncoderPixelFormats(const std::string& help_text) 
 
 Result<std::vector<std::string>> EncoderPixelFormats(const std::string& ffmpeg,
                                                      const std::string& codec) {
-  static std::mutex mu;
-  static std::map<std::pair<std::string, std::string>, std::vector<std::string>> cache;
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = cache.find({ffmpeg, codec});
-  if (it != cache.end()) return it->second;
+  struct Formats {
+    Mutex mu;
+    std::map<std::pair<std::string, std::string>, std::vector<std::string>> by_encoder
+        GUARDED_BY(mu);
+  };
+  static Formats cache;
+  MutexLock lock(&cache.mu);
+  auto it = cache.by_encoder.find({ffmpeg, codec});
+  if (it != cache.by_encoder.end()) return it->second;
   Result<CommandOutput> r =
       AskProgram({ffmpeg, "-hide_banner", "-nostdin", "-h", "encoder=" + codec});
   if (!r.ok()) return r.status();
@@ -168,7 +172,7 @@ Result<std::vector<std::string>> EncoderPixelFormats(const std::string& ffmpeg,
                                                ": " + LastLines(r->err.empty() ? r->out : r->err, 2));
   }
   std::vector<std::string> names = ParseEncoderPixelFormats(r->out);
-  cache[{ffmpeg, codec}] = names;
+  cache.by_encoder[{ffmpeg, codec}] = names;
   return names;
 }
 

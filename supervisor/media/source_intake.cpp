@@ -1,10 +1,10 @@
 #include "supervisor/media/source_intake.h"
 
 #include <map>
-#include <mutex>
 #include <set>
 #include <sstream>
 
+#include "common/mutex.h"
 #include "supervisor/process/program_answers.h"
 #include "supervisor/process/subprocess.h"
 
@@ -70,12 +70,15 @@ Result<UniqueFd> OpenInput(const std::string& path, const InputRoots& roots) {
 
 Result<std::vector<std::string>> InputRestrictions(const std::string& ffprobe,
                                                    PlaylistInputs playlists) {
-  static std::mutex mu;
-  static std::map<std::string, std::string> cache;  // ffprobe|policy -> format whitelist
+  struct Whitelists {
+    Mutex mu;
+    std::map<std::string, std::string> by_key GUARDED_BY(mu);  // ffprobe|policy -> whitelist
+  };
+  static Whitelists cache;
   const std::string key = ffprobe + (playlists == PlaylistInputs::kAllow ? "|allow" : "|refuse");
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = cache.find(key);
-  if (it == cache.end()) {
+  MutexLock lock(&cache.mu);
+  auto it = cache.by_key.find(key);
+  if (it == cache.by_key.end()) {
     Result<std::vector<std::string>> demuxers = FormatTable(ffprobe, "-demuxers");
     if (!demuxers.ok()) return demuxers.status();
     Result<std::vector<std::string>> devices = FormatTable(ffprobe, "-devices");
@@ -90,7 +93,7 @@ Result<std::vector<std::string>> InputRestrictions(const std::string& ffprobe,
       if (refused.count(name) == 0) list += (list.empty() ? "" : ",") + name;
     }
     if (list.empty()) return Status(StatusCode::kIo, ffprobe + " -demuxers lists no demuxer");
-    it = cache.emplace(key, list).first;
+    it = cache.by_key.emplace(key, list).first;
   }
   return std::vector<std::string>{"-protocol_whitelist", "file,pipe", "-format_whitelist",
                                   it->second};

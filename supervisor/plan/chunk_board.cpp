@@ -1,6 +1,7 @@
 #include "supervisor/plan/chunk_board.h"
 
 #include "common/clock.h"
+#include "common/mutex.h"
 
 namespace framemill {
 
@@ -15,8 +16,8 @@ ChunkBoard::ChunkBoard(int64_t chunk_count, uint32_t slot_count)
 }
 
 std::optional<uint32_t> ChunkBoard::AcquireSlot() {
-  std::unique_lock<std::mutex> lock(mu_);
-  WaitLocked(&slot_freed_, &lock, [&] { return !free_slots_.empty() || !failure_.ok(); });
+  MutexLock lock(&mu_);
+  while (free_slots_.empty() && failure_.ok()) WaitOnce(&slot_freed_);
   if (!failure_.ok()) return std::nullopt;
   uint32_t s = free_slots_.back();
   free_slots_.pop_back();
@@ -24,13 +25,13 @@ std::optional<uint32_t> ChunkBoard::AcquireSlot() {
 }
 
 void ChunkBoard::MarkDecoded(int64_t chunk, uint32_t slot) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   slot_of_[chunk] = slot;
   ready_.push_back(chunk);
 }
 
 std::optional<int64_t> ChunkBoard::TakeReady() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (ready_.empty() || !failure_.ok()) return std::nullopt;
   int64_t c = ready_.front();
   ready_.pop_front();
@@ -38,75 +39,75 @@ std::optional<int64_t> ChunkBoard::TakeReady() {
 }
 
 void ChunkBoard::Requeue(int64_t chunk) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   ready_.push_front(chunk);
 }
 
 void ChunkBoard::MarkProcessed(int64_t chunk) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     processed_flags_[chunk] = true;
     last_processed_us_ = MonotonicUs();
   }
-  processed_.notify_all();
+  processed_.NotifyAll();
 }
 
 uint64_t ChunkBoard::last_processed_us() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return last_processed_us_;
 }
 
 uint32_t ChunkBoard::SlotOf(int64_t chunk) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return slot_of_[chunk];
 }
 
 bool ChunkBoard::WaitProcessed(int64_t chunk) {
-  std::unique_lock<std::mutex> lock(mu_);
-  WaitLocked(&processed_, &lock, [&] { return processed_flags_[chunk] || !failure_.ok(); });
+  MutexLock lock(&mu_);
+  while (!processed_flags_[chunk] && failure_.ok()) WaitOnce(&processed_);
   return failure_.ok();
 }
 
 void ChunkBoard::ReleaseSlot(int64_t chunk) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     free_slots_.push_back(slot_of_[chunk]);
     slot_of_[chunk] = kNoSlot;
   }
-  slot_freed_.notify_one();
+  slot_freed_.NotifyOne();
 }
 
 void ChunkBoard::MarkAllEncoded() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   all_encoded_ = true;
 }
 
 bool ChunkBoard::AllEncoded() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return all_encoded_;
 }
 
 void ChunkBoard::Fail(const Status& status) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (failure_.ok()) failure_ = status;
   }
-  slot_freed_.notify_all();
-  processed_.notify_all();
+  slot_freed_.NotifyAll();
+  processed_.NotifyAll();
 }
 
 Status ChunkBoard::failure() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return failure_;
 }
 
 int ChunkBoard::blocked() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return blocked_;
 }
 
 bool ChunkBoard::failed() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return !failure_.ok();
 }
 

@@ -10,13 +10,12 @@
 // Fail() was called: a stop or a cancelled job is a Fail() with kCancelled.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <mutex>
 #include <optional>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 
 namespace framemill {
@@ -59,26 +58,24 @@ class ChunkBoard {
   int blocked() const;
 
  private:
-  // Waits on `cv` until `ready()`, counted in blocked_ while it waits. `lock` holds mu_.
-  template <typename Ready>
-  void WaitLocked(std::condition_variable* cv, std::unique_lock<std::mutex>* lock, Ready ready) {
-    if (ready()) return;
+  // One wait on `cv` (mu_ let go meanwhile), counted in blocked_ while it waits.
+  void WaitOnce(CondVar* cv) REQUIRES(mu_) {
     ++blocked_;
-    cv->wait(*lock, ready);
+    cv->Wait(&mu_);
     --blocked_;
   }
 
-  mutable std::mutex mu_;
-  std::condition_variable slot_freed_;
-  std::condition_variable processed_;
-  std::vector<uint32_t> free_slots_;
-  std::deque<int64_t> ready_;
-  std::vector<uint32_t> slot_of_;
-  std::vector<bool> processed_flags_;
-  bool all_encoded_ = false;
-  uint64_t last_processed_us_ = 0;
-  int blocked_ = 0;
-  Status failure_;
+  mutable Mutex mu_;
+  CondVar slot_freed_;
+  CondVar processed_;
+  std::vector<uint32_t> free_slots_ GUARDED_BY(mu_);
+  std::deque<int64_t> ready_ GUARDED_BY(mu_);
+  std::vector<uint32_t> slot_of_ GUARDED_BY(mu_);
+  std::vector<bool> processed_flags_ GUARDED_BY(mu_);
+  bool all_encoded_ GUARDED_BY(mu_) = false;
+  uint64_t last_processed_us_ GUARDED_BY(mu_) = 0;
+  int blocked_ GUARDED_BY(mu_) = 0;
+  Status failure_ GUARDED_BY(mu_);
 };
 
 }  // namespace framemill

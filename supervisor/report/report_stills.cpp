@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/mutex.h"
+
 #ifdef FRAMEMILL_HAVE_OPENCV
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
@@ -185,7 +187,7 @@ void StillCapture::Capture(int64_t chunk, const uint8_t* in, const uint8_t* out)
   ReportStill s;
   s.frame = first_frames_[static_cast<size_t>(chunk)];
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     ++captured_;
     for (const ReportStill& r : stills_) {
       if (r.frame == s.frame) return;  // sent twice (a retried chunk)
@@ -210,7 +212,7 @@ void StillCapture::Capture(int64_t chunk, const uint8_t* in, const uint8_t* out)
     CaptureCrop(in, out, &s);
   }
   if (s.input_uri.empty() || s.output_uri.empty()) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   stills_.push_back(std::move(s));
 }
 
@@ -245,7 +247,7 @@ std::vector<ReportStill> StillCapture::Encode(std::string* note) const {
     *note = "this build has no OpenCV";
     return {};
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<ReportStill> out = stills_;
   std::sort(out.begin(), out.end(),
             [](const ReportStill& a, const ReportStill& b) { return a.frame < b.frame; });

@@ -7,10 +7,10 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/shm_protocol.h"
 #include "supervisor/report/report_html.h"
 
@@ -80,9 +80,9 @@ class StillCapture {
   std::vector<int64_t> first_frames_;
   std::vector<int64_t> wanted_;  // chunk indices, ascending
   ArenaGeometry arena_;
-  mutable std::mutex mu_;
-  std::vector<ReportStill> stills_;  // guarded by mu_
-  int captured_ = 0;                 // guarded by mu_
+  mutable Mutex mu_;
+  std::vector<ReportStill> stills_ GUARDED_BY(mu_);
+  int captured_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace framemill

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 
 namespace framemill {
 
@@ -14,35 +15,37 @@ JobThread::JobThread() : thread_([this] { Loop(); }) {}
 
 JobThread::~JobThread() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     quit_ = true;
   }
-  cv_.notify_one();
+  cv_.NotifyOne();
   thread_.join();
 }
 
 bool JobThread::busy() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return task_ != nullptr;
 }
 
 void JobThread::Run(std::function<void()> task) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     task_ = std::move(task);
   }
-  cv_.notify_one();
+  cv_.NotifyOne();
 }
 
 void JobThread::Loop() {
-  std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    cv_.wait(lock, [this] { return quit_ || task_ != nullptr; });
-    if (task_ == nullptr) return;  // quit with nothing to do
-    std::function<void()> task = task_;
-    lock.unlock();
+    std::function<void()> task;
+    {
+      MutexLock lock(&mu_);
+      while (!quit_ && task_ == nullptr) cv_.Wait(&mu_);
+      if (task_ == nullptr) return;  // quit with nothing to do
+      task = task_;
+    }
     task();
-    lock.lock();
+    MutexLock lock(&mu_);
     task_ = nullptr;
   }
 }

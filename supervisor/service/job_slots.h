@@ -10,17 +10,16 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <list>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "supervisor/service/worker_cache.h"
 
@@ -51,10 +50,10 @@ class JobThread {
 
  private:
   void Loop();
-  std::mutex mu_;  // guards task_ and quit_
-  std::condition_variable cv_;
-  std::function<void()> task_;
-  bool quit_ = false;
+  Mutex mu_;
+  CondVar cv_;
+  std::function<void()> task_ GUARDED_BY(mu_);
+  bool quit_ GUARDED_BY(mu_) = false;
   std::thread thread_;  // last: started once the rest is made
 };
 

@@ -9,6 +9,7 @@
 #include "common/clock.h"
 #include "common/file_util.h"
 #include "common/log.h"
+#include "common/mutex.h"
 
 namespace framemill {
 namespace {
@@ -41,7 +42,7 @@ ServiceMetrics::ServiceMetrics(int64_t service_gpus, std::function<SpoolCounts()
 
 void ServiceMetrics::Start(const std::string& metrics_textfile, const std::string& root) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     totals_.version = FRAMEMILL_VERSION;
     totals_.start_time_s = WallSeconds();
   }
@@ -62,7 +63,7 @@ void ServiceMetrics::Start(const std::string& metrics_textfile, const std::strin
 }
 
 MetricsFigures ServiceMetrics::Figures(const SpoolCounts& c, bool up) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return FiguresLocked(c, up);
 }
 
@@ -94,7 +95,7 @@ MetricsFigures ServiceMetrics::FiguresLocked(const SpoolCounts& c, bool up) cons
 void ServiceMetrics::Write(bool up) {
   if (path_.empty()) return;
   const SpoolCounts c = count_spool_();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   last_write_ms_ = MonotonicMs();
   Status s = WriteMetricsFile(path_, RenderMetrics(FiguresLocked(c, up)));
   if (!s.ok() && !failing_) {
@@ -106,7 +107,7 @@ void ServiceMetrics::Write(bool up) {
 void ServiceMetrics::NoteProgress(const std::string& id, const JobProgress& p, uint64_t run_ms,
                                   const std::vector<DispatchStats>& attempts) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     LiveJob& live = live_[id];
     if (attempts.size() != live.attempts_ended) AttemptEnded(&live, attempts);  // a retry runs
     if (live.frames_resumed < 0) live.frames_resumed = p.frames_resumed;  // the first report
@@ -146,7 +147,7 @@ void ServiceMetrics::AttemptEnded(LiveJob* live, const std::vector<DispatchStats
 
 void ServiceMetrics::EndRun(const std::string& id, const std::vector<DispatchStats>& attempts,
                             bool finished) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   LiveJob& live = live_[id];
   AttemptEnded(&live, attempts);
   if (finished && live.frames_total > 0) {

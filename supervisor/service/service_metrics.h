@@ -11,11 +11,11 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "common/config.h"
+#include "common/mutex.h"
 #include "supervisor/spool/spool.h"
 #include "supervisor/report/job_result.h"
 #include "supervisor/report/metrics.h"
@@ -37,12 +37,12 @@ class ServiceMetrics {
   // Before any other call.
   void Start(const std::string& metrics_textfile, const std::string& root);
   // Rewrites the file (nothing without one); `up` false in the last one, when stopping.
-  void Write(bool up = true);
+  void Write(bool up = true) EXCLUDES(mu_);
   // Takes a progress report of running job `id` (started at `run_ms`, monotonic);
   // `attempts` holds the worker counts of its attempts that ended (crash retries). Writes the
   // file when kMetricsIntervalMs passed since the last write.
   void NoteProgress(const std::string& id, const JobProgress& p, uint64_t run_ms,
-                    const std::vector<DispatchStats>& attempts);
+                    const std::vector<DispatchStats>& attempts) EXCLUDES(mu_);
   // Adds job `id`'s counts to the totals (every frame of its plan, less those resumed, when it
   // `finished`) and forgets its live figures.
   void EndRun(const std::string& id, const std::vector<DispatchStats>& attempts, bool finished);
@@ -72,7 +72,7 @@ class ServiceMetrics {
   };
   // Takes the worker counts of the job's ended attempts. Under mu_.
   static void AttemptEnded(LiveJob* live, const std::vector<DispatchStats>& attempts);
-  MetricsFigures FiguresLocked(const SpoolCounts& c, bool up) const;  // under mu_
+  MetricsFigures FiguresLocked(const SpoolCounts& c, bool up) const REQUIRES(mu_);
 
   const int64_t service_gpus_;
   const std::function<SpoolCounts()> count_spool_;
@@ -81,11 +81,12 @@ class ServiceMetrics {
   std::atomic<bool> spool_full_{false};
   std::atomic<int64_t> spares_waiting_{0};  // live spares at their places (the WorkerCache)
   // Guards the fields below; held while the file is written, so writes never interleave.
-  mutable std::mutex mu_;
-  MetricsFigures totals_;  // counters of the runs that ended; version and start time
-  std::map<std::string, LiveJob> live_;  // by job id
-  uint64_t last_write_ms_ = 0;
-  bool failing_ = false;  // the last write failed (and said so)
+  mutable Mutex mu_;
+  // Counters of the runs that ended; version and start time.
+  MetricsFigures totals_ GUARDED_BY(mu_);
+  std::map<std::string, LiveJob> live_ GUARDED_BY(mu_);  // by job id
+  uint64_t last_write_ms_ GUARDED_BY(mu_) = 0;
+  bool failing_ GUARDED_BY(mu_) = false;  // the last write failed (and said so)
 };
 
 }  // namespace framemill

@@ -2,6 +2,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/mutex.h"
 #include "supervisor/service/job_end_hook.h"
 #include "supervisor/report/job_result.h"
 #include "supervisor/spool/queue_order.h"
@@ -25,19 +26,20 @@ ServiceSpool::ServiceSpool(const Config& config, std::function<void()> on_end)
       requests_(spool_, config) {}
 
 Status ServiceSpool::Open() {
+  MutexLock lock(&mu_);
   FM_RETURN_IF_ERROR(spool_.Prepare());
   return spool_.Lock();
 }
 
 SpoolCounts ServiceSpool::Count() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return spool_.Count();
 }
 
 void ServiceSpool::PollRequests(const std::set<std::string>& running) {
   std::vector<std::string> filed;  // cancelled before they ran: ended here, unlocked
   try {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     filed = requests_.Poll(running);
   } catch (const std::exception& e) {  // the spool's own files; never a reason to stop
     spdlog::error("reading the spool's requests: {}", e.what());
@@ -50,7 +52,7 @@ std::string ServiceSpool::ClaimNext(const std::set<std::string>& running) {
   std::vector<std::string> set_aside;  // ended below, once the lock is let go
   std::vector<std::pair<std::string, SpoolState>> filed;
   try {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!PausedLocked()) {
       filed = FileUnfiled();
       if (!PausedLocked()) id = NextJob(running, &set_aside);
@@ -66,7 +68,7 @@ std::string ServiceSpool::ClaimNext(const std::set<std::string>& running) {
 bool ServiceSpool::PausedLocked() const { return full_.load() && MonotonicMs() < full_retry_ms_; }
 
 void ServiceSpool::NoteWriteFailed(const Status& s) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   NoteWriteFailedLocked(s);
 }
 
@@ -160,7 +162,7 @@ void ServiceSpool::SetAside(const SpoolEntry& e, const Status& why,
 
 int ServiceSpool::CountWaiting(const std::string& head, const std::set<std::string>& running) {
   int waiting = 1;  // the head, those in incoming/, and those in active/ to resume
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   waiting += static_cast<int>(spool_.Count().incoming);
   for (const SpoolEntry& e : spool_.Active()) {
     if (e.id != head && running.count(e.id) == 0 && unfiled_.count(e.id) == 0) ++waiting;
@@ -169,7 +171,7 @@ int ServiceSpool::CountWaiting(const std::string& head, const std::set<std::stri
 }
 
 void ServiceSpool::RemoveOldFailedWork() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   int removed = spool_.RemoveOldFailedWork(config_.failed_work_keep_days * 86400.0);
   if (removed > 0) {
     spdlog::info("removed the kept work of {} failed jobs older than {} days", removed,
@@ -178,7 +180,7 @@ void ServiceSpool::RemoveOldFailedWork() {
 }
 
 Result<int> ServiceSpool::RaiseStarts(const std::string& id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Result<int> starts = spool_.RaiseStarts(id);
   if (!starts.ok()) {
     NoteWriteFailedLocked(starts.status());
@@ -189,13 +191,13 @@ Result<int> ServiceSpool::RaiseStarts(const std::string& id) {
 }
 
 void ServiceSpool::LowerStarts(const std::string& id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   spool_.LowerStarts(id);
 }
 
 void ServiceSpool::File(const std::string& id, bool ok, const nlohmann::json& result) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     Status s = spool_.Finish(id, ok, result);
     if (!s.ok()) {
       spdlog::error("job {}: cannot file its result: {}; left in active/, filed when the spool "
@@ -214,7 +216,7 @@ void ServiceSpool::Ended(const std::string& id, SpoolState state) {
   on_end_();
   if (config_.on_job_end.empty()) return;
   Status hook = RunJobEndHook({config_.on_job_end, config_.on_job_end_timeout_s},
-                              {id, state, spool_.JobDir(state, id)});
+                              {id, state, names().JobDir(state, id)});
   if (!hook.ok()) spdlog::warn("job {}: {}", id, hook.message());
 }
 

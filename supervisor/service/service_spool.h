@@ -12,7 +12,6 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
 #include <utility>
@@ -21,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/config.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "supervisor/spool/spool.h"
 #include "supervisor/spool/spool_requests.h"
@@ -45,11 +45,11 @@ class ServiceSpool {
   // Creates the spool's layout and takes its lock (spool.h).
   Status Open();
   // Names only (no lock needed): the spool's folders.
-  const std::string& root() const { return spool_.root(); }
-  std::string Dir(const std::string& folder) const { return spool_.Dir(folder); }
-  std::string Dir(SpoolState state) const { return spool_.Dir(state); }
+  const std::string& root() const { return names().root(); }
+  std::string Dir(const std::string& folder) const { return names().Dir(folder); }
+  std::string Dir(SpoolState state) const { return names().Dir(state); }
   std::string JobDir(SpoolState state, const std::string& id) const {
-    return spool_.JobDir(state, id);
+    return names().JobDir(state, id);
   }
 
   // ---- the loop ----
@@ -83,40 +83,45 @@ class ServiceSpool {
   bool full() const { return full_.load(); }  // from a kNoSpace until a write to it works
 
  private:
-  // Under mu_: NextJob's steps.
-  std::string NextJob(const std::set<std::string>& running, std::vector<std::string>* set_aside);
-  void SetAside(const SpoolEntry& e, const Status& why, std::vector<std::string>* set_aside);
-  // Ends `id`, just filed under `state`: on_end, then the on_job_end hook. Never under mu_.
-  void Ended(const std::string& id, SpoolState state);
+  // ClaimNext's steps.
+  std::string NextJob(const std::set<std::string>& running, std::vector<std::string>* set_aside)
+      REQUIRES(mu_);
+  void SetAside(const SpoolEntry& e, const Status& why, std::vector<std::string>* set_aside)
+      REQUIRES(mu_);
+  // Ends `id`, just filed under `state`: on_end, then the on_job_end hook.
+  void Ended(const std::string& id, SpoolState state) EXCLUDES(mu_);
+  // The spool for its folders' names alone, without the lock: a name is fixed when the spool is
+  // made, and none of Spool's name functions touches a file.
+  const Spool& names() const NO_THREAD_SAFETY_ANALYSIS { return spool_; }
 
   const Config& config_;
   const std::function<void()> on_end_;
   // Guards spool_'s files, requests_, unfiled_ and stuck_. Not recursive: nothing called with it
   // held takes it again (Ended, which rewrites the metrics that count the spool, runs after).
-  std::mutex mu_;
-  Spool spool_;
-  IncomingCache seen_;  // under mu_: the waiting files read once (spool.h)
-  // Under mu_: the claims so far, and each submitter's latest (queue_order.h: users take turns).
-  uint64_t claims_ = 0;
-  std::map<uint32_t, uint64_t> last_claim_;
-  RequestHandler requests_;
-  // Under mu_: files the jobs of unfiled_ that can be now; returns them with their state.
-  std::vector<std::pair<std::string, SpoolState>> FileUnfiled();
-  void NoteWriteFailedLocked(const Status& s);  // under mu_
-  void NoteWriteWorkedLocked();                 // under mu_: a write to the spool worked
-  bool PausedLocked() const;                    // under mu_: a full spool, not to be tried yet
+  Mutex mu_;
+  Spool spool_ GUARDED_BY(mu_);
+  IncomingCache seen_ GUARDED_BY(mu_);  // the waiting files read once (spool.h)
+  // The claims so far, and each submitter's latest (queue_order.h: users take turns).
+  uint64_t claims_ GUARDED_BY(mu_) = 0;
+  std::map<uint32_t, uint64_t> last_claim_ GUARDED_BY(mu_);
+  RequestHandler requests_ GUARDED_BY(mu_);
+  // Files the jobs of unfiled_ that can be now; returns them with their state.
+  std::vector<std::pair<std::string, SpoolState>> FileUnfiled() REQUIRES(mu_);
+  void NoteWriteFailedLocked(const Status& s) REQUIRES(mu_);
+  void NoteWriteWorkedLocked() REQUIRES(mu_);  // a write to the spool worked
+  bool PausedLocked() const REQUIRES(mu_);     // a full spool, not to be tried yet
 
   // Jobs left in active/ because they could not be filed, with the result each ended with.
   struct Unfiled {
     bool ok = false;
     nlohmann::json result;
   };
-  std::map<std::string, Unfiled> unfiled_;
+  std::map<std::string, Unfiled> unfiled_ GUARDED_BY(mu_);
   std::atomic<bool> full_{false};
-  uint64_t full_retry_ms_ = 0;  // under mu_: a full spool is tried again from then (monotonic)
+  uint64_t full_retry_ms_ GUARDED_BY(mu_) = 0;  // a full spool is tried again from then (monotonic)
   // incoming/ entries that could not be claimed nor moved aside (name, inode): logged once,
   // then skipped until they change.
-  std::set<std::pair<std::string, uint64_t>> stuck_;
+  std::set<std::pair<std::string, uint64_t>> stuck_ GUARDED_BY(mu_);
 };
 
 }  // namespace framemill

@@ -9,8 +9,9 @@
 #include <cstring>
 #include <iterator>
 #include <map>
-#include <mutex>
 #include <vector>
+
+#include "common/mutex.h"
 
 namespace framemill {
 namespace {
@@ -47,7 +48,7 @@ class BlockCache {
     const bool cached = n >= kCachedCpuBlockMin;
     const std::size_t size = cached ? (n + kPage - 1) / kPage * kPage : n;
     if (cached) {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       ++stats_.allocations;
       // The smallest kept block that holds the request, if it is at most a quarter larger (a
       // chunk's short last batch takes the full batch's blocks); of those of its size, the most
@@ -73,7 +74,7 @@ class BlockCache {
     void* data = static_cast<char*>(base) + kAlignment;
     HeaderOf(data)->cached_size = cached ? size : 0;
     if (cached) {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       NoteLive(size);
     }
     return data;
@@ -87,7 +88,7 @@ class BlockCache {
       return;
     }
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       stats_.live_bytes -= size;
       // Sizes that vary from frame to frame (face crops) could otherwise pile up within a chunk.
       if (stats_.cached_bytes + size <= std::max(stats_.peak_live_bytes, kKeptBytesFloor)) {
@@ -105,7 +106,7 @@ class BlockCache {
   void Release(bool everything) {
     std::vector<void*> blocks;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       if (everything) stats_.peak_live_bytes = stats_.live_bytes;
       for (auto it = free_.begin(); it != free_.end();) {
         if (everything || it->second.generation < generation_) {
@@ -122,7 +123,7 @@ class BlockCache {
   }
 
   CpuAllocatorStats Stats() {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     return stats_;
   }
 
@@ -132,15 +133,15 @@ class BlockCache {
     std::uint64_t generation;  // when it was freed
   };
 
-  void NoteLive(std::size_t size) {
+  void NoteLive(std::size_t size) REQUIRES(mutex_) {
     stats_.live_bytes += size;
     if (stats_.live_bytes > stats_.peak_live_bytes) stats_.peak_live_bytes = stats_.live_bytes;
   }
 
-  std::mutex mutex_;
-  std::multimap<std::size_t, Block> free_;
-  std::uint64_t generation_ = 0;
-  CpuAllocatorStats stats_;
+  Mutex mutex_;
+  std::multimap<std::size_t, Block> free_ GUARDED_BY(mutex_);
+  std::uint64_t generation_ GUARDED_BY(mutex_) = 0;
+  CpuAllocatorStats stats_ GUARDED_BY(mutex_);
 };
 
 BlockCache& Cache() {

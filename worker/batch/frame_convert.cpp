@@ -2,10 +2,11 @@
 
 #include <array>
 #include <map>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "common/mutex.h"
 
 namespace framemill {
 namespace {
@@ -17,15 +18,17 @@ constexpr double k16BitMax = 65535.0;
 // shut down at exit is an error, and there are a handful of these per process.
 const torch::Tensor& DeviceConstant(std::vector<float> values, torch::IntArrayRef shape,
                                     const torch::Device& device) {
-  static std::mutex mu;
-  static auto* const made =
-      new std::map<std::pair<std::string, std::vector<float>>, torch::Tensor>();
-  std::lock_guard<std::mutex> lock(mu);
+  struct Constants {
+    Mutex mu;
+    std::map<std::pair<std::string, std::vector<float>>, torch::Tensor> made GUARDED_BY(mu);
+  };
+  static auto* const constants = new Constants();
+  MutexLock lock(&constants->mu);
   auto key = std::make_pair(device.str(), std::move(values));
-  auto it = made->find(key);
-  if (it == made->end()) {
+  auto it = constants->made.find(key);
+  if (it == constants->made.end()) {
     torch::Tensor t = torch::tensor(key.second, torch::kFloat32).view(shape).to(device);
-    it = made->emplace(std::move(key), std::move(t)).first;
+    it = constants->made.emplace(std::move(key), std::move(t)).first;
   }
   return it->second;
 }

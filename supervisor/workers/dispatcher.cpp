@@ -42,12 +42,12 @@ WorkerFigures Dispatcher::Figures(int k) const {
   return f;
 }
 
-void Dispatcher::Record(int k, TimelineEventKind event, const std::string& reason) {
+void Dispatcher::Record(int k, TimelineEventKind event, const std::string& reason, int pid) {
   const TelemetrySnapshot t = pool_->LastTelemetry(k);
   TimelineEvent e;
   e.worker = k;
   e.generation = channels_[k].generation;
-  e.pid = pool_->Pid(k);
+  e.pid = pid > 0 ? pid : pool_->Pid(k);
   e.kind = event;
   e.frames = t.frames_done;
   e.rss_bytes = t.rss_bytes;
@@ -172,7 +172,7 @@ Status Dispatcher::LoadFailed(const WorkerExit& e) {
                   "worker " + std::to_string(e.channel) + " could not start: " + why);
   }
   spdlog::warn("worker {} died while loading the model ({}); starting it again", e.channel, why);
-  Record(e.channel, TimelineEventKind::kCrash, why);
+  Record(e.channel, TimelineEventKind::kCrash, why, e.pid);
   stats_.CountCrash(e.signaled);
   channels_[e.channel] = DispatchChannel{};
   return Spawn(e.channel, -1);
@@ -256,13 +256,13 @@ void Dispatcher::HandleExit(const WorkerExit& e) {
   if (!e.stderr_tail.empty()) what += "; stderr: " + e.StderrLine();
   bool clean = ch.stop_sent && !e.signaled && e.exit_code == 0;
   if (clean) {
-    Record(k, TimelineEventKind::kStop, ch.retire_reason);
+    Record(k, TimelineEventKind::kStop, ch.retire_reason, e.pid);
     spdlog::info("worker {} (gen {}) recycled and exited cleanly", k, ch.generation);
   } else if (ch.kill_deadline_ms != 0) {
-    Record(k, TimelineEventKind::kExit, "killed: " + ch.kill_reason);
+    Record(k, TimelineEventKind::kExit, "killed: " + ch.kill_reason, e.pid);
   } else {
     stats_.CountCrash(e.signaled);
-    Record(k, TimelineEventKind::kCrash, what);
+    Record(k, TimelineEventKind::kCrash, what, e.pid);
     spdlog::warn("worker {} (gen {}, pid {}) died: {}", k, ch.generation, e.pid, what);
   }
   std::deque<int64_t> lost;

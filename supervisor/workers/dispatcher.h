@@ -115,7 +115,8 @@ class Dispatcher {
   // (Release) and taken over as it is), in `role`: its limits drawn, its peaks begun.
   void OpenChannel(int k, WorkerRole role);
   WorkerFigures Figures(int k) const;
-  void Record(int k, TimelineEventKind event, const std::string& reason = "");
+  // `pid`: the worker's, where the pool no longer knows it (an exit already reaped).
+  void Record(int k, TimelineEventKind event, const std::string& reason = "", int pid = 0);
   void NoteReady(int k);
   // Start's pieces: a ready worker's probe taken; the previous job's workers taken over (ready
   // ones up to `wanted`, loading ones beside a ready one; the rest killed, `*killed`); a worker

@@ -183,6 +183,7 @@ TEST_CASE("recovery: 20 SIGKILLs of random workers at random moments change noth
   KillOnExit guard{bg};
   std::mt19937 rng(20261130);
   int kills = 0;
+  std::set<int> victims;
   while (kills < 20) {
     std::this_thread::sleep_for(
         std::chrono::milliseconds(std::uniform_int_distribution<>(50, 300)(rng)));
@@ -197,22 +198,29 @@ TEST_CASE("recovery: 20 SIGKILLs of random workers at random moments change noth
     }
     if (pids.empty()) continue;
     int victim = pids[std::uniform_int_distribution<size_t>(0, pids.size() - 1)(rng)];
-    if (::kill(victim, SIGKILL) == 0) ++kills;
+    if (::kill(victim, SIGKILL) == 0) {
+      ++kills;
+      victims.insert(victim);
+    }
   }
   RunResult r = WaitJob(bg, 600);  // the supervisor never blocks: it must finish
   INFO("stderr: " << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(kills == 20);
   // Every kill was of a worker past its load: the timeline names 20 crashes of workers (by
-  // channel and generation) that were ready.
+  // channel and generation) that were ready, each with the pid that was killed.
   int ready_crashes = 0;
+  std::set<int> crashed_pids;
   std::set<std::pair<int, int>> ready;
   for (const nlohmann::json& row : ReadTimeline(dir + "/out.mp4")) {
     const std::pair<int, int> worker{row["worker"].get<int>(), row["gen"].get<int>()};
     if (row["event"] == "ready") ready.insert(worker);
-    if (row["event"] == "crash" && ready.count(worker) != 0) ++ready_crashes;
+    if (row["event"] != "crash") continue;
+    if (ready.count(worker) != 0) ++ready_crashes;
+    crashed_pids.insert(row["pid"].get<int>());
   }
   CHECK(ready_crashes == 20);
+  CHECK(crashed_pids == victims);
   CHECK(OutOfPlace(FrameIndices(dir + "/out.mp4", kW, kH), kFrames) == 0);
   CHECK(FrameHashes(dir + "/out.mp4", kW, kH) == FrameHashes(dir + "/reference.mp4", kW, kH));
   CheckNothingLeft(dir);

@@ -101,7 +101,7 @@ SchedulerType=sched/backfill
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 ReturnToService=2
-SchedulerParameters=defer_batch=0
+SchedulerParameters=defer_batch=0,sched_interval=1,bf_interval=1
 MinJobAge=600
 $node State=UNKNOWN
 PartitionName=local Nodes=ALL Default=YES MaxTime=INFINITE State=UP

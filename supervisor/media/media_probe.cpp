@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 #include <sys/stat.h>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -353,8 +354,35 @@ Rational ParseRational(const std::string& text) {
   return r;
 }
 
-Result<MediaInfo> ProbeMedia(const std::string& ffprobe, const SourceFile& source,
-                             bool frame_times) {
+namespace {
+
+// What Probe reads beyond the format, streams and chapters.
+enum class FrameRead {
+  kNone,
+  kTimesAndFields,            // every packet's time; the first frames' field order
+  kTimesAndFieldsUnlessWord,  // the same, but a stream's own "progressive" is taken
+};
+
+// Every packet's time and the first frames' field order, read by two ffprobe runs at once (each
+// opens the file anew through /proc/self/fd, so neither moves the other's position).
+Status ReadTimesAndFields(const std::string& ffprobe, const SourceFile& source, bool fields,
+                          MediaInfo* info) {
+  VideoStreamInfo field_info = info->video;
+  Status field_status = Status::Ok();
+  std::thread field_reader;
+  if (fields) {
+    field_reader = std::thread(
+        [&] { field_status = ReadFrameFieldOrder(ffprobe, source, &field_info); });
+  }
+  Status times = ReadFrameTimes(ffprobe, source, info);
+  if (field_reader.joinable()) field_reader.join();
+  FM_RETURN_IF_ERROR(times);
+  FM_RETURN_IF_ERROR(field_status);
+  info->video.field_order = field_info.field_order;
+  return Status::Ok();
+}
+
+Result<MediaInfo> Probe(const std::string& ffprobe, const SourceFile& source, FrameRead frames) {
   const std::string& path = source.name;
   std::vector<std::string> argv = {ffprobe, "-v", "error"};
   argv.insert(argv.end(), source.restrictions.begin(), source.restrictions.end());
@@ -429,14 +457,29 @@ Result<MediaInfo> ProbeMedia(const std::string& ffprobe, const SourceFile& sourc
     return Status(StatusCode::kInputInvalid, path + ": video stream has no frame rate");
   }
   FM_RETURN_IF_ERROR(ReadFrameHdr(ffprobe, source, &info.video));
-  if (frame_times) {
-    FM_RETURN_IF_ERROR(ReadFrameTimes(ffprobe, source, &info));
-    FM_RETURN_IF_ERROR(ReadFrameFieldOrder(ffprobe, source, &info.video));
+  if (frames != FrameRead::kNone) {
+    const bool fields = frames == FrameRead::kTimesAndFields ||
+                        info.video.field_order != "progressive";
+    FM_RETURN_IF_ERROR(ReadTimesAndFields(ffprobe, source, fields, &info));
     if (info.video.frame_count == 0) {
       return Status(StatusCode::kInputInvalid, path + ": video stream has no frames");
     }
   }
   return info;
+}
+
+}  // namespace
+
+Result<MediaInfo> ProbeMedia(const std::string& ffprobe, const SourceFile& source,
+                             bool frame_times) {
+  return Probe(ffprobe, source, frame_times ? FrameRead::kTimesAndFields : FrameRead::kNone);
+}
+
+Result<MediaInfo> ProbeOwnOutput(const std::string& ffprobe, const SourceFile& output,
+                                 bool interlaced_expected) {
+  return Probe(ffprobe, output,
+               interlaced_expected ? FrameRead::kTimesAndFields
+                                   : FrameRead::kTimesAndFieldsUnlessWord);
 }
 
 }  // namespace framemill

@@ -99,6 +99,13 @@ struct SourceFile {
 Result<MediaInfo> ProbeMedia(const std::string& ffprobe, const SourceFile& source,
                              bool frame_times);
 
+// ProbeMedia with frame_times, for a file framemill encoded itself (the verify step): where it
+// asked the encoder for progressive frames and the stream says "progressive", that word is taken
+// and no frame is decoded (one ffprobe run fewer); an output meant to be interlaced has its first
+// frames read as ProbeMedia reads them.
+Result<MediaInfo> ProbeOwnOutput(const std::string& ffprobe, const SourceFile& output,
+                                 bool interlaced_expected);
+
 // Parses "30000/1001" (also "25"); den 0 or garbage gives {0, 1}.
 Rational ParseRational(const std::string& text);
 

@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "supervisor/media/carried_metadata.h"
 #include "supervisor/media/depth_check.h"
+#include "supervisor/media/source_geometry.h"
 #include "supervisor/process/subprocess.h"
 
 namespace framemill {
@@ -32,7 +33,8 @@ std::string Extension(const std::string& path) {
 Status Verify(const MuxRequest& rq, int fd, const CarriedMetadata& carried,
               const CarriedPlan& plan) {
   const SourceFile output{fd, "output " + rq.output, rq.source.restrictions};
-  Result<MediaInfo> out = ProbeMedia(rq.ffprobe, output, true);
+  Result<MediaInfo> out =
+      ProbeOwnOutput(rq.ffprobe, output, IsInterlaced(rq.geometry.field_order));
   if (!out.ok())
     return Status(StatusCode::kVerifyFailed,
                   "output cannot be read back: " + out.status().message());

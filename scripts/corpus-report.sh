@@ -19,7 +19,7 @@ rows=$(mktemp)
 trap 'rm -f "$rows"' EXIT
 # Entries fail on purpose in a "before" table: the exit status of the run is not this script's.
 FRAMEMILL_CORPUS_REPORT=$rows FRAMEMILL_CORPUS_FRAMEMILL=${framemill:+$(realpath "$framemill")} \
-  ctest --test-dir "$build_dir" -R '^integration: ?corpus: ' -E 'every entry' -j "$(nproc)" \
+  ctest --test-dir "$build_dir" -R '^integration: ?corpus: ' -E 'every entry' -j "$((4 * $(nproc)))" \
   >/dev/null 2>&1 || true
 # Rows in the table's order (they arrive in the order the entries finish).
 for name in $(grep -o 'CORPUS_CASE("[^"]*")' tests/integration/corpus_test.cpp | sed 's/.*("\(.*\)")/\1/'); do

@@ -95,7 +95,7 @@ if [ $tests = 1 ]; then
   # the rest of its binary). The importers' cases read the npm model packages, 315 MB, more than
   # a device call carries: they are left out here and run on the Debian CI.
   step "unit tests (cuda)" unit-tests.log env FRAMEMILL_TEST_DEVICE=cuda \
-    ctest --test-dir build-gpu --output-on-failure -j "$(nproc)" -R '^unit:' \
+    ctest --test-dir build-gpu --output-on-failure -j "$((4 * $(nproc)))" -R '^unit:' \
     -E '^unit:(tfjs|ncnn) ' || failed=1
   [ $dry = 1 ] || grep -E "tests passed|\(Skipped\)|\(Failed\)" "$OUT/unit-tests.log"
   # Every GPU of the machine for the `gpus` test.

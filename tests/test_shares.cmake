@@ -1,0 +1,63 @@
+# Included by ctest (TEST_INCLUDE_FILES) after the discovered doctest cases are defined: how much
+# of a core each test keeps busy, as ctest's PROCESSORS in quarter cores. scripts/test.sh runs
+# ctest with four slots a core; a test takes 4 (a core) unless it is listed here. Tests that
+# mostly wait (on Slurm's scheduler, a worker's timeout, a backoff, a hung part) take fewer slots
+# and run beside the others instead of holding a core idle; a test that keeps two cores busy
+# takes 8. A name that matches no test (renamed, or not built here) changes nothing: that test
+# takes a core.
+#
+# Measured, not guessed: tests/measure_test_shares.py BUILD_DIR -j $(nproc) runs the suite on an
+# idle machine and rewrites the lines below (each with the CPU and wall seconds it saw). The lines
+# below are from a first measurement, 2026-12-06, 2 cores: CPU seconds from one ctest -j2 run of
+# 89911a6 while other builds shared the machine (the tests it reached), wall seconds from the
+# clean-clone run of 3fc4144 (BENCHMARKS.md, the test suite on 2 cores).
+set_tests_properties([==[integration:cli: --help on every command is usage on stdout with exit 0, bad usage is exit 2]==] PROPERTIES PROCESSORS 3)  # 1 s CPU in 2 s
+set_tests_properties([==[integration:faults: a decoder killed mid-job is restarted at its frame and the output is exact]==] PROPERTIES PROCESSORS 5)  # 5 s CPU in 4 s
+set_tests_properties([==[integration:faults: the decoder fault hook ends the stream at its frame when ffmpeg has finished]==] PROPERTIES PROCESSORS 3)  # 1 s CPU in 1 s
+set_tests_properties([==[integration:geometry: interlaced TFF and BFF: deinterlaced and flagged progressive, or kept]==] PROPERTIES PROCESSORS 3)  # 21 s CPU in 32 s
+set_tests_properties([==[integration:live mux: the output joined beside the render has the packets of the join after it]==] PROPERTIES PROCESSORS 5)  # 18 s CPU in 16 s
+set_tests_properties([==[integration:model import: a job whose input the model's card refuses fails before any frame]==] PROPERTIES PROCESSORS 3)  # 2 s CPU in 3 s
+set_tests_properties([==[integration:model import: esrgan-slim-x2 upscales a real clip 2x, frame-exact, within a GAN margin of bicubic]==] PROPERTIES PROCESSORS 3)  # 9 s CPU in 12 s
+set_tests_properties([==[integration:model import: esrgan-slim-x2 writes a model and its card, which info prints]==] PROPERTIES PROCESSORS 2)  # 8 s CPU in 15 s
+set_tests_properties([==[integration:named files: a card whose sha256 is not its model's fails the job, the right one runs]==] PROPERTIES PROCESSORS 2)  # 4 s CPU in 7 s
+set_tests_properties([==[integration:named files: a face detector outside the model roots is refused before any parse]==] PROPERTIES PROCESSORS 3)  # 1 s CPU in 1 s
+set_tests_properties([==[integration:named files: a face table outside the input roots, or a FIFO, is refused at once]==] PROPERTIES PROCESSORS 3)  # 2 s CPU in 2 s
+set_tests_properties([==[integration:named files: a malformed card's error names the line, never the bytes it read]==] PROPERTIES PROCESSORS 3)  # 1 s CPU in 1 s
+set_tests_properties([==[integration:named files: a model card linked outside the model roots is refused, its bytes unread]==] PROPERTIES PROCESSORS 2)  # 1 s CPU in 2 s
+set_tests_properties([==[integration:parts: three parts and a stitch give the one-machine output, each part seeking]==] PROPERTIES PROCESSORS 3)  # 17 s CPU in 24 s
+set_tests_properties([==[integration:path attack: a model symlink swapped to an outside model while jobs run]==] PROPERTIES PROCESSORS 2)  # 12 s CPU in 21 s
+set_tests_properties([==[integration:path attack: an input symlink swapped to an outside secret while jobs run]==] PROPERTIES PROCESSORS 3)  # 19 s CPU in 27 s
+set_tests_properties([==[integration:path attack: links at the output and at the old predictable temp names]==] PROPERTIES PROCESSORS 3)  # 5 s CPU in 7 s
+set_tests_properties([==[integration:path attack: playlists and lists inside the input root that name outside files]==] PROPERTIES PROCESSORS 3)  # 2 s CPU in 4 s
+set_tests_properties([==[integration:path attack: the output directory swapped and temp names replaced while jobs run]==] PROPERTIES PROCESSORS 3)  # 15 s CPU in 22 s
+set_tests_properties([==[integration:preview: --frames outside 1..64 is a usage error, and --help documents it]==] PROPERTIES PROCESSORS 2)  # 0 s CPU in 1 s
+set_tests_properties([==[integration:preview: a before/after sheet of K rows, an estimate, and only the samples decoded]==] PROPERTIES PROCESSORS 5)  # 11 s CPU in 11 s
+set_tests_properties([==[integration:real footage: every shared clip through identity keeps frames, rate, picture, audio]==] PROPERTIES PROCESSORS 3)  # 48 s CPU in 61 s
+set_tests_properties([==[integration:recovery: 20 SIGKILLs of random workers at random moments change nothing]==] PROPERTIES PROCESSORS 8)  # 55 s CPU in 22 s
+set_tests_properties([==[integration:recovery: a chunk held while the worker starts the next is sent again when it crashes]==] PROPERTIES PROCESSORS 2)  # 8 s CPU in 18 s
+set_tests_properties([==[integration:recovery: a chunk that always crashes its worker fails the job with its frame range]==] PROPERTIES PROCESSORS 5)  # 19 s CPU in 17 s
+set_tests_properties([==[integration:recovery: a leaking model is recycled by its memory limit and the output stays exact]==] PROPERTIES PROCESSORS 3)  # 18 s CPU in 24 s
+set_tests_properties([==[integration:recovery: a worker binary that cannot be started for a moment delays the replacement, and the job finishes]==] PROPERTIES PROCESSORS 3)  # 16 s CPU in 23 s
+set_tests_properties([==[integration:recovery: workers get PYTORCH_CUDA_ALLOC_CONF and PYTORCH_ALLOC_CONF from the config]==] PROPERTIES PROCESSORS 3)  # 7 s CPU in 9 s
+set_tests_properties([==[integration:report: a job whose worker always crashes still gets a report that says it failed]==] PROPERTIES PROCESSORS 5)  # 7 s CPU in 6 s
+set_tests_properties([==[integration:report: a real job's report renders in Chromium with its plots, markers and stills]==] PROPERTIES PROCESSORS 5)  # 17 s CPU in 16 s
+set_tests_properties([==[integration:report: a report that cannot be written is a warning, never a failed job]==] PROPERTIES PROCESSORS 5)  # 11 s CPU in 9 s
+set_tests_properties([==[integration:run: stopped or killed at a random segment, the same command continues frame-exact]==] PROPERTIES PROCESSORS 5)  # 27 s CPU in 25 s
+set_tests_properties([==[integration:sandbox: a model that reads a file outside its roots is refused (and reads it unconfined)]==] PROPERTIES PROCESSORS 3)  # 6 s CPU in 8 s
+set_tests_properties([==[integration:sandbox: a model that writes a file is refused, the file unchanged (and written unconfined)]==] PROPERTIES PROCESSORS 3)  # 6 s CPU in 8 s
+set_tests_properties([==[integration:sandbox: a worker cannot connect a TCP socket (and can unconfined)]==] PROPERTIES PROCESSORS 3)  # 5 s CPU in 7 s
+set_tests_properties([==[integration:sandbox: a worker cannot fork (and can unconfined)]==] PROPERTIES PROCESSORS 3)  # 5 s CPU in 7 s
+set_tests_properties([==[integration:sandbox: a worker cannot signal the supervisor (and can unconfined)]==] PROPERTIES PROCESSORS 1)  # 0 s CPU in 6 s
+set_tests_properties([==[integration:service metrics: "metrics_textfile": "" writes no file]==] PROPERTIES PROCESSORS 2)  # 1 s CPU in 2 s
+set_tests_properties([==[integration:service metrics: a chunk that crashes every worker: the crashes and the failed job]==] PROPERTIES PROCESSORS 3)  # 8 s CPU in 14 s
+set_tests_properties([==[integration:service: --json, the on_job_end hook once per job, and journal priorities]==] PROPERTIES PROCESSORS 3)  # 5 s CPU in 8 s
+set_tests_properties([==[integration:service: a job that kills the supervisor max_job_starts times is filed as crashed, the next job runs, and retry finishes it]==] PROPERTIES PROCESSORS 3)  # 9 s CPU in 12 s
+set_tests_properties([==[integration:service: poison job files among good jobs: each filed with a reason, the service never stops and no good job waits]==] PROPERTIES PROCESSORS 3)  # 18 s CPU in 23 s
+set_tests_properties([==[integration:slurm: 3 parts and a stitch equal the one-machine run, and a requeued part resumes]==] PROPERTIES PROCESSORS 1)  # 11 s CPU in 67 s
+set_tests_properties([==[integration:slurm: a task cancelled mid-part is run again by resume, from its own done-log]==] PROPERTIES PROCESSORS 2)  # 11 s CPU in 26 s
+set_tests_properties([==[integration:slurm: the service resumes once a job whose part failed, and files it in done/]==] PROPERTIES PROCESSORS 2)  # 5 s CPU in 15 s
+set_tests_properties([==[integration:slurm: the service with backend slurm files a submitted job in done/ with its output]==] PROPERTIES PROCESSORS 2)  # 3 s CPU in 10 s
+set_tests_properties([==[integration:spool: a user's backlog at priority 1000 with back-dated files does not hold another user's job, and the queue's age is not back-dated]==] PROPERTIES PROCESSORS 3)  # 16 s CPU in 21 s
+set_tests_properties([==[integration:spool: submit works on a fresh install, another user can neither move nor cancel a job, its submitter can cancel it]==] PROPERTIES PROCESSORS 3)  # 4 s CPU in 7 s
+set_tests_properties([==[integration:spool: the service writes an output only where its submitter could, and overwrites only what its submitter could replace]==] PROPERTIES PROCESSORS 3)  # 8 s CPU in 10 s
+set_tests_properties([==[integration:spool: warm workers serve their submitter's next job of the same model, never another user's]==] PROPERTIES PROCESSORS 3)  # 12 s CPU in 17 s

@@ -6,35 +6,18 @@
 // "Identity fidelity").
 #include <doctest/doctest.h>
 
-#include <cstdio>
 #include <string>
 
 #include "harness.h"
+#include "psnr.h"
 
 using namespace framemill::test;
 
 namespace {
 
-struct Planes {
-  double y = 0, u = 0, v = 0;
-};
-
 void MustShell(const std::string& command) {
   RunResult r = Shell(command);
   REQUIRE_MESSAGE(r.exit_code == 0, command << "\n" << r.err);
-}
-
-// ffmpeg's psnr of every frame of `out` against `src`, paired in order.
-Planes Psnr(const std::string& out, const std::string& src) {
-  RunResult r =
-      Shell("ffmpeg -nostdin -hide_banner -nostats -i '" + out + "' -i '" + src +
-            "' -lavfi '[0:v]settb=1/25,setpts=N[a];[1:v]settb=1/25,setpts=N[b];[a][b]psnr' -f null "
-            "- 2>&1");
-  Planes p;
-  const size_t at = r.out.find("PSNR y:");
-  REQUIRE_MESSAGE(at != std::string::npos, r.out);
-  REQUIRE(std::sscanf(r.out.c_str() + at, "PSNR y:%lf u:%lf v:%lf", &p.y, &p.u, &p.v) == 3);
-  return p;
 }
 
 // `src` through identity (color_conversion device) and through ffmpeg's direct re-encode at the
@@ -52,7 +35,7 @@ void CheckCostsNoMoreThanEncoder(const std::string& dir, const std::string& src)
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
   MustShell("ffmpeg -nostdin -v error -y -i '" + src +
             "' -map 0:v -c:v libx264 -crf 18 -preset medium -pix_fmt yuv420p '" + direct + "'");
-  const Planes p = Psnr(ours, src), ref = Psnr(direct, src);
+  const Psnr p = MeasurePsnr(ours, src), ref = MeasurePsnr(direct, src);
   MESSAGE("identity y " << p.y << " u " << p.u << " v " << p.v << "; ffmpeg's re-encode y "
                         << ref.y << " u " << ref.u << " v " << ref.v);
   CHECK(p.y >= ref.y - 0.5);

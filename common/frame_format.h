@@ -3,7 +3,7 @@
 // rgb48 (ffmpeg converted a source of more than 8 bits per component: 16 bits reach the model),
 // or the source's own planar YUV 4:2:0, 8-bit (color_conversion device: the worker converts on
 // its device, so half the bytes cross the pipe, the arena and the bus, and no CPU time goes to
-// swscale). Output: rgb24, or rgb48 for an output of more than 8 bits.
+// swscale). Output: rgb24, rgb48 (an output of more than 8 bits), or yuv420p (frame_convert.h).
 #pragma once
 
 #include <cstddef>

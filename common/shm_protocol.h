@@ -85,7 +85,7 @@ struct ArenaGeometry {
   FrameFormat in_format = FrameFormat::kRgb24;  // how the input frames lie in a slot
   YuvMatrix in_matrix = YuvMatrix::kBt601;      // kYuv420p: the matrix to RGB
   uint32_t in_full_range = 0;  // kYuv420p: 1 = full range (0-255), 0 = limited (16-235)
-  FrameFormat out_format = FrameFormat::kRgb24;  // kRgb24 or kRgb48: how the model's output lies
+  FrameFormat out_format = FrameFormat::kRgb24;  // kRgb24, kRgb48 or kYuv420p (shm_validate.h)
   uint64_t slot_bytes = 0;                       // distance between slots
   uint64_t data_offset = 0;                      // from the start of the object to slot 0
   uint64_t total_bytes = 0;                      // size of the whole object

@@ -185,8 +185,13 @@ Status ValidateArenaGeometry(const ArenaGeometry& g, uint64_t mapping_bytes) {
     return bad("frame size out of range");
   }
   if (static_cast<uint32_t>(g.in_format) > kLastFrameFormat) return bad("unknown input format");
-  if (g.out_format != FrameFormat::kRgb24 && g.out_format != FrameFormat::kRgb48) {
-    return bad("output format is neither rgb24 nor rgb48");
+  if (g.out_format == FrameFormat::kYuv420p &&
+      (g.in_format != FrameFormat::kYuv420p || g.face_slots != 0 || g.out_width % 2 != 0 ||
+       g.out_height % 2 != 0)) {
+    return bad("yuv420p output without yuv420p input, with faces or of an odd size");
+  }
+  if (static_cast<uint32_t>(g.out_format) > kLastFrameFormat) {
+    return bad("unknown output format");
   }
   if (static_cast<uint32_t>(g.in_matrix) > static_cast<uint32_t>(YuvMatrix::kFcc)) {
     return bad("unknown YUV matrix");

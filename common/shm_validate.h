@@ -100,7 +100,8 @@ Status ValidateControlHeader(const void* data, size_t bytes);
 // An arena geometry fits a mapping of `mapping_bytes`: every slot's input and output frames and
 // its FaceWarps lie inside it (no overflow anywhere), enums in range, sizes non-zero and bounded;
 // face fields zero, or face_slots <= kMaxFacesPerFrame, face_size in kMinFaceSize..kMaxFaceSize,
-// face_blend <= face_size / 2 and the output frame the input's size.
+// face_blend <= face_size / 2 and the output frame the input's size; a yuv420p output only after
+// a yuv420p input, of whole frames (no face slots) of even width and height.
 Status ValidateArenaGeometry(const ArenaGeometry& g, uint64_t mapping_bytes);
 
 // The text in a fixed buffer up to its NUL (or all `bytes` of it), with every byte that is not

@@ -73,6 +73,9 @@ InputLayout ArenaLayout(const ArenaGeometry& arena) {
   layout.width = arena.in_width;
   layout.matrix = arena.in_matrix;
   layout.full_range = arena.in_full_range != 0;
+  // YUV back out (frame_convert.h): the colour path stays in float, unclamped, both ways.
+  layout.unclamped =
+      arena.in_format == FrameFormat::kYuv420p && arena.out_format == FrameFormat::kYuv420p;
   return layout;
 }
 

@@ -22,6 +22,13 @@ FrameFormat ArenaPlanner::InputFormat(ColorConversion conversion) const {
                                                  : FrameFormat::kRgb24;
 }
 
+FrameFormat ArenaPlanner::OutputFormat(FrameFormat in_format, int out_w, int out_h) const {
+  const bool yuv_back = in_format == FrameFormat::kYuv420p && settings_.mode != JobMode::kFaces &&
+                        out_w % 2 == 0 && out_h % 2 == 0 && !p_.color_path.full_range &&
+                        p_.encoder.pix_fmt == "yuv420p";
+  return yuv_back ? FrameFormat::kYuv420p : p_.out_format;
+}
+
 Result<ArenaGeometry> ArenaPlanner::For(int out_w, int out_h, FrameFormat in_format) const {
   const VideoStreamInfo& v = p_.media.video;
   ArenaGeometry shape;
@@ -31,7 +38,7 @@ Result<ArenaGeometry> ArenaPlanner::For(int out_w, int out_h, FrameFormat in_for
   shape.in_format = in_format;
   shape.in_matrix = MatrixForColorSpace(p_.color_path.color_space);
   shape.in_full_range = p_.color_path.full_range ? 1 : 0;
-  shape.out_format = p_.out_format;
+  shape.out_format = OutputFormat(in_format, out_w, out_h);
   shape.out_width = static_cast<uint32_t>(out_w);
   shape.out_height = static_cast<uint32_t>(out_h);
   if (settings_.mode == JobMode::kFaces) {

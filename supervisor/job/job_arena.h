@@ -48,6 +48,11 @@ class ArenaPlanner {
   // How input frames lie in a slot: with color_conversion device the source's 4:2:0 planes as
   // they are; more than 8 bits reach the model as 16 (rgb48).
   FrameFormat InputFormat(ColorConversion conversion) const;
+  // How output frames lie in a slot: yuv420p where the input is (color_conversion device), the
+  // frames are whole and of even size, the source limited range and the encoder's pix_fmt
+  // yuv420p: the worker converts back to YUV in float, the encoder takes the planes as they are
+  // (worker/batch/frame_convert.h says why). Else the prepared job's rgb24 or rgb48.
+  FrameFormat OutputFormat(FrameFormat in_format, int out_w, int out_h) const;
   // The arena's geometry for these output and input frames.
   Result<ArenaGeometry> For(int out_w, int out_h, FrameFormat in_format) const;
   // The arena this job will most likely need, guessed before any worker has probed the model:

@@ -260,7 +260,7 @@ EncodeSetup JobRun::EncodeSetupFor() {
   fmt.encoder = encoder_;
   fmt.accurate_color = decoder_.conversion() == ColorConversion::kAccurate;
   fmt.color = prepared_.color_path;
-  fmt.in_format = prepared_.out_format;
+  fmt.in_format = arena_.geometry.out_format;
   fmt.hdr = prepared_.media.video.hdr;
   fmt.sample_aspect = out_geometry_.sample_aspect;
   fmt.field_order = out_geometry_.field_order;

@@ -257,7 +257,8 @@ void AddDepthArguments(const SegmentFormat& f, std::vector<std::string>* a,
                        std::vector<std::string>* tail) {
   EncoderColor c = EncoderColorArguments(f.color, f.encoder.pix_fmt, f.accurate_color);
   std::vector<std::string> filters;
-  if (!c.filter.empty()) filters.push_back(c.filter);
+  // yuv420p frames are the output's planes already (the workers converted back in float).
+  if (!c.filter.empty() && f.in_format != FrameFormat::kYuv420p) filters.push_back(c.filter);
   AppendGeometryArguments(f, &filters, a);  // the colour conversion, then setsar/setfield
   a->insert(a->end(), c.flags.begin(), c.flags.end());
   std::vector<std::string> hdr = HdrEncoderArguments(f.encoder.codec, f.hdr);

@@ -76,7 +76,7 @@ struct SegmentFormat {
   // ("progressive", "tt" or "bb"). Odd sizes are handled by the pixel format (PixelFormatForSize).
   Rational sample_aspect{1, 1};
   std::string field_order = "progressive";
-  FrameFormat in_format = FrameFormat::kRgb24;  // the frames written to it: rgb24 or rgb48le
+  FrameFormat in_format = FrameFormat::kRgb24;  // the frames it is given: rgb24, rgb48le, yuv420p
   HdrMetadata hdr;                              // written into the bitstream where the encoder can
 };
 

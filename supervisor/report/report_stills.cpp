@@ -207,7 +207,7 @@ void StillCapture::Capture(int64_t chunk, const uint8_t* in, const uint8_t* out)
     s.input_uri = still(in, arena_.in_format, arena_.in_width, arena_.in_height, arena_.in_matrix,
                         arena_.in_full_range != 0);
     s.output_uri = still(out, arena_.out_format, arena_.out_width, arena_.out_height,
-                         YuvMatrix::kBt601, false);
+                         arena_.in_matrix, arena_.in_full_range != 0);
   } else {
     CaptureCrop(in, out, &s);
   }
@@ -229,7 +229,8 @@ void StillCapture::CaptureCrop(const uint8_t* in, const uint8_t* out, ReportStil
   const int first = packed ? crop.y : 0, count = packed ? crop.height : oh;
   const std::vector<uint8_t> rows = FrameToRgb24(
       out + FrameBytes(arena_.out_format, arena_.out_width, 1) * size_t(first), arena_.out_format,
-      arena_.out_width, static_cast<uint32_t>(count), YuvMatrix::kBt601, false);
+      arena_.out_width, static_cast<uint32_t>(count), arena_.in_matrix,
+      arena_.in_full_range != 0);
   StillCrop in_rows = crop;
   in_rows.y = crop.y - first;
   s->input_uri = RgbToDataUri(ScaledCrop(source, iw, ih, ow, oh, crop), crop.width, crop.height);

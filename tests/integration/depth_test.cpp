@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "harness.h"
+#include "psnr.h"
 #include "supervisor/media/source_intake.h"
 
 using namespace framemill::test;
@@ -19,24 +20,6 @@ namespace {
 
 const std::string kMasterDisplay =
     "G(13250,34500)B(7500,3000)R(34000,16000)WP(15635,16450)L(10000000,50)";
-
-struct Psnr {
-  double y = 0, u = 0, v = 0;
-};
-
-// ffmpeg's psnr filter over all frames of `out` against `src`, paired in order (one time base
-// for both, or frames of files with different time bases would be paired wrongly).
-Psnr MeasurePsnr(const std::string& out, const std::string& src) {
-  RunResult r =
-      Shell("ffmpeg -nostdin -hide_banner -nostats -i '" + out + "' -i '" + src +
-            "' -lavfi '[0:v]settb=1/25,setpts=N[a];[1:v]settb=1/25,setpts=N[b];[a][b]psnr' -f null "
-            "- 2>&1");
-  Psnr p;
-  size_t at = r.out.find("PSNR y:");
-  REQUIRE_MESSAGE(at != std::string::npos, r.out);
-  REQUIRE(std::sscanf(r.out.c_str() + at, "PSNR y:%lf u:%lf v:%lf", &p.y, &p.u, &p.v) == 3);
-  return p;
-}
 
 void Make(const std::string& path, const std::string& args) {
   RunResult r = Shell("ffmpeg -nostdin -v error -y " + args + " '" + path + "'");

@@ -390,7 +390,13 @@ TEST_CASE("device colour conversion: colours match ffmpeg's for BT.601, BT.709 a
     }
     REQUIRE(out["accurate"].size() == kFrames);
     REQUIRE(out["device"].size() == kFrames);
-    Difference d = WorstDifference(out["accurate"], kW, out["device"], kW, kW, kH);
+    // A limited-range 4:2:0 source goes back to YUV in the workers, in float, never clamped to
+    // the RGB cube (frame_convert.h): its reference is the source itself, which `accurate`,
+    // through 8-bit RGB, misses at colour edges. The others go through RGB both ways.
+    const bool yuv_back = s.worker_format == "yuv420p";
+    const Frames reference = yuv_back ? DecodeAll(input, kW, kH) : out["accurate"];
+    REQUIRE(reference.size() == kFrames);
+    Difference d = WorstDifference(reference, kW, out["device"], kW, kW, kH);
     CHECK(d.mean < 0.5);
     CHECK(d.far < 0.001);
   }

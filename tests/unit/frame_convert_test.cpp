@@ -99,6 +99,16 @@ TEST_CASE("frame convert: 4:2:0 chroma is repeated over its 2x2 block") {
 
 namespace {
 
+InputLayout YuvLayout(int64_t h, int64_t w, YuvMatrix m, bool full) {
+  InputLayout in;
+  in.format = FrameFormat::kYuv420p;
+  in.height = h;
+  in.width = w;
+  in.matrix = m;
+  in.full_range = full;
+  return in;
+}
+
 // ffmpeg's arithmetic for one limited- or full-range sample, in double: the reference the
 // worker's float matrix product must stay within float rounding of.
 void ReferenceRgb(double y, double u, double v, YuvMatrix m, bool full, double rgb[3]) {
@@ -123,12 +133,7 @@ TEST_CASE("frame convert: yuv420p of odd and even sizes, every matrix and range,
         for (bool full : {false, true}) {
           INFO("device " << device.str() << ", " << w << "x" << h << ", matrix "
                          << static_cast<int>(m) << ", " << std::string(full ? "full" : "limited"));
-          InputLayout in;
-          in.format = FrameFormat::kYuv420p;
-          in.height = h;
-          in.width = w;
-          in.matrix = m;
-          in.full_range = full;
+          const InputLayout in = YuvLayout(h, w, m, full);
           const int64_t cw = (w + 1) / 2, ch = (h + 1) / 2, b = 2;
           torch::Tensor f = torch::randint(0, 256, {b, in.FrameBytes()}, torch::kUInt8);
           torch::Tensor rgb = ToModelInput(f.to(device), in, torch::kFloat32).cpu();
@@ -202,6 +207,50 @@ TEST_CASE("frame convert: 8-bit output is y * 255 to the nearest level, clamped,
                                     .permute({0, 2, 3, 1});
         CHECK(torch::equal(dst.cpu(), rounded));
       }
+    }
+  }
+}
+
+namespace {
+
+// yuv420p layouts of odd and even sizes, three matrices and both ranges.
+std::vector<InputLayout> YuvLayouts() {
+  std::vector<InputLayout> layouts;
+  for (auto [h, w] : {std::pair<int64_t, int64_t>{6, 8}, {5, 7}, {2, 2}}) {
+    for (YuvMatrix m : {YuvMatrix::kBt601, YuvMatrix::kBt709, YuvMatrix::kBt2020}) {
+      for (bool full : {false, true}) {
+        layouts.push_back(YuvLayout(h, w, m, full));
+      }
+    }
+  }
+  return layouts;
+}
+
+}  // namespace
+
+TEST_CASE("frame convert: yuv420p -> unclamped float RGB -> yuv420p gives every plane back") {
+  // Random planes are mostly outside the RGB cube: kept unclamped, the float round trip returns
+  // each level (the identity pass then costs only the encoder); clamped, it cannot.
+  for (const torch::Device& device : Devices()) {
+    for (InputLayout in : YuvLayouts()) {
+      INFO("device " << device.str() << ", " << in.width << "x" << in.height << ", matrix "
+                     << static_cast<int>(in.matrix) << (in.full_range ? ", full" : ", limited"));
+      const int64_t b = 3;
+      torch::Tensor f = torch::randint(0, 256, {b, in.FrameBytes()}, torch::kUInt8);
+      const std::vector<int64_t> shape =
+          OutputFramesShape(FrameFormat::kYuv420p, b, in.height, in.width);
+      CHECK(shape == std::vector<int64_t>{b, in.FrameBytes()});
+      torch::Tensor back = torch::empty(shape, f.options().device(device));
+      in.unclamped = true;
+      WriteOutputFrames(ToModelInput(f.to(device), in, torch::kFloat32), back,
+                        FrameFormat::kYuv420p, in);
+      CHECK(torch::equal(back.cpu(), f));
+      in.unclamped = false;
+      torch::Tensor clamped = ToModelInput(f.to(device), in, torch::kFloat32);
+      CHECK(clamped.min().item<float>() >= 0.0f);
+      CHECK(clamped.max().item<float>() <= 1.0f);
+      WriteOutputFrames(clamped, back, FrameFormat::kYuv420p, in);
+      CHECK_FALSE(torch::equal(back.cpu(), f));
     }
   }
 }

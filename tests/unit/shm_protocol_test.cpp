@@ -287,7 +287,7 @@ TEST_CASE("shm protocol: each corrupted geometry field of a created arena fails 
   }
   SUBCASE("output format") {
     g.out_format = FrameFormat::kYuv420p;
-    expect = "neither rgb24 nor rgb48";
+    expect = "yuv420p output without yuv420p input";
   }
   SUBCASE("matrix") {
     g.in_matrix = static_cast<YuvMatrix>(99);

@@ -179,6 +179,21 @@ TEST_CASE("shm validate: an arena geometry must fit its mapping") {
   CHECK_FALSE(ValidateArenaGeometry(bad, UINT64_MAX).ok());
 }
 
+TEST_CASE("shm validate: yuv420p output needs yuv420p input, whole frames and an even size") {
+  ArenaGeometry g = GoodGeometry();
+  g.in_format = g.out_format = FrameFormat::kYuv420p;  // smaller than the rgb24 slots
+  CHECK(ValidateArenaGeometry(g, UINT64_MAX).ok());
+  ArenaGeometry bad = g;
+  SUBCASE("rgb24 input") { bad.in_format = FrameFormat::kRgb24; }
+  SUBCASE("an odd width") { bad.out_width = 127; }
+  SUBCASE("an odd height") { bad.out_height = 95; }
+  SUBCASE("faces") {
+    bad.face_slots = 1;
+    bad.face_size = 32;
+  }
+  CHECK_FALSE(ValidateArenaGeometry(bad, UINT64_MAX).ok());
+}
+
 TEST_CASE("shm validate: face fields are bounded, need the output at the input's size, and room") {
   ArenaGeometry g = GoodGeometry();
   g.out_width = g.in_width;

@@ -60,9 +60,10 @@ Status BatchRunner::RunOnCpu(const ChunkFrames& c,
     FM_RETURN_IF_ERROR(CheckOutputShape(*y, pad ? c.batch : b, c.out_h, c.out_w));
     if (pad) *y = y->narrow(0, 0, b);
     torch::Tensor dst =
-        torch::from_blob(c.out + off * out_bytes, {b, c.out_h, c.out_w, 3}, out_type);
+        torch::from_blob(c.out + off * out_bytes,
+                         OutputFramesShape(c.out_format, b, c.out_h, c.out_w), out_type);
     // Written straight into the arena.
-    WriteOutputFrames(*y, dst, c.out_format);
+    WriteOutputFrames(*y, dst, c.out_format, c.layout);
     profile_.Mark(i, ProfileMark::kFromModelEnd);
     after_batch(b);
   }

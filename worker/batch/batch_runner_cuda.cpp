@@ -27,7 +27,8 @@ Status BatchRunner::CudaState::ShapeBuffers(const ChunkFrames& c, const torch::D
   // between them and the arena while the device works on other batches.
   const bool staged = !c.pinned;
   const std::array<int64_t, 6> shape = {
-      c.batch, in_bytes, c.out_h, c.out_w, static_cast<int64_t>(out_type), staged ? 1 : 0};
+      c.batch, in_bytes, c.out_h, c.out_w,
+      static_cast<int64_t>(out_type) * 4 + static_cast<int64_t>(c.out_format), staged ? 1 : 0};
   if (shape != s.shape) {
     // A new frame size or batch: the buffers are made again once the device is idle (a chunk
     // whose output is pending may still be downloading from them).
@@ -41,13 +42,15 @@ Status BatchRunner::CudaState::ShapeBuffers(const ChunkFrames& c, const torch::D
     for (auto& buf : s.buffers) {
       auto opts = torch::TensorOptions().device(device).dtype(torch::kUInt8);
       buf.up = torch::empty({c.batch, in_bytes}, opts);
-      buf.down = torch::empty({c.batch, c.out_h, c.out_w, 3}, opts.dtype(out_type));
+      buf.down = torch::empty(OutputFramesShape(c.out_format, c.batch, c.out_h, c.out_w),
+                             opts.dtype(out_type));
       buf.host_up = torch::Tensor();
       buf.host_down = torch::Tensor();
       if (staged) {
         auto host = torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(true);
         buf.host_up = torch::empty({c.batch, in_bytes}, host);
-        buf.host_down = torch::empty({c.batch, c.out_h, c.out_w, 3}, host.dtype(out_type));
+        buf.host_down = torch::empty(OutputFramesShape(c.out_format, c.batch, c.out_h, c.out_w),
+                                     host.dtype(out_type));
       }
     }
     s.shape = shape;
@@ -109,7 +112,8 @@ Status BatchRunner::CudaState::RunBatches(BatchRunner& runner, const ChunkFrames
   const torch::ScalarType out_type = OutputElementType(c.out_format);
   const size_t out_bytes = static_cast<size_t>(c.OutFrameBytes());
   auto out_frames = [&](int64_t off, int64_t b) {
-    return torch::from_blob(c.out + off * out_bytes, {b, c.out_h, c.out_w, 3}, out_type);
+    return torch::from_blob(c.out + off * out_bytes,
+                            OutputFramesShape(c.out_format, b, c.out_h, c.out_w), out_type);
   };
   Status status = Status::Ok();
   const int64_t batches = (c.frames + c.batch - 1) / c.batch;
@@ -140,7 +144,7 @@ Status BatchRunner::CudaState::RunBatches(BatchRunner& runner, const ChunkFrames
     if (!status.ok()) break;
     if (b < c.batch) *y = y->narrow(0, 0, b);
     if (buf.used) buf.downloaded.block(compute);  // batch i-2's download has left `down`
-    WriteOutputFrames(*y, buf.down.narrow(0, 0, b), c.out_format);
+    WriteOutputFrames(*y, buf.down.narrow(0, 0, b), c.out_format, c.layout);
     profile_.Mark(i, ProfileMark::kFromModelEnd);
     buf.computed.record(compute);
     buf.used = true;

@@ -101,7 +101,36 @@ torch::Tensor YuvToRgb(const torch::Tensor& frames, const InputLayout& in,
     picture.addcmul_(luma.view({b, h, w, 1}), my);
     rgb = picture.to(dtype).contiguous();
   }
-  return rgb.permute({0, 3, 1, 2}).clamp_(0.0, 1.0);
+  rgb = rgb.permute({0, 3, 1, 2});
+  return in.unclamped ? rgb : rgb.clamp_(0.0, 1.0);
+}
+
+// RGB [b, 3, h, w] (any float type, unclamped) -> yuv420p levels into `dst` [b, FrameBytes]
+// uint8: the inverse of ColourMatrix's conversion, in float, chroma averaged over each 2x2 block
+// (over the pixels it has at an odd edge) as the encoder's swscale `area` does.
+void RgbToYuv420(const torch::Tensor& y, const torch::Tensor& dst, const InputLayout& colour) {
+  double kr = 0, kb = 0;
+  MatrixWeights(colour.matrix, &kr, &kb);
+  const double kg = 1.0 - kr - kb;
+  const double ys = colour.full_range ? 255.0 : 219.0, y0 = colour.full_range ? 0.0 : 16.0;
+  const double cs = colour.full_range ? 255.0 : 224.0;
+  const int64_t b = y.size(0), h = y.size(2), w = y.size(3);
+  const int64_t cw = (w + 1) / 2, ch = (h + 1) / 2;
+  const torch::Tensor rgb = y.to(torch::kFloat32);
+  const torch::Tensor r = rgb.select(1, 0), g = rgb.select(1, 1), bl = rgb.select(1, 2);
+  const torch::Tensor luma = r * kr + g * kg + bl * kb;  // [b, h, w], 0..1
+  // Levels + 0.5, so that the copy into uint8 (which truncates) rounds half up.
+  auto store = [&](torch::Tensor levels, int64_t offset, int64_t rows, int64_t cols) {
+    dst.narrow(1, offset, rows * cols).view({b, rows, cols}).copy_(levels.clamp_(0.0, 255.0));
+  };
+  auto chroma = [&](const torch::Tensor& colour_minus_luma, double k) {
+    torch::Tensor c = colour_minus_luma.mul(cs / (2.0 * (1.0 - k))).unsqueeze(1);
+    c = torch::avg_pool2d(c, {2, 2}, {2, 2}, {0, 0}, /*ceil_mode=*/true).squeeze(1);
+    return c.add_(128.5);
+  };
+  store(luma * ys + (y0 + 0.5), 0, h, w);
+  store(chroma(bl - luma, kb), h * w, ch, cw);
+  store(chroma(r - luma, kr), h * w + ch * cw, ch, cw);
 }
 
 // Little-endian uint16 samples (the arena's bytes, viewed as int16) -> float 0..65535.
@@ -137,7 +166,20 @@ torch::ScalarType OutputElementType(FrameFormat format) {
   return format == FrameFormat::kRgb48 ? torch::kInt16 : torch::kUInt8;
 }
 
-void WriteOutputFrames(const torch::Tensor& y, const torch::Tensor& dst, FrameFormat format) {
+std::vector<int64_t> OutputFramesShape(FrameFormat format, int64_t b, int64_t h, int64_t w) {
+  if (format == FrameFormat::kYuv420p) {
+    return {b, static_cast<int64_t>(FrameBytes(format, static_cast<uint32_t>(w),
+                                               static_cast<uint32_t>(h)))};
+  }
+  return {b, h, w, 3};
+}
+
+void WriteOutputFrames(const torch::Tensor& y, const torch::Tensor& dst, FrameFormat format,
+                       const InputLayout& colour) {
+  if (format == FrameFormat::kYuv420p) {
+    RgbToYuv420(y, dst, colour);
+    return;
+  }
   torch::Tensor to = dst.permute({0, 3, 1, 2});  // NCHW sizes over the frames' NHWC bytes
   if (format == FrameFormat::kRgb48) {
     // clamp out of place: the model may hand back a tensor it still owns (its input, a buffer).

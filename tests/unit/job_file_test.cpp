@@ -133,7 +133,7 @@ TEST_CASE("an encoder without presets may say so with an empty preset") {
   CHECK(r->settings.encoder.codec == "libvpx-vp9");
 }
 
-TEST_CASE("alpha: auto unless the job says keep or drop; anything else is named") {
+TEST_CASE("alpha: auto unless the job says keep or drop, anything else is named") {
   auto r = ParseJob(MinimalJob(), JobSettings{});
   REQUIRE(r.ok());
   CHECK(r->alpha == framemill::AlphaMode::kAuto);

@@ -103,7 +103,7 @@ void CheckAlphaPerFrame(const std::string& src, const std::string& out, int scal
 std::string MakeSource(const std::string& dir, bool prores) {
   const std::string src = dir + (prores ? "/src.mov" : "/src.webm");
   RunResult make =
-      Shell("ffmpeg -v error -y -f lavfi -i " + Q(AlphaSource(prores)) +
+      Shell("ffmpeg -v error -y -f lavfi -i \"" + AlphaSource(prores) + "\"" +
             (prores ? " -c:v prores_ks -profile:v 4444 " : " -c:v libvpx-vp9 -deadline realtime ") +
             Q(src));
   if (!prores && make.exit_code != 0)

@@ -4,6 +4,25 @@
 
 namespace framemill {
 
+const char* Name(AlphaMode mode) {
+  switch (mode) {
+    case AlphaMode::kAuto:
+      return "auto";
+    case AlphaMode::kKeep:
+      return "keep";
+    case AlphaMode::kDrop:
+      return "drop";
+  }
+  return "?";
+}
+
+std::optional<AlphaMode> ParseAlphaMode(const std::string& name) {
+  for (AlphaMode m : {AlphaMode::kAuto, AlphaMode::kKeep, AlphaMode::kDrop}) {
+    if (name == Name(m)) return m;
+  }
+  return std::nullopt;
+}
+
 Result<JobSpec> ParseJob(const nlohmann::json& object, const JobSettings& defaults) {
   JobSpec job;
   job.settings = defaults;
@@ -13,6 +32,13 @@ Result<JobSpec> ParseJob(const nlohmann::json& object, const JobSettings& defaul
   r.RequiredString("model", &job.model);
   r.Bool("overwrite", &job.overwrite);
   r.Int("priority", &job.priority, -1000, 1000);
+  std::string alpha = Name(job.alpha);
+  r.String("alpha", &alpha);
+  if (r.status().ok()) {
+    std::optional<AlphaMode> mode = ParseAlphaMode(alpha);
+    if (!mode) return Status(StatusCode::kInvalidJob, "job.alpha: must be auto, keep or drop");
+    job.alpha = *mode;
+  }
   if (!r.status().ok()) return r.status();
   // JSON may carry "\u0000"; the system calls would cut the name there and open another file.
   for (const auto& [key, value] : {std::pair<const char*, const std::string*>{"input", &job.input},
@@ -26,7 +52,8 @@ Result<JobSpec> ParseJob(const nlohmann::json& object, const JobSettings& defaul
   // reports any key that neither knows. (No copy of the object: a copy recurses as deep as the
   // value nests.)
   FM_RETURN_IF_ERROR(ReadJobSettings(object, "job", StatusCode::kInvalidJob, &job.settings,
-                                     {"input", "output", "model", "overwrite", "priority"}));
+                                     {"input", "output", "model", "overwrite", "priority",
+                                      "alpha"}));
   FaceSetting& faces = job.settings.faces;
   if (job.settings.mode == JobMode::kFaces && faces.detector.empty() && faces.table.empty()) {
     faces.detector = InstalledFaceDetector();

@@ -3,6 +3,7 @@
 // config's "defaults". A JobSpec that parsed is complete: nothing is read from the file later.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -12,12 +13,24 @@
 
 namespace framemill {
 
+// What becomes of a source's alpha channel (the job's `alpha`). The model never sees it (frames
+// travel as RGB); kept, it travels beside the model and is joined again at encode
+// (supervisor/media/alpha_join.h).
+enum class AlphaMode {
+  kAuto,  // kept where the encoder and its pixel format hold alpha, else dropped with a warning
+  kKeep,  // kept; an encoder that cannot hold it refuses the job before any frame is decoded
+  kDrop,  // dropped with a warning: the output is opaque
+};
+const char* Name(AlphaMode mode);  // "auto", "keep", "drop"
+std::optional<AlphaMode> ParseAlphaMode(const std::string& name);
+
 struct JobSpec {
   std::string input;       // source video file
   std::string output;      // final video file; appears only when complete and verified
   std::string model;       // TorchScript file
   bool overwrite = false;  // replace an existing output
   int priority = 0;        // the spool runs higher first, then older first
+  AlphaMode alpha = AlphaMode::kAuto;
   JobSettings settings;    // config defaults overridden by the job's keys
 };
 

@@ -98,7 +98,8 @@ Status EncodeStage::EncodeSegment(const SegmentPlan& seg, int encoder, double* b
   auto remove_partial = [&] { ::unlinkat(s_.scratch_fd, partial->name.c_str(), 0); };
   Result<std::unique_ptr<SegmentEncoder>> enc =
       SegmentEncoder::Start(s_.config->ffmpeg, partial->fd.get(), s_.format,
-                            s_.scratch + "/encoder-" + std::to_string(encoder) + ".log");
+                            s_.scratch + "/encoder-" + std::to_string(encoder) + ".log",
+                            seg.first_frame, seg.frames);
   if (!enc.ok()) {
     remove_partial();
     return enc.status();

@@ -264,6 +264,10 @@ EncodeSetup JobRun::EncodeSetupFor() {
   fmt.hdr = prepared_.media.video.hdr;
   fmt.sample_aspect = out_geometry_.sample_aspect;
   fmt.field_order = out_geometry_.field_order;
+  if (prepared_.keep_alpha) {
+    fmt.alpha = AlphaSource{&prepared_.source, &prepared_.media.video, prepared_.media.start_time,
+                            prepared_.geometry_filters};
+  }
   e.state = state_.get();
   e.scratch_fd = files_.dir.get();
   e.scratch = scratch_;

@@ -6,6 +6,7 @@
 #include "common/log.h"
 #include "supervisor/job/job_limits.h"
 #include "supervisor/job/parts_dir.h"
+#include "supervisor/media/alpha_join.h"
 #include "supervisor/media/output_muxer.h"
 #include "supervisor/media/pixel_format.h"
 #include "supervisor/media/source_geometry.h"
@@ -13,6 +14,28 @@
 
 namespace framemill {
 namespace {
+
+// The source's alpha: kept (the encoder's pix_fmt then holds it), or dropped with a warning,
+// or the job refused, by its `alpha` key (alpha_join.h DecideAlpha).
+Status ResolveAlpha(const JobSpec& job, const Config& config, PreparedJob* p) {
+  if (!p->media.video.alpha) return Status::Ok();
+  Result<std::vector<std::string>> supported =
+      EncoderPixelFormats(config.ffmpeg, p->encoder.codec);
+  if (!supported.ok()) return supported.status();
+  Result<AlphaDecision> alpha = DecideAlpha(job.alpha, p->media.video, p->encoder.codec,
+                                            p->encoder.pix_fmt, *supported);
+  if (!alpha.ok()) return alpha.status().WithContext(job.input);
+  p->keep_alpha = alpha->keep;
+  if (alpha->keep) {
+    p->encoder.pix_fmt = alpha->pix_fmt;
+    spdlog::info("{}: the source's alpha is kept: joined at encode, written as {}", job.input,
+                 alpha->pix_fmt);
+  } else {
+    spdlog::warn("{}: {}", job.input, alpha->warning);
+    p->warnings.push_back(alpha->warning);
+  }
+  return Status::Ok();
+}
 
 // depth: the colour path, the output pixel format (pix_fmt "auto": the source's depth and chroma
 // layout where the encoder has them) and the arena's output format.
@@ -37,16 +60,7 @@ Status ResolveDepth(const JobSpec& job, const Config& config, PreparedJob* p) {
       p->warnings.push_back(w);
     }
   }
-  if (v.alpha) {
-    // The frames travel as RGB (or RGB48) through the arena and the model: no alpha plane.
-    const std::string what = ParsePixelFormat(v.pix_fmt).alpha
-                                 ? v.pix_fmt
-                                 : v.codec + " alpha, stream tag alpha_mode 1";
-    std::string w = "the source's alpha channel (" + what +
-                    ") is dropped: framemill carries colour only, the output is opaque";
-    spdlog::warn("{}: {}", job.input, w);
-    p->warnings.push_back(w);
-  }
+  FM_RETURN_IF_ERROR(ResolveAlpha(job, config, p));
   for (const std::string& fitted : FitColorTags(p->encoder.codec, &p->color_path)) {
     std::string w = p->encoder.codec + ": " + fitted;
     spdlog::warn("{}: {}", job.input, w);

@@ -37,6 +37,9 @@ struct PreparedJob {
   ColorPath color_path;
   EncoderSettings encoder;
   FrameFormat out_format = FrameFormat::kRgb24;
+  // The source's alpha travels beside the model and is joined at encode (alpha_join.h); the
+  // encoder's pix_fmt then holds it.
+  bool keep_alpha = false;
   // The decoder's geometry filters (deinterlace, turn upright): the source's alone, so known
   // before any worker, and an early decoder can start with them.
   std::vector<std::string> geometry_filters;

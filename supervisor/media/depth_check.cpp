@@ -1,5 +1,7 @@
 #include "supervisor/media/depth_check.h"
 
+#include <algorithm>
+
 #include "supervisor/media/pixel_format.h"
 
 namespace framemill {
@@ -16,14 +18,18 @@ Status Differs(const std::string& what, const std::string& got, const std::strin
 Status CheckDepthAndColor(const DepthExpectation& want, const VideoStreamInfo& got) {
   if (want.pix_fmt.empty()) return Status::Ok();
   const PixelFormatTraits w = ParsePixelFormat(want.pix_fmt);
-  if (got.bits_per_component != w.bits) {
+  // ffmpeg 5.1's ProRes decoder reads 4444 back as 12-bit, whatever depth prores_ks wrote.
+  const bool prores_4444 = want.codec == "prores_ks" && w.chroma == ChromaLayout::k444;
+  const int bits = prores_4444 ? std::max(w.bits, 12) : w.bits;
+  if (got.bits_per_component != bits) {
     return Differs("bit depth (" + got.pix_fmt + ")", std::to_string(got.bits_per_component),
-                   std::to_string(w.bits));
+                   std::to_string(bits));
   }
   if (w.chroma != ChromaLayout::kUnknown && got.chroma_layout != ChromaLayoutName(w.chroma)) {
     return Differs("chroma layout (" + got.pix_fmt + ")", got.chroma_layout,
                    ChromaLayoutName(w.chroma));
   }
+  if (w.alpha && !got.alpha) return Differs("alpha plane (" + got.pix_fmt + ")", "", "alpha");
   if (want.codec != "libx264" && want.codec != "libx265") return Status::Ok();
   const bool yuv = !w.rgb && w.chroma != ChromaLayout::kGray;
   if (yuv && got.color_space != want.color.color_space) {

@@ -1,5 +1,5 @@
-// depth's part of the output verification (output_muxer.cpp's Verify): the output's bit depth and
-// chroma layout are those of the pixel format the job chose, its colour tags those of the job's
+// depth's part of the output verification (output_muxer.cpp's Verify): the output's bit depth,
+// chroma layout and alpha plane are those of the pixel format the job chose, its colour tags those of the job's
 // colour path (supervisor/media/color_path.h), and an HDR source's mastering display and content light
 // metadata are in it, equal to the source's.
 //

@@ -294,15 +294,23 @@ std::vector<std::string> EncoderArguments(const SegmentFormat& f) {
 Result<std::unique_ptr<SegmentEncoder>> SegmentEncoder::Start(const std::string& ffmpeg,
                                                               int output_fd,
                                                               const SegmentFormat& format,
-                                                              const std::string& stderr_path) {
+                                                              const std::string& stderr_path,
+                                                              int64_t first_frame, int64_t frames) {
   std::vector<std::string> argv = {ffmpeg, "-nostdin", "-hide_banner", "-v", "error", "-y"};
   std::vector<std::string> enc = EncoderArguments(format);
+  std::vector<int> inherit = {output_fd};
+  if (format.alpha) {
+    const AlphaTarget target{format.width, format.height, format.frame_rate, format.sample_aspect,
+                             format.encoder.pix_fmt};
+    enc = JoinAlphaArguments(enc, *format.alpha, target, first_frame, frames);
+    inherit.push_back(format.alpha->source->fd);
+  }
   argv.insert(argv.end(), enc.begin(), enc.end());
   // -y: the file exists (framemill created it exclusively); ffmpeg opens it again through the
   // descriptor's /proc link, so it writes that very file whatever its name now points to.
   argv.insert(argv.end(), {"-f", "nut", FdPath(output_fd)});
   Result<std::unique_ptr<PipedChild>> child =
-      PipedChild::Spawn(argv, PipedChild::Direction::kWriteStdin, stderr_path, {output_fd});
+      PipedChild::Spawn(argv, PipedChild::Direction::kWriteStdin, stderr_path, inherit);
   if (!child.ok()) return child.status();
   return std::unique_ptr<SegmentEncoder>(new SegmentEncoder(std::move(*child)));
 }

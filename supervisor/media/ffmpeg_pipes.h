@@ -7,12 +7,14 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/config.h"
 #include "common/frame_format.h"
 #include "common/status.h"
+#include "supervisor/media/alpha_join.h"
 #include "supervisor/media/color_path.h"
 #include "supervisor/media/decode_seek.h"
 #include "supervisor/media/hdr_metadata.h"
@@ -78,15 +80,18 @@ struct SegmentFormat {
   std::string field_order = "progressive";
   FrameFormat in_format = FrameFormat::kRgb24;  // the frames it is given: rgb24, rgb48le, yuv420p
   HdrMetadata hdr;                              // written into the bitstream where the encoder can
+  std::optional<AlphaSource> alpha;  // the source's alpha, joined in (alpha_join.h); none: opaque
 };
 
 class SegmentEncoder {
  public:
   // Encodes frames written to it into the open file `output_fd` (NUT container: exact
-  // timestamps, any codec); ffmpeg is given the descriptor, never a name.
+  // timestamps, any codec); ffmpeg is given the descriptor, never a name. With format.alpha, the
+  // source's alpha of frames first_frame .. first_frame + frames - 1 is joined to them.
   static Result<std::unique_ptr<SegmentEncoder>> Start(const std::string& ffmpeg, int output_fd,
                                                        const SegmentFormat& format,
-                                                       const std::string& stderr_path);
+                                                       const std::string& stderr_path,
+                                                       int64_t first_frame = 0, int64_t frames = 0);
   ~SegmentEncoder();
 
   Status Write(const uint8_t* frames, size_t bytes);

@@ -132,3 +132,22 @@ TEST_CASE("an encoder without presets may say so with an empty preset") {
   CHECK(r->settings.encoder.preset.empty());
   CHECK(r->settings.encoder.codec == "libvpx-vp9");
 }
+
+TEST_CASE("alpha: auto unless the job says keep or drop, anything else is named") {
+  auto r = ParseJob(MinimalJob(), JobSettings{});
+  REQUIRE(r.ok());
+  CHECK(r->alpha == framemill::AlphaMode::kAuto);
+  json j = MinimalJob();
+  j["alpha"] = "keep";
+  r = ParseJob(j, JobSettings{});
+  REQUIRE(r.ok());
+  CHECK(r->alpha == framemill::AlphaMode::kKeep);
+  j["alpha"] = "drop";
+  r = ParseJob(j, JobSettings{});
+  REQUIRE(r.ok());
+  CHECK(r->alpha == framemill::AlphaMode::kDrop);
+  j["alpha"] = "opaque";
+  CHECK(ErrorOf(j) == "job.alpha: must be auto, keep or drop");
+  j["alpha"] = true;
+  CHECK(ErrorOf(j) == "job.alpha: expected a string, got boolean");
+}

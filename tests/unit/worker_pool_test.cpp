@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/clock.h"
@@ -482,9 +483,13 @@ TEST_CASE("worker pool: a spare asked to stop exits cleanly, and a dead spare is
   REQUIRE((*spares)->Spawn(1, -1).ok());
   REQUIRE(LogSays(dir + "/spare-0-1.log", "waiting for a job's model"));
   REQUIRE(LogSays(dir + "/spare-1-2.log", "waiting for a job's model"));
-  // Spare 0 dies; the pool takes spare 1, having reaped and reported spare 0.
+  // Spare 0 dies; the pool takes spare 1, having reaped and reported spare 0. Its death is waited
+  // for without reaping it (a CUDA worker in a driver call dies only when the call returns: 100 ms
+  // was not always enough on a GPU machine).
+  const pid_t dead = (*spares)->Pid(0);
   (*spares)->Signal(0, SIGKILL);
-  ::usleep(100 * 1000);
+  siginfo_t info{};
+  REQUIRE(::waitid(P_PID, static_cast<id_t>(dead), &info, WEXITED | WNOWAIT) == 0);
   auto pool = WorkerPool::Create(o, 1);
   REQUIRE(pool.ok());
   REQUIRE((*pool)->Adopt(0, -1, spares->get()).ok());

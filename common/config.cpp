@@ -316,6 +316,7 @@ Result<Config> ParseConfig(const nlohmann::json& object) {
   r.String("admin_group", &c.admin_group, /*allow_empty=*/true);
   r.Double("failed_work_keep_days", &c.failed_work_keep_days, 0.0, 3650.0);
   r.Int("max_running_per_user", &c.max_running_per_user, 0, kMaxWorkers);
+  r.Int("max_queued_per_user", &c.max_queued_per_user, 0, 1000000);
   std::string sandbox;
   r.String("worker_sandbox", &sandbox);
   if (r.status().ok() && !sandbox.empty()) {
@@ -348,6 +349,8 @@ Result<Config> ParseConfig(const nlohmann::json& object) {
                              c.on_job_end.front() + "\"");
   }
   r.Double("on_job_end_timeout_s", &c.on_job_end_timeout_s, 0.1, 3600.0);
+  r.Double("child_timeout_s", &c.child_timeout_s, 1.0, 7 * 86400.0);
+  r.Double("job_stall_timeout_s", &c.job_stall_timeout_s, 1.0, 7 * 86400.0);
   r.String("metrics_textfile", &c.metrics_textfile, /*allow_empty=*/true);
   const std::string& metrics = c.metrics_textfile;
   const std::string kProm = ".prom";

@@ -275,11 +275,23 @@ struct Config {
   // without a shell) and its first arguments; the job's result.json path is appended. Empty = none.
   std::vector<std::string> on_job_end;
   double on_job_end_timeout_s = 30.0;  // the hook is killed after this long
+  // Every helper program run to its end (ffprobe, and ffmpeg where it is not a stream of frames)
+  // is killed after this long (supervisor/process/subprocess.h): a decoder looping on a hostile
+  // file costs its job (timed_out), never the service.
+  double child_timeout_s = 3600.0;
+  // A service job that shows no life (a progress report or a phase's beat) for this long is
+  // stopped and filed as failed (timed_out); the service goes on. systemd's watchdog restarts
+  // the service only when its own loop stops, or when a stopped job still has not ended a
+  // minute later.
+  double job_stall_timeout_s = 900.0;
   // The service's metrics, in the Prometheus text format for the node exporter's textfile
   // collector (supervisor/report/metrics.h), rewritten atomically at each job state change and
   // every few seconds while a job runs. A relative path is under spool_dir (its directory is
   // created 0755); "" = no metrics.
   std::string metrics_textfile = "metrics/framemill.prom";
+  // Jobs one submitter may have waiting in incoming/; the service refuses the ones beyond (by
+  // arrival) with invalid_job naming the key. 0 = no limit.
+  int max_queued_per_user = 1000;
 };
 
 // Limits that keep a job file from asking for absurd resources. Used by both parsers.

@@ -41,6 +41,10 @@ std::string DirName(const std::string& path) {
   return d.empty() ? "." : d;
 }
 
+bool EndsWith(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
 std::string BaseName(const std::string& path) {
   return std::filesystem::path(path).filename().string();
 }

@@ -40,6 +40,9 @@ Status RemoveTree(const std::string& path);
 std::string DirName(const std::string& path);
 std::string BaseName(const std::string& path);
 
+// Whether `s` ends with `tail` (a file name's suffix).
+bool EndsWith(const std::string& s, const std::string& tail);
+
 bool PathExists(const std::string& path);
 // Whether NVIDIA's driver is on this host (/dev/nvidiactl): its GPUs may be used.
 bool HostHasNvidiaDriver();

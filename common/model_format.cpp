@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "common/file_util.h"
+
 namespace framemill {
 
 const char* Name(ModelFormat format) {
@@ -88,10 +90,6 @@ std::string StoredContent(const std::string& b, uint64_t local, uint64_t size, u
   uint64_t n = size < limit ? size : limit;
   if (data + n > b.size()) return "";
   return b.substr(data, n);
-}
-
-bool EndsWith(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
 }  // namespace

@@ -40,6 +40,8 @@ const char* StatusCodeName(StatusCode code) {
       return "encoder_crashed";
     case StatusCode::kOutOfMemory:
       return "out_of_memory";
+    case StatusCode::kTimedOut:
+      return "timed_out";
   }
   return "unknown";
 }

@@ -32,6 +32,8 @@ enum class StatusCode {
   kEncoderCrashed,  // an encoding ffmpeg was killed by a signal (retried)
   kOutOfMemory,     // the model's device ran out of memory (a worker's model call; its fallbacks
                     // act on it, worker/model/tiled_model.h)
+  kTimedOut,        // a helper program ran past child_timeout_s, or a job showed no life for
+                    // job_stall_timeout_s: killed or stopped
 };
 
 const char* StatusCodeName(StatusCode code);

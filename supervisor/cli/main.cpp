@@ -439,6 +439,7 @@ int Main(int argc, char** argv) {
   }
   framemill::InitLogging("framemill", config->log_level);
   framemill::LogSetKnobs(framemill::KnobReader::kSupervisor);
+  framemill::SetChildTimeout(config->child_timeout_s);
   // Unset in the config: the service confines its workers or fails the job; a job run by hand
   // gets what the machine allows, with a warning.
   if (!config->worker_sandbox) {

@@ -129,6 +129,7 @@ Result<FaceTable> RunFacePass(const FacePassInput& input, const FacePassOptions&
       detection_ms += d.ms;
       detections.push_back(std::move(d.faces));
     }
+    if (options.beat) options.beat();
   }
   FM_RETURN_IF_ERROR((*reader)->Finish());
 

@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,7 @@ struct FacePassOptions {
   int threads = 0;   // detection threads; 0 = the machine's cores
   FaceDetectorOptions detection;
   FaceTrackOptions tracking;  // min_size and max_faces are taken from `face`
+  std::function<void()> beat;  // called after each batch, on the pass's thread (the job lives)
 };
 
 struct FacePassInput {

@@ -37,6 +37,7 @@ Result<FaceTable> FacesForJob(const Config& config, const JobSettings& settings,
   FacePassOptions options;
   options.face = face;
   options.threads = input.threads;
+  options.beat = input.beat;
   return RunFacePass(pass, options, stop);
 }
 

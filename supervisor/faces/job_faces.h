@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,7 @@ struct JobFacesInput {
   int64_t end = 0;
   std::string stderr_path;  // the face pass's ffmpeg log
   int threads = 0;          // detection threads; 0 = the machine's cores
+  std::function<void()> beat;  // after each batch of the face pass (FacePassOptions::beat)
 };
 
 // `settings.mode` must be kFaces. The table holds exactly frames [first, end) (first_frame =

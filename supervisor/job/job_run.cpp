@@ -133,7 +133,8 @@ Status JobRun::Prepare() {
 
 Status JobRun::FindFaces() {
   Result<FaceTable> faces = FacesForRun(config_, job_, prepared_, range_, state_->resumed(),
-                                        scratch_, stop_, &report_.faces);
+                                        scratch_, stop_, [this] { StartingBeat(); },
+                                        &report_.faces);
   if (!faces.ok()) return faces.status();
   faces_ = std::move(*faces);
   return Status::Ok();

@@ -74,7 +74,7 @@ class JobRun {
   Status ArenaReady();
   Status CheckFreeSpace();
   Status RunFrames();
-  void StartingBeat();  // progress while the workers start
+  void StartingBeat();  // progress while the face pass runs and the workers start
   void Tick(int64_t processed);
   Result<JobReport> Finish(uint64_t t0);
   SegmentList Segments() const;

@@ -11,7 +11,8 @@ namespace framemill {
 
 Result<FaceTable> FacesForRun(const Config& config, const JobSpec& job, const PreparedJob& prepared,
                               const RenderRange& range, int64_t resumed, const std::string& scratch,
-                              const std::atomic<bool>& stop, FaceFigures* figures) {
+                              const std::atomic<bool>& stop, const std::function<void()>& beat,
+                              FaceFigures* figures) {
   // The job's settings, its face files as opened (job_files.h OpenFaceFiles).
   JobSettings settings = job.settings;
   settings.faces = prepared.faces;
@@ -52,6 +53,7 @@ Result<FaceTable> FacesForRun(const Config& config, const JobSpec& job, const Pr
     in.first = first;
     in.end = end;
     in.stderr_path = scratch + "/faces-decoder.log";
+    in.beat = beat;
     Result<FaceTable> made = FacesForJob(config, settings, in, stop);
     if (!made.ok()) return made.status();
     FM_RETURN_IF_ERROR(WriteFaceTable(kept, *made));

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "common/config.h"
@@ -19,8 +20,10 @@ namespace framemill {
 // The faces of frames [range.first_chunk's first frame, range.end_chunk's): the table the first
 // run made when this run resumed `resumed` > 0 segments and that table covers these frames with
 // the same margin, else found again (and written). `*figures` are this run's frames' own.
+// `beat` is called as the face pass goes (the job shows life).
 Result<FaceTable> FacesForRun(const Config& config, const JobSpec& job, const PreparedJob& prepared,
                               const RenderRange& range, int64_t resumed, const std::string& scratch,
-                              const std::atomic<bool>& stop, FaceFigures* figures);
+                              const std::atomic<bool>& stop, const std::function<void()>& beat,
+                              FaceFigures* figures);
 
 }  // namespace framemill

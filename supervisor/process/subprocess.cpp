@@ -4,8 +4,11 @@
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
+#include <algorithm>
+#include <atomic>
 #include <fstream>
 #include <future>
+#include <poll.h>
 #include <sstream>
 #include <thread>
 #include <sys/syscall.h>
@@ -15,6 +18,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/process.hpp>
 
+#include "common/clock.h"
 #include "supervisor/process/child_fds.h"
 
 namespace framemill {
@@ -22,6 +26,60 @@ namespace bp = boost::process;
 
 namespace {
 constexpr unsigned kCloseRangeCloexec = 1u << 2;  // CLOSE_RANGE_CLOEXEC (linux/close_range.h)
+
+std::atomic<int64_t> g_child_timeout_ms{3600 * 1000};
+
+// Kills a child that runs past ChildTimeout(): a thread of its own waits on the child's pidfd
+// (readable once it exits) for that long, then signals it through the pidfd, which names this
+// child even after it was reaped and its pid reused. Made right after the child starts; its
+// destructor waits for the child's end or the kill (call it after the child's pipes closed, or
+// after the kill that ends a read).
+class ChildDeadline {
+ public:
+  explicit ChildDeadline(pid_t pid)
+      : pidfd_(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0))),
+        timeout_ms_(g_child_timeout_ms.load()) {
+    if (pidfd_ >= 0) thread_ = std::thread([this] { Watch(); });
+  }
+  ~ChildDeadline() {
+    if (thread_.joinable()) thread_.join();
+    if (pidfd_ >= 0) ::close(pidfd_);
+  }
+  ChildDeadline(const ChildDeadline&) = delete;
+  ChildDeadline& operator=(const ChildDeadline&) = delete;
+  bool expired() const { return expired_.load(); }
+  // Waits for the watch to end (the child exited or was killed).
+  void Join() {
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void Watch() {
+    const uint64_t deadline = MonotonicMs() + static_cast<uint64_t>(timeout_ms_);
+    for (;;) {
+      const uint64_t now = MonotonicMs();
+      if (now >= deadline) break;
+      pollfd p{pidfd_, POLLIN, 0};
+      const int left = static_cast<int>(std::min<uint64_t>(deadline - now, 60 * 1000));
+      const int r = ::poll(&p, 1, left);
+      if (r > 0) return;                  // it exited
+      if (r < 0 && errno != EINTR) return;  // cannot watch: no deadline
+    }
+    expired_.store(true);
+    (void)::syscall(SYS_pidfd_send_signal, pidfd_, SIGKILL, nullptr, 0);
+  }
+
+  const int pidfd_;
+  const int64_t timeout_ms_;
+  std::atomic<bool> expired_{false};
+  std::thread thread_;  // last: started once the rest is made
+};
+
+Status TimedOut(const std::string& exe) {
+  return Status(StatusCode::kTimedOut,
+                exe + " still ran after " + std::to_string(g_child_timeout_ms.load() / 1000) +
+                    " s (child_timeout_s): killed");
+}
 
 // Runs argv[0], found on PATH, through `run(exe, &result)`, which starts, drives and waits for it
 // and may fail with an error of its own. A program not on PATH, or an exception from starting
@@ -40,6 +98,12 @@ Result<CommandOutput> RunProgram(
   return result;
 }
 }  // namespace
+
+void SetChildTimeout(double seconds) {
+  g_child_timeout_ms.store(static_cast<int64_t>(std::max(0.001, seconds) * 1000.0));
+}
+
+double ChildTimeout() { return static_cast<double>(g_child_timeout_ms.load()) / 1000.0; }
 
 void KeepOnlyDescriptors(const int* keep, size_t count) {
   if (::syscall(SYS_close_range, 3u, ~0u, kCloseRangeCloexec) != 0) {
@@ -92,8 +156,11 @@ Result<CommandOutput> RunAndCapture(const std::vector<std::string>& argv,
     bp::child child(exe, bp::args(args), bp::std_in.close(), bp::std_out > out, bp::std_err > err,
                     io, ChildFds(inherit));
     ReapOnExit reap(child);
+    ChildDeadline deadline(child.id());
     io.run();  // returns once both pipes reach end of file
     child.wait();
+    deadline.Join();
+    if (deadline.expired()) return TimedOut(exe);
     SetExitStatus(child.native_exit_code(), result);
     result->out = out.get();
     result->err = err.get();
@@ -114,6 +181,7 @@ Result<CommandOutput> RunForEachLine(const std::vector<std::string>& argv,
     bp::child child(exe, bp::args(args), bp::std_in.close(), bp::std_out > out, bp::std_err > err,
                     io, ChildFds(inherit));
     ReapOnExit reap(child);
+    ChildDeadline deadline(child.id());
     std::thread drain([&io] {
       try {
         io.run();
@@ -130,6 +198,8 @@ Result<CommandOutput> RunForEachLine(const std::vector<std::string>& argv,
     }
     child.wait();
     drain.join();
+    deadline.Join();
+    if (deadline.expired()) return TimedOut(exe);
     if (!failure.empty()) return Status(StatusCode::kInternal, exe + " output: " + failure);
     SetExitStatus(child.native_exit_code(), result);
     result->err = err.get();

@@ -26,6 +26,13 @@ std::string FindExecutable(const std::string& program);
 // beside the running framemill binary.
 std::string WorkerBinaryPath(const std::string& configured);
 
+// Every program RunAndCapture and RunForEachLine run is killed (SIGKILL) once it has run this
+// long, and the call fails with kTimedOut naming it: a decoder looping on a hostile file costs
+// its job, never the caller's thread. Config child_timeout_s, set once by the program before
+// any job starts; 3600 s until then. Thread-safe.
+void SetChildTimeout(double seconds);
+double ChildTimeout();
+
 // Runs argv[0] (found with FindExecutable) to completion, capturing stdout and stderr. The child
 // keeps the descriptors in `inherit` (at the same numbers: /proc/self/fd/N names the same file in
 // it) and no other descriptor above 2 (see child_fds.h). The child is always reaped.

@@ -6,6 +6,7 @@
 #include <boost/process.hpp>
 
 #include "common/clock.h"
+#include "common/log.h"
 #include "supervisor/process/child_fds.h"
 #include "supervisor/process/subprocess.h"
 
@@ -45,6 +46,66 @@ Status RunJobEndHook(const JobEndHook& hook, const JobEnd& end) {
   if (exit.exit_code == 0) return Status::Ok();
   return Status(StatusCode::kIo, "on_job_end: " + program + " ended with " + DescribeExit(exit) +
                                      ": " + LastLinesOfFile(log, 3));
+}
+
+JobEndHooks::JobEndHooks(JobEndHook hook, size_t max_waiting)
+    : hook_(std::move(hook)), max_waiting_(max_waiting) {
+  if (!hook_.argv.empty()) thread_ = std::thread([this] { Loop(); });
+}
+
+JobEndHooks::~JobEndHooks() {
+  size_t left = 0;
+  {
+    MutexLock lock(&mu_);
+    quit_ = true;
+    left = waiting_.size();
+    waiting_.clear();
+  }
+  cv_.NotifyAll();
+  if (thread_.joinable()) thread_.join();
+  if (left > 0) spdlog::warn("on_job_end: {} hooks not run: the service stopped first", left);
+}
+
+void JobEndHooks::Post(JobEnd end) {
+  if (hook_.argv.empty()) return;
+  {
+    MutexLock lock(&mu_);
+    if (waiting_.size() >= max_waiting_) {
+      ++dropped_;
+      spdlog::warn("job {}: on_job_end not run: {} hooks wait already", end.id, waiting_.size());
+      return;
+    }
+    waiting_.push_back(std::move(end));
+  }
+  cv_.NotifyAll();
+}
+
+void JobEndHooks::WaitIdle() {
+  MutexLock lock(&mu_);
+  while (!waiting_.empty() || running_) cv_.Wait(&mu_);
+}
+
+int64_t JobEndHooks::dropped() const {
+  MutexLock lock(&mu_);
+  return dropped_;
+}
+
+void JobEndHooks::Loop() {
+  for (;;) {
+    JobEnd end;
+    {
+      MutexLock lock(&mu_);
+      running_ = false;
+      cv_.NotifyAll();  // WaitIdle
+      while (waiting_.empty() && !quit_) cv_.Wait(&mu_);
+      if (quit_) return;
+      end = std::move(waiting_.front());
+      waiting_.pop_front();
+      running_ = true;
+    }
+    Status s = RunJobEndHook(hook_, end);
+    if (!s.ok()) spdlog::warn("job {}: {}", end.id, s.message());
+  }
 }
 
 }  // namespace framemill

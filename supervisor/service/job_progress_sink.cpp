@@ -12,12 +12,14 @@
 namespace framemill {
 
 JobProgressSink::JobProgressSink(std::string id, std::string dir, std::vector<int> gpus,
-                                 uint64_t start_ms, const std::atomic<bool>& service_stop)
+                                 uint64_t start_ms, const std::atomic<bool>& service_stop,
+                                 std::atomic<bool>& job_stop)
     : id_(std::move(id)),
       dir_(std::move(dir)),
       gpus_(std::move(gpus)),
       start_ms_(start_ms),
-      service_stop_(service_stop) {}
+      service_stop_(service_stop),
+      job_stop_(job_stop) {}
 
 void JobProgressSink::Report(const JobProgress& p) {
   InstalledSupervisorHooks().OnJobProgress(id_);

@@ -18,9 +18,10 @@ namespace framemill {
 class JobProgressSink {
  public:
   // Job `id` in `dir` (active/<id>/), started at `start_ms` (monotonic) on the service `gpus`
-  // (none: empty); `service_stop` is the service's stop.
+  // (none: empty); `service_stop` is the service's stop, `job_stop` the job's own (RunningJob's:
+  // the loop may set it too), which a report sets on the service's stop or a cancel.
   JobProgressSink(std::string id, std::string dir, std::vector<int> gpus, uint64_t start_ms,
-                  const std::atomic<bool>& service_stop);
+                  const std::atomic<bool>& service_stop, std::atomic<bool>& job_stop);
   // The submitter, who may read progress.json whatever the service's umask.
   void set_reader(uint32_t uid) { reader_uid_ = uid; }
 
@@ -33,7 +34,7 @@ class JobProgressSink {
   const std::vector<int> gpus_;
   const uint64_t start_ms_;
   const std::atomic<bool>& service_stop_;
-  std::atomic<bool> job_stop_{false};
+  std::atomic<bool>& job_stop_;
   bool cancelled_ = false;
   uint64_t last_write_ms_ = 0;
   uint32_t reader_uid_ = UINT32_MAX;

@@ -121,6 +121,24 @@ std::set<std::string> JobSlots::Ids() const {
   return ids;
 }
 
+bool JobStalled(uint64_t now_ms, uint64_t alive_ms, uint64_t stall_ms) {
+  return alive_ms <= now_ms && now_ms - alive_ms >= stall_ms;
+}
+
+std::vector<std::string> JobSlots::StopStalled(uint64_t stall_ms) {
+  std::vector<std::string> stopped;
+  for (const auto& job : running_) {
+    const uint64_t alive = job->alive_ms.load();
+    if (job->ended.load() || job->stalled.load() || !JobStalled(MonotonicMs(), alive, stall_ms)) {
+      continue;
+    }
+    job->stalled.store(true);
+    job->stop.store(true);
+    stopped.push_back(job->id);
+  }
+  return stopped;
+}
+
 std::vector<uint64_t> JobSlots::AliveTimes() const {
   std::vector<uint64_t> times;
   for (const auto& job : running_) {

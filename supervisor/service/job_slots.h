@@ -33,10 +33,19 @@ struct RunningJob {
   bool alone = false;     // nothing starts beside it (QueuedJob::alone)
   WorkerLease workers;    // its warm place and lent spares (the WorkerCache's)
   std::atomic<bool> ended{false};  // set by its thread when it is done
-  // When it last showed life (launched, or a progress report; monotonic ms), set by its
-  // thread: the watchdog is fed only while every running job has.
+  // When it last showed life (launched, a progress report, or a phase's beat; monotonic ms), set
+  // by its thread. The loop stops a job silent for job_stall_timeout_s, and the watchdog is fed
+  // only while no stopped job outlives that by a minute (service_watchdog.h).
   std::atomic<uint64_t> alive_ms{0};
+  // The job's own stop, read by its run: set by its thread (a cancel, the service's stop, in
+  // JobProgressSink) or by the loop (`stalled`: it showed no life for job_stall_timeout_s).
+  std::atomic<bool> stop{false};
+  std::atomic<bool> stalled{false};
 };
+
+// The rule: a job last alive at `alive_ms` has stalled at `now_ms` when it showed no life for
+// `stall_ms` (a time after `now_ms`, set between the two reads, is life).
+bool JobStalled(uint64_t now_ms, uint64_t alive_ms, uint64_t stall_ms);
 
 // A thread that runs tasks one after another until it is destroyed.
 class JobThread {
@@ -87,6 +96,9 @@ class JobSlots {
   bool AnyCpu() const;    // a CPU job runs beside GPU jobs
   std::set<std::string> Ids() const;
   std::vector<uint64_t> AliveTimes() const;  // RunningJob::alive_ms of the jobs not ended
+  // Stops each job not ended that showed no life for `stall_ms` (JobStalled): sets its `stalled`
+  // and `stop`. Returns the ids of those it stopped now (a job is stopped once).
+  std::vector<std::string> StopStalled(uint64_t stall_ms);
   // Joins the threads (after the warm workers they started have stopped).
   void JoinThreads() { threads_.clear(); }
 

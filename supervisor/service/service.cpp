@@ -213,7 +213,15 @@ bool Service::Reap() {
   return !ended.empty();
 }
 
-void Service::FeedWatchdog() { watchdog_.Feed(slots_.AliveTimes()); }
+void Service::FeedWatchdog() {
+  const uint64_t stall_ms = static_cast<uint64_t>(config_.job_stall_timeout_s * 1000.0);
+  for (const std::string& id : slots_.StopStalled(stall_ms)) {
+    spdlog::error("job {}: no life for {:.0f} s (job_stall_timeout_s): stopped; it is filed as "
+                  "failed (timed_out) when it ends",
+                  id, config_.job_stall_timeout_s);
+  }
+  watchdog_.Feed(slots_.AliveTimes(), stall_ms + kStalledJobGraceMs);
+}
 
 void Service::Housekeeping() {
   uint64_t now = MonotonicMs();

@@ -56,7 +56,8 @@ class Service {
   void Launch(const QueuedJob& q, const std::vector<int>& gpus, bool cpu);
   // Takes back the jobs that ended: their GPUs and workers. True when any ended.
   bool Reap();
-  void FeedWatchdog();  // service_watchdog.h's rule over the running jobs
+  // Stops the stalled jobs, then feeds the watchdog by service_watchdog.h's rule.
+  void FeedWatchdog();
   // Waits up to `max_ms` for a spool change, a job's end or the stop.
   void WaitForWork(int inotify_fd, uint64_t max_ms);
   void Housekeeping();

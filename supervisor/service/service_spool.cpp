@@ -1,5 +1,8 @@
 #include "supervisor/service/service_spool.h"
 
+#include <algorithm>
+#include <set>
+
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/mutex.h"
@@ -23,7 +26,7 @@ nlohmann::json FailureResult(const std::string& id, const Status& s) {
 
 ServiceSpool::ServiceSpool(const Config& config, std::function<void()> on_end)
     : config_(config), on_end_(std::move(on_end)), spool_(config.spool_dir),
-      requests_(spool_, config) {}
+      requests_(spool_, config), hooks_({config.on_job_end, config.on_job_end_timeout_s}) {}
 
 Status ServiceSpool::Open() {
   MutexLock lock(&mu_);
@@ -122,7 +125,24 @@ std::string ServiceSpool::NextJob(const std::set<std::string>& running,
     return IsAdmin(LookupSubmitter(uid, uid), config_.admin_group);
   };
   rules.max_running_per_user = config_.max_running_per_user;
-  for (const SpoolEntry& e : OrderQueue(spool_.Incoming(&seen_), users, rules)) {
+  std::vector<SpoolEntry> waiting = spool_.Incoming(&seen_);
+  const std::vector<SpoolEntry> over = OverQueued(waiting, config_.max_queued_per_user);
+  std::set<uint64_t> refused;
+  for (const SpoolEntry& e : over) {
+    refused.insert(e.inode);
+    if (stuck_.count({e.path, e.inode}) != 0) continue;
+    SetAside(e,
+             Status(StatusCode::kInvalidJob,
+                    "user " + std::to_string(e.uid) + " has more than " +
+                        std::to_string(config_.max_queued_per_user) +
+                        " jobs waiting (max_queued_per_user); this one, among the latest, is "
+                        "refused"),
+             set_aside);
+  }
+  waiting.erase(std::remove_if(waiting.begin(), waiting.end(),
+                               [&](const SpoolEntry& e) { return refused.count(e.inode) != 0; }),
+                waiting.end());
+  for (const SpoolEntry& e : OrderQueue(std::move(waiting), users, rules)) {
     if (stuck_.count({e.path, e.inode}) != 0) continue;
     Result<ClaimedJob> claimed = spool_.Claim(e);
     if (!claimed.ok() && claimed.status().code() == StatusCode::kNoSpace) {
@@ -214,10 +234,7 @@ void ServiceSpool::File(const std::string& id, bool ok, const nlohmann::json& re
 
 void ServiceSpool::Ended(const std::string& id, SpoolState state) {
   on_end_();
-  if (config_.on_job_end.empty()) return;
-  Status hook = RunJobEndHook({config_.on_job_end, config_.on_job_end_timeout_s},
-                              {id, state, names().JobDir(state, id)});
-  if (!hook.ok()) spdlog::warn("job {}: {}", id, hook.message());
+  hooks_.Post({id, state, names().JobDir(state, id)});
 }
 
 }  // namespace framemill

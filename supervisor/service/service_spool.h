@@ -2,8 +2,8 @@
 // over the spool's files, its requests, and the jobs that could not be filed. Choosing the next
 // job, reading requests and counting the queue are the loop's; counting a job's starts and filing
 // it are its thread's. A job's end (the service's `on_end`, which rewrites the metrics, and the
-// config's on_job_end hook) always runs after the lock is let go: the metrics count the spool,
-// and a hook may take seconds.
+// config's on_job_end hook, posted to JobEndHooks' thread) always runs after the lock is let go:
+// the metrics count the spool.
 //
 // Thread-safe.
 #pragma once
@@ -22,6 +22,7 @@
 #include "common/config.h"
 #include "common/mutex.h"
 #include "common/status.h"
+#include "supervisor/service/job_end_hook.h"
 #include "supervisor/spool/spool.h"
 #include "supervisor/spool/spool_requests.h"
 
@@ -88,7 +89,7 @@ class ServiceSpool {
       REQUIRES(mu_);
   void SetAside(const SpoolEntry& e, const Status& why, std::vector<std::string>* set_aside)
       REQUIRES(mu_);
-  // Ends `id`, just filed under `state`: on_end, then the on_job_end hook.
+  // Ends `id`, just filed under `state`: on_end, then the on_job_end hook posted.
   void Ended(const std::string& id, SpoolState state) EXCLUDES(mu_);
   // The spool for its folders' names alone, without the lock: a name is fixed when the spool is
   // made, and none of Spool's name functions touches a file.
@@ -122,6 +123,9 @@ class ServiceSpool {
   // incoming/ entries that could not be claimed nor moved aside (name, inode): logged once,
   // then skipped until they change.
   std::set<std::pair<std::string, uint64_t>> stuck_ GUARDED_BY(mu_);
+  // The on_job_end hooks, off the loop and the jobs' threads. Last: the first to go, its
+  // thread joined before the rest.
+  JobEndHooks hooks_;
 };
 
 }  // namespace framemill

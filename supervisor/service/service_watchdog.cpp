@@ -7,10 +7,10 @@
 
 namespace framemill {
 
-bool EveryJobAlive(uint64_t now_ms, uint64_t period_ms, const std::vector<uint64_t>& alive_ms) {
-  if (period_ms == 0) return true;
+bool EveryJobAlive(uint64_t now_ms, uint64_t limit_ms, const std::vector<uint64_t>& alive_ms) {
+  if (limit_ms == 0) return true;
   for (uint64_t alive : alive_ms) {
-    if (now_ms - alive >= period_ms) return false;
+    if (now_ms - alive >= limit_ms) return false;
   }
   return true;
 }
@@ -29,8 +29,8 @@ Watchdog::~Watchdog() {
 
 void Watchdog::Alive() { alive_ms_.store(MonotonicMs()); }
 
-void Watchdog::Feed(const std::vector<uint64_t>& job_alive_ms) {
-  if (EveryJobAlive(MonotonicMs(), period_ms_, job_alive_ms)) Alive();
+void Watchdog::Feed(const std::vector<uint64_t>& job_alive_ms, uint64_t job_limit_ms) {
+  if (EveryJobAlive(MonotonicMs(), job_limit_ms, job_alive_ms)) Alive();
 }
 
 void Watchdog::Loop() {

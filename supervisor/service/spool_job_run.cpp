@@ -55,7 +55,7 @@ void SpoolJobRun::RunClaimed() {
                ctx_.config.max_job_starts);
   ctx_.metrics.Write();  // the job is active
   const uint64_t start_ms = MonotonicMs();
-  JobProgressSink progress(id_, dir_, job_->gpus, start_ms, ctx_.stop);
+  JobProgressSink progress(id_, dir_, job_->gpus, start_ms, ctx_.stop, job_->stop);
   progress.set_reader(submitter_->uid);
   std::vector<DispatchStats> attempts;  // worker counts of each ended attempt, for the metrics
   JobReportFile report_file;
@@ -74,7 +74,15 @@ void SpoolJobRun::RunClaimed() {
   Result<JobReport> report =
       slurm ? RunOnSlurm(dir_ + "/job.json", job, ctx_.config, progress.job_stop(), options)
             : RunJob(job, ctx_.config, progress.job_stop(), options);
-  if (progress.cancelled() && slurm) (void)CancelSlurmJobs(dir_ + "/job.json");
+  const bool stalled = job_->stalled.load() && !report.ok();
+  if ((progress.cancelled() || stalled) && slurm) (void)CancelSlurmJobs(dir_ + "/job.json");
+  if (stalled) {
+    report = Status(StatusCode::kTimedOut,
+                    "the job showed no life for " +
+                        std::to_string(static_cast<int64_t>(ctx_.config.job_stall_timeout_s)) +
+                        " s (job_stall_timeout_s) and was stopped (it ended with: " +
+                        report.status().message() + ")");
+  }
   ctx_.metrics.EndRun(id_, attempts, report.ok());
   if (!report.ok() && report.status().code() == StatusCode::kCancelled && !progress.cancelled()) {
     ctx_.spool.LowerStarts(id_);  // an orderly stop is no crash

@@ -60,4 +60,23 @@ std::vector<SpoolEntry> OrderQueue(std::vector<SpoolEntry> waiting, const QueueU
   return order;
 }
 
+std::vector<SpoolEntry> OverQueued(const std::vector<SpoolEntry>& waiting, int max_queued) {
+  if (max_queued <= 0) return {};
+  std::map<uint32_t, int> per_user;
+  for (const SpoolEntry& e : waiting) ++per_user[e.uid];
+  std::vector<const SpoolEntry*> arrival;
+  for (const SpoolEntry& e : waiting) {
+    if (per_user[e.uid] > max_queued) arrival.push_back(&e);
+  }
+  std::sort(arrival.begin(), arrival.end(), [](const SpoolEntry* a, const SpoolEntry* b) {
+    return std::tie(a->uid, a->submitted_ns, a->id) < std::tie(b->uid, b->submitted_ns, b->id);
+  });
+  std::vector<SpoolEntry> over;
+  std::map<uint32_t, int> seen;
+  for (const SpoolEntry* e : arrival) {
+    if (++seen[e->uid] > max_queued) over.push_back(*e);
+  }
+  return over;
+}
+
 }  // namespace framemill

@@ -9,8 +9,9 @@
 //      claims), so that with one job at a time users alternate;
 //   4. then arrival, when the file came into incoming/ (its ctime, which no user can date back).
 //
-// A user who runs `max_running_per_user` jobs already has none claimed until one ends.
-// Thread-compatible: a pure function.
+// A user who runs `max_running_per_user` jobs already has none claimed until one ends; a user's
+// waiting jobs beyond their first `max_queued_per_user` (by arrival) are refused (OverQueued).
+// Thread-compatible: pure functions.
 #pragma once
 
 #include <algorithm>
@@ -43,5 +44,9 @@ struct QueueUsers {
 // limit are left out.
 std::vector<SpoolEntry> OrderQueue(std::vector<SpoolEntry> waiting, const QueueUsers& users,
                                    const QueueRules& rules);
+
+// The entries of `waiting` past each user's first `max_queued` by arrival (submitted_ns, then
+// id), to be refused; none with `max_queued` 0 (no limit).
+std::vector<SpoolEntry> OverQueued(const std::vector<SpoolEntry>& waiting, int max_queued);
 
 }  // namespace framemill

@@ -15,6 +15,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "common/checked_file.h"
 #include "common/config.h"
 #include "common/file_util.h"
 #include "common/json_fields.h"
@@ -82,11 +83,6 @@ int64_t ChangedNs(const std::string& path) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) return 0;
   return ChangeNs(st);
-}
-
-bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 std::string SafeId(const std::string& name) {
@@ -438,7 +434,8 @@ int Spool::RemoveOldFailedWork(double max_age_s) {
   return removed;
 }
 
-Result<std::string> Spool::PutFile(const std::string& dir, const std::string& content) {
+Result<std::string> Spool::PutFile(const std::string& dir, const std::string& content,
+                                   std::optional<uint32_t> reader) {
   std::mt19937_64 rng(std::random_device{}());
   auto now = std::chrono::system_clock::now().time_since_epoch();
   for (int attempt = 0; attempt < 16; ++attempt) {
@@ -452,7 +449,10 @@ Result<std::string> Spool::PutFile(const std::string& dir, const std::string& co
     if (fd < 0 && errno == EEXIST) continue;
     if (fd < 0) return Errno("create " + tmp);
     // Readable by the service whatever the caller's umask.
-    bool written = ::fchmod(fd, 0644) == 0;
+    bool written = ::fchmod(fd, reader ? 0600 : 0644) == 0;
+    if (written && reader && *reader != ::geteuid() && !GrantReadAcl(fd, *reader).ok()) {
+      written = ::fchmod(fd, 0644) == 0;  // no ACLs here: the service must read it
+    }
     for (size_t off = 0; written && off < content.size();) {
       ssize_t n = ::write(fd, content.data() + off, content.size() - off);
       if (n < 0 && errno == EINTR) continue;
@@ -483,7 +483,9 @@ Result<std::string> Spool::PutFile(const std::string& dir, const std::string& co
 }
 
 Result<std::string> Spool::Submit(const nlohmann::json& job) {
-  Result<std::string> path = PutFile(Dir(SpoolState::kIncoming), DumpJson(job, 2) + "\n");
+  struct stat in {};
+  if (::stat(Dir(SpoolState::kIncoming).c_str(), &in) != 0) return Errno("stat incoming/");
+  Result<std::string> path = PutFile(Dir(SpoolState::kIncoming), DumpJson(job, 2) + "\n", in.st_uid);
   if (!path.ok()) return path.status();
   std::string name = BaseName(*path);
   return name.substr(0, name.size() - 5);

@@ -29,6 +29,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -162,7 +163,9 @@ class Spool {
 
   // Writes a job file into incoming/ the way a client must: created exclusively in tmp/ (never
   // following a link), fsynced, renamed into incoming/. Needs only tmp/ and incoming/, as a
-  // fresh install has them. Returns its id.
+  // fresh install has them. Readable by the submitter and the service alone: mode 0600, and an
+  // access ACL for incoming/'s owner (the service's user) when that is another user (0644 where
+  // the file system has no ACLs). Returns its id.
   Result<std::string> Submit(const nlohmann::json& job);
 
   // Writes a request file into requests/ the same way (spool_requests.h). Returns its path.
@@ -171,8 +174,10 @@ class Spool {
  private:
   std::string UniqueId(const std::string& wanted) const;
   // Writes `content` as tmp/<random>.json (O_EXCL | O_NOFOLLOW) and renames it to
-  // `dir`/<same name>, never replacing an entry there.
-  Result<std::string> PutFile(const std::string& dir, const std::string& content);
+  // `dir`/<same name>, never replacing an entry there. Mode 0644, or with `reader` 0600 and
+  // readable by that uid too (Submit).
+  Result<std::string> PutFile(const std::string& dir, const std::string& content,
+                              std::optional<uint32_t> reader = std::nullopt);
 
   std::string root_;
   int lock_fd_ = -1;

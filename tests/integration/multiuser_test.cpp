@@ -293,9 +293,10 @@ TEST_CASE(
 
 TEST_CASE(
     "spool: a user's backlog at priority 1000 with back-dated files does not hold another "
-    "user's job, and the queue's age is not back-dated") {
+    "user's job, the queue's age is not back-dated, queued files are private, and the backlog "
+    "past max_queued_per_user is refused") {
   RequireMultiUser();
-  Service s = MakeService("spool_fair_queue");
+  Service s = MakeService("spool_fair_queue", {{"max_queued_per_user", 3}});
   const FreshInstall site = MakeFreshInstall(s);
   const std::string out_b = OwnedDir(s.dir + "/out-b", kUserB, 0755);
   const std::string clip = s.dir + "/short.mp4";
@@ -315,6 +316,13 @@ TEST_CASE(
   const std::string b_job = Submit(s, kUserB,
                                    "'" + clip + "' --model '" + site.model + "' --output '" +
                                        out_b + "/b.mp4'");
+  // A's queued job file: A and the service read it, B does not.
+  const std::string a_file = s.spool + "/incoming/" + a_jobs[0] + ".json";
+  struct stat st {};
+  REQUIRE(::stat(a_file.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0007) == 0);  // nothing for others (the group bits show the ACL's mask)
+  CHECK(Shell(As(kUserA) + " cat '" + a_file + "' > /dev/null").exit_code == 0);
+  CHECK(Shell(As(kUserB) + " cat '" + a_file + "' > /dev/null 2>&1").exit_code != 0);
   RunResult listed = Cli(s, "list --json");
   REQUIRE(listed.exit_code == 0);
   for (const nlohmann::json& e : nlohmann::json::parse(listed.out)) {
@@ -324,14 +332,23 @@ TEST_CASE(
 
   BackgroundJob serve = Serve(s);
   KillOnExit guard{serve};
+  // A's fourth job, the latest of a backlog past max_queued_per_user (3), is refused.
+  const std::string refused = a_jobs.back();
+  a_jobs.pop_back();
   REQUIRE(WaitUntil(
       [&] {
         for (const std::string& id : a_jobs) {
           if (!fs::exists(s.spool + "/done/" + id + "/result.json")) return false;
         }
-        return fs::exists(s.spool + "/done/" + b_job + "/result.json");
+        return fs::exists(s.spool + "/done/" + b_job + "/result.json") &&
+               fs::exists(s.spool + "/failed/" + refused + "/result.json");
       },
       240));
+  const nlohmann::json why = ReadJson(s.spool + "/failed/" + refused + "/result.json");
+  INFO(why.dump());
+  CHECK(why["reason"]["code"] == "invalid_job");
+  CHECK(why["reason"]["message"].get<std::string>().find("max_queued_per_user") !=
+        std::string::npos);
   ::kill(serve.pid, SIGTERM);
   CHECK(WaitJob(serve, 30).exit_code == 0);
   // The order the jobs started in: one of A's, then B's (A's 1000 counts as 0, and users take
@@ -344,7 +361,7 @@ TEST_CASE(
     if (log.compare(end, 9, " for uid ") == 0) started.push_back(log.substr(id_at, end - id_at));
   }
   INFO(log);
-  REQUIRE(started.size() == 5);
+  REQUIRE(started.size() == 4);
   CHECK(started[1] == b_job);
   CHECK(std::count(started.begin(), started.end(), b_job) == 1);
 }

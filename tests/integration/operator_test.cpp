@@ -135,7 +135,13 @@ TEST_CASE("service: --json, the on_job_end hook once per job, and journal priori
   CHECK(j.at("state") == "incoming");
   Drop(s, "bad", "{not json");
   REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/done/" + id + "/result.json"); }, 90));
-  REQUIRE(WaitUntil([&] { return CountLines(ReadText(calls), " failed ") >= 1; }, 30));
+  // Hooks run on their own thread, after the filing: wait for both.
+  REQUIRE(WaitUntil(
+      [&] {
+        const std::string t = ReadText(calls);
+        return CountLines(t, " failed ") >= 1 && CountLines(t, " done ") >= 1;
+      },
+      30));
 
   nlohmann::json list = nlohmann::json::parse(Cli(s, "list --json").out);
   REQUIRE(list.is_array());

@@ -914,3 +914,63 @@ TEST_CASE("service: progress counts frames written, not frames through the model
   ::kill(serve.pid, SIGTERM);
   WaitJob(serve, 60);
 }
+
+TEST_CASE("service: a probe that never ends fails its job with timed_out, and the service and "
+          "its watchdog go on") {
+  // ffprobe stands in for a decoder looping for ever on a hostile file: it hangs on inputs whose
+  // name says so (its input is its last argument, /proc/self/fd/N), and is the real one for
+  // every other file.
+  Service s = MakeService("svc_stall", {{"child_timeout_s", 10},
+                                        {"job_stall_timeout_s", 5},
+                                        {"defaults", {{"workers", 1},
+                                                      {"chunk_frames", 16},
+                                                      {"device", TestDevice()},
+                                                      {"encoder", TestEncoder()}}}});
+  const std::string ffprobe = s.dir + "/ffprobe-hangs";
+  std::ofstream(ffprobe) << "#!/bin/sh\n"
+                            "for a; do in=$a; done\n"
+                            "case \"$(readlink /proc/$$/fd/${in##*/})\" in\n"
+                            "  *hang*) exec sleep 86399;;\n"
+                            "esac\n"
+                            "exec ffprobe \"$@\"\n";
+  fs::permissions(ffprobe, fs::perms::owner_all);
+  s.config["ffprobe"] = ffprobe;
+  std::ofstream(s.config_path) << s.config.dump(2);
+  NotifySocket notify(s.dir + "/notify.sock");
+  const std::string model = ModelCopy("identity", s.dir);
+  const std::string input = SmallVideo(s.dir, 16);
+  fs::copy_file(input, s.dir + "/hang.mp4");
+  fs::create_directories(s.dir + "/out");
+  BackgroundJob serve =
+      Serve(s, {{"NOTIFY_SOCKET", s.dir + "/notify.sock"}, {"WATCHDOG_USEC", "1000000"}});
+  KillOnExit guard_serve{serve};
+  REQUIRE(WaitUntil([&] { return notify.Count("READY=1") == 1; }, 20));
+  auto job = [&](const std::string& in, const std::string& id) {
+    return nlohmann::json{
+        {"input", in}, {"output", s.dir + "/out/" + id + ".mp4"}, {"model", model}}
+        .dump();
+  };
+  Drop(s, "hung", job(s.dir + "/hang.mp4", "hung"));
+  REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/active/hung"); }, 30));
+  const int pings_before = notify.Count("WATCHDOG=1");
+  REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/failed/hung/result.json"); }, 60));
+  // The watchdog was fed all along (every half second): before, one silent job stopped it after
+  // a second and systemd would have restarted the service, every other job with it.
+  CHECK(notify.Count("WATCHDOG=1") - pings_before >= 10);
+  nlohmann::json r = ReadJson(s.spool + "/failed/hung/result.json");
+  INFO(r.dump());
+  CHECK(r["reason"]["code"] == "timed_out");
+  const std::string why = r["reason"]["message"].get<std::string>();
+  // The loop stopped it at 5 s of silence; the probe was killed at 10 s.
+  CHECK(why.find("job_stall_timeout_s") != std::string::npos);
+  CHECK(why.find("child_timeout_s") != std::string::npos);
+  CHECK(ProcessesMentioning("86399").empty());  // no hung probe is left
+
+  // The same service runs the next job.
+  Drop(s, "good", job(input, "good"));
+  REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/done/good/result.json"); }, 60));
+  DoneResult(s, "good", 16);
+  CHECK(::kill(serve.pid, 0) == 0);
+  ::kill(serve.pid, SIGTERM);
+  CHECK(WaitJob(serve, 60).exit_code == 0);
+}

@@ -4,8 +4,11 @@
 #include <atomic>
 #include <chrono>
 #include <poll.h>
+#include <string>
+#include <vector>
 #include <thread>
 
+#include "common/clock.h"
 #include "supervisor/service/job_slots.h"
 
 using namespace framemill;
@@ -51,4 +54,34 @@ TEST_CASE("job slots: a job runs on a free thread, wakes the loop when it ends, 
   CHECK(ended[0]->id == "a");
   CHECK(slots.empty());
   CHECK(Eventually([&] { return !thread->busy(); }));
+}
+
+TEST_CASE("job slots: a job silent for the stall limit is stopped once, a live one is not") {
+  CHECK(JobStalled(10'000, 9'000, 1000));        // silent for the whole limit
+  CHECK_FALSE(JobStalled(10'000, 9'001, 1000));  // just within it
+  CHECK_FALSE(JobStalled(10'000, 10'001, 1000));  // alive after `now` was read: life, not stale
+
+  JobSlots slots;
+  REQUIRE(slots.Open().ok());
+  std::atomic<bool> release{false};
+  RunningJob* silent = nullptr;
+  for (const char* id : {"silent", "lively"}) {
+    auto job = std::make_unique<RunningJob>();
+    job->id = id;
+    job->alive_ms.store(std::string(id) == "silent" ? MonotonicMs() - 5000 : MonotonicMs());
+    RunningJob* started = slots.Start(slots.FreeThread(), std::move(job), [&](RunningJob* j) {
+      while (!release.load() && !j->stop.load()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    });
+    if (std::string(id) == "silent") silent = started;
+  }
+  CHECK(slots.StopStalled(3000) == std::vector<std::string>{"silent"});
+  CHECK(silent->stalled.load());
+  CHECK(slots.StopStalled(3000).empty());  // stopped once
+  // The stopped job's run sees its stop and ends; the other runs on.
+  REQUIRE(Eventually([&] { return slots.TakeEnded().size() == 1; }));
+  CHECK(slots.Ids() == std::set<std::string>{"lively"});
+  release.store(true);
+  REQUIRE(Eventually([&] { return slots.TakeEnded().size() == 1; }));
 }

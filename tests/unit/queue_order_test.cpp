@@ -87,3 +87,14 @@ TEST_CASE("queue: with one job at a time, the user served least recently goes fi
   users.last_claim = {{kAlice, 7}, {kBob, 8}};
   CHECK(Ids(OrderQueue(waiting, users, Rules())) == "a1 b0 a2");
 }
+
+TEST_CASE("queue order: a user's waiting jobs past max_queued_per_user, the latest, are refused") {
+  const std::vector<SpoolEntry> waiting = {
+      Waiting("a3", kAlice, 0, 30), Waiting("b1", kBob, 0, 15), Waiting("a1", kAlice, 0, 10),
+      Waiting("a4", kAlice, 5, 40), Waiting("a2", kAlice, 0, 20), Waiting("b2", kBob, 0, 25)};
+  // Alice's first two by arrival stay, whatever the priority the later ones ask; Bob is within.
+  CHECK(Ids(framemill::OverQueued(waiting, 2)) == "a3 a4");
+  CHECK(Ids(framemill::OverQueued(waiting, 4)).empty());
+  CHECK(Ids(framemill::OverQueued(waiting, 0)).empty());  // no limit
+  CHECK(Ids(framemill::OverQueued(waiting, 1)) == "a2 a3 a4 b2");
+}

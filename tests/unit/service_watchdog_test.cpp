@@ -24,7 +24,7 @@ bool Eventually(F done) {
 
 }  // namespace
 
-TEST_CASE("service watchdog: fed only while every running job showed life within the period") {
+TEST_CASE("service watchdog: fed only while every running job showed life within its limit") {
   CHECK(EveryJobAlive(10'000, 1000, {}));               // no job: the loop alone counts
   CHECK(EveryJobAlive(10'000, 1000, {9'500, 9'001}));   // both within the period
   CHECK_FALSE(EveryJobAlive(10'000, 1000, {9'500, 9'000}));  // one silent for a whole period
@@ -41,9 +41,9 @@ TEST_CASE("service watchdog: notifies while fed, falls silent once not") {
   CHECK(sent.load() == 0);  // period 0: no thread, nothing sent
 
   Watchdog dog(200, [&] { ++sent; });
-  dog.Feed({MonotonicMs()});
+  dog.Feed({MonotonicMs()}, 200);
   REQUIRE(Eventually([&] { return sent.load() > 0; }));
-  dog.Feed({MonotonicMs() - 1000});  // a job silent for longer than the period: not fed
+  dog.Feed({MonotonicMs() - 1000}, 200);  // a job silent for longer than its limit: not fed
   std::this_thread::sleep_for(std::chrono::milliseconds(450));  // past the last feed's period
   const int quiet = sent.load();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));

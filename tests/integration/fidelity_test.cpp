@@ -271,3 +271,46 @@ TEST_CASE("fidelity: an MPEG-2 capture that opens on a keyframe without its sequ
   CHECK(result["frames"] == shown.size());
   CHECK(result["skipped_packets"]["count"] == packets.size() - shown.size());
 }
+
+TEST_CASE("fidelity: corrupt packets inside a GOP: concealed pictures render, a dropped one is named") {
+  // An MPEG-2 TS of 50 pictures, damaged two ways. The decoder conceals a picture whose slice
+  // data is zeroed (every picture still comes out), but drops one whose picture start code is
+  // gone: the job renders the first as the decoder shows it, and refuses the second by name (the
+  // count comes from packets, and a decode of the whole file to learn it would double the cost).
+  const std::string dir = ScratchDir("fidelity_corrupt_inside_gop");
+  const std::string ts = dir + "/capture.ts";
+  MustShell("ffmpeg -nostdin -v error -y -f lavfi -i testsrc2=size=320x240:rate=25 -t 2 "
+            "-c:v mpeg2video -g 12 -bf 2 -b:v 2M -f mpegts " + Q(ts));
+  const std::string concealed = dir + "/concealed.ts", dropped = dir + "/dropped.ts";
+  // The payload of the TS packet in the middle of the file (inside a picture) zeroed.
+  MustShell("cp " + Q(ts) + " " + Q(concealed) + " && k=$(( $(stat -c %s " + Q(ts) +
+            ") / 188 / 2 )) && dd if=/dev/zero of=" + Q(concealed) +
+            " bs=1 seek=$((k * 188 + 4)) count=184 conv=notrunc status=none");
+  // The 20th picture start code (00 00 01 00) made 00 00 00 00.
+  MustShell("cp " + Q(ts) + " " + Q(dropped) +
+            " && at=$(LC_ALL=C grep -obUaP '\\x00\\x00\\x01\\x00' " + Q(ts) +
+            " | sed -n 20p | cut -d: -f1) && test -n \"$at\" && printf '\\000' | dd of=" +
+            Q(dropped) + " bs=1 seek=$((at + 2)) conv=notrunc status=none");
+  SUBCASE("concealed") {
+    const size_t shown = VideoTimes(concealed, true).size();
+    REQUIRE(shown == VideoTimes(concealed, false).size());
+    const std::string out = dir + "/concealed.mkv";
+    RunResult r = RunJson(dir, IdentityJob(concealed, out));
+    INFO("stdout: " << r.out << "\nstderr: " << r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(CountFrames(out) == static_cast<int64_t>(shown));
+    CHECK(ResultOf(r)["skipped_packets"]["count"] == 0);
+  }
+  SUBCASE("dropped") {
+    const size_t packets = VideoTimes(dropped, false).size();
+    const size_t shown = VideoTimes(dropped, true).size();
+    REQUIRE(shown < packets);
+    RunResult r = RunJson(dir, IdentityJob(dropped, dir + "/dropped.mkv"));
+    INFO("stdout: " << r.out << "\nstderr: " << r.err);
+    CHECK(r.exit_code == 1);
+    CHECK(ResultOf(r)["reason"]["code"] == "input_invalid");
+    CHECK(r.err.find("decoding ended after " + std::to_string(shown) + " of " +
+                     std::to_string(packets) + " frames (truncated or corrupt input)") !=
+          std::string::npos);
+  }
+}

@@ -57,9 +57,9 @@ Result<JobSpec> ParseJob(const nlohmann::json& object, const JobSettings& defaul
   // The settings keys share the job object: their reader skips the keys read above, and
   // reports any key that neither knows. (No copy of the object: a copy recurses as deep as the
   // value nests.)
-  FM_RETURN_IF_ERROR(ReadJobSettings(object, "job", StatusCode::kInvalidJob, &job.settings,
-                                     {"input", "output", "model", "overwrite", "priority",
-                                      "alpha", "truncated_input"}));
+  FM_RETURN_IF_ERROR(ReadJobSettings(
+      object, "job", StatusCode::kInvalidJob, &job.settings,
+      {"input", "output", "model", "overwrite", "priority", "alpha", "truncated_input"}));
   FaceSetting& faces = job.settings.faces;
   if (job.settings.mode == JobMode::kFaces && faces.detector.empty() && faces.table.empty()) {
     faces.detector = InstalledFaceDetector();

@@ -185,15 +185,16 @@ struct SkippedPackets {
 };
 
 // The skipped packets at either end of a stream of `packets` (its first keyframe `first_key`, its
-// last presentation time `last_time`): the leading ones of a stream that does not open on a
-// keyframe (undecodable_packets); the trailing ones of a file whose header announces more frames
-// than it holds, under TruncatedInput::kAccept (their loss counted in lost_frames). Under kRefuse such
-// a file is an error. Only these few packets are decoded, never the file.
+// last presentation time `last_time`; `timed`: its packets carry times, without which none can be
+// told apart): the leading ones of a stream that does not open on a keyframe
+// (undecodable_packets); the trailing ones of a file whose header announces more frames than it
+// holds, under TruncatedInput::kAccept (their loss counted in lost_frames). Under kRefuse such a
+// file is an error. Only these few packets are decoded, never the file.
 Result<SkippedPackets> FindSkipped(const std::string& ffprobe, const SourceFile& source,
-                                   TruncatedInput truncation, int64_t first_key, int64_t packets,
-                                   double last_time, VideoStreamInfo* v) {
+                                   TruncatedInput truncation, bool timed, int64_t first_key,
+                                   int64_t packets, double last_time, VideoStreamInfo* v) {
   SkippedPackets skipped;
-  if (first_key != 0) {
+  if (timed && first_key != 0) {
     Result<PacketDecode> d = FindLeadingUndecodable(ffprobe, source, v->index, first_key, packets);
     if (!d.ok()) return d.status();
     v->undecodable_packets = static_cast<int64_t>(d->undecodable.size());
@@ -203,18 +204,20 @@ Result<SkippedPackets> FindSkipped(const std::string& ffprobe, const SourceFile&
   // A file cut short keeps its header: the index promises frames whose data is gone.
   if (v->header_frames <= 0 || packets >= v->header_frames) return skipped;
   if (truncation == TruncatedInput::kRefuse) {
-    return Status(StatusCode::kInputInvalid,
-                  source.name + ": truncated: its header announces " +
-                      std::to_string(v->header_frames) + " video frames, only " +
-                      std::to_string(packets) + " are present");
+    return Status(StatusCode::kInputInvalid, source.name + ": truncated: its header announces " +
+                                                 std::to_string(v->header_frames) +
+                                                 " video frames, only " + std::to_string(packets) +
+                                                 " are present");
   }
+  v->lost_frames = v->header_frames - packets;
+  if (!timed) return skipped;
   // The packet cut through may give no picture: the last 64 frames' worth is decoded to know.
   const double fps = v->frame_rate.value();
-  Result<PacketDecode> d = FindTrailingUndecodable(ffprobe, source, v->index,
-                                                   last_time - (fps > 0 ? 64.0 / fps : 0.0));
+  Result<PacketDecode> d =
+      FindTrailingUndecodable(ffprobe, source, v->index, last_time - (fps > 0 ? 64.0 / fps : 0.0));
   if (!d.ok()) return d.status();
   if (!d->undecodable.empty() && d->any_shown) skipped.last_shown = d->last_shown;
-  v->lost_frames = v->header_frames - packets + static_cast<int64_t>(d->undecodable.size());
+  v->lost_frames += static_cast<int64_t>(d->undecodable.size());
   skipped.times.insert(d->undecodable.begin(), d->undecodable.end());
   return skipped;
 }
@@ -222,8 +225,8 @@ Result<SkippedPackets> FindSkipped(const std::string& ffprobe, const SourceFile&
 // Reads the presentation time of every packet of the video stream as ffprobe prints them,
 // counting frames and checking the rate in fixed memory. Only a variable-rate video (whose frames
 // keep their own times) has its times read again and kept: its memory is 8 bytes a frame.
-Status ReadFrameTimes(const std::string& ffprobe, const SourceFile& source, TruncatedInput truncation,
-                      MediaInfo* info) {
+Status ReadFrameTimes(const std::string& ffprobe, const SourceFile& source,
+                      TruncatedInput truncation, MediaInfo* info) {
   const std::string& path = source.name;
   VideoStreamInfo& v = info->video;
   const double fps = v.frame_rate.value();
@@ -247,9 +250,10 @@ Status ReadFrameTimes(const std::string& ffprobe, const SourceFile& source, Trun
   if (!r.ok() || r->exit_code != 0) return PacketReadError(path, r);
   check.Finish();
   SkippedPackets skipped;
-  if (!missing_pts && packets > 0) {
+  {
     Result<SkippedPackets> found =
-        FindSkipped(ffprobe, source, truncation, first_key, packets, check.last(), &v);
+        FindSkipped(ffprobe, source, truncation, !missing_pts && packets > 0, first_key, packets,
+                    check.last(), &v);
     if (!found.ok()) return found.status();
     skipped = std::move(*found);
   }
@@ -437,18 +441,18 @@ Result<MediaInfo> Probe(const std::string& ffprobe, const SourceFile& source, Fr
 
 }  // namespace
 
-Result<MediaInfo> ProbeMedia(const std::string& ffprobe, const SourceFile& source,
-                             bool frame_times, TruncatedInput truncation) {
+Result<MediaInfo> ProbeMedia(const std::string& ffprobe, const SourceFile& source, bool frame_times,
+                             TruncatedInput truncation) {
   return Probe(ffprobe, source, frame_times ? FrameRead::kTimesAndFields : FrameRead::kNone,
                truncation);
 }
 
 Result<MediaInfo> ProbeOwnOutput(const std::string& ffprobe, const SourceFile& output,
                                  bool interlaced_expected) {
-  return Probe(ffprobe, output,
-               interlaced_expected ? FrameRead::kTimesAndFields
-                                   : FrameRead::kTimesAndFieldsUnlessWord,
-               TruncatedInput::kRefuse);
+  return Probe(
+      ffprobe, output,
+      interlaced_expected ? FrameRead::kTimesAndFields : FrameRead::kTimesAndFieldsUnlessWord,
+      TruncatedInput::kRefuse);
 }
 
 }  // namespace framemill

@@ -102,8 +102,7 @@ struct SourceFile {
 // likewise (undecodable_packets.h).
 // Errors: kInputInvalid (not a media file, a refused format named by its demuxer, no video
 // stream, no frames, a truncated file under TruncatedInput::kRefuse) with ffprobe's own message.
-Result<MediaInfo> ProbeMedia(const std::string& ffprobe, const SourceFile& source,
-                             bool frame_times,
+Result<MediaInfo> ProbeMedia(const std::string& ffprobe, const SourceFile& source, bool frame_times,
                              TruncatedInput truncation = TruncatedInput::kRefuse);
 
 // ProbeMedia with frame_times, for a file framemill encoded itself (the verify step): where it

@@ -106,8 +106,8 @@ Result<SourceFile> BindSource(int fd, const std::string& name, const std::string
   return SourceFile{fd, name, std::move(*restrictions)};
 }
 
-Result<TakenSource> TakeSource(const std::string& path, const SourceRules& rules,
-                               bool frame_times, TruncatedInput truncation) {
+Result<TakenSource> TakeSource(const std::string& path, const SourceRules& rules, bool frame_times,
+                               TruncatedInput truncation) {
   TakenSource taken;
   Result<UniqueFd> fd = OpenInput(path, rules.roots);
   if (!fd.ok()) return fd.status();

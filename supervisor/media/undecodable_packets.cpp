@@ -24,30 +24,30 @@ Result<IntervalDecode> DecodeInterval(const std::string& ffprobe, const SourceFi
                                       int stream, const std::string& interval) {
   std::vector<std::string> argv = {ffprobe, "-v", "error"};
   argv.insert(argv.end(), source.restrictions.begin(), source.restrictions.end());
-  argv.insert(argv.end(), {"-select_streams", std::to_string(stream), "-read_intervals", interval,
-                           "-show_entries",
-                           "packet=pts_time,flags:frame=best_effort_timestamp_time", "-of", "csv",
-                           FdPath(source.fd)});
+  argv.insert(
+      argv.end(),
+      {"-select_streams", std::to_string(stream), "-read_intervals", interval, "-show_entries",
+       "packet=pts_time,flags:frame=best_effort_timestamp_time", "-of", "csv", FdPath(source.fd)});
   IntervalDecode d;
   PacketDecode& f = d.figures;
-  Result<CommandOutput> r = RunForEachLine(
-      argv,
-      [&](const std::string& line) {
-        std::vector<std::string> fields = CsvFields(line);
-        if (fields.size() < 2 || fields[1] == "N/A") return;
-        // (A packet flagged D, outside an edit list, is no frame to begin with.)
-        if (fields[0] == "packet" &&
-            (fields.size() < 3 || fields[2].find('D') == std::string::npos)) {
-          d.packets.push_back(fields[1]);
-        }
-        if (fields[0] != "frame") return;
-        d.shown.insert(fields[1]);
-        const double t = std::strtod(fields[1].c_str(), nullptr);
-        if (!f.any_shown || t < f.first_shown) f.first_shown = t;
-        if (!f.any_shown || t > f.last_shown) f.last_shown = t;
-        f.any_shown = true;
-      },
-      {source.fd});
+  Result<CommandOutput> r =
+      RunForEachLine(argv,
+                     [&](const std::string& line) {
+                       std::vector<std::string> fields = CsvFields(line);
+                       if (fields.size() < 2 || fields[1] == "N/A") return;
+                       // (A packet flagged D, outside an edit list, is no frame to begin with.)
+                       if (fields[0] == "packet" &&
+                           (fields.size() < 3 || fields[2].find('D') == std::string::npos)) {
+                         d.packets.push_back(fields[1]);
+                       }
+                       if (fields[0] != "frame") return;
+                       d.shown.insert(fields[1]);
+                       const double t = std::strtod(fields[1].c_str(), nullptr);
+                       if (!f.any_shown || t < f.first_shown) f.first_shown = t;
+                       if (!f.any_shown || t > f.last_shown) f.last_shown = t;
+                       f.any_shown = true;
+                     },
+                     {source.fd});
   if (!r.ok() || r->exit_code != 0) return PacketReadError(source.name, r);
   return d;
 }

@@ -46,30 +46,6 @@ void ReadKill(FieldReader& parent, StatusCode code, KillSettings* ks) {
   parent.Adopt(r.Finish());
 }
 
-// Reads the enumerated value under `key` into `mode` (left as it is when absent); a name that
-// `parse` does not know fails the key with the accepted names.
-template <typename Mode, typename Parse>
-void ReadEnum(FieldReader& r, const char* key, Mode* mode, Parse parse, const char* accepted) {
-  std::string name = Name(*mode);
-  r.String(key, &name);
-  if (!r.status().ok()) return;
-  std::optional<Mode> parsed = parse(name);
-  if (parsed) {
-    *mode = *parsed;
-  } else {
-    r.Fail(key, std::string("must be ") + accepted + ", got \"" + name + "\"");
-  }
-}
-
-// The mode among `modes` whose Name() is `name`; nullopt for none.
-template <typename Mode>
-std::optional<Mode> FindByName(const std::string& name, std::initializer_list<Mode> modes) {
-  for (Mode m : modes) {
-    if (name == Name(m)) return m;
-  }
-  return std::nullopt;
-}
-
 }  // namespace
 
 Status ReadJobSettings(const nlohmann::json& object, const std::string& path, StatusCode code,

@@ -17,10 +17,21 @@ const char* Name(AlphaMode mode) {
 }
 
 std::optional<AlphaMode> ParseAlphaMode(const std::string& name) {
-  for (AlphaMode m : {AlphaMode::kAuto, AlphaMode::kKeep, AlphaMode::kDrop}) {
-    if (name == Name(m)) return m;
+  return FindByName<AlphaMode>(name, {AlphaMode::kAuto, AlphaMode::kKeep, AlphaMode::kDrop});
+}
+
+const char* Name(TruncatedInput mode) {
+  switch (mode) {
+    case TruncatedInput::kRefuse:
+      return "refuse";
+    case TruncatedInput::kAccept:
+      return "accept";
   }
-  return std::nullopt;
+  return "?";
+}
+
+std::optional<TruncatedInput> ParseTruncatedInput(const std::string& name) {
+  return FindByName<TruncatedInput>(name, {TruncatedInput::kRefuse, TruncatedInput::kAccept});
 }
 
 Result<JobSpec> ParseJob(const nlohmann::json& object, const JobSettings& defaults) {
@@ -32,13 +43,8 @@ Result<JobSpec> ParseJob(const nlohmann::json& object, const JobSettings& defaul
   r.RequiredString("model", &job.model);
   r.Bool("overwrite", &job.overwrite);
   r.Int("priority", &job.priority, -1000, 1000);
-  std::string alpha = Name(job.alpha);
-  r.String("alpha", &alpha);
-  if (r.status().ok()) {
-    std::optional<AlphaMode> mode = ParseAlphaMode(alpha);
-    if (!mode) return Status(StatusCode::kInvalidJob, "job.alpha: must be auto, keep or drop");
-    job.alpha = *mode;
-  }
+  ReadEnum(r, "alpha", &job.alpha, ParseAlphaMode, "auto, keep or drop", EnumError::kNamesOnly);
+  ReadEnum(r, "truncated_input", &job.truncated_input, ParseTruncatedInput, "refuse or accept");
   if (!r.status().ok()) return r.status();
   // JSON may carry "\u0000"; the system calls would cut the name there and open another file.
   for (const auto& [key, value] : {std::pair<const char*, const std::string*>{"input", &job.input},
@@ -51,9 +57,9 @@ Result<JobSpec> ParseJob(const nlohmann::json& object, const JobSettings& defaul
   // The settings keys share the job object: their reader skips the keys read above, and
   // reports any key that neither knows. (No copy of the object: a copy recurses as deep as the
   // value nests.)
-  FM_RETURN_IF_ERROR(ReadJobSettings(object, "job", StatusCode::kInvalidJob, &job.settings,
-                                     {"input", "output", "model", "overwrite", "priority",
-                                      "alpha"}));
+  FM_RETURN_IF_ERROR(ReadJobSettings(
+      object, "job", StatusCode::kInvalidJob, &job.settings,
+      {"input", "output", "model", "overwrite", "priority", "alpha", "truncated_input"}));
   FaceSetting& faces = job.settings.faces;
   if (job.settings.mode == JobMode::kFaces && faces.detector.empty() && faces.table.empty()) {
     faces.detector = InstalledFaceDetector();

@@ -24,6 +24,15 @@ enum class AlphaMode {
 const char* Name(AlphaMode mode);  // "auto", "keep", "drop"
 std::optional<AlphaMode> ParseAlphaMode(const std::string& name);
 
+// What becomes of an input cut short: a file whose header announces more video frames than it
+// holds (the job's `truncated_input`).
+enum class TruncatedInput {
+  kRefuse,  // the job fails with input_invalid, naming the frames announced and present
+  kAccept,  // the frames that are there and decode are rendered; result.json says what was lost
+};
+const char* Name(TruncatedInput mode);  // "refuse", "accept"
+std::optional<TruncatedInput> ParseTruncatedInput(const std::string& name);
+
 struct JobSpec {
   std::string input;       // source video file
   std::string output;      // final video file; appears only when complete and verified
@@ -31,6 +40,7 @@ struct JobSpec {
   bool overwrite = false;  // replace an existing output
   int priority = 0;        // the spool runs higher first, then older first
   AlphaMode alpha = AlphaMode::kAuto;
+  TruncatedInput truncated_input = TruncatedInput::kRefuse;
   JobSettings settings;    // config defaults overridden by the job's keys
 };
 

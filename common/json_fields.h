@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -65,6 +67,39 @@ class FieldReader {
   std::set<std::string> seen_;
   Status status_;
 };
+
+// The mode among `modes` whose Name() is `name`; nullopt for none. (An enumeration's Parse.)
+template <typename Mode>
+std::optional<Mode> FindByName(const std::string& name, std::initializer_list<Mode> modes) {
+  for (Mode m : modes) {
+    if (name == Name(m)) return m;
+  }
+  return std::nullopt;
+}
+
+// Whether ReadEnum's error quotes the value it refused.
+enum class EnumError {
+  kQuoteValue,  // "must be auto, on or off, got \"maybe\""
+  kNamesOnly,   // "must be auto, keep or drop"
+};
+
+// Reads the enumerated value under `key` into `mode` (left as it is when absent); a name that
+// `parse` does not know fails the key with the `accepted` names.
+template <typename Mode, typename Parse>
+void ReadEnum(FieldReader& r, const char* key, Mode* mode, Parse parse, const char* accepted,
+              EnumError error = EnumError::kQuoteValue) {
+  std::string name = Name(*mode);
+  r.String(key, &name);
+  if (!r.status().ok()) return;
+  std::optional<Mode> parsed = parse(name);
+  if (parsed) {
+    *mode = *parsed;
+  } else if (error == EnumError::kQuoteValue) {
+    r.Fail(key, std::string("must be ") + accepted + ", got \"" + name + "\"");
+  } else {
+    r.Fail(key, std::string("must be ") + accepted);
+  }
+}
 
 // Deepest nesting of arrays and objects that ParseJsonText accepts. Job and config files need
 // 3; the limit keeps every recursive walk of a parsed value (dump, compare, copy) far from the

@@ -100,7 +100,8 @@ Result<PreparedJob> PrepareJob(const JobSpec& job, const Config& config, JobFile
   Result<SourceFile> source = OpenJobPaths(job, config, files);
   if (!source.ok()) return source.status();
   p.source = std::move(*source);
-  Result<MediaInfo> media = ProbeMedia(config.ffprobe, p.source, /*frame_times=*/true);
+  Result<MediaInfo> media =
+      ProbeMedia(config.ffprobe, p.source, /*frame_times=*/true, job.truncated_input);
   if (!media.ok()) return media.status();
   p.media = std::move(*media);
   const VideoStreamInfo& v = p.media.video;
@@ -111,6 +112,14 @@ Result<PreparedJob> PrepareJob(const JobSpec& job, const Config& config, JobFile
                     "or reference pictures they need); rendering the " +
                     std::to_string(v.frame_count) + " frames that decode, from " +
                     fmt::format("{:.3f}", v.start_time) + " s";
+    spdlog::warn("{}: {}", job.input, w);
+    p.warnings.push_back(w);
+  }
+  if (v.lost_frames > 0) {
+    std::string w = fmt::format(
+        "the input is truncated: its header announces {} video frames, {} are there and decode "
+        "({} lost, {:.2f} s); rendering those (truncated_input accept)",
+        v.header_frames, v.frame_count, v.lost_frames, v.lost_frames / v.frame_rate.value());
     spdlog::warn("{}: {}", job.input, w);
     p.warnings.push_back(w);
   }
@@ -146,6 +155,10 @@ void FillPlanFigures(const JobSpec& job, const PreparedJob& prepared, JobReport*
   report->segments = static_cast<int64_t>(prepared.plan.segments.size());
   report->in_width = prepared.media.video.display_width;
   report->in_height = prepared.media.video.display_height;
+  const VideoStreamInfo& v = prepared.media.video;
+  report->skipped_packets = v.undecodable_packets;
+  report->frames_announced = v.lost_frames > 0 ? v.header_frames : 0;
+  report->frame_rate = v.frame_rate.value();
 }
 
 Result<RenderRange> ChooseRange(const JobSpec& job, const JobPlan& plan,

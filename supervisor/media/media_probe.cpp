@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fcntl.h>
 #include <functional>
+#include <optional>
 #include <queue>
 #include <set>
 #include <sstream>
@@ -16,6 +17,7 @@
 
 #include "common/checked_file.h"
 #include "supervisor/media/source_geometry.h"
+#include "supervisor/media/undecodable_packets.h"
 #include "supervisor/media/pixel_format.h"
 #include "supervisor/process/program_answers.h"
 #include "supervisor/process/subprocess.h"
@@ -166,12 +168,6 @@ std::string DetectedFormat(const std::string& ffprobe, const SourceFile& source)
   return end == std::string::npos ? "" : r->err.substr(start, end - start);
 }
 
-Status PacketReadError(const std::string& path, const Result<CommandOutput>& r) {
-  if (!r.ok()) return r.status();
-  return Status(StatusCode::kInputInvalid,
-                path + ": ffprobe cannot read its packets: " + LastLines(r->err, 3));
-}
-
 std::vector<std::string> PacketCommand(const std::string& ffprobe, const SourceFile& source,
                                        int stream) {
   std::vector<std::string> argv = {ffprobe, "-v", "error"};
@@ -181,76 +177,56 @@ std::vector<std::string> PacketCommand(const std::string& ffprobe, const SourceF
   return argv;
 }
 
-// The fields of one line of ffprobe's csv output ("packet,1.480000,..." / "frame,2.480000,...").
-std::vector<std::string> CsvFields(const std::string& line) {
-  std::vector<std::string> fields;
-  std::istringstream in(line);
-  for (std::string f; std::getline(in, f, ',');) fields.push_back(f);
-  return fields;
-}
-
-// What decoding a stream's first packets shows: the presentation times (as ffprobe prints them)
-// of the packets that gave no picture, and of the first picture shown.
-struct LeadingDecode {
-  std::set<std::string> undecodable;
-  double first_shown = 0.0;
-  bool any_shown = false;
+// The video packets that give no picture (undecodable_packets.h), by presentation time as ffprobe
+// prints them, and the first and last pictures' times where they move.
+struct SkippedPackets {
+  std::set<std::string> times;
+  std::optional<double> first_shown, last_shown;
 };
 
-// Decodes the first `window` packets of `stream` (ffprobe -read_intervals %+#N, which flushes
-// the decoder at its end: every picture those packets hold comes out). A packet whose time no
-// decoded frame carries gave no picture. Cost: a decode of `window` packets, not of the file.
-Result<LeadingDecode> DecodeLeadingPackets(const std::string& ffprobe, const SourceFile& source,
-                                           int stream, int64_t window) {
-  std::vector<std::string> argv = {ffprobe, "-v", "error"};
-  argv.insert(argv.end(), source.restrictions.begin(), source.restrictions.end());
-  argv.insert(argv.end(), {"-select_streams", std::to_string(stream), "-read_intervals",
-                           "%+#" + std::to_string(window), "-show_entries",
-                           "packet=pts_time,flags:frame=best_effort_timestamp_time", "-of", "csv",
-                           FdPath(source.fd)});
-  std::vector<std::string> packets;
-  std::set<std::string> shown;
-  LeadingDecode d;
-  Result<CommandOutput> r = RunForEachLine(
-      argv,
-      [&](const std::string& line) {
-        std::vector<std::string> f = CsvFields(line);
-        if (f.size() < 2 || f[1] == "N/A") return;
-        // (A packet flagged D, outside an edit list, is no frame to begin with.)
-        if (f[0] == "packet" && (f.size() < 3 || f[2].find('D') == std::string::npos)) {
-          packets.push_back(f[1]);
-        }
-        if (f[0] != "frame") return;
-        shown.insert(f[1]);
-        const double t = std::strtod(f[1].c_str(), nullptr);
-        if (!d.any_shown || t < d.first_shown) d.first_shown = t;
-        d.any_shown = true;
-      },
-      {source.fd});
-  if (!r.ok() || r->exit_code != 0) return PacketReadError(source.name, r);
-  for (const std::string& t : packets) {
-    if (shown.count(t) == 0) d.undecodable.insert(t);
+// The skipped packets at either end of a stream of `packets` (its first keyframe `first_key`, its
+// last presentation time `last_time`; `timed`: its packets carry times, without which none can be
+// told apart): the leading ones of a stream that does not open on a keyframe
+// (undecodable_packets); the trailing ones of a file whose header announces more frames than it
+// holds, under TruncatedInput::kAccept (their loss counted in lost_frames). Under kRefuse such a
+// file is an error. Only these few packets are decoded, never the file.
+Result<SkippedPackets> FindSkipped(const std::string& ffprobe, const SourceFile& source,
+                                   TruncatedInput truncation, bool timed, int64_t first_key,
+                                   int64_t packets, double last_time, VideoStreamInfo* v) {
+  SkippedPackets skipped;
+  if (timed && first_key != 0) {
+    Result<PacketDecode> d = FindLeadingUndecodable(ffprobe, source, v->index, first_key, packets);
+    if (!d.ok()) return d.status();
+    v->undecodable_packets = static_cast<int64_t>(d->undecodable.size());
+    if (!d->undecodable.empty()) skipped.first_shown = d->first_shown;
+    skipped.times = std::move(d->undecodable);
   }
-  return d;
-}
-
-// For a stream whose first packet is no keyframe: the leading packets that give no picture.
-// The window starts at the first keyframe and 64 packets past it and doubles until a picture
-// shows (or it covers every packet).
-Result<LeadingDecode> FindUndecodable(const std::string& ffprobe, const SourceFile& source,
-                                      int stream, int64_t first_key, int64_t packets) {
-  int64_t window = std::max<int64_t>(first_key, 0) + 64;
-  for (;;) {
-    Result<LeadingDecode> d = DecodeLeadingPackets(ffprobe, source, stream, window);
-    if (!d.ok() || d->any_shown || window >= packets) return d;
-    window *= 2;
+  // A file cut short keeps its header: the index promises frames whose data is gone.
+  if (v->header_frames <= 0 || packets >= v->header_frames) return skipped;
+  if (truncation == TruncatedInput::kRefuse) {
+    return Status(StatusCode::kInputInvalid, source.name + ": truncated: its header announces " +
+                                                 std::to_string(v->header_frames) +
+                                                 " video frames, only " + std::to_string(packets) +
+                                                 " are present");
   }
+  v->lost_frames = v->header_frames - packets;
+  if (!timed) return skipped;
+  // The packet cut through may give no picture: the last 64 frames' worth is decoded to know.
+  const double fps = v->frame_rate.value();
+  Result<PacketDecode> d =
+      FindTrailingUndecodable(ffprobe, source, v->index, last_time - (fps > 0 ? 64.0 / fps : 0.0));
+  if (!d.ok()) return d.status();
+  if (!d->undecodable.empty() && d->any_shown) skipped.last_shown = d->last_shown;
+  v->lost_frames += static_cast<int64_t>(d->undecodable.size());
+  skipped.times.insert(d->undecodable.begin(), d->undecodable.end());
+  return skipped;
 }
 
 // Reads the presentation time of every packet of the video stream as ffprobe prints them,
 // counting frames and checking the rate in fixed memory. Only a variable-rate video (whose frames
 // keep their own times) has its times read again and kept: its memory is 8 bytes a frame.
-Status ReadFrameTimes(const std::string& ffprobe, const SourceFile& source, MediaInfo* info) {
+Status ReadFrameTimes(const std::string& ffprobe, const SourceFile& source,
+                      TruncatedInput truncation, MediaInfo* info) {
   const std::string& path = source.name;
   VideoStreamInfo& v = info->video;
   const double fps = v.frame_rate.value();
@@ -272,22 +248,16 @@ Status ReadFrameTimes(const std::string& ffprobe, const SourceFile& source, Medi
                                            },
                                            {source.fd});
   if (!r.ok() || r->exit_code != 0) return PacketReadError(path, r);
-  // Only a stream that does not open on a keyframe is decoded ahead (its first packets only).
-  LeadingDecode leading;
-  if (first_key != 0 && !missing_pts && packets > 0) {
-    Result<LeadingDecode> d = FindUndecodable(ffprobe, source, v.index, first_key, packets);
-    if (!d.ok()) return d.status();
-    leading = std::move(*d);
-    v.undecodable_packets = static_cast<int64_t>(leading.undecodable.size());
-  }
-  // A file cut short keeps its header: the index promises frames whose data is gone.
-  if (v.header_frames > 0 && packets < v.header_frames) {
-    return Status(StatusCode::kInputInvalid,
-                  path + ": truncated: its header announces " + std::to_string(v.header_frames) +
-                      " video frames, only " + std::to_string(packets) + " are present");
-  }
   check.Finish();
-  v.frame_count = frames - v.undecodable_packets;
+  SkippedPackets skipped;
+  {
+    Result<SkippedPackets> found =
+        FindSkipped(ffprobe, source, truncation, !missing_pts && packets > 0, first_key, packets,
+                    check.last(), &v);
+    if (!found.ok()) return found.status();
+    skipped = std::move(*found);
+  }
+  v.frame_count = frames - static_cast<int64_t>(skipped.times.size());
   if (missing_pts && fps > 0) {
     // No timestamps in the container (raw streams): frames are evenly spaced by definition.
     v.constant_rate = true;
@@ -298,8 +268,8 @@ Status ReadFrameTimes(const std::string& ffprobe, const SourceFile& source, Medi
   if (check.constant() && !missing_pts) {
     v.constant_rate = true;
     if (frames > 0) {
-      v.start_time = leading.undecodable.empty() ? check.first() : leading.first_shown;
-      v.last_time = check.last();
+      v.start_time = skipped.first_shown.value_or(check.first());
+      v.last_time = skipped.last_shown.value_or(check.last());
     }
     return Status::Ok();
   }
@@ -311,9 +281,9 @@ Status ReadFrameTimes(const std::string& ffprobe, const SourceFile& source, Medi
                        if (line.empty()) return;
                        PacketLine p = ParsePacketLine(line);
                        if (!p.frame) return;
-                       if (!leading.undecodable.empty()) {
+                       if (!skipped.times.empty()) {
                          std::vector<std::string> f = CsvFields(line);
-                         if (!f.empty() && leading.undecodable.count(f[0]) > 0) return;
+                         if (!f.empty() && skipped.times.count(f[0]) > 0) return;
                        }
                        times.push_back(p.has_pts ? p.t : 0.0);
                      },
@@ -366,7 +336,7 @@ enum class FrameRead {
 // Every packet's time and the first frames' field order, read by two ffprobe runs at once (each
 // opens the file anew through /proc/self/fd, so neither moves the other's position).
 Status ReadTimesAndFields(const std::string& ffprobe, const SourceFile& source, bool fields,
-                          MediaInfo* info) {
+                          TruncatedInput truncation, MediaInfo* info) {
   VideoStreamInfo field_info = info->video;
   Status field_status = Status::Ok();
   std::thread field_reader;
@@ -374,7 +344,7 @@ Status ReadTimesAndFields(const std::string& ffprobe, const SourceFile& source, 
     field_reader = std::thread(
         [&] { field_status = ReadFrameFieldOrder(ffprobe, source, &field_info); });
   }
-  Status times = ReadFrameTimes(ffprobe, source, info);
+  Status times = ReadFrameTimes(ffprobe, source, truncation, info);
   if (field_reader.joinable()) field_reader.join();
   FM_RETURN_IF_ERROR(times);
   FM_RETURN_IF_ERROR(field_status);
@@ -382,7 +352,8 @@ Status ReadTimesAndFields(const std::string& ffprobe, const SourceFile& source, 
   return Status::Ok();
 }
 
-Result<MediaInfo> Probe(const std::string& ffprobe, const SourceFile& source, FrameRead frames) {
+Result<MediaInfo> Probe(const std::string& ffprobe, const SourceFile& source, FrameRead frames,
+                        TruncatedInput truncation) {
   const std::string& path = source.name;
   std::vector<std::string> argv = {ffprobe, "-v", "error"};
   argv.insert(argv.end(), source.restrictions.begin(), source.restrictions.end());
@@ -460,7 +431,7 @@ Result<MediaInfo> Probe(const std::string& ffprobe, const SourceFile& source, Fr
   if (frames != FrameRead::kNone) {
     const bool fields = frames == FrameRead::kTimesAndFields ||
                         info.video.field_order != "progressive";
-    FM_RETURN_IF_ERROR(ReadTimesAndFields(ffprobe, source, fields, &info));
+    FM_RETURN_IF_ERROR(ReadTimesAndFields(ffprobe, source, fields, truncation, &info));
     if (info.video.frame_count == 0) {
       return Status(StatusCode::kInputInvalid, path + ": video stream has no frames");
     }
@@ -470,16 +441,18 @@ Result<MediaInfo> Probe(const std::string& ffprobe, const SourceFile& source, Fr
 
 }  // namespace
 
-Result<MediaInfo> ProbeMedia(const std::string& ffprobe, const SourceFile& source,
-                             bool frame_times) {
-  return Probe(ffprobe, source, frame_times ? FrameRead::kTimesAndFields : FrameRead::kNone);
+Result<MediaInfo> ProbeMedia(const std::string& ffprobe, const SourceFile& source, bool frame_times,
+                             TruncatedInput truncation) {
+  return Probe(ffprobe, source, frame_times ? FrameRead::kTimesAndFields : FrameRead::kNone,
+               truncation);
 }
 
 Result<MediaInfo> ProbeOwnOutput(const std::string& ffprobe, const SourceFile& output,
                                  bool interlaced_expected) {
-  return Probe(ffprobe, output,
-               interlaced_expected ? FrameRead::kTimesAndFields
-                                   : FrameRead::kTimesAndFieldsUnlessWord);
+  return Probe(
+      ffprobe, output,
+      interlaced_expected ? FrameRead::kTimesAndFields : FrameRead::kTimesAndFieldsUnlessWord,
+      TruncatedInput::kRefuse);
 }
 
 }  // namespace framemill

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/job_file.h"
 #include "common/status.h"
 #include "supervisor/media/hdr_metadata.h"
 
@@ -40,6 +41,10 @@ struct VideoStreamInfo {
   // Found by decoding the stream's first packets, only when its first packet is no keyframe;
   // they are left out of frame_count, start_time and frame_times, as a player shows them.
   int64_t undecodable_packets = 0;
+  // A file cut short whose header announces more frames than it holds, probed with
+  // TruncatedInput::kAccept: the frames announced that it will not show (absent, or a last packet
+  // cut through that gives no picture). 0 otherwise: a truncated file is refused by default.
+  int64_t lost_frames = 0;
   std::string pix_fmt;        // ffprobe name ("yuv420p"), "" when unknown
   std::string color_space;    // ffprobe names ("bt709", "smpte170m"), "" when unknown
   std::string color_range;    // "tv" | "pc" | ""
@@ -93,11 +98,12 @@ struct SourceFile {
 // Probes the open file `source` (its format, streams and chapters in one ffprobe, kept in
 // probe_json). With `frame_times`, reads every video packet's timestamp (no decoding; fast), and
 // for a stream whose first packet is no keyframe decodes its first packets to learn which give
-// no picture (undecodable_packets).
+// no picture (undecodable_packets); a truncated file accepted has its last packets decoded
+// likewise (undecodable_packets.h).
 // Errors: kInputInvalid (not a media file, a refused format named by its demuxer, no video
-// stream, no frames) with ffprobe's own message.
-Result<MediaInfo> ProbeMedia(const std::string& ffprobe, const SourceFile& source,
-                             bool frame_times);
+// stream, no frames, a truncated file under TruncatedInput::kRefuse) with ffprobe's own message.
+Result<MediaInfo> ProbeMedia(const std::string& ffprobe, const SourceFile& source, bool frame_times,
+                             TruncatedInput truncation = TruncatedInput::kRefuse);
 
 // ProbeMedia with frame_times, for a file framemill encoded itself (the verify step): where it
 // asked the encoder for progressive frames and the stream says "progressive", that word is taken

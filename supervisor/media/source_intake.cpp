@@ -106,8 +106,8 @@ Result<SourceFile> BindSource(int fd, const std::string& name, const std::string
   return SourceFile{fd, name, std::move(*restrictions)};
 }
 
-Result<TakenSource> TakeSource(const std::string& path, const SourceRules& rules,
-                               bool frame_times) {
+Result<TakenSource> TakeSource(const std::string& path, const SourceRules& rules, bool frame_times,
+                               TruncatedInput truncation) {
   TakenSource taken;
   Result<UniqueFd> fd = OpenInput(path, rules.roots);
   if (!fd.ok()) return fd.status();
@@ -115,7 +115,7 @@ Result<TakenSource> TakeSource(const std::string& path, const SourceRules& rules
   Result<SourceFile> source = BindSource(taken.fd.get(), path, rules.ffprobe, rules.playlists);
   if (!source.ok()) return source.status();
   taken.source = std::move(*source);
-  Result<MediaInfo> media = ProbeMedia(rules.ffprobe, taken.source, frame_times);
+  Result<MediaInfo> media = ProbeMedia(rules.ffprobe, taken.source, frame_times, truncation);
   if (!media.ok()) return media.status();
   taken.media = std::move(*media);
   return taken;

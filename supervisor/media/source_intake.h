@@ -84,10 +84,10 @@ struct TakenSource {
   MediaInfo media;
 };
 
-// OpenInput, BindSource and ProbeMedia (`frame_times` as there), in that order.
+// OpenInput, BindSource and ProbeMedia (`frame_times` and `truncation` as there), in that order.
 // Errors: theirs, the first that fails.
-Result<TakenSource> TakeSource(const std::string& path, const SourceRules& rules,
-                               bool frame_times);
+Result<TakenSource> TakeSource(const std::string& path, const SourceRules& rules, bool frame_times,
+                               TruncatedInput truncation = TruncatedInput::kRefuse);
 
 // A file framemill wrote itself (a segment, its output) or a test or a benchmark made, probed
 // with no roots and playlists refused: TakeSource's media. Never a job's input.

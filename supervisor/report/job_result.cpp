@@ -99,6 +99,20 @@ int TotalRecycles(const DispatchStats& d) {
   return recycles;
 }
 
+nlohmann::json JobReport::SkippedPacketsJson() const {
+  return {{"count", skipped_packets},
+          {"reason", skipped_packets == 0 ? "" : kLeadingPacketsReason}};
+}
+
+nlohmann::json JobReport::TruncatedJson() const {
+  if (frames_announced <= 0) return nullptr;
+  const int64_t lost = std::max<int64_t>(frames_announced - frames, 0);
+  return {{"frames_announced", frames_announced},
+          {"frames_rendered", frames},
+          {"frames_lost", lost},
+          {"seconds_lost", frame_rate > 0 ? static_cast<double>(lost) / frame_rate : 0.0}};
+}
+
 nlohmann::json DoneResultJson(const std::string& id, const JobReport& r,
                               const std::string& started_at, const std::string& finished_at) {
   nlohmann::json result = {{"version", kResultVersion},
@@ -130,7 +144,9 @@ nlohmann::json DoneResultJson(const std::string& id, const JobReport& r,
           {"mux", r.mux},
           {"arena", r.arena},
           {"faults", r.FaultsJson()},
-          {"model_fallbacks", ModelFallbacksJson(r.dispatch)}};
+          {"model_fallbacks", ModelFallbacksJson(r.dispatch)},
+          {"skipped_packets", r.SkippedPacketsJson()},
+          {"truncated", r.TruncatedJson()}};
   if (r.faces.present) result["faces"] = r.faces.ToJson();
   return result;
 }
@@ -210,6 +226,15 @@ std::string RunSummary(const JobReport& r) {
   }
   Appendf(&out, "framemill: output pixel format %s\n", r.output_pix_fmt.c_str());
   if (r.faces.present) Appendf(&out, "framemill: faces: %s\n", r.faces.Summary().c_str());
+  if (r.skipped_packets > 0) {
+    Appendf(&out, "framemill: skipped %lld packets: %s\n",
+            static_cast<long long>(r.skipped_packets), kLeadingPacketsReason);
+  }
+  if (nlohmann::json t = r.TruncatedJson(); t.is_object()) {
+    Appendf(&out, "framemill: truncated input: %lld of %lld frames announced rendered, %.2f s lost\n",
+            static_cast<long long>(r.frames), static_cast<long long>(r.frames_announced),
+            t["seconds_lost"].get<double>());
+  }
   for (const std::string& w : r.warnings) Appendf(&out, "framemill: warning: %s\n", w.c_str());
   if (no_workers) {
     Appendf(&out, "framemill: stages: %s\n", r.stages.Summary().c_str());

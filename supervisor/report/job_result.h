@@ -51,6 +51,10 @@ struct StageTimes {
   nlohmann::json ToJson() const;
 };
 
+// result.json's skipped_packets.reason for packets skipped before the first picture that decodes.
+inline constexpr const char* kLeadingPacketsReason =
+    "leading packets before the first decodable picture";
+
 struct JobReport {
   std::string output;
   int64_t frames = 0;
@@ -94,6 +98,15 @@ struct JobReport {
   // than the source had (an encoder without the source's depth or layout), or assumed (the
   // matrix of an untagged source), one sentence each.
   std::string output_pix_fmt;
+  // What of the source was not rendered, as a player would not show it: packets skipped before
+  // the first picture that decodes (a capture that begins mid-stream), and frames a truncated
+  // input accepted (the job's truncated_input) announces but lacks.
+  int64_t skipped_packets = 0;
+  int64_t frames_announced = 0;  // truncated input accepted: its header's count; 0 = not truncated
+  double frame_rate = 0;         // of the source, for the seconds lost
+  nlohmann::json SkippedPacketsJson() const;  // {"count", "reason"} ("" when none)
+  nlohmann::json TruncatedJson() const;  // {"frames_announced", "frames_rendered", "frames_lost",
+                                         // "seconds_lost"}; null when the input was whole
   std::vector<std::string> warnings;
   FaceFigures faces;  // face mode: result.json's "faces" (absent in frames mode)
 };
@@ -147,8 +160,8 @@ std::string IsoNow();
 // "finished_at", "workers_started", "recycles", "recycles_by_reason", "crashes", "kills",
 // "chunk_retries", "segments", "segments_resumed", "frames_resumed", "stages",
 // "worker_input_format", "output_pix_fmt", "warnings", "worker_sandbox", "worker_start",
-// "workers_wait_s", "workers_warm", "workers_spare", "mux", "faults", "model_fallbacks"} of a
-// finished job.
+// "workers_wait_s", "workers_warm", "workers_spare", "mux", "faults", "model_fallbacks",
+// "skipped_packets", "truncated"} of a finished job.
 nlohmann::json DoneResultJson(const std::string& id, const JobReport& r,
                               const std::string& started_at, const std::string& finished_at);
 // {"version", "id", "status": "failed", "reason": {"code", "message"}} of a job that failed, was

@@ -2,6 +2,7 @@
 // behind: no output, no partial files, no shared memory, no worker processes.
 #include <doctest/doctest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -82,6 +83,44 @@ TEST_CASE("bad input: a truncated file whose index survives (frames missing)") {
   Shell("head -c $(( $(stat -c %s '" + full + "') / 2 )) '" + full + "' > '" + cut + "'");
   std::string err = ExpectFailure(dir, BaseJob(dir, cut), "input_invalid");
   CHECK(err.find("cut.mp4") != std::string::npos);
+}
+
+TEST_CASE("bad input: a file cut at the end is refused, or rendered as far as it goes with "
+          "truncated_input accept") {
+  std::string dir = Prepare("truncated_accept");
+  // 100 frames with the index at the front, cut after 60% of its bytes: the index announces
+  // frames whose data is gone, and the packet cut through gives no picture.
+  std::string full = dir + "/faststart.mp4";
+  std::string cut = dir + "/cut.mp4";
+  RunResult r = Shell("ffmpeg -nostdin -v error -y -f lavfi -i testsrc2=size=320x240:rate=25 -f "
+                      "lavfi -i sine=frequency=440:sample_rate=48000 -t 4 -c:v libx264 -preset "
+                      "veryfast -g 25 -c:a aac -movflags +faststart '" + full + "'");
+  REQUIRE(r.exit_code == 0);
+  Shell("head -c $(( $(stat -c %s '" + full + "') * 6 / 10 )) '" + full + "' > '" + cut + "'");
+  RunResult decoded = Shell("ffprobe -v error -select_streams v:0 -show_entries "
+                            "frame=best_effort_timestamp_time -of csv=p=0 '" + cut + "' | grep -c .");
+  const int64_t shown = std::stoll(decoded.out);
+  REQUIRE(shown > 10);
+  REQUIRE(shown < 100);
+  // Refused by default, naming what the header announces.
+  std::string err = ExpectFailure(dir, BaseJob(dir, cut), "input_invalid");
+  CHECK(err.find("truncated: its header announces 100 video frames") != std::string::npos);
+  // Accepted: the frames that decode, and what was lost.
+  nlohmann::json job = BaseJob(dir, cut);
+  job["truncated_input"] = "accept";
+  r = RunJob(dir, job);
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::string out = job["output"];
+  CHECK(CountFrames(out) == shown);
+  char line[160];
+  std::snprintf(line, sizeof(line),
+                "framemill: truncated input: %lld of 100 frames announced rendered, %.2f s lost\n",
+                static_cast<long long>(shown), (100 - shown) / 25.0);
+  CHECK(r.out.find(line) != std::string::npos);
+  CHECK(r.out.find("warning: the input is truncated: its header announces 100 video frames") !=
+        std::string::npos);
+  CHECK(SharedMemoryObjects().empty());
 }
 
 TEST_CASE("bad input: a model path that is not a TorchScript file") {

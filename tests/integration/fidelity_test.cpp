@@ -1,13 +1,15 @@
-// What broadcasters and screen recorders bring, through `identity` (issue 42): a capture that
-// begins mid-stream (an MPEG-2 576i transport stream cut between sequence headers, an H.264 one
-// cut before its SPS/PPS) renders the frames that decode, says how many packets gave none, and
-// keeps its audio in sync; a variable-rate clip with frames 5.3 ms apart keeps every frame on a
+// What broadcasters and screen recorders bring, through `identity`: a capture that begins
+// mid-stream (an MPEG-2 576i transport stream cut between sequence headers, an H.264 one cut
+// before its SPS/PPS, an MPEG-2 one that opens on a keyframe without its sequence header) renders
+// the frames that decode, says in result.json how many packets gave none and why, and keeps its
+// audio in sync; a variable-rate clip with frames 5.3 ms apart keeps every frame on a
 // timestamp of its own, within the output container's time base of the source's.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -52,15 +54,42 @@ double StreamStart(const std::string& path, const std::string& type) {
   return std::stod(s.value("start_time", "0"));
 }
 
+nlohmann::json IdentityJob(const std::string& input, const std::string& output) {
+  return {{"input", input},
+          {"output", output},
+          {"model", ModelPath("identity")},
+          {"device", TestDevice()},
+          {"workers", 1}};
+}
+
 RunResult Identity(const std::string& dir, const std::string& input, const std::string& output,
                    const nlohmann::json& keys = nlohmann::json::object()) {
-  nlohmann::json job = {{"input", input},
-                        {"output", output},
-                        {"model", ModelPath("identity")},
-                        {"device", TestDevice()},
-                        {"workers", 1}};
+  nlohmann::json job = IdentityJob(input, output);
   job.update(keys);
   return RunJob(dir, job);
+}
+
+// `framemill run --json` on `job`: its exit, stdout (the result) and stderr.
+RunResult RunJson(const std::string& dir, const nlohmann::json& job) {
+  const std::string path = dir + "/job.json";
+  std::ofstream(path) << WithTestEncoder(job).dump(2);
+  return WaitJob(StartFramemill(dir, {"run", path, "--json"}, {}, "job"));
+}
+
+// The result `framemill run --json` printed, or null.
+nlohmann::json ResultOf(const RunResult& r) {
+  try {
+    return nlohmann::json::parse(r.out);
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+}
+
+bool HasWarning(const nlohmann::json& result, const std::string& start) {
+  for (const nlohmann::json& w : result.value("warnings", nlohmann::json::array())) {
+    if (w.is_string() && w.get<std::string>().rfind(start, 0) == 0) return true;
+  }
+  return false;
 }
 
 struct Capture {
@@ -99,14 +128,18 @@ TEST_CASE("fidelity: a broadcast capture that begins mid-stream renders the fram
       const double source_offset = shown.front() - StreamStart(cut, "audio");
 
       const std::string out = dir + "/out.mkv";
-      RunResult r = Identity(dir, cut, out);
+      RunResult r = RunJson(dir, IdentityJob(cut, out));
       INFO("stdout: " << r.out << "\nstderr: " << r.err);
       REQUIRE(r.exit_code == 0);
       CHECK(CountFrames(out) == static_cast<int64_t>(shown.size()));
-      const std::string warning =
-          "warning: the video's first " + std::to_string(packets.size() - shown.size()) +
-          " packets give no picture";
-      CHECK(r.out.find(warning) != std::string::npos);
+      const nlohmann::json result = ResultOf(r);
+      const std::string skipped = std::to_string(packets.size() - shown.size());
+      CHECK(HasWarning(result, "the video's first " + skipped + " packets give no picture"));
+      // The result says how many packets were skipped and why.
+      CHECK(result["skipped_packets"] ==
+            nlohmann::json{{"count", packets.size() - shown.size()},
+                           {"reason", "leading packets before the first decodable picture"}});
+      CHECK(result["truncated"].is_null());
       // Audio stays in sync: the first picture starts as far after the audio as in the source.
       const double out_offset = StreamStart(out, "video") - StreamStart(out, "audio");
       MESSAGE(c.name << ": " << packets.size() << " packets, " << shown.size()
@@ -209,4 +242,75 @@ TEST_CASE("fidelity: VP9 with alpha in WebM (alpha_mode 1, pix_fmt without it) n
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.err.find("alpha channel (vp9 alpha, stream tag alpha_mode 1) is dropped") != std::string::npos);
+}
+
+TEST_CASE("fidelity: an MPEG-2 capture that opens on a keyframe without its sequence header") {
+  // The first picture is an I-frame whose sequence header is gone (its start code made a user
+  // data one): the decoder takes the size from the next GOP's header, as a player does, and
+  // every picture decodes.
+  const std::string dir = ScratchDir("fidelity_midstream_no_sequence_header");
+  const std::string ts = dir + "/capture.ts";
+  MustShell("ffmpeg -nostdin -v error -y -f lavfi -i testsrc2=size=320x240:rate=25 -t 2 "
+            "-c:v mpeg2video -g 12 -bf 2 -b:v 2M -f mpegts " + Q(ts));
+  MustShell("at=$(LC_ALL=C grep -obUaP '\\x00\\x00\\x01\\xb3' " + Q(ts) +
+            " | head -1 | cut -d: -f1) && test -n \"$at\" && printf '\\262' | dd of=" + Q(ts) +
+            " bs=1 seek=$((at + 3)) conv=notrunc status=none");
+  // The clip is what it stands for: its first packet a keyframe, one sequence header fewer.
+  RunResult first = Shell("ffprobe -v error -select_streams v:0 -read_intervals %+#1 "
+                          "-show_entries packet=flags -of csv=p=0 " + Q(ts));
+  REQUIRE(first.out.rfind("K", 0) == 0);
+  const std::vector<double> packets = VideoTimes(ts, false);
+  const std::vector<double> shown = VideoTimes(ts, true);
+  MESSAGE(packets.size() << " packets, " << shown.size() << " pictures");
+  const std::string out = dir + "/out.mkv";
+  RunResult r = RunJson(dir, IdentityJob(ts, out));
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(CountFrames(out) == static_cast<int64_t>(shown.size()));
+  const nlohmann::json result = ResultOf(r);
+  CHECK(result["frames"] == shown.size());
+  CHECK(result["skipped_packets"]["count"] == packets.size() - shown.size());
+}
+
+TEST_CASE("fidelity: corrupt packets inside a GOP: concealed pictures render, a dropped one is named") {
+  // An MPEG-2 TS of 50 pictures, damaged two ways. The decoder conceals a picture whose slice
+  // data is zeroed (every picture still comes out), but drops one whose picture start code is
+  // gone: the job renders the first as the decoder shows it, and refuses the second by name (the
+  // count comes from packets, and a decode of the whole file to learn it would double the cost).
+  const std::string dir = ScratchDir("fidelity_corrupt_inside_gop");
+  const std::string ts = dir + "/capture.ts";
+  MustShell("ffmpeg -nostdin -v error -y -f lavfi -i testsrc2=size=320x240:rate=25 -t 2 "
+            "-c:v mpeg2video -g 12 -bf 2 -b:v 2M -f mpegts " + Q(ts));
+  const std::string concealed = dir + "/concealed.ts", dropped = dir + "/dropped.ts";
+  // The payload of the TS packet in the middle of the file (inside a picture) zeroed.
+  MustShell("cp " + Q(ts) + " " + Q(concealed) + " && k=$(( $(stat -c %s " + Q(ts) +
+            ") / 188 / 2 )) && dd if=/dev/zero of=" + Q(concealed) +
+            " bs=1 seek=$((k * 188 + 4)) count=184 conv=notrunc status=none");
+  // The 20th picture start code (00 00 01 00) made 00 00 00 00.
+  MustShell("cp " + Q(ts) + " " + Q(dropped) +
+            " && at=$(LC_ALL=C grep -obUaP '\\x00\\x00\\x01\\x00' " + Q(ts) +
+            " | sed -n 20p | cut -d: -f1) && test -n \"$at\" && printf '\\000' | dd of=" +
+            Q(dropped) + " bs=1 seek=$((at + 2)) conv=notrunc status=none");
+  SUBCASE("concealed") {
+    const size_t shown = VideoTimes(concealed, true).size();
+    REQUIRE(shown == VideoTimes(concealed, false).size());
+    const std::string out = dir + "/concealed.mkv";
+    RunResult r = RunJson(dir, IdentityJob(concealed, out));
+    INFO("stdout: " << r.out << "\nstderr: " << r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(CountFrames(out) == static_cast<int64_t>(shown));
+    CHECK(ResultOf(r)["skipped_packets"]["count"] == 0);
+  }
+  SUBCASE("dropped") {
+    const size_t packets = VideoTimes(dropped, false).size();
+    const size_t shown = VideoTimes(dropped, true).size();
+    REQUIRE(shown < packets);
+    RunResult r = RunJson(dir, IdentityJob(dropped, dir + "/dropped.mkv"));
+    INFO("stdout: " << r.out << "\nstderr: " << r.err);
+    CHECK(r.exit_code == 1);
+    CHECK(ResultOf(r)["reason"]["code"] == "input_invalid");
+    CHECK(r.err.find("decoding ended after " + std::to_string(shown) + " of " +
+                     std::to_string(packets) + " frames (truncated or corrupt input)") !=
+          std::string::npos);
+  }
 }

@@ -151,3 +151,20 @@ TEST_CASE("alpha: auto unless the job says keep or drop, anything else is named"
   j["alpha"] = true;
   CHECK(ErrorOf(j) == "job.alpha: expected a string, got boolean");
 }
+
+TEST_CASE("truncated_input: refuse unless the job says accept, anything else is named") {
+  auto r = ParseJob(MinimalJob(), JobSettings{});
+  REQUIRE(r.ok());
+  CHECK(r->truncated_input == framemill::TruncatedInput::kRefuse);
+  json j = MinimalJob();
+  j["truncated_input"] = "accept";
+  r = ParseJob(j, JobSettings{});
+  REQUIRE(r.ok());
+  CHECK(r->truncated_input == framemill::TruncatedInput::kAccept);
+  j["truncated_input"] = "refuse";
+  r = ParseJob(j, JobSettings{});
+  REQUIRE(r.ok());
+  CHECK(r->truncated_input == framemill::TruncatedInput::kRefuse);
+  j["truncated_input"] = "yes";
+  CHECK(ErrorOf(j) == "job.truncated_input: must be refuse or accept, got \"yes\"");
+}

@@ -112,7 +112,9 @@ TEST_CASE("job result: a finished job's result.json has every key, with the repo
                                          "mux",
                                          "arena",
                                          "faults",
-                                         "model_fallbacks"});
+                                         "model_fallbacks",
+                                         "skipped_packets",
+                                         "truncated"});
   CHECK(j["model_fallbacks"] ==
         nlohmann::json{{"events", 0}, {"batch", nullptr}, {"tile", nullptr}});
   CHECK(j["mux"] == "live");
@@ -172,6 +174,35 @@ TEST_CASE("job result: a finished job's result.json has every key, with the repo
         std::set<std::string>{"decoder_restarts", "attempts", "faults_retried"});
   CHECK(fm::ResultReasonCode(j) == "");
   CHECK(fm::ResultOutput(j) == "/out/film.mkv");
+}
+
+TEST_CASE("job result: result.json says how many packets were skipped, why, and what a truncated "
+          "input lost") {
+  fm::JobReport r = FinishedReport();
+  nlohmann::json j = fm::DoneResultJson("j1", r, "", "");
+  CHECK(j["skipped_packets"] == nlohmann::json{{"count", 0}, {"reason", ""}});
+  CHECK(j["truncated"].is_null());
+  const std::string whole = fm::RunSummary(r);
+  CHECK_FALSE(Contains(whole, "skipped"));
+  CHECK_FALSE(Contains(whole, "truncated"));
+
+  r.skipped_packets = 14;
+  r.frames_announced = 340;  // 300 rendered
+  r.frame_rate = 25;
+  j = fm::DoneResultJson("j1", r, "", "");
+  CHECK(j["skipped_packets"] ==
+        nlohmann::json{{"count", 14},
+                       {"reason", "leading packets before the first decodable picture"}});
+  CHECK(j["truncated"] == nlohmann::json{{"frames_announced", 340},
+                                         {"frames_rendered", 300},
+                                         {"frames_lost", 40},
+                                         {"seconds_lost", 1.6}});
+  const std::string s = fm::RunSummary(r);
+  INFO(s);
+  CHECK(Contains(s, "framemill: skipped 14 packets: leading packets before the first decodable "
+                    "picture\n"));
+  CHECK(Contains(s, "framemill: truncated input: 300 of 340 frames announced rendered, 1.60 s "
+                    "lost\n"));
 }
 
 TEST_CASE("job result: a failed job's result.json names the reason code and message") {

@@ -11,7 +11,7 @@ ColorConversion ChooseColorConversion(ColorConversion setting, const std::string
   if (setting == ColorConversion::kAuto) {
     const bool gpu = worker_device.rfind("cuda", 0) == 0;
     return planar420 && (gpu || yuv_round_trip) ? ColorConversion::kDevice
-                                                 : ColorConversion::kAccurate;
+                                                : ColorConversion::kAccurate;
   }
   if (setting == ColorConversion::kDevice && !planar420) {
     if (warning != nullptr) {

@@ -31,8 +31,8 @@ FrameFormat ArenaPlanner::OutputFormat(FrameFormat in_format, int out_w, int out
 
 ColorConversion ArenaPlanner::Conversion(const std::string& worker_device, int out_w, int out_h,
                                          std::string* warning) const {
-  const bool yuv_round_trip = OutputFormat(FrameFormat::kYuv420p, out_w, out_h) ==
-                              FrameFormat::kYuv420p;
+  const bool yuv_round_trip =
+      OutputFormat(FrameFormat::kYuv420p, out_w, out_h) == FrameFormat::kYuv420p;
   return ChooseColorConversion(settings_.color_conversion, worker_device, p_.media.video.pix_fmt,
                                yuv_round_trip, warning);
 }

@@ -18,8 +18,9 @@ namespace {
 
 // The job's color_conversion for this source, these workers and this output (color_choice.h),
 // with its warning logged.
-ColorConversion ResolveColorConversion(const ArenaPlanner& planner, const std::string& worker_device,
-                                       const OutputSize& out, const std::string& input) {
+ColorConversion ResolveColorConversion(const ArenaPlanner& planner,
+                                       const std::string& worker_device, const OutputSize& out,
+                                       const std::string& input) {
   std::string warning;
   ColorConversion chosen = planner.Conversion(worker_device, out.width, out.height, &warning);
   if (!warning.empty()) spdlog::warn("{}: {}", input, warning);

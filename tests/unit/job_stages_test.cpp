@@ -107,7 +107,7 @@ TEST_CASE("arena planner: the guess scales by the card, the input format follows
   CHECK(x2->slot_count >= 1);
 }
 
-TEST_CASE("arena planner: auto on a CPU takes the source's YUV where the worker converts both ways") {
+TEST_CASE("arena planner: auto on a CPU takes YUV where the worker converts both ways") {
   JobSpec job;
   Config config;
   PreparedJob p = Prepared(320, 180, 100, job);

@@ -884,6 +884,7 @@ TEST_CASE("service: progress counts frames written, not frames through the model
   nlohmann::json job = {{"input", input},
                         {"output", s.dir + "/out.mp4"},
                         {"model", ModelCopy("identity", s.dir)},
+                        {"color_conversion", "accurate"},  // the worker a copy, swscale in x264's
                         {"encoder", {{"preset", "veryslow"}}}};
   Drop(s, "enc", job.dump());
   BackgroundJob serve = Serve(s);

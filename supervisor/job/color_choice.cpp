@@ -5,11 +5,13 @@
 namespace framemill {
 
 ColorConversion ChooseColorConversion(ColorConversion setting, const std::string& worker_device,
-                                      const std::string& source_pix_fmt, std::string* warning) {
+                                      const std::string& source_pix_fmt, bool yuv_round_trip,
+                                      std::string* warning) {
   const bool planar420 = IsPlanarYuv420(source_pix_fmt);
   if (setting == ColorConversion::kAuto) {
-    return worker_device.rfind("cuda", 0) == 0 && planar420 ? ColorConversion::kDevice
-                                                            : ColorConversion::kAccurate;
+    const bool gpu = worker_device.rfind("cuda", 0) == 0;
+    return planar420 && (gpu || yuv_round_trip) ? ColorConversion::kDevice
+                                                : ColorConversion::kAccurate;
   }
   if (setting == ColorConversion::kDevice && !planar420) {
     if (warning != nullptr) {

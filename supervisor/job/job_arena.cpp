@@ -29,6 +29,14 @@ FrameFormat ArenaPlanner::OutputFormat(FrameFormat in_format, int out_w, int out
   return yuv_back ? FrameFormat::kYuv420p : p_.out_format;
 }
 
+ColorConversion ArenaPlanner::Conversion(const std::string& worker_device, int out_w, int out_h,
+                                         std::string* warning) const {
+  const bool yuv_round_trip =
+      OutputFormat(FrameFormat::kYuv420p, out_w, out_h) == FrameFormat::kYuv420p;
+  return ChooseColorConversion(settings_.color_conversion, worker_device, p_.media.video.pix_fmt,
+                               yuv_round_trip, warning);
+}
+
 Result<ArenaGeometry> ArenaPlanner::For(int out_w, int out_h, FrameFormat in_format) const {
   const VideoStreamInfo& v = p_.media.video;
   ArenaGeometry shape;
@@ -57,9 +65,9 @@ std::optional<ArenaGeometry> ArenaPlanner::Guess(ColorConversion* conversion) co
     device = "cuda:0";
   }
   const int scale = settings_.mode == JobMode::kFaces ? 1 : p_.card_scale.value_or(1);
-  *conversion = ChooseColorConversion(settings_.color_conversion, device, v.pix_fmt, nullptr);
-  Result<ArenaGeometry> g =
-      For(v.display_width * scale, v.display_height * scale, InputFormat(*conversion));
+  const int out_w = v.display_width * scale, out_h = v.display_height * scale;
+  *conversion = Conversion(device, out_w, out_h, nullptr);
+  Result<ArenaGeometry> g = For(out_w, out_h, InputFormat(*conversion));
   if (!g.ok()) return std::nullopt;
   return *g;
 }

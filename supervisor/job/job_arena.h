@@ -53,6 +53,10 @@ class ArenaPlanner {
   // yuv420p: the worker converts back to YUV in float, the encoder takes the planes as they are
   // (worker/batch/frame_convert.h says why). Else the prepared job's rgb24 or rgb48.
   FrameFormat OutputFormat(FrameFormat in_format, int out_w, int out_h) const;
+  // The job's color_conversion (color_choice.h) for workers on `worker_device` and output frames
+  // of out_w x out_h; `*warning` as ChooseColorConversion leaves it.
+  ColorConversion Conversion(const std::string& worker_device, int out_w, int out_h,
+                             std::string* warning) const;
   // The arena's geometry for these output and input frames.
   Result<ArenaGeometry> For(int out_w, int out_h, FrameFormat in_format) const;
   // The arena this job will most likely need, guessed before any worker has probed the model:

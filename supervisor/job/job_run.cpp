@@ -7,7 +7,6 @@
 #include "common/clock.h"
 #include "common/file_util.h"
 #include "common/log.h"
-#include "supervisor/job/color_choice.h"
 #include "supervisor/job/free_space.h"
 #include "supervisor/job/kept_work.h"
 #include "supervisor/job/run_faces.h"
@@ -17,12 +16,13 @@
 namespace framemill {
 namespace {
 
-// The job's color_conversion for this source and these workers (color_choice.h), with its
-// warning logged.
-ColorConversion ResolveColorConversion(ColorConversion setting, const std::string& worker_device,
-                                       const VideoStreamInfo& v, const std::string& input) {
+// The job's color_conversion for this source, these workers and this output (color_choice.h),
+// with its warning logged.
+ColorConversion ResolveColorConversion(const ArenaPlanner& planner,
+                                       const std::string& worker_device, const OutputSize& out,
+                                       const std::string& input) {
   std::string warning;
-  ColorConversion chosen = ChooseColorConversion(setting, worker_device, v.pix_fmt, &warning);
+  ColorConversion chosen = planner.Conversion(worker_device, out.width, out.height, &warning);
   if (!warning.empty()) spdlog::warn("{}: {}", input, warning);
   return chosen;
 }
@@ -205,7 +205,7 @@ Status JobRun::MakeArena(const FirstWorker& first) {
   FM_RETURN_IF_ERROR(PlanOutputGeometry(v, settings_.deinterlace, prepared_.geometry_filters, out_,
                                         &encoder_, &out_geometry_, &report_.warnings));
   const ColorConversion conversion =
-      ResolveColorConversion(settings_.color_conversion, worker_device_, v, job_.input);
+      ResolveColorConversion(planner, worker_device_, out_, job_.input);
   Result<ArenaGeometry> g = planner.For(out_.width, out_.height, planner.InputFormat(conversion));
   if (!g.ok()) return g.status();
   FM_RETURN_IF_ERROR(decoder_.Settle(*g, conversion, &report_.arena));

@@ -213,8 +213,9 @@ TEST_CASE("service: drains 18 jobs, good ones to done/, bad ones to failed/ with
     // segment is closed after that chunk, so it is never 0.
     CHECK(st["tail_s"].get<double>() > 0);
     CHECK(st["tail_s"].get<double>() <= st["pipeline_s"].get<double>());
-    // color_conversion auto: the source's YUV to workers on a GPU, RGB from ffmpeg to CPU ones.
-    CHECK(r["worker_input_format"] == (TestDevice() == "cpu" ? "rgb24" : "yuv420p"));
+    // color_conversion auto: the source's YUV to the workers, on a CPU too (the worker converts
+    // it back to YUV for the encoder).
+    CHECK(r["worker_input_format"] == "yuv420p");
     // Workers started by a job are timed once ready (a job that ends on the workers it kept
     // before its top-up is ready has none to time: counted below); every job ran chunks.
     const nlohmann::json& ws = r["worker_start"];
@@ -452,7 +453,8 @@ TEST_CASE(
                         {"model", ModelCopy("identity", s.dir)},
                         {"chunk_frames", 25},
                         {"segment_seconds", 4},
-                        {"batch", 2}};  // 12 segments of 100 frames
+                        {"color_conversion", "accurate"},  // rgb24 frames to the workers
+                        {"batch", 2}};                     // 12 segments of 100 frames
   Drop(s, "long", job.dump());
   const std::string work = s.spool + "/active/long/work";
   BackgroundJob first = Serve(s);
@@ -882,6 +884,7 @@ TEST_CASE("service: progress counts frames written, not frames through the model
   nlohmann::json job = {{"input", input},
                         {"output", s.dir + "/out.mp4"},
                         {"model", ModelCopy("identity", s.dir)},
+                        {"color_conversion", "accurate"},  // the worker a copy, swscale in x264's
                         {"encoder", {{"preset", "veryslow"}}}};
   Drop(s, "enc", job.dump());
   BackgroundJob serve = Serve(s);

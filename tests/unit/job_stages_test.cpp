@@ -107,6 +107,38 @@ TEST_CASE("arena planner: the guess scales by the card, the input format follows
   CHECK(x2->slot_count >= 1);
 }
 
+TEST_CASE("arena planner: auto on a CPU takes YUV where the worker converts both ways") {
+  JobSpec job;
+  Config config;
+  PreparedJob p = Prepared(320, 180, 100, job);
+  p.encoder.pix_fmt = "yuv420p";
+  RenderRange range;
+  range.end_chunk = static_cast<int64_t>(p.plan.chunks.size());
+  const ArenaPlanner planner(p, job.settings, config, range);
+  CHECK(planner.Conversion("cpu", 640, 360, nullptr) == ColorConversion::kDevice);
+  CHECK(planner.Conversion("cuda:0", 640, 360, nullptr) == ColorConversion::kDevice);
+  // Where the output goes back through RGB the CPU keeps swscale's RGB; a GPU takes YUV still.
+  CHECK(planner.Conversion("cpu", 641, 361, nullptr) == ColorConversion::kAccurate);
+  CHECK(planner.Conversion("cuda:0", 641, 361, nullptr) == ColorConversion::kDevice);
+  p.color_path.full_range = true;
+  CHECK(planner.Conversion("cpu", 640, 360, nullptr) == ColorConversion::kAccurate);
+  p.color_path.full_range = false;
+  p.encoder.pix_fmt = "yuv444p";
+  CHECK(planner.Conversion("cpu", 640, 360, nullptr) == ColorConversion::kAccurate);
+  p.encoder.pix_fmt = "yuv420p";
+  job.settings.mode = JobMode::kFaces;
+  CHECK(planner.Conversion("cpu", 640, 360, nullptr) == ColorConversion::kAccurate);
+  job.settings.mode = JobMode::kFrames;
+  job.settings.color_conversion = ColorConversion::kAccurate;
+  CHECK(planner.Conversion("cpu", 640, 360, nullptr) == ColorConversion::kAccurate);
+  // The guess before any worker: the CPU here, the frame's own size.
+  job.settings.color_conversion = ColorConversion::kAuto;
+  job.settings.device.kind = framemill::DeviceKind::kCpu;
+  ColorConversion guessed = ColorConversion::kAuto;
+  REQUIRE(planner.Guess(&guessed).has_value());
+  CHECK(guessed == ColorConversion::kDevice);
+}
+
 TEST_CASE("arena planner: page-locking as set, and with auto only for enough frames") {
   JobSpec job;
   Config config;

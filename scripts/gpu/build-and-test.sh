@@ -91,12 +91,12 @@ fi
 
 failed=0
 if [ $tests = 1 ]; then
-  # Every unit test case on CUDA, each its own process (a case that skips exits 77 and would end
-  # the rest of its binary). The importers' cases read the npm model packages, 315 MB, more than
-  # a device call carries: they are left out here and run on the Debian CI.
+  # Every unit test on CUDA: the supervisor's a process per case, the worker's a process per file
+  # (tests/CMakeLists.txt). The importers' files read the npm model packages, 315 MB, more than a
+  # device call carries: they are left out here and run on the Debian CI.
   step "unit tests (cuda)" unit-tests.log env FRAMEMILL_TEST_DEVICE=cuda \
     ctest --test-dir build-gpu --output-on-failure -j "$((4 * $(nproc)))" -R '^unit:' \
-    -E '^unit:(tfjs|ncnn) ' || failed=1
+    -E '^unit:worker:(tfjs|ncnn)_' || failed=1
   [ $dry = 1 ] || grep -E "tests passed|\(Skipped\)|\(Failed\)" "$OUT/unit-tests.log"
   # Every GPU of the machine for the `gpus` test.
   step "integration tests (cuda)" ctest.log env FRAMEMILL_TEST_DEVICE=cuda \

@@ -29,7 +29,7 @@ ArenaGeometry Arena() {
 
 }  // namespace
 
-TEST_CASE("chunk feed: a ready chunk's request says where its frames lie; an unsent one is next") {
+TEST_CASE("chunk feed: a ready chunk's request says where its frames lie, and an unsent one is next") {
   const JobPlan plan = ThreeChunks();
   JobSettings settings;
   settings.batch = 2;
@@ -61,7 +61,7 @@ TEST_CASE("chunk feed: a ready chunk's request says where its frames lie; an uns
   CHECK(std::string(warm.arena_name) == "/framemill-arena");
 }
 
-TEST_CASE("chunk feed: a result answers one held chunk, at its slot; processed ones are counted") {
+TEST_CASE("chunk feed: a result answers one held chunk at its slot, and processed ones are counted") {
   const JobPlan plan = ThreeChunks();
   JobSettings settings;
   ChunkFeed feed(plan, settings);

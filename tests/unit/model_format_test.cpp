@@ -6,19 +6,15 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
-
-#include <torch/cuda.h>
 
 #include "common/model_format.h"
 #include "worker/model/example_models.h"
 #include "worker/model/frame_model.h"
 #include "worker/model/model_loader.h"
 #include "worker/model/pt2_model.h"
-#include "skip.h"
 
 using namespace framemill;
 
@@ -87,31 +83,4 @@ TEST_CASE("a .pt2 package is refused saying why where it cannot run") {
     // A package compiled for CUDA does not run on the CPU.
     CHECK(cpu.status().message().find("compiled for cuda") != std::string::npos);
   }
-}
-
-TEST_CASE("a .pt2 package runs on the GPU it was built for") {
-  const char* env = std::getenv("FRAMEMILL_TEST_DEVICE");
-  if (!Pt2Supported()) unit::SkipTest("this LibTorch loads no .pt2 packages (2.6 and later do)");
-  if (env == nullptr || std::strncmp(env, "cuda", 4) != 0 || !torch::cuda::is_available()) {
-    unit::SkipTest("needs FRAMEMILL_TEST_DEVICE=cuda and a GPU");
-  }
-  // The package (x + 0.1 * conv(relu(conv(x))), fp16, torch 2.11, sm_90) keeps the frame size.
-  Result<std::unique_ptr<FrameModel>> gpu =
-      LoadFrameModel(kPackage, torch::Device(torch::kCUDA, 0), torch::kFloat16);
-  REQUIRE_MESSAGE(gpu.ok(), gpu.status().ToString());
-  Result<std::pair<int64_t, int64_t>> size = ProbeOutputSize(**gpu, 64, 64);
-  REQUIRE_MESSAGE(size.ok(), size.status().ToString());
-  CHECK(size->first == 64);
-  CHECK(size->second == 64);
-  // The package was traced with a contiguous example: a channels-last batch (what the worker
-  // hands every model) must give the same pixels, not the same bytes read with other strides.
-  torch::InferenceMode guard;
-  torch::Tensor x = torch::rand({2, 3, 48, 80}, torch::TensorOptions()
-                                                    .device(torch::kCUDA, 0)
-                                                    .dtype(torch::kFloat16));
-  Result<torch::Tensor> nchw = (*gpu)->Run(x.contiguous());
-  Result<torch::Tensor> nhwc = (*gpu)->Run(x.contiguous(torch::MemoryFormat::ChannelsLast));
-  REQUIRE(nchw.ok());
-  REQUIRE(nhwc.ok());
-  CHECK(torch::allclose(nchw->to(torch::kFloat), nhwc->to(torch::kFloat), 1e-3, 1e-3));
 }

@@ -24,7 +24,7 @@ TEST_CASE("spawn backoff: tries again 1, 2, 4, 8 s after failures in a row, then
   CHECK(backoff.Failed(20000) == 1000);  // a start between: counted from one again
 }
 
-TEST_CASE("model probe: later workers must agree on the output size; the device's label") {
+TEST_CASE("model probe: later workers must agree on the output size, and the device is labelled") {
   DeviceSetting configured;  // auto
   ModelProbe probe;
   CHECK(probe.Device(-1, configured) == Name(configured));  // before any worker was ready

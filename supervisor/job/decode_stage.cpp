@@ -76,6 +76,7 @@ Status DecodeStage::Start(int64_t skip) {
     if (!*got) {
       Status finished = reader_->Finish();
       if (IsCrash(finished)) return finished;
+      figures_.ended_short = true;
       return Status(StatusCode::kInputInvalid,
                     "decoding ended after " + std::to_string(next_frame_) + " frames of the " +
                         std::to_string(skip) + " to skip" +
@@ -167,6 +168,7 @@ Result<bool> DecodeStage::DecodeChunk(int64_t c, std::vector<bool>* reserved) {
     if (!got.ok()) return got.status().WithContext(s_.input);
     if (!*got) {
       Status finished = reader_->Finish();
+      figures_.ended_short = true;
       return Status(StatusCode::kInputInvalid,
                     s_.input + ": decoding ended after " + std::to_string(next_frame_) + " of " +
                         std::to_string(p_.media.video.frame_count) +

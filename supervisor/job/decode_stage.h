@@ -44,6 +44,10 @@ struct DecodeFigures {
   double decode_early_s = 0;  // reading frames before the pipeline began (an early decoder)
   int64_t restarts = 0;       // crashed decoders restarted (counting restarts_used)
   std::vector<std::string> faults;  // each crash survived, as reported
+  // The decoder ended before the frames the packets promise (not by a crash): a damaged picture
+  // inside the stream, or a file cut short. RunJob runs such a job once more, every picture
+  // decoded first to learn which (job_runner.h).
+  bool ended_short = false;
 };
 
 class DecodeStage {

@@ -124,6 +124,7 @@ void DecodeThread::JoinThread(bool times) {
   if (!joined_) joined_.emplace();
   joined_->restarts = f.restarts;
   joined_->faults.insert(joined_->faults.end(), f.faults.begin(), f.faults.end());
+  joined_->ended_short = joined_->ended_short || f.ended_short;
   if (!times) return;
   joined_->decode_s = f.decode_s;
   joined_->decode_wait_s = f.decode_wait_s;

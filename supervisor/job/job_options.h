@@ -60,6 +60,9 @@ struct JobOptions {
   bool keep_work = false;
   // With keep_work: what an earlier run kept is thrown away first (`framemill run --fresh`).
   bool fresh_work = false;
+  // The probe decodes every picture to find damaged ones inside the stream (ProbeMedia): set by
+  // RunJob for the run after one whose decoder showed fewer pictures than the packets promised.
+  bool decode_every_picture = false;
   // The settings that shape the frames, as one canonical text (the front's): part of the kept
   // work's identity.
   std::string work_settings;

@@ -95,7 +95,8 @@ Result<JobReport> JobRun::RunPipeline() {
 // The job prepared (prepared_job.h), the range this run renders, and the scratch directory with
 // its done-log: a run that finds finished segments there starts after them.
 Status JobRun::Prepare() {
-  Result<PreparedJob> prepared = PrepareJob(job_, config_, &files_);
+  Result<PreparedJob> prepared =
+      PrepareJob(job_, config_, &files_, options_.decode_every_picture);
   if (!prepared.ok()) return prepared.status();
   prepared_ = std::move(*prepared);
   report_.warnings = prepared_.warnings;
@@ -187,6 +188,7 @@ DecodeSetup JobRun::DecodeSetupFor() const {
 void JobRun::JoinDecoder() {
   const std::optional<DecodeFigures> f = decoder_.Join();
   if (!f) return;
+  decoded_short_ = decoded_short_ || f->ended_short;
   report_.decoder_restarts = f->restarts;
   report_.faults_retried.insert(report_.faults_retried.end(), f->faults.begin(), f->faults.end());
   report_.stages.decode_s = f->decode_s;  // none of a dropped early decoder's times

@@ -59,6 +59,8 @@ class JobRun {
   int64_t SegmentsDone() const { return state_ ? state_->done() : 0; }
   // What the run estimated it still had to write, once it got that far (CheckFreeSpace).
   const std::optional<SpaceNeeded>& SpaceNeed() const { return space_need_; }
+  // Its decoder ended before the frames the packets promised (DecodeFigures::ended_short).
+  bool DecodedShort() const { return decoded_short_; }
 
  private:
   Result<JobReport> RunPipeline();
@@ -94,6 +96,7 @@ class JobRun {
   std::string scratch_;
   std::unique_ptr<JobState> state_;  // the done-log (state.json)
   std::optional<SpaceNeeded> space_need_;  // CheckFreeSpace's estimate
+  bool decoded_short_ = false;             // DecodedShort
   Timeline timeline_;
   StageClock clock_;
   JobReport report_;

@@ -91,11 +91,13 @@ Result<JobReport> RunJob(const JobSpec& job, const Config& config, const std::at
   int crash_retries = 0;
   for (int run_index = 0;; ++run_index) {
     std::optional<SpaceNeeded> need;
+    bool decoded_short = false;
     {
       JobRun run(job, config, stop, run_options, &files);
       result.emplace(run.Run());
       files.segments_done = run.SegmentsDone();
       need = run.SpaceNeed();
+      decoded_short = run.DecodedShort();
       if (options.attempt_dispatch != nullptr) options.attempt_dispatch->push_back(run.Dispatch());
     }
     if (result->ok()) {
@@ -114,6 +116,20 @@ Result<JobReport> RunJob(const JobSpec& job, const Config& config, const std::at
       if (waited.code() != StatusCode::kCancelled) result.emplace(waited);
     }
     const Status& s = result->status();
+    // The decoder showed fewer pictures than the packets promise: a damaged picture inside the
+    // stream (a player skips it) or a file cut short. Once, the job runs again with the probe
+    // decoding every picture first, which leaves out those that do not decode and keeps the
+    // others' times; its new plan starts the job over (frames after the gap were rendered on the
+    // wrong times). Not for a part: every part and the stitch must share one plan.
+    if (decoded_short && !run_options.decode_every_picture && options.part.whole() &&
+        !stop.load()) {
+      run_options.decode_every_picture = true;
+      spdlog::warn("{}; decoding every picture of the input to learn which do not decode, then "
+                   "running the job again",
+                   s.ToString());
+      faults.push_back(s.message());
+      continue;
+    }
     if (!IsCrash(s) || crash_retries >= config.crash_retries || stop.load()) break;
     ++crash_retries;
     spdlog::warn("{}; running the job again, keeping its finished segments (retry {} of {})",

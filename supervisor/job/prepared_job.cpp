@@ -95,13 +95,14 @@ Status CheckModel(const JobSpec& job, const Config& config, const JobFiles& file
 
 }  // namespace
 
-Result<PreparedJob> PrepareJob(const JobSpec& job, const Config& config, JobFiles* files) {
+Result<PreparedJob> PrepareJob(const JobSpec& job, const Config& config, JobFiles* files,
+                               bool every_picture) {
   PreparedJob p;
   Result<SourceFile> source = OpenJobPaths(job, config, files);
   if (!source.ok()) return source.status();
   p.source = std::move(*source);
-  Result<MediaInfo> media =
-      ProbeMedia(config.ffprobe, p.source, /*frame_times=*/true, job.truncated_input);
+  Result<MediaInfo> media = ProbeMedia(config.ffprobe, p.source, /*frame_times=*/true,
+                                       job.truncated_input, every_picture);
   if (!media.ok()) return media.status();
   p.media = std::move(*media);
   const VideoStreamInfo& v = p.media.video;
@@ -112,6 +113,15 @@ Result<PreparedJob> PrepareJob(const JobSpec& job, const Config& config, JobFile
                     "or reference pictures they need); rendering the " +
                     std::to_string(v.frame_count) + " frames that decode, from " +
                     fmt::format("{:.3f}", v.start_time) + " s";
+    spdlog::warn("{}: {}", job.input, w);
+    p.warnings.push_back(w);
+  }
+  if (v.damaged_pictures > 0) {
+    std::string w = fmt::format(
+        "pictures inside the video that do not decode (damaged): {}; their packets are there, "
+        "their pictures are not, and a player skips them too; rendering the {} frames that "
+        "decode, each at its own time",
+        v.damaged_pictures, v.frame_count);
     spdlog::warn("{}: {}", job.input, w);
     p.warnings.push_back(w);
   }
@@ -156,7 +166,8 @@ void FillPlanFigures(const JobSpec& job, const PreparedJob& prepared, JobReport*
   report->in_width = prepared.media.video.display_width;
   report->in_height = prepared.media.video.display_height;
   const VideoStreamInfo& v = prepared.media.video;
-  report->skipped_packets = v.undecodable_packets;
+  report->skipped_packets = v.undecodable_packets + v.damaged_pictures;
+  report->damaged_pictures = v.damaged_pictures;
   report->frames_announced = v.lost_frames > 0 ? v.header_frames : 0;
   report->frame_rate = v.frame_rate.value();
 }

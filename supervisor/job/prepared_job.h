@@ -56,8 +56,11 @@ struct PreparedJob {
 
 // Opens the job's paths (job_files.h), probes the input, checks it against the config's limits
 // and the model's card, resolves the colour path and the encoder's pixel format, and plans the
-// chunks and segments.
-Result<PreparedJob> PrepareJob(const JobSpec& job, const Config& config, JobFiles* files);
+// chunks and segments. With `every_picture`, the probe decodes the whole video to find damaged
+// pictures inside it (ProbeMedia): for a run after a decoder showed fewer pictures than the
+// packets promised (job_runner.h).
+Result<PreparedJob> PrepareJob(const JobSpec& job, const Config& config, JobFiles* files,
+                               bool every_picture = false);
 
 // The report's figures of the job's plan: output, frames, chunks, segments, input size.
 void FillPlanFigures(const JobSpec& job, const PreparedJob& prepared, JobReport* report);

@@ -190,9 +190,9 @@ struct SkippedPackets {
 // (undecodable_packets); the trailing ones of a file whose header announces more frames than it
 // holds, under TruncatedInput::kAccept (their loss counted in lost_frames). Under kRefuse such a
 // file is an error. Only these few packets are decoded, never the file.
-Result<SkippedPackets> FindSkipped(const std::string& ffprobe, const SourceFile& source,
-                                   TruncatedInput truncation, bool timed, int64_t first_key,
-                                   int64_t packets, double last_time, VideoStreamInfo* v) {
+Result<SkippedPackets> FindSkippedAtEnds(const std::string& ffprobe, const SourceFile& source,
+                                         TruncatedInput truncation, bool timed, int64_t first_key,
+                                         int64_t packets, double last_time, VideoStreamInfo* v) {
   SkippedPackets skipped;
   if (timed && first_key != 0) {
     Result<PacketDecode> d = FindLeadingUndecodable(ffprobe, source, v->index, first_key, packets);
@@ -222,11 +222,28 @@ Result<SkippedPackets> FindSkipped(const std::string& ffprobe, const SourceFile&
   return skipped;
 }
 
+// FindSkippedAtEnds, and with `every_picture` (a stream with packets in the middle that give no
+// picture; timed ones only) the whole stream decoded to find those too (damaged_pictures).
+Result<SkippedPackets> FindSkipped(const std::string& ffprobe, const SourceFile& source,
+                                   TruncatedInput truncation, bool every_picture, bool timed,
+                                   int64_t first_key, int64_t packets, double last_time,
+                                   VideoStreamInfo* v) {
+  Result<SkippedPackets> skipped =
+      FindSkippedAtEnds(ffprobe, source, truncation, timed, first_key, packets, last_time, v);
+  if (!skipped.ok() || !every_picture || !timed) return skipped;
+  Result<PacketDecode> d = FindUndecodablePictures(ffprobe, source, v->index);
+  if (!d.ok()) return d.status();
+  for (const std::string& t : d->undecodable) {
+    if (skipped->times.insert(t).second) ++v->damaged_pictures;
+  }
+  return skipped;
+}
+
 // Reads the presentation time of every packet of the video stream as ffprobe prints them,
 // counting frames and checking the rate in fixed memory. Only a variable-rate video (whose frames
 // keep their own times) has its times read again and kept: its memory is 8 bytes a frame.
 Status ReadFrameTimes(const std::string& ffprobe, const SourceFile& source,
-                      TruncatedInput truncation, MediaInfo* info) {
+                      TruncatedInput truncation, bool every_picture, MediaInfo* info) {
   const std::string& path = source.name;
   VideoStreamInfo& v = info->video;
   const double fps = v.frame_rate.value();
@@ -252,8 +269,8 @@ Status ReadFrameTimes(const std::string& ffprobe, const SourceFile& source,
   SkippedPackets skipped;
   {
     Result<SkippedPackets> found =
-        FindSkipped(ffprobe, source, truncation, !missing_pts && packets > 0, first_key, packets,
-                    check.last(), &v);
+        FindSkipped(ffprobe, source, truncation, every_picture, !missing_pts && packets > 0,
+                    first_key, packets, check.last(), &v);
     if (!found.ok()) return found.status();
     skipped = std::move(*found);
   }
@@ -265,7 +282,8 @@ Status ReadFrameTimes(const std::string& ffprobe, const SourceFile& source,
     v.last_time = v.start_time + static_cast<double>(std::max<int64_t>(frames - 1, 0)) / fps;
     return Status::Ok();
   }
-  if (check.constant() && !missing_pts) {
+  // (A damaged picture inside leaves a gap: its neighbours keep their times, read below.)
+  if (check.constant() && !missing_pts && v.damaged_pictures == 0) {
     v.constant_rate = true;
     if (frames > 0) {
       v.start_time = skipped.first_shown.value_or(check.first());
@@ -336,7 +354,7 @@ enum class FrameRead {
 // Every packet's time and the first frames' field order, read by two ffprobe runs at once (each
 // opens the file anew through /proc/self/fd, so neither moves the other's position).
 Status ReadTimesAndFields(const std::string& ffprobe, const SourceFile& source, bool fields,
-                          TruncatedInput truncation, MediaInfo* info) {
+                          TruncatedInput truncation, bool every_picture, MediaInfo* info) {
   VideoStreamInfo field_info = info->video;
   Status field_status = Status::Ok();
   std::thread field_reader;
@@ -344,7 +362,7 @@ Status ReadTimesAndFields(const std::string& ffprobe, const SourceFile& source, 
     field_reader = std::thread(
         [&] { field_status = ReadFrameFieldOrder(ffprobe, source, &field_info); });
   }
-  Status times = ReadFrameTimes(ffprobe, source, truncation, info);
+  Status times = ReadFrameTimes(ffprobe, source, truncation, every_picture, info);
   if (field_reader.joinable()) field_reader.join();
   FM_RETURN_IF_ERROR(times);
   FM_RETURN_IF_ERROR(field_status);
@@ -353,7 +371,7 @@ Status ReadTimesAndFields(const std::string& ffprobe, const SourceFile& source, 
 }
 
 Result<MediaInfo> Probe(const std::string& ffprobe, const SourceFile& source, FrameRead frames,
-                        TruncatedInput truncation) {
+                        TruncatedInput truncation, bool every_picture) {
   const std::string& path = source.name;
   std::vector<std::string> argv = {ffprobe, "-v", "error"};
   argv.insert(argv.end(), source.restrictions.begin(), source.restrictions.end());
@@ -431,7 +449,8 @@ Result<MediaInfo> Probe(const std::string& ffprobe, const SourceFile& source, Fr
   if (frames != FrameRead::kNone) {
     const bool fields = frames == FrameRead::kTimesAndFields ||
                         info.video.field_order != "progressive";
-    FM_RETURN_IF_ERROR(ReadTimesAndFields(ffprobe, source, fields, truncation, &info));
+    FM_RETURN_IF_ERROR(
+        ReadTimesAndFields(ffprobe, source, fields, truncation, every_picture, &info));
     if (info.video.frame_count == 0) {
       return Status(StatusCode::kInputInvalid, path + ": video stream has no frames");
     }
@@ -442,9 +461,9 @@ Result<MediaInfo> Probe(const std::string& ffprobe, const SourceFile& source, Fr
 }  // namespace
 
 Result<MediaInfo> ProbeMedia(const std::string& ffprobe, const SourceFile& source, bool frame_times,
-                             TruncatedInput truncation) {
+                             TruncatedInput truncation, bool every_picture) {
   return Probe(ffprobe, source, frame_times ? FrameRead::kTimesAndFields : FrameRead::kNone,
-               truncation);
+               truncation, every_picture);
 }
 
 Result<MediaInfo> ProbeOwnOutput(const std::string& ffprobe, const SourceFile& output,
@@ -452,7 +471,7 @@ Result<MediaInfo> ProbeOwnOutput(const std::string& ffprobe, const SourceFile& o
   return Probe(
       ffprobe, output,
       interlaced_expected ? FrameRead::kTimesAndFields : FrameRead::kTimesAndFieldsUnlessWord,
-      TruncatedInput::kRefuse);
+      TruncatedInput::kRefuse, /*every_picture=*/false);
 }
 
 }  // namespace framemill

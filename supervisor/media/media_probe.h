@@ -45,6 +45,10 @@ struct VideoStreamInfo {
   // TruncatedInput::kAccept: the frames announced that it will not show (absent, or a last packet
   // cut through that gives no picture). 0 otherwise: a truncated file is refused by default.
   int64_t lost_frames = 0;
+  // Packets inside the stream whose picture does not decode (a damaged picture: its start code
+  // destroyed), found only when the probe was asked to decode every picture: left out as the
+  // leading ones are, and the video then keeps every frame's time (frame_times: the gap stays).
+  int64_t damaged_pictures = 0;
   std::string pix_fmt;        // ffprobe name ("yuv420p"), "" when unknown
   std::string color_space;    // ffprobe names ("bt709", "smpte170m"), "" when unknown
   std::string color_range;    // "tv" | "pc" | ""
@@ -99,11 +103,13 @@ struct SourceFile {
 // probe_json). With `frame_times`, reads every video packet's timestamp (no decoding; fast), and
 // for a stream whose first packet is no keyframe decodes its first packets to learn which give
 // no picture (undecodable_packets); a truncated file accepted has its last packets decoded
-// likewise (undecodable_packets.h).
+// likewise (undecodable_packets.h). With `every_picture` as well, decodes the whole video stream
+// to find the damaged pictures inside it too (damaged_pictures; as long as a job's own decode).
 // Errors: kInputInvalid (not a media file, a refused format named by its demuxer, no video
 // stream, no frames, a truncated file under TruncatedInput::kRefuse) with ffprobe's own message.
 Result<MediaInfo> ProbeMedia(const std::string& ffprobe, const SourceFile& source, bool frame_times,
-                             TruncatedInput truncation = TruncatedInput::kRefuse);
+                             TruncatedInput truncation = TruncatedInput::kRefuse,
+                             bool every_picture = false);
 
 // ProbeMedia with frame_times, for a file framemill encoded itself (the verify step): where it
 // asked the encoder for progressive frames and the stream says "progressive", that word is taken

@@ -18,16 +18,17 @@ struct IntervalDecode {
   PacketDecode figures;  // first_shown, last_shown, any_shown
 };
 
-// Decodes the packets of `stream` that `interval` (ffprobe -read_intervals) selects; ffprobe
-// flushes the decoder at the interval's end, so every picture those packets hold comes out.
+// Decodes the packets of `stream` that `interval` (ffprobe -read_intervals; "" = every packet)
+// selects; ffprobe flushes the decoder at the interval's end, so every picture those packets hold
+// comes out.
 Result<IntervalDecode> DecodeInterval(const std::string& ffprobe, const SourceFile& source,
                                       int stream, const std::string& interval) {
   std::vector<std::string> argv = {ffprobe, "-v", "error"};
   argv.insert(argv.end(), source.restrictions.begin(), source.restrictions.end());
-  argv.insert(
-      argv.end(),
-      {"-select_streams", std::to_string(stream), "-read_intervals", interval, "-show_entries",
-       "packet=pts_time,flags:frame=best_effort_timestamp_time", "-of", "csv", FdPath(source.fd)});
+  argv.insert(argv.end(), {"-select_streams", std::to_string(stream)});
+  if (!interval.empty()) argv.insert(argv.end(), {"-read_intervals", interval});
+  argv.insert(argv.end(), {"-show_entries", "packet=pts_time,flags:frame=best_effort_timestamp_time",
+                           "-of", "csv", FdPath(source.fd)});
   IntervalDecode d;
   PacketDecode& f = d.figures;
   Result<CommandOutput> r =
@@ -96,6 +97,16 @@ Result<PacketDecode> FindTrailingUndecodable(const std::string& ffprobe, const S
     // Before the first picture shown: a reference lies before the seek, not a loss at the end.
     if (d->figures.any_shown && std::strtod(t.c_str(), nullptr) < d->figures.first_shown) continue;
     d->figures.undecodable.insert(t);
+  }
+  return d->figures;
+}
+
+Result<PacketDecode> FindUndecodablePictures(const std::string& ffprobe, const SourceFile& source,
+                                             int stream) {
+  Result<IntervalDecode> d = DecodeInterval(ffprobe, source, stream, "");
+  if (!d.ok()) return d.status();
+  for (const std::string& t : d->packets) {
+    if (d->shown.count(t) == 0) d->figures.undecodable.insert(t);
   }
   return d->figures;
 }

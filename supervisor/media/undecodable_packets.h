@@ -2,6 +2,9 @@
 // never the whole file: the first packets of a capture that begins mid-stream (between MPEG-2
 // sequence headers, an H.264 stream before its SPS/PPS, an open GOP's leading B-frames), and the
 // last packets of a file cut short (the packet cut through). A player skips them; so does a job.
+// A damaged picture inside the stream (its start code destroyed) is found only by decoding every
+// picture (FindUndecodablePictures), which a job does only once its decoder has shown fewer
+// pictures than the packets promise (job/job_runner.h).
 // Free functions; each runs one ffprobe (FindLeadingUndecodable a few, doubling its window).
 #pragma once
 
@@ -36,6 +39,11 @@ Result<PacketDecode> FindLeadingUndecodable(const std::string& ffprobe, const So
 // GOP's leading B-frames, whose references lie before the seek) are not judged.
 Result<PacketDecode> FindTrailingUndecodable(const std::string& ffprobe, const SourceFile& source,
                                              int stream, double from_s);
+
+// Every packet of the stream that gives no picture, wherever it lies: decodes the whole stream
+// (as long as the job's own decode). Packets before the first picture count too.
+Result<PacketDecode> FindUndecodablePictures(const std::string& ffprobe, const SourceFile& source,
+                                             int stream);
 
 // The fields of one line of ffprobe's csv output ("packet,1.480000,K_").
 std::vector<std::string> CsvFields(const std::string& line);

@@ -99,9 +99,14 @@ int TotalRecycles(const DispatchStats& d) {
   return recycles;
 }
 
+std::string JobReport::SkippedPacketsReason() const {
+  const bool leading = skipped_packets > damaged_pictures, damaged = damaged_pictures > 0;
+  return std::string(leading ? kLeadingPacketsReason : "") + (leading && damaged ? "; " : "") +
+         (damaged ? kDamagedPicturesReason : "");
+}
+
 nlohmann::json JobReport::SkippedPacketsJson() const {
-  return {{"count", skipped_packets},
-          {"reason", skipped_packets == 0 ? "" : kLeadingPacketsReason}};
+  return {{"count", skipped_packets}, {"reason", SkippedPacketsReason()}};
 }
 
 nlohmann::json JobReport::TruncatedJson() const {
@@ -228,7 +233,7 @@ std::string RunSummary(const JobReport& r) {
   if (r.faces.present) Appendf(&out, "framemill: faces: %s\n", r.faces.Summary().c_str());
   if (r.skipped_packets > 0) {
     Appendf(&out, "framemill: skipped %lld packets: %s\n",
-            static_cast<long long>(r.skipped_packets), kLeadingPacketsReason);
+            static_cast<long long>(r.skipped_packets), r.SkippedPacketsReason().c_str());
   }
   if (nlohmann::json t = r.TruncatedJson(); t.is_object()) {
     Appendf(&out, "framemill: truncated input: %lld of %lld frames announced rendered, %.2f s lost\n",

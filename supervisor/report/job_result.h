@@ -51,9 +51,11 @@ struct StageTimes {
   nlohmann::json ToJson() const;
 };
 
-// result.json's skipped_packets.reason for packets skipped before the first picture that decodes.
+// result.json's skipped_packets.reason: for packets skipped before the first picture that
+// decodes, and for damaged pictures inside the stream (both, joined by "; ", where both were).
 inline constexpr const char* kLeadingPacketsReason =
     "leading packets before the first decodable picture";
+inline constexpr const char* kDamagedPicturesReason = "damaged pictures that do not decode";
 
 struct JobReport {
   std::string output;
@@ -102,6 +104,8 @@ struct JobReport {
   // the first picture that decodes (a capture that begins mid-stream), and frames a truncated
   // input accepted (the job's truncated_input) announces but lacks.
   int64_t skipped_packets = 0;
+  int64_t damaged_pictures = 0;  // of skipped_packets: damaged pictures inside the stream
+  std::string SkippedPacketsReason() const;  // "" when none were skipped
   int64_t frames_announced = 0;  // truncated input accepted: its header's count; 0 = not truncated
   double frame_rate = 0;         // of the source, for the seconds lost
   nlohmann::json SkippedPacketsJson() const;  // {"count", "reason"} ("" when none)

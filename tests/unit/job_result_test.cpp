@@ -205,6 +205,19 @@ TEST_CASE("job result: result.json says how many packets were skipped, why, and 
                     "lost\n"));
 }
 
+TEST_CASE("job result: damaged pictures inside the stream are skipped packets with their own reason") {
+  fm::JobReport r = FinishedReport();
+  r.skipped_packets = 3;
+  r.damaged_pictures = 3;
+  CHECK(fm::DoneResultJson("j1", r, "", "")["skipped_packets"] ==
+        nlohmann::json{{"count", 3}, {"reason", "damaged pictures that do not decode"}});
+  CHECK(Contains(fm::RunSummary(r),
+                 "framemill: skipped 3 packets: damaged pictures that do not decode\n"));
+  r.skipped_packets = 17;  // 14 leading ones as well
+  CHECK(fm::DoneResultJson("j1", r, "", "")["skipped_packets"]["reason"] ==
+        "leading packets before the first decodable picture; damaged pictures that do not decode");
+}
+
 TEST_CASE("job result: a failed job's result.json names the reason code and message") {
   const nlohmann::json j =
       fm::FailedResultJson("j2", fm::Status(fm::StatusCode::kInputInvalid, "input: not a video"));

@@ -258,7 +258,7 @@ TEST_CASE(
 
 TEST_CASE(
     "spool: under the unit's UMask=0027 a submitter reads their own progress and result and "
-    "cancels with a true answer; another user reads neither") {
+    "cancels with a true answer, and another user reads neither") {
   RequireMultiUser();
   Service s = MakeService("spool_users_umask");
   const FreshInstall site = MakeFreshInstall(s);

@@ -26,6 +26,10 @@ namespace framemill {
 // scratch or shared-memory file system) waits for space and runs again from its finished
 // segments, for up to Config::no_space_wait_s (job/space_wait.h); while it waits, on_progress
 // gets its last report again with `waiting` set, about every second.
+// A run whose decoder ends before the frames the packets promise (a damaged picture inside the
+// stream) is followed, once, by one whose probe decodes every picture first and leaves out those
+// that give none (JobOptions::decode_every_picture); its new plan starts the job over. Not for a
+// part of a job: the parts and the stitch share one plan.
 // Test faults reach the decoder and the encoders through the supervisor's seam for tests,
 // job/supervisor_hooks.h (a decoder or an encoder killed at a frame or a segment), which the
 // product leaves empty: they are in the tests' build framemill-faults (tests/faults/).

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -24,10 +25,13 @@ struct JobArena {
   uint8_t* base = nullptr;
   ArenaGeometry geometry;  // our own copy: the header in shared memory is never read back
   std::unique_ptr<ChunkBoard> board;
+  // Given to every board made (ChunkBoard::SetFailureListener); set before the stages start.
+  std::function<void(const Status&)> on_board_failure;
 
   // A new board over `chunks` chunks and the geometry's slots.
   void MakeBoard(int64_t chunks) {
     board = std::make_unique<ChunkBoard>(chunks, geometry.slot_count);
+    board->SetFailureListener(on_board_failure);
   }
   // Takes `made` as the arena's memory.
   void Adopt(SharedMemory made) {

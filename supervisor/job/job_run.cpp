@@ -46,7 +46,17 @@ JobRun::JobRun(const JobSpec& job, const Config& config, const std::atomic<bool>
       options_(options),
       files_(*files),
       decoder_(ArenaPlanner(prepared_, settings_, config_, range_), &arena_, &wake_,
-               &pipeline_start_us_) {}
+               &pipeline_start_us_) {
+  // A full disk stops the render at once; the reading is taken then, not after the teardown.
+  arena_.on_board_failure = [this](const Status& s) { NoteSpaceAtFailure(s); };
+}
+
+void JobRun::NoteSpaceAtFailure(const Status& s) {
+  if (s.code() != StatusCode::kNoSpace) return;
+  const SpaceReading r = ReadSpace(JobSpaceWatch(files_));
+  MutexLock lock(&space_mu_);
+  space_at_failure_ = space_at_failure_ ? Lowest(*space_at_failure_, r) : r;
+}
 
 JobRun::~JobRun() {
   // Should anything have ended the run before the decoder was joined, it is stopped and joined
@@ -162,6 +172,7 @@ Status JobRun::StartStages() {
       workers_->Start(choice, &timeline_, scratch_, stop_, &wake_, [this] { StartingBeat(); });
   Status s = started.ok() ? MakeArena(started->first) : started.status();
   if (!s.ok()) {
+    NoteSpaceAtFailure(s);
     if (arena_.board) arena_.board->Fail(s);  // an early decoder stops at its next chunk
     JoinDecoder();
     if (Dispatcher* d = workers_->dispatcher()) d->Shutdown();
@@ -387,6 +398,7 @@ Result<JobReport> JobRun::Finish(uint64_t t0) {
     return report_;
   }
   Status muxed = output_->Finish(Segments(), job_.output, &report_);
+  NoteSpaceAtFailure(muxed);  // before the workers' shutdown
   if (!kept) d->Shutdown();
   FM_RETURN_IF_ERROR(muxed);
   clock_.Lap(&report_.stages.mux_s);

@@ -14,6 +14,7 @@
 
 #include "common/config.h"
 #include "common/job_file.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "supervisor/faces/face_table.h"
 #include "supervisor/job/decode_stage.h"
@@ -28,6 +29,7 @@
 #include "supervisor/job/job_workers.h"
 #include "supervisor/job/output_plan.h"
 #include "supervisor/job/prepared_job.h"
+#include "supervisor/job/space_wait.h"
 #include "supervisor/report/job_result.h"
 #include "supervisor/report/report_stills.h"
 #include "supervisor/workers/timeline.h"
@@ -59,6 +61,13 @@ class JobRun {
   int64_t SegmentsDone() const { return state_ ? state_->done() : 0; }
   // What the run estimated it still had to write, once it got that far (CheckFreeSpace).
   const std::optional<SpaceNeeded>& SpaceNeed() const { return space_need_; }
+  // The free space read when the run failed with kNoSpace, before its teardown (stopping the
+  // workers, joining the threads), the lowest if it was read more than once: space freed during
+  // the teardown must count as returned (space_wait.h).
+  std::optional<SpaceReading> SpaceAtFailure() const EXCLUDES(space_mu_) {
+    MutexLock lock(&space_mu_);
+    return space_at_failure_;
+  }
   // Its decoder ended before the frames the packets promised (DecodeFigures::ended_short).
   bool DecodedShort() const { return decoded_short_; }
 
@@ -82,6 +91,8 @@ class JobRun {
   SegmentList Segments() const;
   EncodeSetup EncodeSetupFor();
   void FillReport(uint64_t t0);
+  // Reads the free space for SpaceAtFailure when `s` is kNoSpace (any thread).
+  void NoteSpaceAtFailure(const Status& s) EXCLUDES(space_mu_);
   void WriteReport(Result<JobReport>* result);
 
   const JobSpec& job_;
@@ -97,6 +108,8 @@ class JobRun {
   std::unique_ptr<JobState> state_;  // the done-log (state.json)
   std::optional<SpaceNeeded> space_need_;  // CheckFreeSpace's estimate
   bool decoded_short_ = false;             // DecodedShort
+  mutable Mutex space_mu_;                 // the board's failure listener runs on any thread
+  std::optional<SpaceReading> space_at_failure_ GUARDED_BY(space_mu_);
   Timeline timeline_;
   StageClock clock_;
   JobReport report_;

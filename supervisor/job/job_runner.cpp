@@ -39,8 +39,9 @@ class NoSpacePause {
 
   // After a run that ended with `s` (kNoSpace) and left `files`: waits, then Ok to run the job
   // again, or the status it ends with (`s` itself when it does not wait).
+  // `at_failure`: the free space read when the run failed.
   Status Wait(const Status& s, const JobFiles& files, const std::optional<SpaceNeeded>& need,
-              const std::atomic<bool>& stop,
+              const std::optional<SpaceReading>& at_failure, const std::atomic<bool>& stop,
               const std::function<void(const std::string&, double)>& report) {
     if (s.code() != StatusCode::kNoSpace || wait_ms_ <= 0 || stop.load()) return s;
     if (!episode_ || files.segments_done > segments_at_start_) {
@@ -49,11 +50,9 @@ class NoSpacePause {
       segments_at_start_ = files.segments_done;
       retry_ = 0;
     }
-    SpaceWatch watch;
-    if (files.dir.get() >= 0) watch.scratch_dir = files.path();
-    if (files.output_dir.get() >= 0) watch.output_dir = FdPath(files.output_dir.get());
+    SpaceWatch watch = JobSpaceWatch(files);
     watch.need = need;
-    return WaitForSpace(watch, s, deadline_ms_, retry_++, stop, report);
+    return WaitForSpace(watch, s, at_failure, deadline_ms_, retry_++, stop, report);
   }
 
  private:
@@ -91,10 +90,16 @@ Result<JobReport> RunJob(const JobSpec& job, const Config& config, const std::at
   int crash_retries = 0;
   for (int run_index = 0;; ++run_index) {
     std::optional<SpaceNeeded> need;
+    std::optional<SpaceReading> space_at_failure;
     bool decoded_short = false;
     {
       JobRun run(job, config, stop, run_options, &files);
       result.emplace(run.Run());
+      if (!result->ok() && result->status().code() == StatusCode::kNoSpace) {
+        // Read now, before the run's destructor: space freed meanwhile counts as returned.
+        const SpaceReading now = ReadSpace(JobSpaceWatch(files));
+        space_at_failure = run.SpaceAtFailure() ? Lowest(*run.SpaceAtFailure(), now) : now;
+      }
       files.segments_done = run.SegmentsDone();
       need = run.SpaceNeed();
       decoded_short = run.DecodedShort();
@@ -107,7 +112,8 @@ Result<JobReport> RunJob(const JobSpec& job, const Config& config, const std::at
       break;
     }
     if (result->status().code() == StatusCode::kNoSpace) {
-      Status waited = no_space.Wait(result->status(), files, need, stop, report_wait);
+      Status waited =
+          no_space.Wait(result->status(), files, need, space_at_failure, stop, report_wait);
       if (waited.ok()) {
         const std::string& why = result->status().message();
         if (faults.empty() || faults.back() != why) faults.push_back(why);

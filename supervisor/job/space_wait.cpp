@@ -27,6 +27,18 @@ SpaceReading ReadSpace(const SpaceWatch& w) {
   return r;
 }
 
+SpaceReading Lowest(const SpaceReading& a, const SpaceReading& b) {
+  const auto low = [](int64_t x, int64_t y) { return x < 0 ? y : y < 0 ? x : std::min(x, y); };
+  return {low(a.scratch, b.scratch), low(a.output, b.output), low(a.shm, b.shm)};
+}
+
+SpaceWatch JobSpaceWatch(const JobFiles& files) {
+  SpaceWatch watch;
+  if (files.dir.get() >= 0) watch.scratch_dir = files.path();
+  if (files.output_dir.get() >= 0) watch.output_dir = FdPath(files.output_dir.get());
+  return watch;
+}
+
 bool SpaceReturned(const SpaceWatch& w, const SpaceReading& at_failure, const SpaceReading& now) {
   const bool grew = Grew(at_failure.scratch, now.scratch) ||
                     Grew(at_failure.output, now.output) || Grew(at_failure.shm, now.shm);
@@ -46,16 +58,19 @@ int64_t SpaceRetryDelayMs(int retry) {
   return std::min(delay, kMaxRetryMs);
 }
 
-Status WaitForSpace(const SpaceWatch& watch, const Status& why, uint64_t deadline_ms, int retry,
+Status WaitForSpace(const SpaceWatch& watch, const Status& why,
+                    const std::optional<SpaceReading>& at_failure, uint64_t deadline_ms, int retry,
                     const std::atomic<bool>& stop,
                     const std::function<void(const std::string&, double)>& report) {
   const uint64_t start = MonotonicMs();
   const uint64_t retry_at = start + static_cast<uint64_t>(SpaceRetryDelayMs(retry));
-  const SpaceReading at = ReadSpace(watch);
+  const SpaceReading first = ReadSpace(watch);
+  const SpaceReading at = at_failure ? Lowest(*at_failure, first) : first;
   const double left_s = deadline_ms > start ? static_cast<double>(deadline_ms - start) / 1000 : 0;
-  spdlog::warn("{}; waiting up to {:.0f} s for space, the finished segments kept (free MiB: "
-               "scratch {}, output {}, shared memory {})",
-               why.ToString(), left_s, Mib(at.scratch), Mib(at.output), Mib(at.shm));
+  spdlog::warn("{}; waiting up to {:.0f} s for space, the finished segments kept (free MiB "
+               "when it failed: scratch {}, output {}, shared memory {}; now: {}, {}, {})",
+               why.ToString(), left_s, Mib(at.scratch), Mib(at.output), Mib(at.shm),
+               Mib(first.scratch), Mib(first.output), Mib(first.shm));
   const std::string text = "no_space: " + why.message();
   for (;;) {
     const uint64_t now = MonotonicMs();

@@ -4,7 +4,10 @@
 // Config::no_space_wait_s without space it fails with the kNoSpace that stopped it.
 //
 // "Space returned" is read off the file systems (statvfs): one of them gained free space since
-// the run ended and the job's own estimate of what it still writes fits (free_space.h). A quota
+// the run failed and the job's own estimate of what it still writes fits (free_space.h). "Since
+// the run failed" is the lowest of the readings taken when it failed (JobRun::SpaceAtFailure)
+// and when the wait began: space freed while the run was being torn down (its workers stopped,
+// its threads joined: seconds on a loaded machine) counts as returned. A quota
 // (EDQUOT) does not show in statvfs, and an estimate can be wrong: the job also tries again on a
 // backoff (kFirstRetryMs, doubling up to kMaxRetryMs) whatever the figures say.
 #pragma once
@@ -17,6 +20,7 @@
 
 #include "common/status.h"
 #include "supervisor/job/free_space.h"
+#include "supervisor/job/job_files.h"
 
 namespace framemill {
 
@@ -38,18 +42,23 @@ struct SpaceReading {
   int64_t scratch = -1, output = -1, shm = -1;
 };
 SpaceReading ReadSpace(const SpaceWatch& w);
+// Per file system, the lower of two readings (a known one over an unknown one). Pure.
+SpaceReading Lowest(const SpaceReading& a, const SpaceReading& b);
+// The job's scratch and output directories, those of `files` that are open.
+SpaceWatch JobSpaceWatch(const JobFiles& files);
 
 // Whether to run again: some file system gained kSpaceGrowthBytes since `at_failure` and the
 // need, when known, fits in `now`. Pure.
 bool SpaceReturned(const SpaceWatch& w, const SpaceReading& at_failure, const SpaceReading& now);
 
 // One episode of waiting after a run failed with `why` (kNoSpace), until `deadline_ms`
-// (monotonic); `retry` is how many runs this episode made already (its backoff). Returns Ok
+// (monotonic); `at_failure`: the reading taken when it failed, if any; `retry` is how many runs this episode made already (its backoff). Returns Ok
 // when the job should run again (space returned, or the backoff's time came), `why` with the
 // time waited once the deadline passes, kCancelled when `stop` is set. Calls
 // `report(text, waited_s)` about every second with what it waits for, and logs when it starts
 // and how it ends.
-Status WaitForSpace(const SpaceWatch& watch, const Status& why, uint64_t deadline_ms, int retry,
+Status WaitForSpace(const SpaceWatch& watch, const Status& why,
+                    const std::optional<SpaceReading>& at_failure, uint64_t deadline_ms, int retry,
                     const std::atomic<bool>& stop,
                     const std::function<void(const std::string&, double)>& report);
 

@@ -88,10 +88,13 @@ bool ChunkBoard::AllEncoded() const {
 }
 
 void ChunkBoard::Fail(const Status& status) {
+  bool first = false;
   {
     MutexLock lock(&mu_);
+    first = failure_.ok() && !status.ok();
     if (failure_.ok()) failure_ = status;
   }
+  if (first && on_failure_) on_failure_(status);
   slot_freed_.NotifyAll();
   processed_.NotifyAll();
 }

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -50,6 +51,11 @@ class ChunkBoard {
 
   // Any thread: stops the job; the first failure is kept.
   void Fail(const Status& status);
+  // Called once, with the first failure, on the thread that failed (mu_ not held), before any
+  // blocked call returns for it. Set before the board is shared with other threads.
+  void SetFailureListener(std::function<void(const Status&)> listener) {
+    on_failure_ = std::move(listener);
+  }
   Status failure() const;
   bool failed() const;
 
@@ -76,6 +82,7 @@ class ChunkBoard {
   uint64_t last_processed_us_ GUARDED_BY(mu_) = 0;
   int blocked_ GUARDED_BY(mu_) = 0;
   Status failure_ GUARDED_BY(mu_);
+  std::function<void(const Status&)> on_failure_;  // set before sharing: read-only after
 };
 
 }  // namespace framemill

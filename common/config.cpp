@@ -278,6 +278,7 @@ Result<Config> ParseConfig(const nlohmann::json& object) {
   r.String("ffmpeg", &c.ffmpeg);
   r.String("ffprobe", &c.ffprobe);
   r.String("worker_binary", &c.worker_binary);
+  r.String("face_detector_binary", &c.face_detector_binary);
   r.Int("arena_mb", &c.arena_mb, 16, 1 << 20);
   r.Double("worker_start_timeout_s", &c.worker_start_timeout_s, 1, 24 * 3600.0);
   r.String("log_level", &c.log_level);

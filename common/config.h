@@ -203,6 +203,7 @@ struct Config {
   std::string ffmpeg = "ffmpeg";  // path or name on PATH
   std::string ffprobe = "ffprobe";
   std::string worker_binary;              // "" = framemill-worker beside the framemill binary
+  std::string face_detector_binary;       // "" = framemill-face-detector beside it
   int64_t arena_mb = 4096;                // shared-memory frame arena per job, MiB
   double worker_start_timeout_s = 300.0;  // model load time allowed before a worker is failed
   std::string pytorch_alloc_conf;         // given to workers as PYTORCH_CUDA_ALLOC_CONF and

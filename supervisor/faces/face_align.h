@@ -25,7 +25,7 @@
 #include <optional>
 
 #include "common/face_warp.h"
-#include "supervisor/faces/face.h"
+#include "common/face.h"
 
 namespace framemill {
 

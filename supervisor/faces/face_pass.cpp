@@ -1,9 +1,9 @@
 #include "supervisor/faces/face_pass.h"
 
 #include <algorithm>
-#include <chrono>
 #include <thread>
 
+#include "supervisor/faces/detector_process.h"
 #include "supervisor/faces/face_align.h"
 #include "supervisor/media/decode_seek.h"
 #include "supervisor/media/ffmpeg_pipes.h"
@@ -13,13 +13,6 @@ namespace {
 
 constexpr int kFramesPerThread = 4;                 // per batch
 constexpr size_t kMaxBatchBytes = size_t{1} << 30;  // the decoded frames of one batch, at most
-
-// Detection results of one frame.
-struct Detected {
-  std::vector<Face> faces;
-  double ms = 0;
-  Status status;
-};
 
 }  // namespace
 
@@ -67,12 +60,15 @@ Result<FaceTable> RunFacePass(const FacePassInput& input, const FacePassOptions&
                                     : static_cast<int>(std::thread::hardware_concurrency())));
   const size_t batch =
       static_cast<size_t>(std::max(threads, std::min(threads * kFramesPerThread, fit)));
-  std::vector<FaceDetector> detectors;
-  for (int t = 0; t < threads; ++t) {
-    Result<FaceDetector> d = FaceDetector::Load(options.face.detector, options.detection);
-    if (!d.ok()) return d.status();
-    detectors.push_back(std::move(*d));
-  }
+  DetectorSetup setup;
+  setup.detector = options.face.detector;
+  setup.detection = options.detection;
+  setup.threads = threads;
+  setup.sandbox = options.sandbox;
+  setup.log_path = options.detector_log;
+  setup.binary = options.detector_binary;
+  Result<std::unique_ptr<DetectorProcess>> detector = DetectorProcess::Start(setup, stop);
+  if (!detector.ok()) return detector.status();
 
   // Without a seek (frame 0, or a video without timestamps) ffmpeg starts at frame 0 and the
   // frames before `first` are read and dropped here; either way it stops by itself at `end`.
@@ -83,7 +79,7 @@ Result<FaceTable> RunFacePass(const FacePassInput& input, const FacePassOptions&
       FrameReader::Start(input.ffmpeg, *input.source, v, input.stderr_path, FrameFormat::kRgb24,
                          input.filters, /*accurate_color=*/false, seek);
   if (!reader.ok()) return reader.status();
-  std::vector<std::vector<uint8_t>> buffers(batch, std::vector<uint8_t>(frame_bytes));
+  std::vector<uint8_t> buffer(batch * frame_bytes);
   std::vector<std::vector<Face>> detections;
   detections.reserve(static_cast<size_t>(end - input.first));
   double detection_ms = 0;
@@ -92,7 +88,7 @@ Result<FaceTable> RunFacePass(const FacePassInput& input, const FacePassOptions&
     if (stop.load()) return Status(StatusCode::kCancelled, "face pass: stopped");
     size_t n = 0;
     while (n < batch && next < end) {
-      Result<bool> got = (*reader)->Read(buffers[n].data());
+      Result<bool> got = (*reader)->Read(buffer.data() + n * frame_bytes);
       if (!got.ok()) return got.status();
       if (!*got) {
         Status finished = (*reader)->Finish();
@@ -103,29 +99,11 @@ Result<FaceTable> RunFacePass(const FacePassInput& input, const FacePassOptions&
       }
       if (next++ >= input.first) ++n;  // frames before `first` (no seek) are dropped
     }
-    std::vector<Detected> found(n);
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t) {
-      pool.emplace_back([&, t] {
-        for (size_t i = t; i < n; i += threads) {
-          const ImageView view{buffers[i].data(), width, height, int64_t{width} * 3,
-                               ChannelOrder::kRgb};
-          const auto start = std::chrono::steady_clock::now();
-          Result<std::vector<Face>> faces = detectors[t].Detect(view);
-          found[i].ms =
-              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                  .count();
-          if (faces.ok()) {
-            found[i].faces = std::move(*faces);
-          } else {
-            found[i].status = faces.status();
-          }
-        }
-      });
-    }
-    for (std::thread& th : pool) th.join();
-    for (Detected& d : found) {
-      if (!d.status.ok()) return d.status;
+    Result<std::vector<DetectedPicture>> found =
+        (*detector)->Detect(buffer.data(), static_cast<uint32_t>(n), static_cast<uint32_t>(width),
+                            static_cast<uint32_t>(height), stop);
+    if (!found.ok()) return found.status();
+    for (DetectedPicture& d : *found) {
       detection_ms += d.ms;
       detections.push_back(std::move(d.faces));
     }

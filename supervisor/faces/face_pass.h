@@ -1,17 +1,18 @@
 // The face pass: frames [first, end) of a video, decoded by ffmpeg as the model sees them, run
-// through BlazeFace (several threads, one FaceDetector each), tracked and smoothed
-// (face_track.h) and aligned (face_align.h) into a FaceTable (face_table.h): per frame the
-// FaceWarps that face mode sends the workers, and the figures of the pass.
+// through BlazeFace in framemill-face-detector (detector_process.h: a confined child with several
+// threads), tracked and smoothed (face_track.h) and aligned (face_align.h) into a FaceTable
+// (face_table.h): per frame the FaceWarps that face mode sends the workers, and the figures of the
+// pass.
 //
-// Frames are read in batches of 4 per thread: one thread decodes a batch, then each detection
-// thread takes every n-th frame of it; the batch's buffers (4 x threads frames of rgb24, at most
-// 1 GiB: fewer frames, then fewer threads, for very large frames) are the pass's memory. Detection
-// is on the full frame, which BlazeFace letterboxes to its own 128 or 256 pixels (a downscale in
-// ffmpeg before the pipe would save bytes on very large frames; not done: the warps are in the
-// full frame's pixels, as the workers see it).
+// Frames are read in batches of 4 per thread: the pass reads a batch from ffmpeg, then the child
+// detects it, each of its threads taking every n-th frame; the batch's buffer (4 x threads frames
+// of rgb24, at most 1 GiB: fewer frames, then fewer threads, for very large frames) is the pass's
+// memory. Detection is on the full frame, which BlazeFace letterboxes to its own 128 or 256 pixels
+// (a downscale in ffmpeg before the pipe would save bytes on very large frames; not done: the
+// warps are in the full frame's pixels, as the workers see it).
 //
-// Thread safety: RunFacePass may run on any thread; it joins its own threads before it returns.
-// Cancellable: `stop` is read before each batch.
+// Thread safety: RunFacePass may run on any thread. Cancellable: `stop` is read before each batch
+// and while the child works.
 #pragma once
 
 #include <atomic>
@@ -20,9 +21,10 @@
 #include <string>
 #include <vector>
 
+#include "common/config.h"
+#include "common/face_detection.h"
 #include "common/face_setting.h"
 #include "common/status.h"
-#include "supervisor/faces/face_detector.h"
 #include "supervisor/faces/face_table.h"
 #include "supervisor/faces/face_track.h"
 #include "supervisor/media/media_probe.h"
@@ -33,6 +35,9 @@ struct FacePassOptions {
   FaceSetting face;  // face_size, face_margin, face_min_size, max_faces; detector: the ONNX file
   int threads = 0;   // detection threads; 0 = the machine's cores
   FaceDetectorOptions detection;
+  WorkerSandbox sandbox = WorkerSandbox::kAuto;  // the detector's confinement (worker_sandbox)
+  std::string detector_log;     // the detector's stderr ("" = a temporary file)
+  std::string detector_binary;  // "" = framemill-face-detector beside this program
   FaceTrackOptions tracking;  // min_size and max_faces are taken from `face`
   std::function<void()> beat;  // called after each batch, on the pass's thread (the job lives)
 };
@@ -49,9 +54,9 @@ struct FacePassInput {
   std::string stderr_path;  // ffmpeg's log
 };
 
-// Errors: the detector's Load errors (no file, not BlazeFace: OpenCV's words; kInternal in a
-// build without OpenCV's dnn module), the decoder's (kInputInvalid, kDecoderCrashed), kInputInvalid
-// when the video ends before `end`, kCancelled when `stop` is set.
+// Errors: the detector's (DetectorProcess: no file, not BlazeFace: OpenCV's words, a crash or hang
+// of the child; kInternal in a build without OpenCV's dnn module), the decoder's (kInputInvalid,
+// kDecoderCrashed), kInputInvalid when the video ends before `end`, kCancelled when `stop` is set.
 Result<FaceTable> RunFacePass(const FacePassInput& input, const FacePassOptions& options,
                               const std::atomic<bool>& stop);
 

@@ -22,7 +22,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "supervisor/faces/face.h"
+#include "common/face.h"
 
 namespace framemill {
 

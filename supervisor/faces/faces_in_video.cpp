@@ -1,12 +1,12 @@
 #include "supervisor/faces/faces_in_video.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cctype>
 
 #include "common/checked_file.h"
 #include "common/file_util.h"
+#include "supervisor/faces/detector_process.h"
 #include "supervisor/media/source_intake.h"
 #include "supervisor/media/preview_frames.h"
 #include "supervisor/process/subprocess.h"
@@ -134,6 +134,7 @@ nlohmann::json FacesReport::ToJson() const {
   return {{"video", video},
           {"detector", detector},
           {"input_size", input_size},
+          {"detector_sandbox", detector_sandbox},
           {"frames", frames_json}};
 }
 
@@ -170,7 +171,12 @@ Result<FacesReport> FindFacesInVideo(const Config& config, const std::string& vi
                 "framemill faces needs OpenCV, libjpeg and libpng; this framemill was built "
                 "without them (Debian: libopencv-dev libjpeg-dev libpng-dev; configure again)");
 #else
-  Result<FaceDetector> detector = FaceDetector::Load(options.detector, options.detection);
+  DetectorSetup setup;
+  setup.detector = options.detector;
+  setup.detection = options.detection;
+  setup.sandbox = config.worker_sandbox.value_or(WorkerSandbox::kAuto);
+  setup.binary = config.face_detector_binary;
+  Result<std::unique_ptr<DetectorProcess>> detector = DetectorProcess::Start(setup, stop);
   if (!detector.ok()) return detector.status();
   // The video named on the command line by the person running it, not a job's: no roots.
   Result<TakenSource> taken = TakeSource(
@@ -192,7 +198,8 @@ Result<FacesReport> FindFacesInVideo(const Config& config, const std::string& vi
   FacesReport report;
   report.video = video;
   report.detector = options.detector;
-  report.input_size = detector->input_size();
+  report.input_size = (*detector)->input_size();
+  report.detector_sandbox = (*detector)->sandbox();
   int index = 0;
   for (double time : SampleTimes(span, options.frames)) {
     if (stop.load()) return Status(StatusCode::kCancelled, "framemill faces: stopped");
@@ -202,14 +209,12 @@ Result<FacesReport> FindFacesInVideo(const Config& config, const std::string& vi
     s.time = time;
     s.width = picture->width;
     s.height = picture->height;
-    const ImageView view{reinterpret_cast<const uint8_t*>(picture->pixels.data()), s.width,
-                         s.height, int64_t{s.width} * 3, ChannelOrder::kRgb};
-    const auto start = std::chrono::steady_clock::now();
-    Result<std::vector<Face>> faces = detector->Detect(view);
-    s.detect_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
-                                                            start).count();
-    if (!faces.ok()) return faces.status();
-    s.faces = std::move(*faces);
+    Result<std::vector<DetectedPicture>> found = (*detector)->Detect(
+        reinterpret_cast<const uint8_t*>(picture->pixels.data()), 1,
+        static_cast<uint32_t>(s.width), static_cast<uint32_t>(s.height), stop);
+    if (!found.ok()) return found.status();
+    s.detect_ms = found->front().ms;
+    s.faces = std::move(found->front().faces);
     if (!options.draw_dir.empty()) {
       char name[32];
       std::snprintf(name, sizeof name, "/faces-%03d.png", ++index);

@@ -13,8 +13,8 @@
 
 #include "common/config.h"
 #include "common/status.h"
-#include "supervisor/faces/face.h"
-#include "supervisor/faces/face_detector.h"
+#include "common/face.h"
+#include "common/face_detection.h"
 
 namespace framemill {
 
@@ -41,6 +41,7 @@ struct FacesReport {
   std::string video;
   std::string detector;
   int input_size = 0;  // the detector's square input (128 or 256)
+  std::string detector_sandbox;  // how the detector's process was confined (its summary)
   std::vector<SampledFaces> frames;
 
   nlohmann::json ToJson() const;

@@ -37,6 +37,9 @@ Result<FaceTable> FacesForJob(const Config& config, const JobSettings& settings,
   FacePassOptions options;
   options.face = face;
   options.threads = input.threads;
+  options.sandbox = config.worker_sandbox.value_or(WorkerSandbox::kAuto);
+  options.detector_log = input.detector_log;
+  options.detector_binary = config.face_detector_binary;
   options.beat = input.beat;
   return RunFacePass(pass, options, stop);
 }

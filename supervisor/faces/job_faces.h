@@ -24,7 +24,8 @@ struct JobFacesInput {
   std::vector<std::string> filters;    // the decoder's upright filters (FacePassInput::filters)
   int64_t first = 0;                   // the job's (or part's) frames [first, end); end 0 = all
   int64_t end = 0;
-  std::string stderr_path;  // the face pass's ffmpeg log
+  std::string stderr_path;   // the face pass's ffmpeg log
+  std::string detector_log;  // framemill-face-detector's
   int threads = 0;          // detection threads; 0 = the machine's cores
   std::function<void()> beat;  // after each batch of the face pass (FacePassOptions::beat)
 };

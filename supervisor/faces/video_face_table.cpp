@@ -37,7 +37,11 @@ Result<FaceTable> MakeVideoFaceTable(const Config& config, const std::string& vi
   input.media = media;
   input.filters = std::move(*filters);
   input.stderr_path = dir + "/decoder.log";
-  Result<FaceTable> table = RunFacePass(input, options, stop);
+  FacePassOptions pass = options;
+  pass.sandbox = config.worker_sandbox.value_or(WorkerSandbox::kAuto);
+  pass.detector_log = dir + "/detector.log";
+  pass.detector_binary = config.face_detector_binary;
+  Result<FaceTable> table = RunFacePass(input, pass, stop);
   (void)RemoveTree(dir);
   return table;
 }

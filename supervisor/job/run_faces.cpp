@@ -53,6 +53,7 @@ Result<FaceTable> FacesForRun(const Config& config, const JobSpec& job, const Pr
     in.first = first;
     in.end = end;
     in.stderr_path = scratch + "/faces-decoder.log";
+    in.detector_log = scratch + "/faces-detector.log";
     in.beat = beat;
     Result<FaceTable> made = FacesForJob(config, settings, in, stop);
     if (!made.ok()) return made.status();

@@ -51,12 +51,12 @@ SpaceWatch JobSpaceWatch(const JobFiles& files);
 // need, when known, fits in `now`. Pure.
 bool SpaceReturned(const SpaceWatch& w, const SpaceReading& at_failure, const SpaceReading& now);
 
-// One episode of waiting after a run failed with `why` (kNoSpace), until `deadline_ms`
-// (monotonic); `at_failure`: the reading taken when it failed, if any; `retry` is how many runs this episode made already (its backoff). Returns Ok
-// when the job should run again (space returned, or the backoff's time came), `why` with the
-// time waited once the deadline passes, kCancelled when `stop` is set. Calls
-// `report(text, waited_s)` about every second with what it waits for, and logs when it starts
-// and how it ends.
+// One episode of waiting after a run failed with `why` (kNoSpace), until `deadline_ms` (monotonic);
+// `at_failure`: the reading taken when it failed, if any; `retry` is how many runs this episode
+// made already (its backoff). Returns Ok when the job should run again (space returned, or the
+// backoff's time came), `why` with the time waited once the deadline passes, kCancelled when `stop`
+// is set. Calls `report(text, waited_s)` about every second with what it waits for, and logs when
+// it starts and how it ends.
 Status WaitForSpace(const SpaceWatch& watch, const Status& why,
                     const std::optional<SpaceReading>& at_failure, uint64_t deadline_ms, int retry,
                     const std::atomic<bool>& stop,

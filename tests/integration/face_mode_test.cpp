@@ -340,3 +340,40 @@ TEST_CASE("face mode: a service killed mid-job resumes with its face table, fram
   CHECK(FrameHashes(s.dir + "/out.mp4", kSide, kSide) ==
         FrameHashes(s.dir + "/whole.mp4", kSide, kSide));
 }
+
+// A detector file that kills OpenCV (an initializer claiming 100,000,000 floats with 4 bytes of
+// data: SIGSEGV in OpenCV 4.6) once took the service down with it, and the job crash-looped it.
+// Parsed in the confined detector process now, it fails its own job by name, and the job after
+// it, with the real detector, is done by the same service process.
+TEST_CASE("face mode: a detector that crashes OpenCV fails its job, and the service goes on") {
+  const std::string detector = FrontDetectorOrSkip();
+  Service s = MakeService("face_hostile_detector");
+  const std::string tensor = std::string("\x08\x80\xc2\xd7\x2f", 5) + std::string("\x10\x01", 2) +
+                             std::string("\x42\x01w", 3) + std::string("\x4a\x04\0\0\x80\x3f", 6);
+  const std::string graph = std::string("\x2a") + static_cast<char>(tensor.size()) + tensor;
+  std::ofstream(s.dir + "/over.onnx", std::ios::binary)
+      << std::string("\x08\x07\x3a", 3) + static_cast<char>(graph.size()) + graph;
+  nlohmann::json job =
+      FaceTestJob(TestClip("d0.mp4"), s.dir + "/bad.mp4", ModelCopy("invert", s.dir));
+  job["mode"] = "faces";
+  job["face_size"] = 128;
+  job["face_detector"] = s.dir + "/over.onnx";
+  Drop(s, "hostile", job.dump());
+  job["face_detector"] = detector;
+  job["output"] = s.dir + "/good.mp4";
+  job["priority"] = -1;  // after the hostile one
+  Drop(s, "good", job.dump());
+  BackgroundJob serve = Serve(s);
+  KillOnExit guard{serve};
+  REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/failed/hostile/result.json"); }, 120));
+  const nlohmann::json failed = ReadJson(s.spool + "/failed/hostile/result.json");
+  INFO(failed.dump());
+  CHECK(failed["reason"]["code"] == "model_invalid");
+  CHECK(failed["reason"]["message"].get<std::string>().find("face detector") !=
+        std::string::npos);
+  REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/done/good/result.json"); }, 180));
+  CHECK(::kill(serve.pid, 0) == 0);  // the one service process did both
+  ::kill(serve.pid, SIGTERM);
+  RunResult served = WaitJob(serve, 60);
+  CHECK(served.exit_code == 0);  // a crash of the service would show here
+}

@@ -16,7 +16,9 @@
 #include <cmath>
 #include <cstring>
 #include <fcntl.h>
+#include <filesystem>
 #include <fstream>
+#include <sys/stat.h>
 #include <string>
 #include <vector>
 
@@ -41,6 +43,13 @@ const std::string kFront =
     std::string(FRAMEMILL_TEST_FACE_DETECTOR_DIR) + "/face_detection_front_128x128_barracuda.onnx";
 const std::string kBack =
     std::string(FRAMEMILL_TEST_FACE_DETECTOR_DIR) + "/face_detection_back_256x256_barracuda.onnx";
+
+// The tests' own processes are not beside framemill: they name the detector's program.
+framemill::Config DetectorConfig() {
+  framemill::Config c;
+  c.face_detector_binary = FRAMEMILL_FACE_DETECTOR_BIN;
+  return c;
+}
 
 RunResult Faces(const std::string& dir, const std::vector<std::string>& args) {
   std::vector<std::string> argv = {"faces"};
@@ -195,6 +204,53 @@ TEST_CASE("faces: a corrupt detector file fails before any frame, saying why") {
   CHECK(missing.err.find("no such file") != std::string::npos);
 }
 
+// A 22-byte ONNX file: an initializer that claims 100,000,000 floats and holds 4 bytes. OpenCV
+// 4.6 reads past its buffer parsing it and dies of SIGSEGV (in the supervisor it took the
+// service down). It is
+// parsed in the confined framemill-face-detector now: whatever OpenCV does with it costs that
+// process, and framemill says what happened to the detector, for `faces` and the face pass.
+TEST_CASE("faces: a hostile detector file costs the detector process, never framemill") {
+  const std::string dir = ScratchDir("faces_hostile");
+  const std::string tensor = std::string("\x08\x80\xc2\xd7\x2f", 5) +  // dims: 100000000
+                             std::string("\x10\x01", 2) +                 // float
+                             std::string("\x42\x01w", 3) +                // name "w"
+                             std::string("\x4a\x04\0\0\x80\x3f", 6);     // raw_data: 4 bytes
+  const std::string graph = std::string("\x2a") + static_cast<char>(tensor.size()) + tensor;
+  const std::string model =
+      std::string("\x08\x07", 2) + std::string("\x3a") + static_cast<char>(graph.size()) + graph;
+  REQUIRE(model.size() == 22);
+  const std::string path = dir + "/over.onnx";
+  std::ofstream(path, std::ios::binary) << model;
+  for (const bool table : {false, true}) {
+    std::vector<std::string> args = {TestClip("d0.mp4"), "--detector", path, "--frames", "2"};
+    if (table) args = {TestClip("d0.mp4"), "--detector", path, "--table", dir + "/t.json"};
+    RunResult r = Faces(dir, args);
+    INFO("table " << table << ", stderr: " << r.err);
+    CHECK(r.signal == 0);  // framemill itself ended by itself
+    CHECK(r.exit_code != 0);
+    CHECK(r.err.find("face detector") != std::string::npos);
+    CHECK(r.err.find(path) != std::string::npos);
+    CHECK(r.err.find("signal") != std::string::npos);  // OpenCV's crash, in the child
+    CHECK_FALSE(std::filesystem::exists(dir + "/t.json"));
+  }
+  // A FIFO where the detector should be fails at once, without blocking on the open.
+  const std::string fifo = dir + "/fifo.onnx";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  RunResult r = Faces(dir, {TestClip("d0.mp4"), "--detector", fifo});
+  CHECK(r.exit_code != 0);
+  CHECK(r.err.find("not a regular file") != std::string::npos);
+}
+
+TEST_CASE("faces: the detector runs in its own confined process, and says how") {
+  const std::string dir = ScratchDir("faces_sandbox");
+  const nlohmann::json out = FacesJson(dir, "d0.mp4", kFront, 1);
+  const std::string sandbox = out.at("detector_sandbox").get<std::string>();
+  INFO("detector_sandbox: " << sandbox);
+  CHECK(sandbox.find("seccomp") != std::string::npos);
+  CHECK(sandbox.find("no_new_privs") != std::string::npos);
+  CHECK(sandbox.find("rlimits") != std::string::npos);
+}
+
 TEST_CASE("face table: the talking head has one face on every frame, its crop moving smoothly") {
   const std::string dir = ScratchDir("face_table_d0");
   const nlohmann::json t = Table(dir, "d0.mp4", 2, {"--face-size", "256"});
@@ -310,7 +366,7 @@ TEST_CASE("face table: a part's face pass agrees with the whole video's inside t
     input.stderr_path = dir + "/decoder.log";
     input.threads = 2;
     framemill::Result<framemill::FaceTable> t =
-        framemill::FacesForJob(framemill::Config{}, settings, input, stop);
+        framemill::FacesForJob(DetectorConfig(), settings, input, stop);
     REQUIRE_MESSAGE(t.ok(), t.status().ToString());
     CHECK(t->first_frame == first);
     REQUIRE(static_cast<int64_t>(t->frames.size()) == end - first);
@@ -326,7 +382,7 @@ TEST_CASE("face table: a part's face pass agrees with the whole video's inside t
     input.filters = *filters;
     input.stderr_path = dir + "/decoder.log";
     framemill::Result<framemill::FaceTable> t =
-        framemill::FacesForJob(framemill::Config{}, settings, input, stopped);
+        framemill::FacesForJob(DetectorConfig(), settings, input, stopped);
     CHECK(t.status().code() == framemill::StatusCode::kCancelled);
   }
   // R = 2: frames 2 or more inside a part's ends see the same window as in the whole video.

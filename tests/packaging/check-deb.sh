@@ -7,7 +7,8 @@ trap 'rm -rf "$out"' EXIT
 (cd "$build" && cpack -G DEB -B "$out" >/dev/null)
 deb=$(ls "$out"/framemill_*.deb)
 contents=$(dpkg-deb -c "$deb")
-for path in ./usr/bin/framemill ./usr/bin/framemill-worker ./etc/framemill/framemill.json \
+for path in ./usr/bin/framemill ./usr/bin/framemill-worker ./usr/bin/framemill-face-detector \
+            ./etc/framemill/framemill.json \
             ./usr/lib/systemd/system/framemill.service ./usr/lib/tmpfiles.d/framemill.conf \
             ./usr/lib/sysusers.d/framemill.conf; do
   grep -q " $path\$" <<<"$contents" || { echo "missing from the package: $path"; exit 1; }

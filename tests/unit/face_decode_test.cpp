@@ -7,8 +7,8 @@
 
 #include <doctest/doctest.h>
 
-#include "supervisor/faces/blazeface_decode.h"
-#include "supervisor/faces/face_nms.h"
+#include "worker/faces/blazeface_decode.h"
+#include "worker/faces/face_nms.h"
 #include "supervisor/faces/faces_in_video.h"
 
 using namespace framemill;

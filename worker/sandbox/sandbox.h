@@ -70,7 +70,7 @@ inline constexpr long long kMaxWorkerTasks = 16384;            // processes and 
 
 struct SandboxOptions {
   WorkerSandbox mode = WorkerSandbox::kAuto;
-  std::string control;        // the control object; its directory is the shared memory
+  std::string control;        // the control object; its directory is the shared memory ("": none)
   std::vector<int> keep_fds;  // descriptors above 2 to keep open (the model)
   // The worker will drive an NVIDIA GPU: Landlock then polices the network and the scopes but not
   // the file system (see the CUDA note above).

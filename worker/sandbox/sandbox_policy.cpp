@@ -196,8 +196,10 @@ std::vector<FsRule> WorkerFsRules(const std::string& control) {
   Add(&rules, "/dev/urandom", FsAccess::kRead, "random seeds");
   Add(&rules, "/dev/random", FsAccess::kRead, "random seeds");
   for (FsRule& r : CudaFsRules()) rules.push_back(std::move(r));
-  Add(&rules, SharedMemoryDirectory(control), FsAccess::kReadWrite,
-      "shared memory with the supervisor");
+  if (!control.empty()) {  // none for the face detector, which talks through pipes alone
+    Add(&rules, SharedMemoryDirectory(control), FsAccess::kReadWrite,
+        "shared memory with the supervisor");
+  }
   return WithoutRedundantRules(std::move(rules));
 }
 

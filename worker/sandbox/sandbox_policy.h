@@ -33,8 +33,9 @@
 
 namespace framemill {
 
-// The rules for a worker whose control object is `control` (a path, or a bare shared-memory
-// name). Reads /proc/self/maps, /etc/ld.so.conf and the environment; the caller applies them.
+// The rules for a worker whose control object is `control` (a path, or a bare shared-memory name;
+// "" = no shared memory at all, as for framemill-face-detector). Reads /proc/self/maps,
+// /etc/ld.so.conf and the environment; the caller applies them.
 std::vector<FsRule> WorkerFsRules(const std::string& control);
 
 // The CUDA driver's needs alone (part of WorkerFsRules), kept apart so that what a GPU machine

@@ -19,7 +19,7 @@
 
 #include <vector>
 
-#include "supervisor/faces/face.h"
+#include "common/face.h"
 
 namespace framemill {
 

@@ -1,4 +1,4 @@
-#include "supervisor/faces/face.h"
+#include "common/face.h"
 
 #include <algorithm>
 

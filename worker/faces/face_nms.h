@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "supervisor/faces/face.h"
+#include "common/face.h"
 
 namespace framemill {
 

@@ -1,11 +1,10 @@
-#include "supervisor/faces/face_detector.h"
+#include "worker/faces/face_detector.h"
 
 #include <algorithm>
 #include <utility>
 
-#include "common/file_util.h"
-#include "supervisor/faces/blazeface_decode.h"
-#include "supervisor/faces/face_nms.h"
+#include "worker/faces/blazeface_decode.h"
+#include "worker/faces/face_nms.h"
 
 #ifdef FRAMEMILL_HAVE_OPENCV_DNN
 #include <opencv2/core.hpp>
@@ -98,19 +97,17 @@ Status SortOutputs(const std::vector<cv::Mat>& out, std::vector<std::string>* na
 
 }  // namespace
 
-Result<FaceDetector> FaceDetector::Load(const std::string& path,
+Result<FaceDetector> FaceDetector::Load(const std::vector<uint8_t>& onnx,
+                                        const std::string& name,
                                         const FaceDetectorOptions& options) {
-  if (!PathExists(path)) {
-    return Status(StatusCode::kInputMissing, "face detector " + path + ": no such file");
-  }
   auto impl = std::make_unique<Impl>();
   impl->options = options;
-  const std::string what = "face detector " + path;
+  const std::string what = "face detector " + name;
   // A net that failed to run is not run again (OpenCV 4.6 crashed doing so): each probe reads
   // the file anew.
   auto read = [&](cv::dnn::Net* net) -> Status {
     try {
-      *net = cv::dnn::readNetFromONNX(path);
+      *net = cv::dnn::readNetFromONNX(reinterpret_cast<const char*>(onnx.data()), onnx.size());
     } catch (const cv::Exception& e) {
       return Status(StatusCode::kModelInvalid,
                     what + ": OpenCV " CV_VERSION " cannot read it as ONNX: " + e.what());
@@ -229,9 +226,10 @@ struct FaceDetector::Impl {
   int input_size = 0;
 };
 
-Result<FaceDetector> FaceDetector::Load(const std::string& path, const FaceDetectorOptions&) {
+Result<FaceDetector> FaceDetector::Load(const std::vector<uint8_t>&, const std::string& name,
+                                        const FaceDetectorOptions&) {
   return Status(StatusCode::kInternal,
-                "face detector " + path +
+                "face detector " + name +
                     ": this framemill was built without OpenCV's dnn module, which face "
                     "detection needs (Debian: libopencv-dev; then configure again)");
 }

@@ -1,6 +1,7 @@
 // BlazeFace face detection with OpenCV's dnn module: MediaPipe's short-range (128 x 128) or
 // long-range (256 x 256) model, as the ONNX files scripts/fetch-face-detector.sh fetches, run on
-// the CPU of the supervisor (OpenCV is the supervisor's; the worker has none).
+// the CPU inside framemill-face-detector (face_detector_main.cpp), the confined process where a
+// user's ONNX file is parsed; never in the supervisor (common/face_detection.h).
 //
 // Built where CMake finds OpenCV's dnn module (FRAMEMILL_HAVE_OPENCV_DNN); in a build without it
 // Load fails with a message that says so, and nothing else changes.
@@ -14,23 +15,12 @@
 #include <string>
 #include <vector>
 
+#include "common/face.h"
+#include "common/face_detection.h"
 #include "common/status.h"
-#include "supervisor/faces/face.h"
 
 namespace framemill {
 
-struct FaceDetectorOptions {
-  // A face counts when the model's confidence is at least this. 0.75, as the Unity package these
-  // ONNX files come from uses, not MediaPipe's 0.5: on this project's test clips real faces
-  // scored 0.78 and more, while a clip with no face gave 0.51 (short range) and 0.62 (long
-  // range) on blurred leaves.
-  float min_score = 0.75f;
-  // Detections whose boxes overlap by this much (intersection over union) are one face
-  // (MediaPipe's face graphs use 0.3).
-  float nms_iou = 0.3f;
-  // The most faces returned per picture, best first; 0 = no limit.
-  int max_faces = 0;
-};
 
 enum class ChannelOrder { kRgb, kBgr };
 const char* Name(ChannelOrder order);  // "rgb" | "bgr"
@@ -46,13 +36,14 @@ struct ImageView {
 
 class FaceDetector {
  public:
-  // Reads the ONNX file at `path` and runs it on a blank picture of 128, then 256 pixels a side
-  // to learn its input size (the one it runs at and answers with 896 anchors) and check its
-  // outputs (two score tensors and two box tensors of 16 values per anchor). Errors: kInputMissing
-  // (no such file), kModelInvalid with OpenCV's own words when it cannot read or run the file,
+  // Reads the ONNX file's bytes `onnx` (named `name` in messages) and runs it on a blank picture
+  // of 128, then 256 pixels a side to learn its input size (the one it runs at and answers with
+  // 896 anchors) and check its outputs (two score tensors and two box tensors of 16 values per
+  // anchor). Errors: kModelInvalid with OpenCV's own words when it cannot read or run the file,
   // or a description of the outputs that are not BlazeFace's; kInternal in a build without
   // OpenCV's dnn module.
-  static Result<FaceDetector> Load(const std::string& path, const FaceDetectorOptions& options);
+  static Result<FaceDetector> Load(const std::vector<uint8_t>& onnx, const std::string& name,
+                                   const FaceDetectorOptions& options);
 
   FaceDetector(FaceDetector&&) noexcept;
   FaceDetector& operator=(FaceDetector&&) noexcept;

@@ -1,4 +1,4 @@
-#include "supervisor/faces/face_nms.h"
+#include "worker/faces/face_nms.h"
 
 #include <algorithm>
 

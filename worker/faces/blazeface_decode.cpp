@@ -1,4 +1,4 @@
-#include "supervisor/faces/blazeface_decode.h"
+#include "worker/faces/blazeface_decode.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,9 +1,6 @@
 #include "common/face_detection.h"
 
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <unistd.h>
 
 namespace framemill {
 namespace {
@@ -57,34 +54,6 @@ Status CheckBatch(const BatchHeader& h) {
     return Status(StatusCode::kInputInvalid,
                   "a batch of pictures of " + std::to_string(h.width) + "x" +
                       std::to_string(h.height) + ": not a batch, or pictures out of bounds");
-  }
-  return Status::Ok();
-}
-
-Result<bool> ReadExactly(int fd, void* data, size_t n, const char* what) {
-  auto* p = static_cast<uint8_t*>(data);
-  size_t got = 0;
-  while (got < n) {
-    const ssize_t r = ::read(fd, p + got, n - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return Status(StatusCode::kIo, std::string(what) + ": " + std::strerror(errno));
-    if (r == 0) {
-      if (got == 0) return false;
-      return Status(StatusCode::kIo, std::string(what) + ": the stream ended in a record");
-    }
-    got += static_cast<size_t>(r);
-  }
-  return true;
-}
-
-Status WriteExactly(int fd, const void* data, size_t n, const char* what) {
-  const auto* p = static_cast<const uint8_t*>(data);
-  size_t done = 0;
-  while (done < n) {
-    const ssize_t w = ::write(fd, p + done, n - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) return Status(StatusCode::kIo, std::string(what) + ": " + std::strerror(errno));
-    done += static_cast<size_t>(w);
   }
   return Status::Ok();
 }

@@ -82,10 +82,4 @@ Result<Face> FromRecord(const FaceRecord& r, uint32_t width, uint32_t height);
 // A batch header's pictures are within the limits above. Errors: kInputInvalid.
 Status CheckBatch(const BatchHeader& h);
 
-// Reads exactly `n` bytes. Ok(false): the end of the stream before the first byte; an end after
-// it, or an error: kIo naming `what`. Retries EINTR.
-Result<bool> ReadExactly(int fd, void* data, size_t n, const char* what);
-// Writes all `n` bytes (EINTR retried). Errors: kIo naming `what` and errno's words.
-Status WriteExactly(int fd, const void* data, size_t n, const char* what);
-
 }  // namespace framemill

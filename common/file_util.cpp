@@ -25,14 +25,35 @@ Status Errno(const std::string& what) {
 }  // namespace
 
 Status WriteAllToFd(int fd, const std::string& bytes, const std::string& what) {
+  return WriteAllToFd(fd, bytes.data(), bytes.size(), what);
+}
+
+Status WriteAllToFd(int fd, const void* data, size_t n, const std::string& what) {
+  const auto* p = static_cast<const char*>(data);
   size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return Errno("write " + what);
-    done += static_cast<size_t>(n);
+  while (done < n) {
+    const ssize_t w = ::write(fd, p + done, n - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return Errno("write " + what);
+    done += static_cast<size_t>(w);
   }
   return Status::Ok();
+}
+
+Result<bool> ReadAllFromFd(int fd, void* data, size_t n, const std::string& what) {
+  auto* p = static_cast<char*>(data);
+  size_t got = 0;
+  while (got < n) {
+    const ssize_t r = ::read(fd, p + got, n - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return Errno("read " + what);
+    if (r == 0) {
+      if (got == 0) return false;
+      return Status(StatusCode::kIo, "read " + what + ": the stream ended in a record");
+    }
+    got += static_cast<size_t>(r);
+  }
+  return true;
 }
 
 std::string DirName(const std::string& path) {

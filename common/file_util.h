@@ -24,6 +24,10 @@ Status AtomicWriteFile(const std::string& path, const std::string& content, int 
 // Writes all of `bytes` to the open descriptor `fd` (short writes and EINTR retried); `what`
 // names the file in the error.
 Status WriteAllToFd(int fd, const std::string& bytes, const std::string& what);
+Status WriteAllToFd(int fd, const void* data, size_t n, const std::string& what);
+// Reads exactly `n` bytes from `fd` (short reads and EINTR retried). Ok(false): the stream ended
+// before the first byte; an end after it, or an error: kIo naming `what`.
+Result<bool> ReadAllFromFd(int fd, void* data, size_t n, const std::string& what);
 // fsyncs a file (by path) and its directory.
 Status SyncFile(const std::string& path);
 Status SyncDirectory(const std::string& dir);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common/face_detection.h"
+#include "common/file_util.h"
 
 using framemill::BatchHeader;
 using framemill::Face;
@@ -86,9 +87,9 @@ TEST_CASE("face detection: a stream that ends inside a record is an error, at it
   REQUIRE(::write(fds[1], three, 3) == 3);
   ::close(fds[1]);
   char buf[8];
-  const framemill::Result<bool> partial = framemill::ReadExactly(fds[0], buf, 8, "test");
+  const framemill::Result<bool> partial = framemill::ReadAllFromFd(fds[0], buf, 8, "test");
   CHECK(partial.status().code() == StatusCode::kIo);
-  const framemill::Result<bool> end = framemill::ReadExactly(fds[0], buf, 8, "test");
+  const framemill::Result<bool> end = framemill::ReadAllFromFd(fds[0], buf, 8, "test");
   REQUIRE(end.ok());
   CHECK_FALSE(*end);
   ::close(fds[0]);

@@ -23,6 +23,7 @@
 #include "common/clock.h"
 #include "common/config.h"
 #include "common/face_detection.h"
+#include "common/file_util.h"
 #include "common/log_lines.h"
 #include "worker/faces/face_detector.h"
 #include "worker/sandbox/sandbox.h"
@@ -111,7 +112,7 @@ Result<std::vector<uint8_t>> ReadDetector(int fd, const std::string& name) {
     return Status(StatusCode::kModelInvalid, name + ": larger than 256 MiB");
   }
   std::vector<uint8_t> bytes(static_cast<size_t>(st.st_size));
-  Result<bool> got = ReadExactly(fd, bytes.data(), bytes.size(), name.c_str());
+  Result<bool> got = ReadAllFromFd(fd, bytes.data(), bytes.size(), name);
   if (!got.ok()) return got.status();
   ::close(fd);
   return bytes;
@@ -146,9 +147,9 @@ Status AnswerBatch(std::vector<FaceDetector>& detectors, const BatchHeader& h,
     FacesHeader fh;
     fh.faces = static_cast<uint32_t>(records.size());
     fh.detect_us = micros[i];
-    FM_RETURN_IF_ERROR(WriteExactly(1, &fh, sizeof fh, "stdout"));
+    FM_RETURN_IF_ERROR(WriteAllToFd(1, &fh, sizeof fh, "stdout"));
     FM_RETURN_IF_ERROR(
-        WriteExactly(1, records.data(), records.size() * sizeof(FaceRecord), "stdout"));
+        WriteAllToFd(1, records.data(), records.size() * sizeof(FaceRecord), "stdout"));
   }
   return Status::Ok();
 }
@@ -169,12 +170,12 @@ Status Serve(const Args& args, const std::string& summary) {
   DetectorHello hello;
   hello.input_size = detectors.front().input_size();
   hello.sandbox_bytes = static_cast<uint32_t>(summary.size());
-  FM_RETURN_IF_ERROR(WriteExactly(1, &hello, sizeof hello, "stdout"));
-  FM_RETURN_IF_ERROR(WriteExactly(1, summary.data(), summary.size(), "stdout"));
+  FM_RETURN_IF_ERROR(WriteAllToFd(1, &hello, sizeof hello, "stdout"));
+  FM_RETURN_IF_ERROR(WriteAllToFd(1, summary.data(), summary.size(), "stdout"));
   std::vector<uint8_t> pixels;
   for (;;) {
     BatchHeader h;
-    Result<bool> got = ReadExactly(0, &h, sizeof h, "stdin");
+    Result<bool> got = ReadAllFromFd(0, &h, sizeof h, "stdin");
     if (!got.ok()) return got.status();
     if (!*got) return Status::Ok();  // the supervisor is done
     FM_RETURN_IF_ERROR(CheckBatch(h));
@@ -183,7 +184,7 @@ Status Serve(const Args& args, const std::string& summary) {
                                                    " pictures (1 to 1024)");
     }
     pixels.resize(size_t{h.count} * h.width * h.height * 3);
-    got = ReadExactly(0, pixels.data(), pixels.size(), "stdin");
+    got = ReadAllFromFd(0, pixels.data(), pixels.size(), "stdin");
     if (!got.ok()) return got.status();
     if (!*got) return Status(StatusCode::kIo, "stdin ended before the batch's pictures");
     FM_RETURN_IF_ERROR(AnswerBatch(detectors, h, pixels));

@@ -44,6 +44,9 @@ inline constexpr uint32_t kFacesMagic = 0x43414646;  // "FFAC"
 // BlazeFace answers with 896 anchors: no picture has more faces than that.
 inline constexpr uint32_t kMaxFacesPerPicture = 896;
 inline constexpr uint32_t kMaxSandboxSummary = 4096;
+// Detection threads in the child, and pictures in one batch (4 a thread, as the face pass sends).
+inline constexpr int kMaxDetectorThreads = 256;
+inline constexpr uint32_t kMaxBatchPictures = 4 * kMaxDetectorThreads;
 // A picture's side and its pixel count, at most (a 16K frame is 15360 x 8640).
 inline constexpr uint32_t kMaxDetectSide = 32768;
 inline constexpr uint64_t kMaxDetectPixels = uint64_t{1} << 28;

@@ -1,5 +1,6 @@
 #include "supervisor/faces/detector_process.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -138,7 +139,7 @@ Result<std::unique_ptr<DetectorProcess>> DetectorProcess::Start(const DetectorSe
   const std::vector<std::string> args = {
       "--detector-fd", std::to_string(detector.get()),
       "--name",        setup.detector,
-      "--threads",     std::to_string(std::max(1, setup.threads)),
+      "--threads",     std::to_string(std::clamp(setup.threads, 1, kMaxDetectorThreads)),
       "--min-score",   std::to_string(setup.detection.min_score),
       "--nms-iou",     std::to_string(setup.detection.nms_iou),
       "--max-faces",   std::to_string(setup.detection.max_faces),

@@ -54,10 +54,10 @@ Result<FaceTable> RunFacePass(const FacePassInput& input, const FacePassOptions&
   const size_t frame_bytes = static_cast<size_t>(width) * height * 3;
   // The batch's frames stay under kMaxBatchBytes: fewer threads for very large frames.
   const int fit = static_cast<int>(std::max<size_t>(1, kMaxBatchBytes / frame_bytes));
-  const int threads =
-      std::min(fit, std::max(1, options.threads > 0
-                                    ? options.threads
-                                    : static_cast<int>(std::thread::hardware_concurrency())));
+  const int threads = std::min(
+      {fit, kMaxDetectorThreads,
+       std::max(1, options.threads > 0 ? options.threads
+                                       : static_cast<int>(std::thread::hardware_concurrency()))});
   const size_t batch =
       static_cast<size_t>(std::max(threads, std::min(threads * kFramesPerThread, fit)));
   DetectorSetup setup;

@@ -34,8 +34,6 @@ namespace {
 constexpr int kExitFailed = 1;
 constexpr int kExitUsage = 2;
 constexpr int64_t kMaxDetectorBytes = int64_t{256} << 20;  // BlazeFace's files are under 1 MiB
-constexpr uint32_t kMaxBatchPictures = 1024;
-constexpr int kMaxThreads = 256;
 
 struct Args {
   int detector_fd = -1;
@@ -98,7 +96,7 @@ bool Parse(int argc, char** argv, Args* a, std::string* why) {
     }
   }
   if (a->detector_fd < 3) *why = "--detector-fd is required (a descriptor above 2)";
-  if (a->threads < 1 || a->threads > kMaxThreads) *why = "--threads: 1 to 256";
+  if (a->threads < 1 || a->threads > kMaxDetectorThreads) *why = "--threads: 1 to 256";
   return why->empty();
 }
 

@@ -12,6 +12,7 @@
 
 #include "torch_devices.h"
 #include "worker/batch/frame_convert.h"
+#include "worker/batch/frame_convert_cpu.h"
 
 using namespace framemill;
 
@@ -251,6 +252,61 @@ TEST_CASE("frame convert: yuv420p -> unclamped float RGB -> yuv420p gives every 
       CHECK(clamped.max().item<float>() <= 1.0f);
       WriteOutputFrames(clamped, back, FrameFormat::kYuv420p, in);
       CHECK_FALSE(torch::equal(back.cpu(), f));
+    }
+  }
+}
+
+TEST_CASE("frame convert: the CPU loops give the tensor code's values, both ways, every layout") {
+  // Layouts of odd and even sizes (a wider one so that rows split between threads), clamped and
+  // not; model outputs with values outside [0, 1], NaN, and both memory layouts.
+  std::vector<InputLayout> layouts = YuvLayouts();
+  layouts.push_back(YuvLayout(37, 130, YuvMatrix::kBt709, false));
+  for (InputLayout yuv : std::vector<InputLayout>(layouts)) {
+    InputLayout rgb = yuv;
+    rgb.format = FrameFormat::kRgb24;
+    layouts.push_back(rgb);
+  }
+  for (InputLayout in : layouts) {
+    for (bool unclamped : {false, true}) {
+      if (unclamped && in.format != FrameFormat::kYuv420p) continue;
+      in.unclamped = unclamped;
+      INFO(in.width << "x" << in.height << ", format " << static_cast<int>(in.format) << ", matrix "
+                    << static_cast<int>(in.matrix)
+                    << std::string(in.full_range ? ", full" : ", limited")
+                    << std::string(unclamped ? ", unclamped" : ""));
+      const int64_t b = 3;
+      torch::Tensor f = torch::randint(0, 256, {b, in.FrameBytes()}, torch::kUInt8);
+      for (torch::ScalarType t : {torch::kFloat32, torch::kBFloat16}) {
+        torch::Tensor loops;
+        const bool covered = ToModelInputOnCpu(f, in, t, &loops);
+        CHECK(covered == (t == torch::kFloat32 || in.format == FrameFormat::kYuv420p));
+        if (!covered) continue;
+        torch::Tensor ops = ToModelInputAsTensorOps(f, in, t);
+        CHECK((loops.scalar_type() == t));
+        CHECK(loops.sizes() == ops.sizes());
+        CHECK(loops.is_contiguous(torch::MemoryFormat::ChannelsLast));
+        CHECK(torch::equal(loops, ops));
+      }
+      torch::Tensor y = torch::rand({b, in.height, in.width, 3}).mul_(1.4).sub_(0.2);
+      y[0][0][0][0] = std::nanf("");
+      for (torch::Tensor model_out : {y.permute({0, 3, 1, 2}), y.permute({0, 3, 1, 2}).contiguous(),
+                                      y.permute({0, 3, 1, 2}).to(torch::kBFloat16)}) {
+        const std::vector<int64_t> shape = OutputFramesShape(in.format, b, in.height, in.width);
+        torch::Tensor by_loops = torch::full(shape, 7, torch::kUInt8);
+        torch::Tensor by_ops = torch::full(shape, 9, torch::kUInt8);
+        CHECK(WriteOutputFramesOnCpu(model_out, by_loops, in.format, in));
+        WriteOutputFramesAsTensorOps(model_out, by_ops, in.format, in);
+        // The NaN's pixel is left out: the tensor code's float-to-uint8 copy of NaN is undefined.
+        by_ops.view({b, -1})[0][0] = by_loops.view({b, -1})[0][0];
+        if (in.format == FrameFormat::kYuv420p) {  // its block's chroma too
+          by_ops[0][in.height * in.width] = by_loops[0][in.height * in.width];
+          const int64_t v = in.height * in.width + ((in.height + 1) / 2) * ((in.width + 1) / 2);
+          by_ops[0][v] = by_loops[0][v];
+        } else {
+          by_ops[0][0][0] = by_loops[0][0][0];
+        }
+        CHECK(torch::equal(by_loops, by_ops));
+      }
     }
   }
 }

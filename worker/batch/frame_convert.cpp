@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/mutex.h"
+#include "worker/batch/frame_convert_cpu.h"
 
 namespace framemill {
 namespace {
@@ -33,12 +34,14 @@ const torch::Tensor& DeviceConstant(std::vector<float> values, torch::IntArrayRe
   return it->second;
 }
 
+}  // namespace
+
 // The conversion of raw levels (Y, U, V) to RGB in [0, 1]: each colour is
 // m[c][0] Y + m[c][1] U + m[c][2] V + offset[c]. From R = Y' + 2(1-kr) V',
 // G = Y' - (2 kb (1-kb) U' + 2 kr (1-kr) V') / kg, B = Y' + 2(1-kb) U', where Y' = (Y-16)/219 and
 // U', V' = (U-128)/224, (V-128)/224 in limited range, and Y/255, (U-128)/255, (V-128)/255 in full
 // range. Returned by column: Y's weights for R, G, B, then U's, then V's, then the offsets.
-std::array<std::vector<float>, 4> ColourMatrix(const InputLayout& in) {
+std::array<std::vector<float>, 4> YuvToRgbColumns(const InputLayout& in) {
   double kr = 0, kb = 0;
   MatrixWeights(in.matrix, &kr, &kb);
   const double kg = 1.0 - kr - kb;
@@ -56,6 +59,8 @@ std::array<std::vector<float>, 4> ColourMatrix(const InputLayout& in) {
   return columns;
 }
 
+namespace {
+
 // yuv420p frames -> RGB [b, 3, h, w] of `dtype` in [0, 1], channels-last. This runs on the
 // device's compute stream between model calls, so it takes two passes over the frames: each
 // 2x2 block's chroma part of the three colours (with the offsets) is worked out first, at a
@@ -67,7 +72,7 @@ torch::Tensor YuvToRgb(const torch::Tensor& frames, const InputLayout& in,
   const int64_t b = frames.size(0), h = in.height, w = in.width;
   const int64_t cw = (w + 1) / 2, ch = (h + 1) / 2;
   const torch::Device device = frames.device();
-  std::array<std::vector<float>, 4> columns = ColourMatrix(in);
+  std::array<std::vector<float>, 4> columns = YuvToRgbColumns(in);
   const torch::Tensor& my = DeviceConstant(std::move(columns[0]), {3}, device);
   const torch::Tensor& mu = DeviceConstant(std::move(columns[1]), {3}, device);
   const torch::Tensor& mv = DeviceConstant(std::move(columns[2]), {3}, device);
@@ -144,8 +149,8 @@ torch::Tensor Uint16Values(const torch::Tensor& frames) {
 // Every layout hands the model a channels-last tensor (NCHW shape, NHWC strides): convolutions
 // run on it natively (cuDNN's fp16 kernels), while a plain NCHW input made the `heavy` model on
 // an H200 1.55x slower and reserve 10.7 GB instead of 4.3.
-torch::Tensor ToModelInput(const torch::Tensor& frames, const InputLayout& in,
-                           torch::ScalarType dtype) {
+torch::Tensor ToModelInputAsTensorOps(const torch::Tensor& frames, const InputLayout& in,
+                                      torch::ScalarType dtype) {
   const int64_t b = frames.size(0);
   switch (in.format) {
     case FrameFormat::kYuv420p:
@@ -162,6 +167,13 @@ torch::Tensor ToModelInput(const torch::Tensor& frames, const InputLayout& in,
   return frames.view({b, in.height, in.width, 3}).permute({0, 3, 1, 2}).to(dtype).div_(255.0);
 }
 
+torch::Tensor ToModelInput(const torch::Tensor& frames, const InputLayout& in,
+                           torch::ScalarType dtype) {
+  torch::Tensor out;
+  if (ToModelInputOnCpu(frames, in, dtype, &out)) return out;
+  return ToModelInputAsTensorOps(frames, in, dtype);
+}
+
 torch::ScalarType OutputElementType(FrameFormat format) {
   return format == FrameFormat::kRgb48 ? torch::kInt16 : torch::kUInt8;
 }
@@ -174,8 +186,8 @@ std::vector<int64_t> OutputFramesShape(FrameFormat format, int64_t b, int64_t h,
   return {b, h, w, 3};
 }
 
-void WriteOutputFrames(const torch::Tensor& y, const torch::Tensor& dst, FrameFormat format,
-                       const InputLayout& colour) {
+void WriteOutputFramesAsTensorOps(const torch::Tensor& y, const torch::Tensor& dst,
+                                  FrameFormat format, const InputLayout& colour) {
   if (format == FrameFormat::kYuv420p) {
     RgbToYuv420(y, dst, colour);
     return;
@@ -196,6 +208,12 @@ void WriteOutputFrames(const torch::Tensor& y, const torch::Tensor& dst, FrameFo
   torch::addcmul_out(v, DeviceConstant({0.5f}, {1}, device), torch::clamp(y, 0.0, 1.0),
                      DeviceConstant({255.0f}, {1}, device));
   to.copy_(v);
+}
+
+void WriteOutputFrames(const torch::Tensor& y, const torch::Tensor& dst, FrameFormat format,
+                       const InputLayout& colour) {
+  if (WriteOutputFramesOnCpu(y, dst, format, colour)) return;
+  WriteOutputFramesAsTensorOps(y, dst, format, colour);
 }
 
 }  // namespace framemill

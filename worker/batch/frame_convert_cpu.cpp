@@ -126,8 +126,11 @@ template <bool kFused>
     uint8_t* d = dst + row * w * 3;
     for (int64_t c = 0; c < w; ++c) {
       for (int p = 0; p < 3; ++p) {
-        const float v = std::min(std::max(y.at(i, p, r, c), 0.0f), 1.0f);
-        d[c * 3 + p] = Level(MulAdd<kFused>(v, 255.0f, 0.5f));
+        // Clamped so that NaN becomes 0 (as Level makes it): 0.5..255.5, truncated without a test.
+        float v = y.at(i, p, r, c);
+        v = v > 0.0f ? v : 0.0f;
+        v = v < 1.0f ? v : 1.0f;
+        d[c * 3 + p] = static_cast<uint8_t>(static_cast<int>(MulAdd<kFused>(v, 255.0f, 0.5f)));
       }
     }
   }

@@ -56,6 +56,7 @@ class Service {
   void Launch(const QueuedJob& q, const std::vector<int>& gpus, bool cpu);
   // Takes back the jobs that ended: their GPUs and workers. True when any ended.
   bool Reap();
+  void ReturnFreedMemory();  // malloc_trim once no job runs
   // Stops the stalled jobs, then feeds the watchdog by service_watchdog.h's rule.
   void FeedWatchdog();
   // Waits up to `max_ms` for a spool change, a job's end or the stop.

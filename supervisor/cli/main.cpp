@@ -446,6 +446,13 @@ int Main(int argc, char** argv) {
     config->worker_sandbox =
         name == "serve" ? framemill::WorkerSandbox::kRequired : framemill::WorkerSandbox::kAuto;
   }
+  // ffprobe parses every input first: it runs confined as the workers are (off with them).
+  if (*config->worker_sandbox != framemill::WorkerSandbox::kOff) {
+    framemill::ConfineMediaPrograms(
+        framemill::ConfineBinaryPath(),
+        *config->worker_sandbox == framemill::WorkerSandbox::kRequired ? "required" : "auto",
+        {config->ffprobe});
+  }
   InstallSignalHandlers();
   if (name == "run") return framemill::RunCommand(rq.run, *config, g_stop);
   if (name == "stitch") return framemill::StitchCommand(rq.job_path, *config, g_stop);

@@ -31,8 +31,12 @@ class PipedChild {
   static Result<std::unique_ptr<PipedChild>> Spawn(const std::vector<std::string>& argv,
                                                    Direction dir, const std::string& stderr_path,
                                                    const std::vector<int>& inherit) {
-    std::string exe = FindExecutable(argv.at(0));
-    if (exe.empty()) return Status(StatusCode::kIo, argv[0] + ": program not found on PATH");
+    // The decoder parses the hostile input and writes only its pipe: it runs confined.
+    Result<Launch> launch =
+        dir == Direction::kReadStdout ? ReadOnlyLaunch(argv, inherit) : PlainLaunch(argv);
+    if (!launch.ok()) return launch.status();
+    const std::string& exe = launch->exe;
+    const std::vector<std::string>& args = launch->args;
     auto pc = std::unique_ptr<PipedChild>(new PipedChild());
     pc->stderr_path_ = stderr_path;
     pc->name_ = argv[0];
@@ -44,7 +48,6 @@ class PipedChild {
     // the supervisor then hand each other a good part of a frame per wake-up.
     (void)::fcntl(fds[0], F_SETPIPE_SZ, kPipeBytes);
     bp::pipe pipe(fds[0], fds[1]);
-    std::vector<std::string> args(argv.begin() + 1, argv.end());
     try {
       if (dir == Direction::kReadStdout) {
         pc->child_ = bp::child(exe, bp::args(args), bp::std_in.close(), bp::std_out > pipe,

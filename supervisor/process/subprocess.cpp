@@ -19,6 +19,7 @@
 #include <boost/process.hpp>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "supervisor/process/child_fds.h"
 
 namespace framemill {
@@ -81,23 +82,85 @@ Status TimedOut(const std::string& exe) {
                     " s (child_timeout_s): killed");
 }
 
-// Runs argv[0], found on PATH, through `run(exe, &result)`, which starts, drives and waits for it
-// and may fail with an error of its own. A program not on PATH, or an exception from starting
-// or driving it, is kIo naming the program.
+struct Confinement {
+  Mutex mu;
+  std::string launcher GUARDED_BY(mu);
+  std::string mode GUARDED_BY(mu);
+  std::vector<std::string> programs GUARDED_BY(mu);
+};
+Confinement& Confined() {
+  static Confinement* const c = new Confinement();
+  return *c;
+}
+
+// argv as LaunchFor gives it: confined when `always`, or when argv[0] is one of the programs
+// ConfineMediaPrograms named (and a launcher is set either way).
+Result<Launch> LaunchAs(const std::vector<std::string>& argv, const std::vector<int>& inherit,
+                        bool always) {
+  Result<Launch> plain = PlainLaunch(argv);
+  if (!plain.ok()) return plain.status();
+  Launch l = std::move(*plain);
+  Confinement& c = Confined();
+  MutexLock lock(&c.mu);
+  if (c.launcher.empty() ||
+      (!always && std::find(c.programs.begin(), c.programs.end(), l.name) == c.programs.end())) {
+    return l;
+  }
+  std::vector<std::string> args = {"--mode", c.mode};
+  for (int fd : inherit) args.insert(args.end(), {"--read", "/proc/self/fd/" + std::to_string(fd)});
+  args.push_back("--");
+  args.push_back(l.name);
+  args.insert(args.end(), l.args.begin(), l.args.end());
+  l.exe = c.launcher;
+  l.args = std::move(args);
+  return l;
+}
+
+// Starts argv as LaunchAs says through `run(launch, &result)`, which starts, drives and waits
+// for it and may fail with an error of its own. A program not on PATH, or an exception from
+// starting or driving it, is kIo naming the program.
 Result<CommandOutput> RunProgram(
-    const std::vector<std::string>& argv,
-    const std::function<Status(const std::string& exe, CommandOutput* result)>& run) {
-  std::string exe = FindExecutable(argv.at(0));
-  if (exe.empty()) return Status(StatusCode::kIo, argv[0] + ": program not found on PATH");
+    const std::vector<std::string>& argv, const std::vector<int>& inherit,
+    const std::function<Status(const Launch& launch, CommandOutput* result)>& run) {
+  Result<Launch> launch = LaunchAs(argv, inherit, /*always=*/false);
+  if (!launch.ok()) return launch.status();
   CommandOutput result;
   try {
-    FM_RETURN_IF_ERROR(run(exe, &result));
+    FM_RETURN_IF_ERROR(run(*launch, &result));
   } catch (const std::exception& e) {
-    return Status(StatusCode::kIo, "cannot run " + exe + ": " + e.what());
+    return Status(StatusCode::kIo, "cannot run " + launch->name + ": " + e.what());
   }
   return result;
 }
+
 }  // namespace
+
+void ConfineMediaPrograms(const std::string& launcher, const std::string& mode,
+                          const std::vector<std::string>& programs) {
+  Confinement& c = Confined();
+  MutexLock lock(&c.mu);
+  c.launcher = launcher;
+  c.mode = mode;
+  c.programs.clear();
+  for (const std::string& p : programs) {
+    std::string found = FindExecutable(p);
+    if (!found.empty()) c.programs.push_back(found);
+  }
+}
+
+Result<Launch> PlainLaunch(const std::vector<std::string>& argv) {
+  Launch l;
+  l.name = FindExecutable(argv.at(0));
+  if (l.name.empty()) return Status(StatusCode::kIo, argv[0] + ": program not found on PATH");
+  l.exe = l.name;
+  l.args.assign(argv.begin() + 1, argv.end());
+  return l;
+}
+
+Result<Launch> ReadOnlyLaunch(const std::vector<std::string>& argv,
+                              const std::vector<int>& inherit) {
+  return LaunchAs(argv, inherit, /*always=*/true);
+}
 
 void SetChildTimeout(double seconds) {
   g_child_timeout_ms.store(static_cast<int64_t>(std::max(0.001, seconds) * 1000.0));
@@ -137,30 +200,37 @@ std::string FindExecutable(const std::string& program) {
   return bp::search_path(program).string();
 }
 
-std::string WorkerBinaryPath(const std::string& configured) {
-  if (!configured.empty()) return configured;
+namespace {
+// `program` in the running binary's directory (`program` alone when that is unknown).
+std::string BesideSelf(const std::string& program) {
   char self[4096];
   ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n <= 0) return "framemill-worker";
+  if (n <= 0) return program;
   self[n] = '\0';
   std::string dir(self);
-  return dir.substr(0, dir.rfind('/')) + "/framemill-worker";
+  return dir.substr(0, dir.rfind('/')) + "/" + program;
 }
+}  // namespace
+
+std::string WorkerBinaryPath(const std::string& configured) {
+  return configured.empty() ? BesideSelf("framemill-worker") : configured;
+}
+
+std::string ConfineBinaryPath() { return BesideSelf("framemill-confine"); }
 
 Result<CommandOutput> RunAndCapture(const std::vector<std::string>& argv,
                                     const std::vector<int>& inherit) {
-  return RunProgram(argv, [&](const std::string& exe, CommandOutput* result) {
+  return RunProgram(argv, inherit, [&](const Launch& l, CommandOutput* result) {
     boost::asio::io_context io;
     std::future<std::string> out, err;
-    std::vector<std::string> args(argv.begin() + 1, argv.end());
-    bp::child child(exe, bp::args(args), bp::std_in.close(), bp::std_out > out, bp::std_err > err,
-                    io, ChildFds(inherit));
+    bp::child child(l.exe, bp::args(l.args), bp::std_in.close(), bp::std_out > out,
+                    bp::std_err > err, io, ChildFds(inherit));
     ReapOnExit reap(child);
     ChildDeadline deadline(child.id());
     io.run();  // returns once both pipes reach end of file
     child.wait();
     deadline.Join();
-    if (deadline.expired()) return TimedOut(exe);
+    if (deadline.expired()) return TimedOut(l.name);
     SetExitStatus(child.native_exit_code(), result);
     result->out = out.get();
     result->err = err.get();
@@ -171,15 +241,14 @@ Result<CommandOutput> RunAndCapture(const std::vector<std::string>& argv,
 Result<CommandOutput> RunForEachLine(const std::vector<std::string>& argv,
                                      const std::function<void(const std::string&)>& on_line,
                                      const std::vector<int>& inherit) {
-  return RunProgram(argv, [&](const std::string& exe, CommandOutput* result) {
+  return RunProgram(argv, inherit, [&](const Launch& l, CommandOutput* result) {
     // stderr is drained on its own thread, so that a chatty child cannot block on a full
     // stderr pipe while we read its stdout.
     boost::asio::io_context io;
     std::future<std::string> err;
     bp::ipstream out;
-    std::vector<std::string> args(argv.begin() + 1, argv.end());
-    bp::child child(exe, bp::args(args), bp::std_in.close(), bp::std_out > out, bp::std_err > err,
-                    io, ChildFds(inherit));
+    bp::child child(l.exe, bp::args(l.args), bp::std_in.close(), bp::std_out > out,
+                    bp::std_err > err, io, ChildFds(inherit));
     ReapOnExit reap(child);
     ChildDeadline deadline(child.id());
     std::thread drain([&io] {
@@ -199,8 +268,8 @@ Result<CommandOutput> RunForEachLine(const std::vector<std::string>& argv,
     child.wait();
     drain.join();
     deadline.Join();
-    if (deadline.expired()) return TimedOut(exe);
-    if (!failure.empty()) return Status(StatusCode::kInternal, exe + " output: " + failure);
+    if (deadline.expired()) return TimedOut(l.name);
+    if (!failure.empty()) return Status(StatusCode::kInternal, l.name + " output: " + failure);
     SetExitStatus(child.native_exit_code(), result);
     result->err = err.get();
     return Status::Ok();

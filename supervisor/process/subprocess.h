@@ -33,6 +33,34 @@ std::string WorkerBinaryPath(const std::string& configured);
 void SetChildTimeout(double seconds);
 double ChildTimeout();
 
+// Programs that parse hostile media and write nothing (ffprobe) run confined: each of `programs`
+// (found with FindExecutable) that RunAndCapture or RunForEachLine start runs under `launcher`
+// (framemill-confine, worker/sandbox/confine_main.cpp) with `mode` ("required" | "auto"), which
+// lets it read only the standard libraries, a few system files and the descriptors it inherits.
+// An empty launcher confines nothing (config worker_sandbox off). Set once by the program at
+// start, like SetChildTimeout. Thread-safe.
+void ConfineMediaPrograms(const std::string& launcher, const std::string& mode,
+                          const std::vector<std::string>& programs);
+
+// The launcher: framemill-confine beside the running framemill binary.
+std::string ConfineBinaryPath();
+
+// What to start for a command: argv[0] found on PATH with argv's arguments, or, confined, the
+// launcher with its own arguments (each descriptor of `inherit` readable as /proc/self/fd/N) and
+// then the program's.
+struct Launch {
+  std::string exe;  // started
+  std::vector<std::string> args;
+  std::string name;  // the program asked for (for messages)
+};
+// argv as it is (argv[0] found on PATH), never confined.
+Result<Launch> PlainLaunch(const std::vector<std::string>& argv);
+// argv confined like ConfineMediaPrograms' programs whenever a launcher is set: for a program
+// that reads its inputs and writes only to its pipes (ffmpeg decoding to rawvideo on stdout).
+// kIo when argv[0] is not found.
+Result<Launch> ReadOnlyLaunch(const std::vector<std::string>& argv,
+                              const std::vector<int>& inherit);
+
 // Runs argv[0] (found with FindExecutable) to completion, capturing stdout and stderr. The child
 // keeps the descriptors in `inherit` (at the same numbers: /proc/self/fd/N names the same file in
 // it) and no other descriptor above 2 (see child_fds.h). The child is always reaped.

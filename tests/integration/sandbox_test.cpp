@@ -387,3 +387,38 @@ TEST_CASE("sandbox: without Landlock, the private root alone keeps writes in sha
   CHECK(Snapshot(shm_victim).bytes == std::string(shm_before.bytes.size(), 'X'));
   fs::remove(shm_victim);
 }
+
+// ffprobe parses every input first, with the service's rights unless confined: it runs under
+// framemill-confine (worker/sandbox/confine_main.cpp) whenever workers are sandboxed. A stand-in
+// that does what an exploited demuxer would is refused another user's file, any file to write
+// and the network; with worker_sandbox "off" it gets all three.
+TEST_CASE("sandbox: media tools: ffprobe reads no other file, writes none, connects nowhere") {
+  RequireLandlock(4);
+  const std::string dir = ScratchDir("sandbox_media_tools");
+  const std::string secret = dir + "/secret.txt", drop = dir + "/dropped";
+  {
+    std::ofstream(secret) << "the secret words\n";
+  }
+  const Env env = {{"FRAMEMILL_TEST_SECRET_FILE", secret}, {"FRAMEMILL_TEST_DROP_FILE", drop}};
+  nlohmann::json job = Job(dir, ModelCopy("identity", dir), "on.mp4");
+  nlohmann::json config = Config("required");
+  config["ffprobe"] = FRAMEMILL_HOSTILE_FFPROBE_BIN;
+  RunResult on = RunJob(dir, job, config, env);
+  INFO("required: " << on.err);
+  CHECK(on.exit_code == 1);
+  CHECK(on.err.find("hostile ffprobe: read denied (Permission denied), write denied (Permission "
+                    "denied), tcp ") != std::string::npos);
+  CHECK(on.err.find("the secret words") == std::string::npos);
+  CHECK(on.err.find("tcp ECONNREFUSED") == std::string::npos);
+  CHECK(on.err.find("tcp connected") == std::string::npos);
+  CHECK_FALSE(fs::exists(drop));
+
+  config["worker_sandbox"] = "off";
+  job["output"] = dir + "/off.mp4";
+  RunResult off = RunJob(dir, job, config, env);
+  INFO("off: " << off.err);
+  CHECK(off.exit_code == 1);
+  CHECK(off.err.find("hostile ffprobe: read the secret words, write ok, tcp ") !=
+        std::string::npos);
+  CHECK(fs::exists(drop));
+}

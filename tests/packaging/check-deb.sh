@@ -8,6 +8,7 @@ trap 'rm -rf "$out"' EXIT
 deb=$(ls "$out"/framemill_*.deb)
 contents=$(dpkg-deb -c "$deb")
 for path in ./usr/bin/framemill ./usr/bin/framemill-worker ./usr/bin/framemill-face-detector \
+            ./usr/bin/framemill-confine \
             ./etc/framemill/framemill.json \
             ./usr/lib/systemd/system/framemill.service ./usr/lib/tmpfiles.d/framemill.conf \
             ./usr/lib/sysusers.d/framemill.conf; do

@@ -136,29 +136,6 @@ bool WriteFile(const std::string& path, const std::string& text) {
   return ok;
 }
 
-// An empty network namespace, inside a user namespace of its own where the system allows that
-// (then it needs no privilege), else alone (root). Returns "" or why there is none.
-std::string EnterEmptyNetwork() {
-  const uid_t uid = ::getuid();
-  const gid_t gid = ::getgid();
-  if (::unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0) {
-    // Map the worker's own ids, so that it stays itself to every library that asks.
-    if (!WriteFile("/proc/self/uid_map", std::to_string(uid) + " " + std::to_string(uid) + " 1") ||
-        !WriteFile("/proc/self/setgroups", "deny") ||
-        !WriteFile("/proc/self/gid_map", std::to_string(gid) + " " + std::to_string(gid) + " 1")) {
-      LogRule(Errno("user namespace id maps not written"));
-    }
-    LogRule("namespaces: new user and network namespaces");
-    return "";
-  }
-  std::string why = Errno("unshare(CLONE_NEWUSER|CLONE_NEWNET)");
-  if (::unshare(CLONE_NEWNET) == 0) {
-    LogRule("namespaces: new network namespace (" + why + ")");
-    return "";
-  }
-  return why;
-}
-
 // The file-system policy with the diagnosis variables' extra rules: what Landlock
 // allows and what the private root holds.
 std::vector<FsRule> PolicyRules(const SandboxOptions& options) {
@@ -184,6 +161,29 @@ std::string EnterMountNamespace(const std::vector<FsRule>& rules, const SandboxO
 }
 
 }  // namespace
+
+// An empty network namespace, inside a user namespace of its own where the system allows that
+// (then it needs no privilege), else alone (root). Returns "" or why there is none.
+std::string EnterEmptyNetwork() {
+  const uid_t uid = ::getuid();
+  const gid_t gid = ::getgid();
+  if (::unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0) {
+    // Map the worker's own ids, so that it stays itself to every library that asks.
+    if (!WriteFile("/proc/self/uid_map", std::to_string(uid) + " " + std::to_string(uid) + " 1") ||
+        !WriteFile("/proc/self/setgroups", "deny") ||
+        !WriteFile("/proc/self/gid_map", std::to_string(gid) + " " + std::to_string(gid) + " 1")) {
+      LogRule(Errno("user namespace id maps not written"));
+    }
+    LogRule("namespaces: new user and network namespaces");
+    return "";
+  }
+  std::string why = Errno("unshare(CLONE_NEWUSER|CLONE_NEWNET)");
+  if (::unshare(CLONE_NEWNET) == 0) {
+    LogRule("namespaces: new network namespace (" + why + ")");
+    return "";
+  }
+  return why;
+}
 
 std::string SandboxReport::Summary() const {
   if (off) return "off";

@@ -105,6 +105,10 @@ struct SandboxReport {
   bool complete() const { return !off && missing.empty(); }
 };
 
+// An empty network namespace, inside a user namespace of its own (the process's own ids mapped)
+// where the system allows that, else alone (root). Returns "" or why there is none. One thread.
+std::string EnterEmptyNetwork();
+
 // Applies the sandbox. In kRequired a missing layer is an error naming it (the process may be
 // partly restricted then: it must not go on to read the model). In kAuto the report lists what
 // is missing. Must be called while the process has one thread.

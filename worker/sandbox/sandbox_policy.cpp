@@ -203,6 +203,28 @@ std::vector<FsRule> WorkerFsRules(const std::string& control) {
   return WithoutRedundantRules(std::move(rules));
 }
 
+std::vector<FsRule> MediaToolFsRules(const std::string& program,
+                                     const std::vector<std::string>& reads) {
+  std::vector<FsRule> rules;
+  Add(&rules, Canonical(program), FsAccess::kReadExec, "the program");
+  for (const char* dir : kStandardLibraryDirs) {
+    Add(&rules, dir, FsAccess::kReadExec, "standard library directory");
+  }
+  for (const std::string& dir : LdSoConfDirectories("/etc/ld.so.conf")) {
+    Add(&rules, dir, FsAccess::kReadExec, "ld.so.conf library directory");
+  }
+  Add(&rules, "/etc/ld.so.cache", FsAccess::kRead, "dynamic loader cache");
+  Add(&rules, "/etc/localtime", FsAccess::kRead, "time stamps");
+  Add(&rules, "/usr/share/zoneinfo", FsAccess::kRead, "time stamps");
+  Add(&rules, "/proc/cpuinfo", FsAccess::kRead, "CPU features");
+  Add(&rules, "/proc/self", FsAccess::kRead, "own status");
+  Add(&rules, "/sys/devices/system/cpu", FsAccess::kRead, "CPU count (threads)");
+  Add(&rules, "/dev/null", FsAccess::kReadWrite, "the null device");
+  Add(&rules, "/dev/urandom", FsAccess::kRead, "random seeds");
+  for (const std::string& path : reads) Add(&rules, path, FsAccess::kRead, "its input");
+  return WithoutRedundantRules(std::move(rules));
+}
+
 std::vector<FsRule> WithoutRedundantRules(std::vector<FsRule> rules) {
   auto beneath = [](const std::string& path, const std::string& dir) {
     if (dir == "/") return true;

@@ -38,6 +38,14 @@ namespace framemill {
 // /etc/ld.so.conf and the environment; the caller applies them.
 std::vector<FsRule> WorkerFsRules(const std::string& control);
 
+// The rules for a program that parses hostile media and writes nothing (ffprobe, ffmpeg decoding
+// to a pipe; worker/sandbox/confine_main.cpp): run `program` and the libraries of the standard
+// directories, the loader's cache and time zone, CPU facts, /dev/null and /dev/urandom, and read
+// each of `reads` (its input: /proc/self/fd/N names the file itself). Nothing else is readable
+// (no spool, no home, no other job's files), nothing writable but /dev/null.
+std::vector<FsRule> MediaToolFsRules(const std::string& program,
+                                     const std::vector<std::string>& reads);
+
 // The CUDA driver's needs alone (part of WorkerFsRules), kept apart so that what a GPU machine
 // needs is in one place: /dev/nvidia*, /dev/nvidia-caps, /proc/driver/nvidia, /proc/devices.
 std::vector<FsRule> CudaFsRules();

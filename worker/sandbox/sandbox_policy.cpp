@@ -207,6 +207,10 @@ std::vector<FsRule> MediaToolFsRules(const std::string& program,
                                      const std::vector<std::string>& reads) {
   std::vector<FsRule> rules;
   Add(&rules, Canonical(program), FsAccess::kReadExec, "the program");
+  // A wrapper script's interpreter and the programs it runs (each as confined as it is).
+  for (const char* dir : {"/usr/bin", "/bin", "/usr/local/bin"}) {
+    Add(&rules, dir, FsAccess::kReadExec, "programs a wrapper runs");
+  }
   for (const char* dir : kStandardLibraryDirs) {
     Add(&rules, dir, FsAccess::kReadExec, "standard library directory");
   }

@@ -39,8 +39,9 @@ namespace framemill {
 std::vector<FsRule> WorkerFsRules(const std::string& control);
 
 // The rules for a program that parses hostile media and writes nothing (ffprobe, ffmpeg decoding
-// to a pipe; worker/sandbox/confine_main.cpp): run `program` and the libraries of the standard
-// directories, the loader's cache and time zone, CPU facts, /dev/null and /dev/urandom, and read
+// to a pipe; worker/sandbox/confine_main.cpp): run `program`, the programs of /usr/bin, /bin and
+// /usr/local/bin (a wrapper script's interpreter; whatever runs stays confined alike) and the
+// libraries of the standard directories, the loader's cache and time zone, CPU facts, /dev/null and /dev/urandom, and read
 // each of `reads` (its input: /proc/self/fd/N names the file itself). Nothing else is readable
 // (no spool, no home, no other job's files), nothing writable but /dev/null.
 std::vector<FsRule> MediaToolFsRules(const std::string& program,

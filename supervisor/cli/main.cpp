@@ -440,19 +440,12 @@ int Main(int argc, char** argv) {
   framemill::InitLogging("framemill", config->log_level);
   framemill::LogSetKnobs(framemill::KnobReader::kSupervisor);
   framemill::SetChildTimeout(config->child_timeout_s);
-  // Unset in the config: the service confines its workers or fails the job; a job run by hand
-  // gets what the machine allows, with a warning.
+  // Unset: the service confines its workers or fails the job; by hand, what the machine allows.
   if (!config->worker_sandbox) {
     config->worker_sandbox =
         name == "serve" ? framemill::WorkerSandbox::kRequired : framemill::WorkerSandbox::kAuto;
   }
-  // ffprobe parses every input first: it runs confined as the workers are (off with them).
-  if (*config->worker_sandbox != framemill::WorkerSandbox::kOff) {
-    framemill::ConfineMediaPrograms(
-        framemill::ConfineBinaryPath(),
-        *config->worker_sandbox == framemill::WorkerSandbox::kRequired ? "required" : "auto",
-        {config->ffprobe});
-  }
+  framemill::ConfineMediaPrograms(*config);
   InstallSignalHandlers();
   if (name == "run") return framemill::RunCommand(rq.run, *config, g_stop);
   if (name == "stitch") return framemill::StitchCommand(rq.job_path, *config, g_stop);

@@ -148,6 +148,13 @@ void ConfineMediaPrograms(const std::string& launcher, const std::string& mode,
   }
 }
 
+void ConfineMediaPrograms(const Config& config) {
+  const WorkerSandbox mode = config.worker_sandbox.value_or(WorkerSandbox::kAuto);
+  if (mode == WorkerSandbox::kOff) return;
+  ConfineMediaPrograms(ConfineBinaryPath(), mode == WorkerSandbox::kRequired ? "required" : "auto",
+                       {config.ffprobe});
+}
+
 Result<Launch> PlainLaunch(const std::vector<std::string>& argv) {
   Launch l;
   l.name = FindExecutable(argv.at(0));

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/config.h"
 #include "common/status.h"
 
 namespace framemill {
@@ -41,6 +42,11 @@ double ChildTimeout();
 // start, like SetChildTimeout. Thread-safe.
 void ConfineMediaPrograms(const std::string& launcher, const std::string& mode,
                           const std::vector<std::string>& programs);
+
+// ConfineMediaPrograms as the config says: ffprobe, which parses every input first, confined as
+// the workers are (worker_sandbox's mode, set by then), through ConfineBinaryPath(); nothing
+// with worker_sandbox off.
+void ConfineMediaPrograms(const Config& config);
 
 // The launcher: framemill-confine beside the running framemill binary.
 std::string ConfineBinaryPath();

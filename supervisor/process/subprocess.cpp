@@ -93,7 +93,7 @@ Confinement& Confined() {
   return *c;
 }
 
-// argv as LaunchFor gives it: confined when `always`, or when argv[0] is one of the programs
+// What to start for argv: confined when `always`, or when argv[0] is one of the programs
 // ConfineMediaPrograms named (and a launcher is set either way).
 Result<Launch> LaunchAs(const std::vector<std::string>& argv, const std::vector<int>& inherit,
                         bool always) {

@@ -27,13 +27,12 @@ class PipedChild {
  public:
   enum class Direction { kReadStdout, kWriteStdin };
 
-  // The child keeps `inherit` (see child_fds.h) besides its stdin, stdout and stderr.
+  // The child keeps `inherit` (see child_fds.h) besides its stdin, stdout and stderr. It runs
+  // confined (MediaLaunch: reading its inputs, writing its outputs among `inherit`).
   static Result<std::unique_ptr<PipedChild>> Spawn(const std::vector<std::string>& argv,
                                                    Direction dir, const std::string& stderr_path,
                                                    const std::vector<int>& inherit) {
-    // The decoder parses the hostile input and writes only its pipe: it runs confined.
-    Result<Launch> launch =
-        dir == Direction::kReadStdout ? ReadOnlyLaunch(argv, inherit) : PlainLaunch(argv);
+    Result<Launch> launch = MediaLaunch(argv, inherit);
     if (!launch.ok()) return launch.status();
     const std::string& exe = launch->exe;
     const std::vector<std::string>& args = launch->args;

@@ -209,15 +209,15 @@ void LiveMux::Run() {
     std::vector<int> inherit = {rq_.scratch_fd, rq_.source.fd, partial_->fd.get()};
     const std::vector<std::string> argv = JoinArguments(
         rq_, *join_, ConcatInput(rq_.scratch_dir + "/live.ffconcat"), partial_->fd.get());
-    const std::string exe = FindExecutable(argv.at(0));
-    if (exe.empty()) {
-      outcome_ = Status(StatusCode::kIo, argv[0] + ": program not found on PATH");
+    // Confined: it reads the segments' pipes and the source, and writes the partial output.
+    Result<Launch> launch = MediaLaunch(argv, inherit);
+    if (!launch.ok()) {
+      outcome_ = launch.status();
       return;
     }
     const std::string log = rq_.scratch_dir + "/mux.log";
-    bp::child child(exe, bp::args(std::vector<std::string>(argv.begin() + 1, argv.end())),
-                    bp::std_in.close(), bp::std_out > bp::null, bp::std_err > log,
-                    ChildFds(inherit), DieWithParent());
+    bp::child child(launch->exe, bp::args(launch->args), bp::std_in.close(),
+                    bp::std_out > bp::null, bp::std_err > log, ChildFds(inherit), DieWithParent());
     ReapOnExit reap(child);  // for an exception below
     {
       MutexLock lock(&mu_);

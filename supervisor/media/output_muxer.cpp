@@ -81,19 +81,25 @@ Status Verify(const MuxRequest& rq, int fd, const CarriedMetadata& carried,
 }
 
 // Cover art for Matroska output: each picture extracted (stream copy) into the scratch directory,
-// to be attached from there.
+// to be attached from there. ffmpeg (confined: subprocess.h) writes the file framemill created.
 Status ExtractCovers(const MuxRequest& rq, CarriedPlan* plan) {
   int n = 0;
   for (CarriedEntry& e : plan->streams) {
     if (e.mode != CarryMode::kCoverAsFile) continue;
-    e.cover_file = rq.scratch_dir + "/cover" + std::to_string(n++) +
-                   (e.source.codec == "png" ? ".png" : ".jpg");
+    const std::string name =
+        "cover" + std::to_string(n++) + (e.source.codec == "png" ? ".png" : ".jpg");
+    e.cover_file = rq.scratch_dir + "/" + name;
+    UniqueFd cover(::openat(rq.scratch_fd, name.c_str(),
+                            O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!cover.valid()) {
+      return Status(StatusCode::kIo, "create " + e.cover_file + ": " + std::strerror(errno));
+    }
     std::vector<std::string> argv = {rq.ffmpeg, "-nostdin", "-hide_banner", "-v", "error", "-y"};
     argv.insert(argv.end(), rq.source.restrictions.begin(), rq.source.restrictions.end());
-    argv.insert(argv.end(),
-                {"-i", FdPath(rq.source.fd), "-map", "0:" + std::to_string(e.source.index), "-c",
-                 "copy", "-frames:v", "1", "-update", "1", "-f", "image2", e.cover_file});
-    Result<CommandOutput> r = RunAndCapture(argv, {rq.scratch_fd, rq.source.fd});
+    argv.insert(argv.end(), {"-i", FdPath(rq.source.fd), "-map",
+                             "0:" + std::to_string(e.source.index), "-c", "copy", "-frames:v",
+                             "1", "-update", "1", "-f", "image2", FdPath(cover.get())});
+    Result<CommandOutput> r = RunAndCapture(argv, {cover.get(), rq.source.fd});
     if (!r.ok() || r->exit_code != 0) {
       return Status(StatusCode::kEncodeFailed,
                     "extracting the cover art of stream " + std::to_string(e.source.index) +

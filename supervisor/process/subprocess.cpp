@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <sstream>
 #include <thread>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -93,8 +94,36 @@ Confinement& Confined() {
   return *c;
 }
 
+// The launcher's rule for an inherited descriptor, named as the program sees it
+// (/proc/self/fd/N): a regular file open for writing is an output ("--write"), any other regular
+// file or a directory an input ("--read": a directory with what is beneath it). Pipes and sockets
+// need none (Landlock does not police them; named FIFOs are reached through their directory).
+void AddDescriptorRule(int fd, std::vector<std::string>* args) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))) return;
+  const int flags = ::fcntl(fd, F_GETFL);
+  const bool written = S_ISREG(st.st_mode) && flags >= 0 && (flags & O_ACCMODE) != O_RDONLY;
+  args->insert(args->end(), {written ? "--write" : "--read", "/proc/self/fd/" + std::to_string(fd)});
+}
+
+// A hardware encoder (NVENC, VA-API, Quick Sync ...) drives a GPU through its driver's device
+// nodes and files, which framemill-confine's rules do not open (nor does the CUDA driver work
+// under Landlock's file rules: worker/sandbox/sandbox_policy.h). ffmpeg asked for one runs
+// unconfined: it encodes frames the supervisor writes or framemill's own files.
+bool SelectsHardwareEncoder(const std::vector<std::string>& argv) {
+  for (size_t i = 1; i + 1 < argv.size(); ++i) {
+    const std::string& option = argv[i];
+    if (option != "-c:v" && option != "-codec:v" && option != "-vcodec" && option != "-c") continue;
+    for (const char* api : {"nvenc", "vaapi", "qsv", "amf", "v4l2m2m", "vulkan", "omx"}) {
+      if (argv[i + 1].find(api) != std::string::npos) return true;
+    }
+  }
+  return false;
+}
+
 // What to start for argv: confined when `always`, or when argv[0] is one of the programs
-// ConfineMediaPrograms named (and a launcher is set either way).
+// ConfineMediaPrograms named and it asks for no hardware encoder (and a launcher is set either
+// way).
 Result<Launch> LaunchAs(const std::vector<std::string>& argv, const std::vector<int>& inherit,
                         bool always) {
   Result<Launch> plain = PlainLaunch(argv);
@@ -103,11 +132,12 @@ Result<Launch> LaunchAs(const std::vector<std::string>& argv, const std::vector<
   Confinement& c = Confined();
   MutexLock lock(&c.mu);
   if (c.launcher.empty() ||
-      (!always && std::find(c.programs.begin(), c.programs.end(), l.name) == c.programs.end())) {
+      (!always && (std::find(c.programs.begin(), c.programs.end(), l.name) == c.programs.end() ||
+                   SelectsHardwareEncoder(argv)))) {
     return l;
   }
   std::vector<std::string> args = {"--mode", c.mode};
-  for (int fd : inherit) args.insert(args.end(), {"--read", "/proc/self/fd/" + std::to_string(fd)});
+  for (int fd : inherit) AddDescriptorRule(fd, &args);
   args.push_back("--");
   args.push_back(l.name);
   args.insert(args.end(), l.args.begin(), l.args.end());
@@ -152,7 +182,7 @@ void ConfineMediaPrograms(const Config& config) {
   const WorkerSandbox mode = config.worker_sandbox.value_or(WorkerSandbox::kAuto);
   if (mode == WorkerSandbox::kOff) return;
   ConfineMediaPrograms(ConfineBinaryPath(), mode == WorkerSandbox::kRequired ? "required" : "auto",
-                       {config.ffprobe});
+                       {config.ffprobe, config.ffmpeg});
 }
 
 Result<Launch> PlainLaunch(const std::vector<std::string>& argv) {
@@ -164,9 +194,13 @@ Result<Launch> PlainLaunch(const std::vector<std::string>& argv) {
   return l;
 }
 
-Result<Launch> ReadOnlyLaunch(const std::vector<std::string>& argv,
+Result<Launch> ConfinedLaunch(const std::vector<std::string>& argv,
                               const std::vector<int>& inherit) {
   return LaunchAs(argv, inherit, /*always=*/true);
+}
+
+Result<Launch> MediaLaunch(const std::vector<std::string>& argv, const std::vector<int>& inherit) {
+  return LaunchAs(argv, inherit, /*always=*/false);
 }
 
 void SetChildTimeout(double seconds) {

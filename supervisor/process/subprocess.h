@@ -34,26 +34,28 @@ std::string WorkerBinaryPath(const std::string& configured);
 void SetChildTimeout(double seconds);
 double ChildTimeout();
 
-// Programs that parse hostile media and write nothing (ffprobe) run confined: each of `programs`
-// (found with FindExecutable) that RunAndCapture or RunForEachLine start runs under `launcher`
+// Programs that parse hostile media (ffprobe, ffmpeg) run confined: each of `programs` (found with
+// FindExecutable) that RunAndCapture, RunForEachLine or a MediaLaunch start runs under `launcher`
 // (framemill-confine, worker/sandbox/confine_main.cpp) with `mode` ("required" | "auto"), which
-// lets it read only the standard libraries, a few system files and the descriptors it inherits.
-// An empty launcher confines nothing (config worker_sandbox off). Set once by the program at
-// start, like SetChildTimeout. Thread-safe.
+// lets it read only the standard libraries, a few system files and the descriptors it inherits,
+// and write only those of them that are regular files open for writing (its outputs). So every
+// file such a program reads or writes is handed to it as a descriptor (/proc/self/fd/N), or lies
+// beneath a directory handed so (read only). An empty launcher confines nothing (config
+// worker_sandbox off). Set once by the program at start, like SetChildTimeout. Thread-safe.
 void ConfineMediaPrograms(const std::string& launcher, const std::string& mode,
                           const std::vector<std::string>& programs);
 
-// ConfineMediaPrograms as the config says: ffprobe, which parses every input first, confined as
-// the workers are (worker_sandbox's mode, set by then), through ConfineBinaryPath(); nothing
-// with worker_sandbox off.
+// ConfineMediaPrograms as the config says: ffprobe and ffmpeg confined as the workers are
+// (worker_sandbox's mode, set by then), through ConfineBinaryPath(); nothing with worker_sandbox
+// off.
 void ConfineMediaPrograms(const Config& config);
 
 // The launcher: framemill-confine beside the running framemill binary.
 std::string ConfineBinaryPath();
 
 // What to start for a command: argv[0] found on PATH with argv's arguments, or, confined, the
-// launcher with its own arguments (each descriptor of `inherit` readable as /proc/self/fd/N) and
-// then the program's.
+// launcher with its own arguments (a rule for each descriptor of `inherit`, as
+// ConfineMediaPrograms says) and then the program's.
 struct Launch {
   std::string exe;  // started
   std::vector<std::string> args;
@@ -61,10 +63,12 @@ struct Launch {
 };
 // argv as it is (argv[0] found on PATH), never confined.
 Result<Launch> PlainLaunch(const std::vector<std::string>& argv);
-// argv confined like ConfineMediaPrograms' programs whenever a launcher is set: for a program
-// that reads its inputs and writes only to its pipes (ffmpeg decoding to rawvideo on stdout).
-// kIo when argv[0] is not found.
-Result<Launch> ReadOnlyLaunch(const std::vector<std::string>& argv,
+// argv as RunAndCapture starts it: confined when argv[0] is one of ConfineMediaPrograms'
+// programs, with `inherit`'s rules. For the programs a caller drives itself (the decoder, the
+// encoders, the live mux). kIo when argv[0] is not found.
+Result<Launch> MediaLaunch(const std::vector<std::string>& argv, const std::vector<int>& inherit);
+// The same, confined whatever argv[0] is whenever a launcher is set.
+Result<Launch> ConfinedLaunch(const std::vector<std::string>& argv,
                               const std::vector<int>& inherit);
 
 // Runs argv[0] (found with FindExecutable) to completion, capturing stdout and stderr. The child

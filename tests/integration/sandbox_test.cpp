@@ -402,12 +402,12 @@ TEST_CASE("sandbox: media tools: ffprobe reads no other file, writes none, conne
   const Env env = {{"FRAMEMILL_TEST_SECRET_FILE", secret}, {"FRAMEMILL_TEST_DROP_FILE", drop}};
   nlohmann::json job = Job(dir, ModelCopy("identity", dir), "on.mp4");
   nlohmann::json config = Config("required");
-  config["ffprobe"] = FRAMEMILL_HOSTILE_FFPROBE_BIN;
+  config["ffprobe"] = FRAMEMILL_HOSTILE_MEDIA_TOOL_BIN;
   RunResult on = RunJob(dir, job, config, env);
   INFO("required: " << on.err);
   CHECK(on.exit_code == 1);
-  CHECK(on.err.find("hostile ffprobe: read denied (Permission denied), write denied (Permission "
-                    "denied), tcp ") != std::string::npos);
+  CHECK(on.err.find("hostile media tool: read denied (Permission denied), write denied "
+                    "(Permission denied), tcp ") != std::string::npos);
   CHECK(on.err.find("the secret words") == std::string::npos);
   CHECK(on.err.find("tcp ECONNREFUSED") == std::string::npos);
   CHECK(on.err.find("tcp connected") == std::string::npos);
@@ -418,7 +418,53 @@ TEST_CASE("sandbox: media tools: ffprobe reads no other file, writes none, conne
   RunResult off = RunJob(dir, job, config, env);
   INFO("off: " << off.err);
   CHECK(off.exit_code == 1);
-  CHECK(off.err.find("hostile ffprobe: read the secret words, write ok, tcp ") !=
+  CHECK(off.err.find("hostile media tool: read the secret words, write ok, tcp ") !=
         std::string::npos);
   CHECK(fs::exists(drop));
+}
+
+// ffmpeg too runs confined, in every role a job gives it (the decoder, each segment's encoder, the
+// mux that joins them with the source's audio): it may read the descriptors it is handed and write
+// those open for writing (its output), nothing else, and connect nowhere. The stand-in tries the
+// three things first and, refused all three, becomes the real ffmpeg: the job must then finish
+// with every frame. With worker_sandbox "off", attacking in one role at a time, it reads the
+// secret and writes it out in each (so each role did run the stand-in), and the job fails.
+TEST_CASE("sandbox: media tools: every ffmpeg of a job reads and writes only its own files") {
+  RequireLandlock(4);
+  const std::string dir = ScratchDir("sandbox_media_ffmpeg");
+  const std::string secret = dir + "/secret.txt", drop = dir + "/dropped";
+  {
+    std::ofstream(secret) << "the secret words\n";
+  }
+  const std::string input = dir + "/in.mp4";
+  MakeIndexVideo(input, 2 * kFrames, kW, kH, kFps, /*tone_hz=*/440);
+  std::string ffmpeg = Shell("command -v ffmpeg").out;
+  while (!ffmpeg.empty() && ffmpeg.back() == '\n') ffmpeg.pop_back();
+  REQUIRE_FALSE(ffmpeg.empty());
+  const Env env = {{"FRAMEMILL_TEST_SECRET_FILE", secret},
+                   {"FRAMEMILL_TEST_DROP_FILE", drop},
+                   {"FRAMEMILL_TEST_THEN_EXEC", ffmpeg}};
+  nlohmann::json job = Job(dir, ModelCopy("identity", dir), "on.mp4");
+  job["input"] = input;
+  job["segment_seconds"] = 0.5;  // a chunk a segment: two segments, two encoders
+  nlohmann::json config = Config("required");
+  config["ffmpeg"] = FRAMEMILL_HOSTILE_MEDIA_TOOL_BIN;
+  RunResult on = RunJob(dir, job, config, env);
+  INFO("required: " << on.out << on.err);
+  CHECK(on.exit_code == 0);
+  CHECK(CountFrames(dir + "/on.mp4") == 2 * kFrames);
+  CHECK(FirstStream(Probe(dir + "/on.mp4"), "audio").is_object());
+  CHECK(on.err.find("the secret words") == std::string::npos);
+  CHECK_FALSE(fs::exists(drop));
+
+  config["worker_sandbox"] = "off";
+  for (const std::string role : {"decoder", "encoder", "mux"}) {
+    Env one = env;
+    one.push_back({"FRAMEMILL_TEST_ATTACK_ROLE", role});
+    job["output"] = dir + "/off-" + role + ".mp4";
+    RunResult off = RunJob(dir, job, config, one);
+    INFO("off, " << role << ": " << off.err);
+    CHECK(off.exit_code == 1);
+    CHECK(ReadFile(drop).find(role + ": the secret words") != std::string::npos);
+  }
 }

@@ -62,7 +62,7 @@ TEST_CASE("media confine: a confined program reads its descriptors, not the user
     REQUIRE(plain.ok());
     CHECK(plain->out == "the secret\n");
     // Whatever the program, a read-only launch is confined.
-    Result<Launch> launch = ReadOnlyLaunch({"head", fd_path}, {fd});
+    Result<Launch> launch = ConfinedLaunch({"head", fd_path}, {fd});
     REQUIRE(launch.ok());
     CHECK(launch->exe == FRAMEMILL_CONFINE_BIN);
     CHECK(launch->name == FindExecutable("head"));
@@ -73,9 +73,59 @@ TEST_CASE("media confine: a confined program reads its descriptors, not the user
   Result<CommandOutput> after = RunAndCapture({"cat", dir + "/secret.txt"});
   REQUIRE(after.ok());
   CHECK(after->out == "the secret\n");
-  Result<Launch> launch = ReadOnlyLaunch({"head", fd_path}, {fd});
+  Result<Launch> launch = ConfinedLaunch({"head", fd_path}, {fd});
   REQUIRE(launch.ok());
   CHECK(launch->exe == FindExecutable("head"));
   ::close(fd);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("media confine: a descriptor open for writing is written and truncated, nothing created") {
+  if (::syscall(444 /* landlock_create_ruleset */, nullptr, 0, 1u /* VERSION */) < 3) {
+    unit::SkipTest("Landlock ABI 3 (truncate) is not on this kernel");
+  }
+  const std::string dir = TempDir("confine-write");
+  std::ofstream(dir + "/output.txt") << "the old output, longer than the new\n";
+  std::ofstream(dir + "/input.txt") << "the input\n";
+  const int out = ::open((dir + "/output.txt").c_str(), O_RDWR | O_CLOEXEC);
+  const int in = ::open((dir + "/input.txt").c_str(), O_RDONLY | O_CLOEXEC);
+  const int at = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  REQUIRE(out >= 0);
+  REQUIRE(in >= 0);
+  REQUIRE(at >= 0);
+  auto fd_path = [](int fd) { return "/proc/self/fd/" + std::to_string(fd); };
+  {
+    ConfinedFor confined({"sh"});
+    Result<Launch> launch = MediaLaunch({"sh", "-c", "true"}, {out, in, at});
+    REQUIRE(launch.ok());
+    CHECK(launch->args == std::vector<std::string>{"--mode", "required", "--write", fd_path(out),
+                                                   "--read", fd_path(in), "--read", fd_path(at),
+                                                   "--", FindExecutable("sh"), "-c", "true"});
+    // The output is rewritten (opened with O_TRUNC), the input is not writable, the directory
+    // (readable) takes no new file.
+    const std::string script = "echo new > " + fd_path(out) + "; echo x >> " + fd_path(in) +
+                               "; cat " + dir + "/input.txt; echo y > " + dir + "/created";
+    Result<CommandOutput> r = RunAndCapture({"sh", "-c", script}, {out, in, at});
+    REQUIRE(r.ok());
+    CHECK(r->out == "the input\n");
+    CHECK(r->err.find("Permission denied") != std::string::npos);
+    // A hardware encoder is left unconfined (its driver needs device nodes), a software one not.
+    Result<Launch> nvenc = MediaLaunch({"sh", "-i", "x", "-c:v", "h264_nvenc", "y"}, {});
+    REQUIRE(nvenc.ok());
+    CHECK(nvenc->exe == FindExecutable("sh"));
+    Result<Launch> x264 = MediaLaunch({"sh", "-i", "x", "-c:v", "libx264", "y"}, {});
+    REQUIRE(x264.ok());
+    CHECK(x264->exe == FRAMEMILL_CONFINE_BIN);
+  }
+  std::ifstream output(dir + "/output.txt");
+  std::string text((std::istreambuf_iterator<char>(output)), std::istreambuf_iterator<char>());
+  CHECK(text == "new\n");
+  std::ifstream input(dir + "/input.txt");
+  std::string kept((std::istreambuf_iterator<char>(input)), std::istreambuf_iterator<char>());
+  CHECK(kept == "the input\n");
+  CHECK_FALSE(std::filesystem::exists(dir + "/created"));
+  ::close(out);
+  ::close(in);
+  ::close(at);
   std::filesystem::remove_all(dir);
 }

@@ -1,13 +1,15 @@
-// framemill-confine: runs a program that parses hostile media (ffprobe; ffmpeg decoding to a
-// pipe) confined, so that a decoder bug costs a job and never reaches the service's files.
+// framemill-confine: runs a program that parses hostile media (ffprobe, ffmpeg) confined, so that
+// a decoder bug costs a job and never reaches the service's files.
 //
-//   framemill-confine --mode required|auto [--read PATH]... -- PROGRAM [ARG]...
+//   framemill-confine --mode required|auto [--read PATH]... [--write PATH]... -- PROGRAM [ARG]...
 //
 // Before it executes PROGRAM (which keeps every descriptor it was given): no_new_privs, no core
 // files, an empty network namespace where the system allows one, then Landlock with
 // MediaToolFsRules (sandbox_policy.h): PROGRAM and the standard libraries, a few system files and
-// each --read PATH (its input, /proc/self/fd/N) may be read, nothing may be written but
-// /dev/null, no TCP socket can bind or connect, abstract UNIX sockets and signals stay inside.
+// each --read PATH (an input, /proc/self/fd/N; a directory with what is beneath it) may be read,
+// each --write PATH (an output file opened for it) written and truncated, nothing else written
+// but /dev/null and nothing created; no TCP socket can bind or connect, abstract UNIX sockets and
+// signals stay inside.
 // The rules hold for PROGRAM and anything it runs. No seccomp filter: the worker's forbids
 // executing a program, which this one exists to do.
 //
@@ -36,7 +38,7 @@ constexpr int kNotExecuted = 127;
 int Usage(const char* why) {
   std::fprintf(stderr,
                "framemill-confine: %s\nusage: framemill-confine --mode required|auto "
-               "[--read PATH]... -- PROGRAM [ARG]...\n",
+               "[--read PATH]... [--write PATH]... -- PROGRAM [ARG]...\n",
                why);
   return kUsage;
 }
@@ -45,7 +47,7 @@ int Usage(const char* why) {
 
 int main(int argc, char** argv) {
   std::string mode;
-  std::vector<std::string> reads;
+  std::vector<std::string> reads, writes;
   int program = -1;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -58,6 +60,8 @@ int main(int argc, char** argv) {
       mode = argv[++i];
     } else if (arg == "--read") {
       reads.push_back(argv[++i]);
+    } else if (arg == "--write") {
+      writes.push_back(argv[++i]);
     } else {
       return Usage(("unknown argument " + arg).c_str());
     }
@@ -74,7 +78,7 @@ int main(int argc, char** argv) {
   const std::string netns = framemill::EnterEmptyNetwork();  // extra: Landlock denies TCP
   framemill::Result<framemill::LandlockResult> landlock =
       missing.empty() ? framemill::ApplyLandlock(
-                            framemill::MediaToolFsRules(argv[program], reads))
+                            framemill::MediaToolFsRules(argv[program], reads, writes))
                       : framemill::Status(framemill::StatusCode::kIo, "needs no_new_privs");
   if (!landlock.ok()) {
     missing.push_back("landlock (" + landlock.status().message() + ")");

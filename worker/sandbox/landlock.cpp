@@ -80,6 +80,8 @@ uint64_t Rights(FsAccess access) {
       return read | kFsWriteFile | kFsIoctlDev;
     case FsAccess::kTempFiles:
       return read | kFsWriteFile | kFsMakeReg | kFsRemoveFile | kFsTruncate;
+    case FsAccess::kOutput:
+      return read | kFsWriteFile | kFsTruncate;
     case FsAccess::kAll:
       return ~0ull;  // masked by the handled rights
   }
@@ -118,6 +120,8 @@ const char* Name(FsAccess access) {
       return "device";
     case FsAccess::kTempFiles:
       return "temp-files";
+    case FsAccess::kOutput:
+      return "output";
     case FsAccess::kAll:
       return "all";
   }

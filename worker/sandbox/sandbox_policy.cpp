@@ -204,7 +204,8 @@ std::vector<FsRule> WorkerFsRules(const std::string& control) {
 }
 
 std::vector<FsRule> MediaToolFsRules(const std::string& program,
-                                     const std::vector<std::string>& reads) {
+                                     const std::vector<std::string>& reads,
+                                     const std::vector<std::string>& writes) {
   std::vector<FsRule> rules;
   Add(&rules, Canonical(program), FsAccess::kReadExec, "the program");
   // A wrapper script's interpreter and the programs it runs (each as confined as it is).
@@ -226,6 +227,7 @@ std::vector<FsRule> MediaToolFsRules(const std::string& program,
   Add(&rules, "/dev/null", FsAccess::kReadWrite, "the null device");
   Add(&rules, "/dev/urandom", FsAccess::kRead, "random seeds");
   for (const std::string& path : reads) Add(&rules, path, FsAccess::kRead, "its input");
+  for (const std::string& path : writes) Add(&rules, path, FsAccess::kOutput, "its output");
   return WithoutRedundantRules(std::move(rules));
 }
 

@@ -38,14 +38,17 @@ namespace framemill {
 // /etc/ld.so.conf and the environment; the caller applies them.
 std::vector<FsRule> WorkerFsRules(const std::string& control);
 
-// The rules for a program that parses hostile media and writes nothing (ffprobe, ffmpeg decoding
-// to a pipe; worker/sandbox/confine_main.cpp): run `program`, the programs of /usr/bin, /bin and
+// The rules for a program that parses hostile media (ffprobe, ffmpeg;
+// worker/sandbox/confine_main.cpp): run `program`, the programs of /usr/bin, /bin and
 // /usr/local/bin (a wrapper script's interpreter; whatever runs stays confined alike) and the
-// libraries of the standard directories, the loader's cache and time zone, CPU facts, /dev/null and /dev/urandom, and read
-// each of `reads` (its input: /proc/self/fd/N names the file itself). Nothing else is readable
-// (no spool, no home, no other job's files), nothing writable but /dev/null.
+// libraries of the standard directories; read the loader's cache and time zone, CPU facts,
+// /dev/null and /dev/urandom, and each of `reads` (its inputs: /proc/self/fd/N names the file
+// itself; a directory, everything beneath it); write, truncate and read each of `writes` (its
+// outputs, files opened for it). Nothing else is readable (no spool, no home, no other job's
+// files), nothing else writable but /dev/null, nothing can be created anywhere.
 std::vector<FsRule> MediaToolFsRules(const std::string& program,
-                                     const std::vector<std::string>& reads);
+                                     const std::vector<std::string>& reads,
+                                     const std::vector<std::string>& writes = {});
 
 // The CUDA driver's needs alone (part of WorkerFsRules), kept apart so that what a GPU machine
 // needs is in one place: /dev/nvidia*, /dev/nvidia-caps, /proc/driver/nvidia, /proc/devices.

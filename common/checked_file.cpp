@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/file_util.h"
+#include "common/posix_acl.h"
 
 namespace framemill {
 namespace {
@@ -34,23 +35,6 @@ Status CheckInsideRoots(const std::string& what, const std::string& path, int fd
   return Status(StatusCode::kPathNotAllowed,
                 what + " " + path + " (opened as " + real +
                     ") is outside the allowed roots: " + RootList(roots));
-}
-
-// Little-endian POSIX ACL xattr layout (linux/posix_acl_xattr.h): a 4-byte version, then
-// entries of tag (2), perm (2), id (4), sorted by tag and id.
-constexpr uint32_t kAclVersion = 2;
-constexpr uint16_t kAclUserObj = 0x01, kAclUser = 0x02, kAclGroupObj = 0x04, kAclMask = 0x10,
-                   kAclOther = 0x20;
-constexpr uint32_t kAclUndefinedId = 0xffffffffu;
-
-void PutLe(std::string* out, uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-
-void AclEntry(std::string* out, uint16_t tag, uint16_t perm, uint32_t id) {
-  PutLe(out, tag, 2);
-  PutLe(out, perm, 2);
-  PutLe(out, id, 4);
 }
 
 }  // namespace
@@ -223,13 +207,11 @@ Status GrantReadAcl(int fd, uint32_t uid) {
   if (::fstat(fd, &st) != 0) return Status(StatusCode::kIo, "fstat: " + ErrnoText());
   const uint16_t owner = (st.st_mode >> 6) & 7, group = (st.st_mode >> 3) & 7,
                  other = st.st_mode & 7;
-  std::string acl;
-  PutLe(&acl, kAclVersion, 4);
-  AclEntry(&acl, kAclUserObj, owner, kAclUndefinedId);
-  AclEntry(&acl, kAclUser, 4, uid);
-  AclEntry(&acl, kAclGroupObj, group, kAclUndefinedId);
-  AclEntry(&acl, kAclMask, static_cast<uint16_t>(group | 4), kAclUndefinedId);
-  AclEntry(&acl, kAclOther, other, kAclUndefinedId);
+  const std::string acl = EncodeAcl({{AclTag::kUserObj, owner},
+                                     {AclTag::kUser, 4, uid},
+                                     {AclTag::kGroupObj, group},
+                                     {AclTag::kMask, static_cast<uint16_t>(group | 4)},
+                                     {AclTag::kOther, other}});
   if (::fsetxattr(fd, "system.posix_acl_access", acl.data(), acl.size(), 0) != 0) {
     return Status(StatusCode::kIo,
                   "cannot grant uid " + std::to_string(uid) + " read access (ACL): " + ErrnoText());

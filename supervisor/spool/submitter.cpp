@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/file_util.h"
+#include "common/posix_acl.h"
 
 namespace framemill {
 namespace {
@@ -22,11 +23,15 @@ bool InGroups(const Submitter& who, uint32_t gid) {
   return std::find(who.groups.begin(), who.groups.end(), gid) != who.groups.end();
 }
 
-// Would the kernel grant `who` the access `want` (kRead | kWrite | kSearch) to a file with
-// `st`, by its mode bits? As in the kernel, the owner's bits alone decide for the owner, the
-// group's alone for a member of the group.
-bool Permits(const Submitter& who, const struct stat& st, int want) {
+// Would the kernel grant `who` the access `want` (kRead | kWrite | kSearch) to the file `path`
+// with `st`? By its access ACL where it has one (common/posix_acl.h: a named user's or group's
+// entry, the mask), else by its mode bits: as in the kernel, the owner's bits alone decide for
+// the owner, the group's alone for a member of the group. An ACL that cannot be read refuses.
+bool Permits(const Submitter& who, const std::string& path, const struct stat& st, int want) {
   if (who.uid == 0) return true;  // (execute on a regular file is never asked here)
+  Result<std::vector<AclEntry>> acl = ReadAccessAcl(path);
+  if (!acl.ok()) return false;
+  if (!acl->empty()) return AclPermits(*acl, st.st_uid, st.st_gid, who.uid, who.groups, want);
   int bits;
   if (st.st_uid == who.uid)
     bits = (st.st_mode >> 6) & 7;
@@ -61,7 +66,7 @@ Status CheckSearchAbove(const Submitter& who, const std::string& resolved) {
     if (::stat(dir.c_str(), &st) != 0) {
       return Status(StatusCode::kPathNotAllowed, dir + ": " + std::strerror(errno));
     }
-    if (!Permits(who, st, kSearch)) {
+    if (!Permits(who, dir, st, kSearch)) {
       return Status(StatusCode::kPathNotAllowed,
                     "the submitter, " + Who(who) + ", may not search " + dir);
     }
@@ -136,7 +141,7 @@ Status CheckMayRead(const Submitter& who, const std::string& path, const char* w
   FM_RETURN_IF_ERROR(CheckSearchAbove(who, resolved).WithContext(what));
   struct stat st {};
   if (::stat(resolved.c_str(), &st) != 0) return Status::Ok();
-  if (!Permits(who, st, kRead)) {
+  if (!Permits(who, resolved, st, kRead)) {
     return Status(StatusCode::kPathNotAllowed, std::string(what) + ": the submitter, " + Who(who) +
                                                    ", may not read " + resolved);
   }
@@ -149,7 +154,7 @@ Status CheckMayWriteOutput(const Submitter& who, const std::string& output, bool
   FM_RETURN_IF_ERROR(CheckSearchAbove(who, dir).WithContext("output"));
   struct stat dst {};
   if (::stat(dir.c_str(), &dst) != 0) return Status::Ok();
-  if (!Permits(who, dst, kWrite | kSearch)) {
+  if (!Permits(who, dir, dst, kWrite | kSearch)) {
     return Status(StatusCode::kPathNotAllowed,
                   "output: the submitter, " + Who(who) + ", may not create files in " + dir);
   }

@@ -6,10 +6,10 @@
 // groups the user database gives that uid (getpwuid_r, getgrouplist). A uid with no entry there
 // (a container, a made-up test uid) has one group: the job file's group.
 //
-// The permission checks read mode bits (stat), the way the kernel would decide for that user,
-// without POSIX ACLs: an ACL that grants more than the mode bits is not seen (the job is refused
-// where the user could have written), never the other way round. They check names: the job
-// runner opens the paths itself afterwards.
+// The permission checks read the access ACL where a file has one, else its mode bits, the way the
+// kernel would decide for that user (common/posix_acl.h): an ACL entry that denies the user is
+// obeyed, one that grants more than the mode bits too. They check names: the job runner opens
+// the paths itself afterwards.
 // Thread-compatible: free functions over values.
 #pragma once
 

@@ -8,8 +8,10 @@
 #include <filesystem>
 #include <fstream>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
+#include "common/posix_acl.h"
 #include "harness.h"
 #include "service_harness.h"
 
@@ -162,6 +164,23 @@ TEST_CASE(
   fs::copy_file(video, out_a + "/private.mp4");  // (copy_file sets the source's mode)
   REQUIRE(::chown((out_a + "/private.mp4").c_str(), kUserA, kUserA) == 0);
   REQUIRE(::chmod((out_a + "/private.mp4").c_str(), 0600) == 0);
+  // A's clip that the mode bits let everyone read and an ACL entry denies B (setfacl -m u:B:---),
+  // and A's folder that an ACL entry closes to B alone.
+  const std::string acl_clip = out_a + "/acl.mp4", acl_dir = OwnedDir(s.dir + "/acl-dir", kUserA,
+                                                                      0777);
+  fs::copy_file(video, acl_clip);
+  REQUIRE(::chown(acl_clip.c_str(), kUserA, kUserA) == 0);
+  const std::vector<framemill::AclEntry> deny_b = {{framemill::AclTag::kUserObj, 7},
+                                                   {framemill::AclTag::kUser, 0, kUserB},
+                                                   {framemill::AclTag::kGroupObj, 7},
+                                                   {framemill::AclTag::kMask, 7},
+                                                   {framemill::AclTag::kOther, 7}};
+  const std::string deny = framemill::EncodeAcl(deny_b);
+  if (::setxattr(acl_clip.c_str(), "system.posix_acl_access", deny.data(), deny.size(), 0) != 0 ||
+      ::setxattr(acl_dir.c_str(), "system.posix_acl_access", deny.data(), deny.size(), 0) != 0) {
+    SkipTest("this file system keeps no POSIX ACLs (" + s.dir + ")");
+  }
+  REQUIRE(Shell(As(kUserB) + " cat '" + acl_clip + "' >/dev/null").exit_code != 0);
   BackgroundJob serve = Serve(s);
   KillOnExit guard{serve};
   REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/requests"); }, 20));
@@ -180,6 +199,8 @@ TEST_CASE(
        "B overwrites A's file in a sticky directory"},
       {submit(kUserB, out_a + "/private.mp4", shared + "/b-copy.mp4", false),
        "B reads A's private input"},
+      {submit(kUserB, acl_clip, shared + "/b-acl.mp4", false), "B reads an input an ACL denies"},
+      {submit(kUserB, video, acl_dir + "/b.mp4", false), "B writes where an ACL denies"},
   };
   const std::string b_ok = submit(kUserB, video, shared + "/b.mp4", false);
   const std::string a_ok = submit(kUserA, video, out_a + "/victim.mp4", true);
@@ -196,6 +217,8 @@ TEST_CASE(
   CHECK_FALSE(fs::exists(out_a + "/new.mp4"));
   CHECK(ReadText(shared + "/a.mp4") == "A's shared file");
   CHECK_FALSE(fs::exists(shared + "/b-copy.mp4"));
+  CHECK_FALSE(fs::exists(shared + "/b-acl.mp4"));
+  CHECK_FALSE(fs::exists(acl_dir + "/b.mp4"));
   // What each could do alone, the service does for them.
   nlohmann::json rb = ReadJson(s.spool + "/done/" + b_ok + "/result.json");
   INFO(rb.dump());

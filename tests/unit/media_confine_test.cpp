@@ -34,12 +34,17 @@ std::string TempDir(const std::string& name) {
   return dir;
 }
 
+// Skips the test unless the kernel has Landlock ABI `abi` or later.
+void RequireLandlock(long abi, const std::string& why) {
+  if (::syscall(444 /* landlock_create_ruleset */, nullptr, 0, 1u /* VERSION */) < abi) {
+    unit::SkipTest(why);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("media confine: a confined program reads its descriptors, not the user's other files") {
-  if (::syscall(444 /* landlock_create_ruleset */, nullptr, 0, 1u /* VERSION */) < 1) {
-    unit::SkipTest("no Landlock on this kernel: framemill-confine cannot confine here");
-  }
+  RequireLandlock(1, "no Landlock on this kernel: framemill-confine cannot confine here");
   const std::string dir = TempDir("confine");
   std::ofstream(dir + "/input.txt") << "the input\n";
   std::ofstream(dir + "/secret.txt") << "the secret\n";
@@ -81,9 +86,7 @@ TEST_CASE("media confine: a confined program reads its descriptors, not the user
 }
 
 TEST_CASE("media confine: a descriptor open for writing is written and truncated, nothing created") {
-  if (::syscall(444 /* landlock_create_ruleset */, nullptr, 0, 1u /* VERSION */) < 3) {
-    unit::SkipTest("Landlock ABI 3 (truncate) is not on this kernel");
-  }
+  RequireLandlock(3, "Landlock ABI 3 (truncate) is not on this kernel");
   const std::string dir = TempDir("confine-write");
   std::ofstream(dir + "/output.txt") << "the old output, longer than the new\n";
   std::ofstream(dir + "/input.txt") << "the input\n";

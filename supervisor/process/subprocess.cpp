@@ -103,7 +103,8 @@ void AddDescriptorRule(int fd, std::vector<std::string>* args) {
   if (::fstat(fd, &st) != 0 || !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))) return;
   const int flags = ::fcntl(fd, F_GETFL);
   const bool written = S_ISREG(st.st_mode) && flags >= 0 && (flags & O_ACCMODE) != O_RDONLY;
-  args->insert(args->end(), {written ? "--write" : "--read", "/proc/self/fd/" + std::to_string(fd)});
+  args->insert(args->end(),
+               {written ? "--write" : "--read", "/proc/self/fd/" + std::to_string(fd)});
 }
 
 // A hardware encoder (NVENC, VA-API, Quick Sync ...) drives a GPU through its driver's device

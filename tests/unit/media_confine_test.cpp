@@ -85,7 +85,7 @@ TEST_CASE("media confine: a confined program reads its descriptors, not the user
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("media confine: a descriptor open for writing is written and truncated, nothing created") {
+TEST_CASE("media confine: a descriptor open for writing is rewritten, others only read") {
   RequireLandlock(3, "Landlock ABI 3 (truncate) is not on this kernel");
   const std::string dir = TempDir("confine-write");
   std::ofstream(dir + "/output.txt") << "the old output, longer than the new\n";

@@ -31,7 +31,7 @@ enum class FsAccess {
   kReadWrite,  // kRead, and write into existing files (no creating, removing, truncating)
   kDevice,     // kReadWrite, and ioctl on device files (GPU character devices)
   kTempFiles,  // kReadWrite, and create, truncate and remove regular files (CUDA's /dev/shm files)
-  kOutput,     // kReadWrite, and truncate: a file a program writes whole (its output, opened for it)
+  kOutput,     // kReadWrite, and truncate: a file a program writes whole (its output)
   kAll,        // every right Landlock handles (diagnosis only: FRAMEMILL_SANDBOX_EXTRA_ALL)
 };
 const char* Name(FsAccess access);

@@ -194,8 +194,10 @@ TEST_CASE("recovery: 20 SIGKILLs of random workers at random moments change noth
     }
     const std::set<int> ready = ReadyWorkers(dir + "/out.mp4");
     std::vector<int> pids;
+    // Not one already killed: until the supervisor reaps it and writes its crash, it still looks
+    // ready, and a second SIGKILL to the dying process would count as a kill of its own.
     for (int pid : WorkerPids(dir)) {
-      if (ready.count(pid) != 0) pids.push_back(pid);
+      if (ready.count(pid) != 0 && victims.count(pid) == 0) pids.push_back(pid);
     }
     if (pids.empty()) continue;
     int victim = pids[std::uniform_int_distribution<size_t>(0, pids.size() - 1)(rng)];

@@ -79,7 +79,8 @@ void MakeIndexVideo(const std::string& path, int frames, int width, int height, 
 int64_t DecodeFrames(const std::string& path, const std::string& log,
                      const std::function<void(const uint8_t*, int, int)>& on_frame) {
   Result<TakenSource> taken = TakeSource(
-      path, SourceRules{"ffprobe", InputRoots::Anywhere(), PlaylistInputs::kRefuse}, false);
+      path, SourceRules{"ffprobe", InputRoots::Anywhere(), PlaylistInputs::kRefuse, nullptr},
+      false);
   if (!taken.ok()) return -1;
   const VideoStreamInfo& v = taken->media.video;
   auto reader = FrameReader::Start("ffmpeg", taken->source, v, log, FrameFormat::kRgb24, {});

@@ -172,13 +172,17 @@ Result<ModelCard> ModelCardFromJson(const nlohmann::json& j) {
 }
 
 Result<std::optional<ModelCard>> LoadModelCard(const std::string& model_path,
-                                               const std::vector<std::string>& roots) {
+                                               const std::vector<std::string>& roots,
+                                               const UserRights* reader) {
   const std::string path = ModelCardPath(model_path);
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0 && errno == ENOENT) return std::optional<ModelCard>();
   Result<UniqueFd> fd = OpenCheckedFile(CheckedKind::kModel, path, roots);
   if (!fd.ok()) {
     return Status(fd.status().code(), "the model card: " + fd.status().message());
+  }
+  if (reader != nullptr) {
+    FM_RETURN_IF_ERROR(CheckMayReadOpened(*reader, fd->get(), "the model card"));
   }
   Result<std::string> text =
       ReadRegularFile(fd->get(), kMaxCardBytes, path, StatusCode::kModelInvalid);

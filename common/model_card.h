@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
+#include "common/user_rights.h"
 
 namespace framemill {
 
@@ -57,9 +58,11 @@ Result<ModelCard> ModelCardFromJson(const nlohmann::json& j);
 // The card beside `model_path`: nullopt when there is none; an error when it is unreadable or
 // invalid (a card that lies is worse than none). Opened once and checked as the model is
 // (common/checked_file.h OpenCheckedFile): a regular file (a FIFO does not block) whose real
-// path lies inside `roots` (empty: anywhere).
+// path lies inside `roots` (empty: anywhere), and with a `reader`, that user could read
+// (common/user_rights.h; kPathNotAllowed).
 Result<std::optional<ModelCard>> LoadModelCard(const std::string& model_path,
-                                               const std::vector<std::string>& roots = {});
+                                               const std::vector<std::string>& roots = {},
+                                               const UserRights* reader = nullptr);
 
 // Writes the card beside `model_path` atomically (temp + fsync + rename).
 Status SaveModelCard(const std::string& model_path, const ModelCard& card);

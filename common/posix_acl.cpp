@@ -53,21 +53,39 @@ Result<std::vector<AclEntry>> DecodeAcl(const std::string& bytes) {
   return entries;
 }
 
-Result<std::vector<AclEntry>> ReadAccessAcl(const std::string& path) {
+namespace {
+
+// The attribute read by `get` (lgetxattr or fgetxattr, its buffer and size), decoded; `name` for
+// messages.
+template <typename Get>
+Result<std::vector<AclEntry>> ReadAcl(const std::string& name, Get get) {
   std::string bytes(kHeaderBytes + 32 * kEntryBytes, '\0');
   for (;;) {
-    const ssize_t n = ::lgetxattr(path.c_str(), "system.posix_acl_access", bytes.data(),
-                                  bytes.size());
+    const ssize_t n = get(bytes.data(), bytes.size());
     if (n >= 0) {
       bytes.resize(static_cast<size_t>(n));
       return DecodeAcl(bytes);
     }
     if (errno == ENODATA || errno == ENOTSUP) return std::vector<AclEntry>();
     if (errno != ERANGE || bytes.size() > kHeaderBytes + kMaxEntries * kEntryBytes) {
-      return Status(StatusCode::kIo, path + ": its ACL: " + std::strerror(errno));
+      return Status(StatusCode::kIo, name + ": its ACL: " + std::strerror(errno));
     }
     bytes.resize(bytes.size() * 2);
   }
+}
+
+}  // namespace
+
+Result<std::vector<AclEntry>> ReadAccessAcl(const std::string& path) {
+  return ReadAcl(path, [&](char* buf, size_t size) {
+    return ::lgetxattr(path.c_str(), "system.posix_acl_access", buf, size);
+  });
+}
+
+Result<std::vector<AclEntry>> ReadAccessAclOf(int fd, const std::string& name) {
+  return ReadAcl(name, [&](char* buf, size_t size) {
+    return ::fgetxattr(fd, "system.posix_acl_access", buf, size);
+  });
 }
 
 bool AclPermits(const std::vector<AclEntry>& acl, uint32_t owner_uid, uint32_t owner_gid,

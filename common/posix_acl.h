@@ -36,6 +36,8 @@ Result<std::vector<AclEntry>> DecodeAcl(const std::string& bytes);
 // The access ACL of `path` (not followed if it is a link): empty when it has none (only its mode
 // bits then count, or the file system keeps no ACLs).
 Result<std::vector<AclEntry>> ReadAccessAcl(const std::string& path);
+// The same of the open file `fd` (`name` for messages).
+Result<std::vector<AclEntry>> ReadAccessAclOf(int fd, const std::string& name);
 
 // Would a process of `uid` with `groups` be granted every bit of `want` (4 read, 2 write, 1
 // search) by `acl` on a file owned by `owner_uid` and `owner_gid`? The kernel's order (acl(5)):

@@ -207,39 +207,7 @@ struct Request {
 
 // `framemill run`, `stitch`, `slurm` and `preview`: one job, in the foreground or on a cluster.
 void DefineJobCommands(CLI::App& app, Request& rq) {
-  CLI::App* run = app.add_subcommand(
-      "run",
-      "Run one job in the foreground and print a summary. Stopped or killed, it keeps its "
-      "finished segments beside the output (.OUTPUT.framemill/), and the same command continues "
-      "from them");
-  run->add_option("job", rq.run.job_or_input,
-                  "The job file (JSON: input, model, output, ...); or, with --model and "
-                  "--output, the input video")
-      ->required()
-      ->type_name("JOB.json|INPUT");
-  run->add_option("--model", rq.run.model, "The model file (with an input video)")
-      ->type_name("FILE");
-  run->add_option("--output", rq.run.output, "Where to write the result (with an input video)")
-      ->type_name("FILE");
-  run->add_option("settings", rq.run.settings,
-                  "Job keys as key=value, over the job file's (value read as JSON when it "
-                  "parses: workers=2 device=\"cuda:0\")")
-      ->type_name("KEY=VALUE");
-  run->add_flag("-y,--overwrite", rq.run.overwrite, "Replace an existing output");
-  run->add_flag("--fresh", rq.run.fresh,
-                "Start over: throw away the segments an earlier run of this output kept");
-  run->add_flag("--json", rq.run.json,
-                "Print the result as one JSON document (as the service's result.json)");
-  run->add_option("--part", rq.run.part,
-                  "Render only part I of N of the job's segments (for a cluster: each part on "
-                  "its own machine, then `framemill stitch`); resumes from its own done-log")
-      ->type_name("I/N");
-
-  CLI::App* stitch = app.add_subcommand(
-      "stitch", "Join the parts of a job run with --part into its output (mux, verify, rename)");
-  stitch->add_option("job", rq.job_path, "The job file the parts ran")
-      ->required()
-      ->type_name("JOB.json");
+  framemill::DefineRunCommands(app, &rq.run, &rq.job_path);
   framemill::DefineSlurmCommands(app, rq.job_path, &rq.slurm);
 
   CLI::App* preview = app.add_subcommand(
@@ -448,7 +416,9 @@ int Main(int argc, char** argv) {
   framemill::ConfineMediaPrograms(*config);
   InstallSignalHandlers();
   if (name == "run") return framemill::RunCommand(rq.run, *config, g_stop);
-  if (name == "stitch") return framemill::StitchCommand(rq.job_path, *config, g_stop);
+  if (name == "stitch") {
+    return framemill::StitchCommand(rq.job_path, rq.run.submitter, *config, g_stop);
+  }
   if (name == "slurm") return framemill::SlurmCommand(*cmd, rq.config_path, rq.job_path, rq.slurm, *config);
   if (name == "preview") return PreviewCommand(rq.job_path, rq.frames, rq.json, *config);
   if (name == "faces") {

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unistd.h>
 
@@ -22,6 +23,7 @@
 #include "supervisor/job/parts_dir.h"
 #include "supervisor/job/stitch_job.h"
 #include "supervisor/report/job_result.h"
+#include "supervisor/spool/submitter.h"
 
 namespace framemill {
 namespace {
@@ -119,7 +121,62 @@ std::string KeptWorkPath(const std::string& output) {
          KeptWorkName(abs);
 }
 
+// The submitter a `--submitter UID:GID` names, with its groups from the user database (the
+// given GID alone when the uid has none). Errors: kInvalidJob for anything else.
+Result<std::optional<UserRights>> SubmitterRights(const std::string& text) {
+  if (text.empty()) return std::optional<UserRights>();
+  unsigned long uid = 0, gid = 0;
+  char tail = 0;
+  if (std::sscanf(text.c_str(), "%lu:%lu%c", &uid, &gid, &tail) != 2 || uid > UINT32_MAX ||
+      gid > UINT32_MAX || text.find_first_not_of("0123456789:") != std::string::npos) {
+    return Status(StatusCode::kInvalidJob, "--submitter " + text + ": expected UID:GID");
+  }
+  return std::optional<UserRights>(
+      LookupSubmitter(static_cast<uint32_t>(uid), static_cast<uint32_t>(gid)).rights());
+}
+
+constexpr const char* kSubmitterHelp =
+    "Check every file the job names against this user's rights too, on the file as opened (the "
+    "service passes a spool job's submitter to its Slurm parts and stitch)";
+
 }  // namespace
+
+void DefineRunCommands(CLI::App& app, RunArgs* run, std::string* stitch_job) {
+  CLI::App* cmd = app.add_subcommand(
+      "run",
+      "Run one job in the foreground and print a summary. Stopped or killed, it keeps its "
+      "finished segments beside the output (.OUTPUT.framemill/), and the same command continues "
+      "from them");
+  cmd->add_option("job", run->job_or_input,
+                  "The job file (JSON: input, model, output, ...); or, with --model and "
+                  "--output, the input video")
+      ->required()
+      ->type_name("JOB.json|INPUT");
+  cmd->add_option("--model", run->model, "The model file (with an input video)")->type_name("FILE");
+  cmd->add_option("--output", run->output, "Where to write the result (with an input video)")
+      ->type_name("FILE");
+  cmd->add_option("settings", run->settings,
+                  "Job keys as key=value, over the job file's (value read as JSON when it "
+                  "parses: workers=2 device=\"cuda:0\")")
+      ->type_name("KEY=VALUE");
+  cmd->add_flag("-y,--overwrite", run->overwrite, "Replace an existing output");
+  cmd->add_flag("--fresh", run->fresh,
+                "Start over: throw away the segments an earlier run of this output kept");
+  cmd->add_flag("--json", run->json,
+                "Print the result as one JSON document (as the service's result.json)");
+  cmd->add_option("--part", run->part,
+                  "Render only part I of N of the job's segments (for a cluster: each part on "
+                  "its own machine, then `framemill stitch`); resumes from its own done-log")
+      ->type_name("I/N");
+  cmd->add_option("--submitter", run->submitter, kSubmitterHelp)->type_name("UID:GID");
+
+  CLI::App* stitch = app.add_subcommand(
+      "stitch", "Join the parts of a job run with --part into its output (mux, verify, rename)");
+  stitch->add_option("job", *stitch_job, "The job file the parts ran")
+      ->required()
+      ->type_name("JOB.json");
+  stitch->add_option("--submitter", run->submitter, kSubmitterHelp)->type_name("UID:GID");
+}
 
 int RunCommand(const RunArgs& args, const Config& config, const std::atomic<bool>& stop) {
   if (args.model.empty() != args.output.empty()) {
@@ -143,6 +200,12 @@ int RunCommand(const RunArgs& args, const Config& config, const std::atomic<bool
     spdlog::info("removed {} shared-memory objects left by dead supervisors", stale);
   }
   JobOptions options;
+  Result<std::optional<UserRights>> submitter = SubmitterRights(args.submitter);
+  if (!submitter.ok()) {
+    std::fprintf(stderr, "framemill: %s\n", submitter.status().message().c_str());
+    return kExitUsage;
+  }
+  options.submitter = *submitter;
   std::string kept;  // a whole run's kept work, for the messages
   if (!whole) {
     Status s = SetPartOptions(args.job_or_input, args.part, &options);
@@ -213,15 +276,21 @@ int RunCommand(const RunArgs& args, const Config& config, const std::atomic<bool
   return kExitOk;
 }
 
-int StitchCommand(const std::string& job_path, const Config& config,
+int StitchCommand(const std::string& job_path, const std::string& submitter, const Config& config,
                   const std::atomic<bool>& stop) {
+  Result<std::optional<UserRights>> rights = SubmitterRights(submitter);
+  if (!rights.ok()) {
+    std::fprintf(stderr, "framemill: %s\n", rights.status().message().c_str());
+    return kExitUsage;
+  }
   Result<JobSpec> job = LoadJobFile(job_path, config.defaults);
   if (!job.ok()) {
     std::fprintf(stderr, "framemill: job rejected: %s\n", job.status().ToString().c_str());
     return kExitFailed;
   }
   const std::string parts_dir = PartsDirFor(job_path);
-  Result<JobReport> report = StitchJob(*job, config, stop, parts_dir);
+  Result<JobReport> report =
+      StitchJob(*job, config, stop, parts_dir, rights->has_value() ? &**rights : nullptr);
   if (!report.ok()) {
     std::fprintf(stderr, "framemill: stitch failed: %s\n", report.status().ToString().c_str());
     return ExitCodeOf(report.status().code());

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "common/config.h"
 
 namespace framemill {
@@ -26,13 +28,21 @@ struct RunArgs {
   bool fresh = false;                 // throw away what an earlier run of this output kept
   bool overwrite = false;             // replace an existing output (job key overwrite)
   bool json = false;                  // print the result document instead of the summary
+  // "UID:GID" (run and stitch): every file the job names must be that user's to read or write as
+  // well, checked on the file opened; the service passes a spool job's submitter to its Slurm
+  // parts and stitch. "" = the running user's own rights alone.
+  std::string submitter;
 };
+
+// The `run` and `stitch` subcommands of `app`: their values go to `run` (stitch: its job file to
+// `stitch_job`, its --submitter to run->submitter).
+void DefineRunCommands(CLI::App& app, RunArgs* run, std::string* stitch_job);
 
 // Exit codes: supervisor/report/job_result.h (kExitOk, kExitFailed, kExitUsage, kExitStopped).
 int RunCommand(const RunArgs& args, const Config& config, const std::atomic<bool>& stop);
 
 // Joins the parts of a job file run with --part into its output.
-int StitchCommand(const std::string& job_path, const Config& config,
+int StitchCommand(const std::string& job_path, const std::string& submitter, const Config& config,
                   const std::atomic<bool>& stop);
 
 }  // namespace framemill

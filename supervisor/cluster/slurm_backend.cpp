@@ -44,7 +44,11 @@ Status CancelSlurmJobs(const std::string& job_path) {
 Result<JobReport> RunOnSlurm(const std::string& job_path, const JobSpec& job, const Config& config,
                              const std::atomic<bool>& stop, const JobOptions& options) {
   const uint64_t t0 = MonotonicMs();
-  const SlurmPaths paths = ResolveSlurmPaths(job_path);
+  SlurmPaths paths = ResolveSlurmPaths(job_path);
+  const UserRights* submitter = options.submitter ? &*options.submitter : nullptr;
+  if (submitter != nullptr) {
+    paths.submitter = std::to_string(submitter->uid) + ":" + std::to_string(submitter->gid);
+  }
   const std::string& parts_dir = paths.parts_dir;
   const std::string& logs = paths.logs_dir;
   SlurmIds ids = RecordedSlurmIds(paths);
@@ -55,7 +59,8 @@ Result<JobReport> RunOnSlurm(const std::string& job_path, const JobSpec& job, co
     plan = ReadPartsPlan(parts_dir);
     if (!plan.ok()) return plan.status();
   } else {
-    plan = PlanJobParts(job, config, config.slurm_parts, parts_dir, /*at_most_segments=*/true);
+    plan = PlanJobParts(job, config, config.slurm_parts, parts_dir, /*at_most_segments=*/true,
+                        submitter);
     if (!plan.ok()) return plan.status();
     Result<SlurmIds> submitted = SubmitToSlurm(paths, job, *plan, config.slurm_options);
     if (!submitted.ok()) return submitted.status();

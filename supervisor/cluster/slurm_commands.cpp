@@ -32,12 +32,14 @@ bool AboutGpus(const std::string& opt) {
   return false;
 }
 
-// `framemill [--config C] ARGS...` as one shell command line.
-std::string FramemillLine(const std::string& framemill, const std::string& config_path,
-                          const std::string& args) {
+// `framemill [--config C] COMMAND JOB ARGS... [--submitter UID:GID]` as one shell command line.
+std::string FramemillLine(const std::string& framemill, const SlurmPaths& paths,
+                          const std::string& command, const std::string& args) {
   std::string line = "exec " + ShellQuote(framemill);
-  if (!config_path.empty()) line += " --config " + ShellQuote(config_path);
-  return line + " " + args;
+  if (!paths.config.empty()) line += " --config " + ShellQuote(paths.config);
+  line += " " + command + " " + ShellQuote(paths.job) + args;
+  if (!paths.submitter.empty()) line += " --submitter " + ShellQuote(paths.submitter);
+  return line;
 }
 
 }  // namespace
@@ -66,8 +68,7 @@ SlurmIds RecordedSlurmIds(const SlurmPaths& paths) {
   return ids;
 }
 
-std::vector<std::string> SbatchArrayArgs(const std::string& framemill, const std::string& config_path,
-                                         const std::string& job_path, const std::string& logs_dir,
+std::vector<std::string> SbatchArrayArgs(const std::string& framemill, const SlurmPaths& paths,
                                          int parts, const JobSpec& job,
                                          const std::vector<std::string>& extra,
                                          const std::vector<int>& tasks) {
@@ -76,12 +77,10 @@ std::vector<std::string> SbatchArrayArgs(const std::string& framemill, const std
     array.clear();
     for (int t : tasks) array += (array.empty() ? "" : ",") + std::to_string(t);
   }
-  std::vector<std::string> argv = {"sbatch",
-                                   "--parsable",
-                                   "--requeue",
-                                   "--job-name=framemill-parts",
-                                   "--array=" + array,
-                                   "--output=" + logs_dir + "/slurm-%A_%a.out"};
+  std::vector<std::string> argv = {
+      "sbatch",           "--parsable",
+      "--requeue",        "--job-name=framemill-parts",
+      "--array=" + array, "--output=" + paths.logs_dir + "/slurm-%A_%a.out"};
   bool gpus = false;
   for (const std::string& e : extra) gpus = gpus || AboutGpus(e);
   if (!gpus && job.settings.device.kind == DeviceKind::kCuda) {
@@ -89,16 +88,13 @@ std::vector<std::string> SbatchArrayArgs(const std::string& framemill, const std
     argv.push_back("--gres=gpu:" + std::to_string(n));
   }
   argv.insert(argv.end(), extra.begin(), extra.end());
-  argv.push_back(
-      "--wrap=" + FramemillLine(framemill, config_path,
-                                "run " + ShellQuote(job_path) + " --part \"$SLURM_ARRAY_TASK_ID/" +
-                                    std::to_string(parts) + "\""));
+  argv.push_back("--wrap=" +
+                 FramemillLine(framemill, paths, "run",
+                               " --part \"$SLURM_ARRAY_TASK_ID/" + std::to_string(parts) + "\""));
   return argv;
 }
 
-std::vector<std::string> SbatchStitchArgs(const std::string& framemill,
-                                          const std::string& config_path,
-                                          const std::string& job_path, const std::string& logs_dir,
+std::vector<std::string> SbatchStitchArgs(const std::string& framemill, const SlurmPaths& paths,
                                           const std::string& array_job,
                                           const std::vector<std::string>& extra) {
   std::vector<std::string> argv = {"sbatch", "--parsable", "--job-name=framemill-stitch"};
@@ -106,12 +102,11 @@ std::vector<std::string> SbatchStitchArgs(const std::string& framemill,
     argv.push_back("--dependency=afterok:" + array_job);
     argv.push_back("--kill-on-invalid-dep=no");
   }
-  argv.push_back("--output=" + logs_dir + "/slurm-%j-stitch.out");
+  argv.push_back("--output=" + paths.logs_dir + "/slurm-%j-stitch.out");
   for (const std::string& e : extra) {
     if (!AboutGpus(e) && e.rfind("--array", 0) != 0 && e.rfind("-a", 0) != 0) argv.push_back(e);
   }
-  argv.push_back("--wrap=" +
-                 FramemillLine(framemill, config_path, "stitch " + ShellQuote(job_path)));
+  argv.push_back("--wrap=" + FramemillLine(framemill, paths, "stitch", ""));
   return argv;
 }
 
@@ -148,12 +143,10 @@ Result<SlurmIds> SubmitToSlurm(const SlurmPaths& paths, const JobSpec& job, cons
   const int parts = static_cast<int>(plan.parts.size());
   const std::string self = FramemillSelfPath();
   SlurmIds ids;
-  Result<std::string> array = RunSbatch(
-      SbatchArrayArgs(self, paths.config, paths.job, paths.logs_dir, parts, job, extra));
+  Result<std::string> array = RunSbatch(SbatchArrayArgs(self, paths, parts, job, extra));
   if (!array.ok()) return array.status();
   ids.array_job = *array;
-  Result<std::string> stitch = RunSbatch(
-      SbatchStitchArgs(self, paths.config, paths.job, paths.logs_dir, ids.array_job, extra));
+  Result<std::string> stitch = RunSbatch(SbatchStitchArgs(self, paths, ids.array_job, extra));
   if (!stitch.ok()) return stitch.status();
   ids.stitch_job = *stitch;
   nlohmann::json record = {{"version", 1},
@@ -161,7 +154,8 @@ Result<SlurmIds> SubmitToSlurm(const SlurmPaths& paths, const JobSpec& job, cons
                            {"parts", parts},
                            {"array_job", ids.array_job},
                            {"stitch_job", ids.stitch_job},
-                           {"sbatch", extra}};
+                           {"sbatch", extra},
+                           {"submitter", paths.submitter}};
   FM_RETURN_IF_ERROR(AtomicWriteFile(paths.record(), DumpJson(record, 1) + "\n"));
   return ids;
 }

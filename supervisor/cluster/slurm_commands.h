@@ -49,6 +49,11 @@ struct SlurmPaths {
   std::string config;
   std::string parts_dir;
   std::string logs_dir;
+  // "UID:GID" of the spool job's submitter ("" = none: a job of whoever runs the command). The
+  // parts and the stitch get it as `--submitter`, and check every file the job names against
+  // that user's rights when they open it (JobOptions::submitter); slurm.json records it for a
+  // later resume.
+  std::string submitter;
   std::string record() const { return logs_dir + "/" + kSlurmRecord; }
 };
 SlurmPaths ResolveSlurmPaths(const std::string& job_path, const std::string& config_path = "");
@@ -57,20 +62,17 @@ SlurmPaths ResolveSlurmPaths(const std::string& job_path, const std::string& con
 SlurmIds RecordedSlurmIds(const SlurmPaths& paths);
 
 // The command line of one submission (exposed for tests): `framemill` is this binary's absolute
-// path, `config_path` "" = none given (the environment travels with the job: sbatch's default
+// path, `paths.config` "" = none given (the environment travels with the job: sbatch's default
 // --export=ALL). Options in `extra` go to the array job; the stitch job gets those that are not
 // about GPUs (--gres, --gpus*, --gpus-per-*) nor about the array. A job whose device is CUDA
 // and whose `extra` names no GPUs asks for one GPU per task (`--gres=gpu:1`, or as many as its
 // `gpus` lists). `tasks` (1-based) = the parts to run (`--array=2,3`); empty = all N. An empty
 // `array_job` gives a stitch job without a dependency.
-std::vector<std::string> SbatchArrayArgs(const std::string& framemill, const std::string& config_path,
-                                         const std::string& job_path, const std::string& logs_dir,
+std::vector<std::string> SbatchArrayArgs(const std::string& framemill, const SlurmPaths& paths,
                                          int parts, const JobSpec& job,
                                          const std::vector<std::string>& extra,
                                          const std::vector<int>& tasks = {});
-std::vector<std::string> SbatchStitchArgs(const std::string& framemill,
-                                          const std::string& config_path,
-                                          const std::string& job_path, const std::string& logs_dir,
+std::vector<std::string> SbatchStitchArgs(const std::string& framemill, const SlurmPaths& paths,
                                           const std::string& array_job,
                                           const std::vector<std::string>& extra);
 

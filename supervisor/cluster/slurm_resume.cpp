@@ -35,16 +35,21 @@ bool SlurmStateEnded(const std::string& state) {
   return false;
 }
 
-Result<SlurmResumed> ResumeOnSlurm(const SlurmPaths& paths, const JobSpec& job,
+Result<SlurmResumed> ResumeOnSlurm(const SlurmPaths& given, const JobSpec& job,
                                    const std::vector<std::string>& extra) {
+  SlurmPaths paths = given;
   const std::string& job_abs = paths.job;
-  const std::string& logs = paths.logs_dir;
   const std::string record_path = paths.record();
   Result<nlohmann::json> record = ReadJsonFile(record_path, 1 << 20, StatusCode::kIo);
   if (!record.ok()) {
     return Status(StatusCode::kInvalidJob, "no Slurm submission of " + job_abs + " to resume (" +
                                                record.status().message() +
                                                "); submit it with `framemill slurm submit`");
+  }
+  // The submitter the first submission recorded stays the parts' (a resume by hand names none).
+  if (paths.submitter.empty() && record->is_object() && record->contains("submitter") &&
+      (*record)["submitter"].is_string()) {
+    paths.submitter = (*record)["submitter"].get<std::string>();
   }
   const std::string old_array = record->value("array_job", "");
   const std::string old_stitch = record->value("stitch_job", "");
@@ -95,19 +100,17 @@ Result<SlurmResumed> ResumeOnSlurm(const SlurmPaths& paths, const JobSpec& job,
       if (o.is_string()) options.push_back(o.get<std::string>());
     }
   }
-  const std::string& config_abs = paths.config;
   const std::string self = FramemillSelfPath();
   const int count = static_cast<int>(plan->parts.size());
   SlurmResumed resumed;
   resumed.parts = left;
   if (!left.empty()) {
-    Result<std::string> array =
-        RunSbatch(SbatchArrayArgs(self, config_abs, job_abs, logs, count, job, options, left));
+    Result<std::string> array = RunSbatch(SbatchArrayArgs(self, paths, count, job, options, left));
     if (!array.ok()) return array.status();
     resumed.ids.array_job = *array;
   }
   Result<std::string> stitch =
-      RunSbatch(SbatchStitchArgs(self, config_abs, job_abs, logs, resumed.ids.array_job, options));
+      RunSbatch(SbatchStitchArgs(self, paths, resumed.ids.array_job, options));
   if (!stitch.ok()) return stitch.status();
   resumed.ids.stitch_job = *stitch;
 

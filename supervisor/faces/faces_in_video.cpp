@@ -180,7 +180,7 @@ Result<FacesReport> FindFacesInVideo(const Config& config, const std::string& vi
   if (!detector.ok()) return detector.status();
   // The video named on the command line by the person running it, not a job's: no roots.
   Result<TakenSource> taken = TakeSource(
-      video, SourceRules{config.ffprobe, InputRoots::Anywhere(), PlaylistInputs::kRefuse},
+      video, SourceRules{config.ffprobe, InputRoots::Anywhere(), PlaylistInputs::kRefuse, nullptr},
       /*frame_times=*/false);
   if (!taken.ok()) return taken.status();
   const SourceFile& source = taken->source;

@@ -15,7 +15,7 @@ Result<FaceTable> MakeVideoFaceTable(const Config& config, const std::string& vi
                                      const FacePassOptions& options,
                                      const std::atomic<bool>& stop) {
   // The video named on the command line by the person running it, not a job's: no roots.
-  SourceRules rules = JobSourceRules(config);
+  SourceRules rules = JobSourceRules(config, nullptr);
   rules.roots = InputRoots::Anywhere();
   Result<TakenSource> taken = TakeSource(video, rules, /*frame_times=*/true);
   if (!taken.ok()) return taken.status();

@@ -8,6 +8,7 @@
 
 #include "common/checked_file.h"
 #include "common/log.h"
+#include "common/user_rights.h"
 #include "supervisor/job/kept_work.h"
 #include "supervisor/media/media_probe.h"
 #include "supervisor/media/output_muxer.h"
@@ -23,6 +24,13 @@ Result<UniqueFd> CreateInPlace(int dir_fd, const std::string& name) {
   if (!f.ok()) return f.status();
   FM_RETURN_IF_ERROR(RenameCheckedAt(dir_fd, f->name, f->fd.get(), name, RenameMode::kReplace));
   return std::move(f->fd);
+}
+
+// With a user (JobOptions::submitter): kPathNotAllowed unless that user could read the open
+// file `fd`.
+Status CheckOpenedFor(const JobFiles& files, int fd, const char* what) {
+  if (files.user == nullptr) return Status::Ok();
+  return CheckMayReadOpened(*files.user, fd, what);
 }
 
 // The output's name and directory: a file name, a known container, a writable directory, no
@@ -41,6 +49,9 @@ Status CheckOutput(const JobSpec& job, const Config& config, JobFiles* files) {
     if (!dir.ok()) return dir.status();
     files->output_dir = std::move(*dir);
   }
+  if (files->user != nullptr) {
+    FM_RETURN_IF_ERROR(CheckMayCreateInOpened(*files->user, files->output_dir.get(), "output"));
+  }
   if (::access(FdPath(files->output_dir.get()).c_str(), W_OK) != 0) {
     return Status(StatusCode::kOutputInvalid, out_dir + ": output directory is not writable");
   }
@@ -58,6 +69,9 @@ Status CheckOutput(const JobSpec& job, const Config& config, JobFiles* files) {
       return Status(StatusCode::kOutputInvalid,
                     job.output + ": output exists (set \"overwrite\": true to replace it)");
     }
+    if (files->user != nullptr) {
+      FM_RETURN_IF_ERROR(CheckMayReplaceAt(*files->user, files->output_dir.get(), name, "output"));
+    }
   }
   return Status::Ok();
 }
@@ -66,7 +80,7 @@ Status CheckOutput(const JobSpec& job, const Config& config, JobFiles* files) {
 
 Result<SourceFile> OpenJobPaths(const JobSpec& job, const Config& config, JobFiles* files) {
   if (!files->input.valid()) {
-    Result<UniqueFd> input = OpenInput(job.input, JobSourceRules(config).roots);
+    Result<UniqueFd> input = OpenInput(job.input, JobSourceRules(config, files->user), "input");
     if (!input.ok()) return input.status();
     files->input = std::move(*input);
   }
@@ -74,10 +88,11 @@ Result<SourceFile> OpenJobPaths(const JobSpec& job, const Config& config, JobFil
     Result<UniqueFd> model =
         OpenCheckedFile(CheckedKind::kModel, job.model, config.allowed_model_roots);
     if (!model.ok()) return model.status();
+    FM_RETURN_IF_ERROR(CheckOpenedFor(*files, model->get(), "model"));
     files->model = std::move(*model);
   }
   FM_RETURN_IF_ERROR(CheckOutput(job, config, files));
-  const SourceRules rules = JobSourceRules(config);
+  const SourceRules rules = JobSourceRules(config, files->user);
   return BindSource(files->input.get(), job.input, rules.ffprobe, rules.playlists);
 }
 
@@ -91,13 +106,15 @@ Result<FaceSetting> OpenFaceFiles(const JobSpec& job, const Config& config, JobF
       if (!roots.empty() && !installed.empty()) roots.push_back(DirName(installed));
       Result<UniqueFd> fd = OpenCheckedFile(CheckedKind::kModel, faces.detector, roots);
       if (!fd.ok()) return fd.status().WithContext("face_detector");
+      FM_RETURN_IF_ERROR(CheckOpenedFor(*files, fd->get(), "face_detector"));
       files->face_detector = std::move(*fd);
     }
     faces.detector = FdPath(files->face_detector.get());
   }
   if (!faces.table.empty()) {
     if (!files->face_table.valid()) {
-      Result<UniqueFd> fd = OpenInput(faces.table, JobSourceRules(config).roots);
+      Result<UniqueFd> fd =
+          OpenInput(faces.table, JobSourceRules(config, files->user), "face_table");
       if (!fd.ok()) return fd.status().WithContext("face_table");
       files->face_table = std::move(*fd);
     }

@@ -18,6 +18,9 @@
 namespace framemill {
 
 struct JobFiles {
+  // Whose rights each file named is checked against as it is opened (JobOptions::submitter);
+  // null: none but the process's own. Not owned.
+  const UserRights* user = nullptr;
   // Named once: the checked, open input, model and output directory.
   UniqueFd input, model, output_dir;
   UniqueFd face_detector, face_table;  // face mode: the job's own, when it names them
@@ -38,15 +41,18 @@ struct JobFiles {
 
 // Opens and checks the input, the model and the output directory (each once per RunJob: a retry
 // uses the files the first attempt opened); refuses an output that exists (without overwrite)
-// or is a directory, and an output directory that is not writable. Returns the input as ffprobe
-// and ffmpeg get it (its descriptor and the config's input restrictions).
+// or is a directory, and an output directory that is not writable; with `files->user`, each as
+// that user could (kPathNotAllowed: read the input and the model, create files in the output
+// directory, replace an output there). Returns the input as ffprobe and ffmpeg get it (its
+// descriptor and the config's input restrictions).
 Result<SourceFile> OpenJobPaths(const JobSpec& job, const Config& config, JobFiles* files);
 
 // Face mode: the job's face detector and face table, opened once and checked as the model and
 // the input are (a regular file inside the config's model or input roots; the detectors
 // installed with framemill are the product's own, their folder a root too). Returns the job's face
 // settings with their paths turned into the open descriptors' names (/proc/self/fd/N), which
-// every later reader (OpenCV's ONNX reader among them) opens instead.
+// every later reader (OpenCV's ONNX reader among them) opens instead. With `files->user`, each
+// must be readable by that user.
 Result<FaceSetting> OpenFaceFiles(const JobSpec& job, const Config& config, JobFiles* files);
 
 // The scratch directory, once per RunJob: without a workspace, a private directory (mode 0700,

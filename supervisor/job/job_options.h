@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 #include <string>
 
@@ -17,6 +18,7 @@
 #include "common/shared_memory.h"
 #include "common/shm_protocol.h"
 #include "common/status.h"
+#include "common/user_rights.h"
 #include "supervisor/plan/part_plan.h"
 #include "supervisor/report/job_result.h"
 #include "supervisor/workers/dispatcher.h"
@@ -88,6 +90,11 @@ struct JobOptions {
   // When set, each run of the job (a crash retry is another) appends its worker counts here as
   // it ends, whatever its outcome (the report's own `dispatch` is the last run's).
   std::vector<DispatchStats>* attempt_dispatch = nullptr;
+  // Whose rights bound the files the job names (the service: the job file's owner). Each file is
+  // checked against them on the descriptor it was opened as (job_files.h): the input, the model
+  // and its card, the face detector and table, the output directory and the output replaced.
+  // Unset: the process's own rights alone (`framemill run` by its user).
+  std::optional<UserRights> submitter;
   uint32_t output_reader_uid = UINT32_MAX;  // the service: the submitter, granted read access to
                                             // the output and the report (ACL); UINT32_MAX = none
   // Filled whatever the outcome, also for a job that failed or was cancelled after its workers

@@ -68,6 +68,7 @@ class NoSpacePause {
 Result<JobReport> RunJob(const JobSpec& job, const Config& config, const std::atomic<bool>& stop,
                          const JobOptions& options) {
   JobFiles files;
+  if (options.submitter) files.user = &*options.submitter;
   if (!options.workspace.empty()) files.placed_note = options.workspace + "/" + kPlacedOutputNote;
   std::vector<std::string> faults;
   std::optional<Result<JobReport>> result;

@@ -83,9 +83,10 @@ Result<PartsPlan> WritePartsPlanOnce(const std::string& parts_dir, const PartsPl
 }
 
 Result<PartsPlan> PlanJobParts(const JobSpec& job, const Config& config, int count,
-                               const std::string& parts_dir, bool at_most_segments) {
-  Result<TakenSource> input =
-      TakeSource(job.input, JobSourceRules(config), /*frame_times=*/true, job.truncated_input);
+                               const std::string& parts_dir, bool at_most_segments,
+                               const UserRights* reader) {
+  Result<TakenSource> input = TakeSource(job.input, JobSourceRules(config, reader),
+                                         /*frame_times=*/true, job.truncated_input);
   if (!input.ok()) return input.status();
   const VideoStreamInfo& v = input->media.video;
   Result<JobPlan> plan = PlanJob(v.frame_count, v.frame_rate.value(), job.settings);

@@ -14,6 +14,7 @@
 
 #include "common/job_file.h"
 #include "common/status.h"
+#include "common/user_rights.h"
 #include "supervisor/plan/job_plan.h"
 #include "supervisor/plan/part_plan.h"
 
@@ -36,9 +37,11 @@ Result<PartsPlan> WritePartsPlanOnce(const std::string& parts_dir, const PartsPl
 // What `framemill slurm submit` does before submitting: opens and probes the job's input as a run
 // does (checked against the config's roots, every packet read for the frame count), plans it,
 // cuts it into `count` parts (with `at_most_segments`, fewer when the job has fewer segments) and
-// writes the plan once (WritePartsPlanOnce).
+// writes the plan once (WritePartsPlanOnce). With a `reader` (the service: the job's submitter),
+// the input opened must be that user's to read (common/user_rights.h).
 Result<PartsPlan> PlanJobParts(const JobSpec& job, const Config& config, int count,
-                               const std::string& parts_dir, bool at_most_segments = false);
+                               const std::string& parts_dir, bool at_most_segments = false,
+                               const UserRights* reader = nullptr);
 
 // Frames of the job whose segments the parts' done-logs list as finished (read only).
 int64_t PartsFramesDone(const std::string& parts_dir, const JobSpec& job, const PartsPlan& plan);

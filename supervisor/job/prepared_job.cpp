@@ -82,7 +82,8 @@ Status CheckModel(const JobSpec& job, const Config& config, const JobFiles& file
   const VideoStreamInfo& v = p->media.video;
   const bool faces = settings.mode == JobMode::kFaces;
   const std::string model_path = FdRealPath(files.model.get());
-  Result<std::optional<ModelCard>> card = LoadModelCard(model_path, config.allowed_model_roots);
+  Result<std::optional<ModelCard>> card =
+      LoadModelCard(model_path, config.allowed_model_roots, files.user);
   if (!card.ok()) return card.status();
   if (card->has_value()) FM_RETURN_IF_ERROR(CheckModelDigest(**card, files.model.get(), model_path));
   FM_RETURN_IF_ERROR(CheckModelFitsJob(*card, model_path, settings,

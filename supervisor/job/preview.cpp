@@ -269,8 +269,8 @@ struct PreviewSource {
 // figures (its seconds and frames).
 Status OpenPreviewSource(const JobSpec& job, const Config& config, PreviewSource* in,
                          PreviewReport* report) {
-  const SourceRules rules = JobSourceRules(config);
-  Result<UniqueFd> input = OpenInput(job.input, rules.roots);
+  const SourceRules rules = JobSourceRules(config, nullptr);
+  Result<UniqueFd> input = OpenInput(job.input, rules, "input");
   if (!input.ok()) return input.status();
   in->input = std::move(*input);
   in->out_name = BaseName(job.output);

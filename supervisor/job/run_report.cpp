@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "common/user_rights.h"
 #include "supervisor/report/report_file.h"
 
 namespace framemill {
@@ -21,8 +22,14 @@ JobReportFile WriteRunReport(const JobSpec& job, const JobOptions& options, cons
       outcome.ok() ? options.timeline_filed_done : options.timeline_filed_failed;
   const std::string html = RenderReportHtml(
       MakeReportData(job, report, outcome, timeline.records(), std::move(taken), note, filed));
-  Status written = WriteReportFile(files.output_dir.get(), ReportName(files.output_name), html,
-                                   options.output_reader_uid);
+  // Replaced only where the submitter could (checked again now: the name was checked at start).
+  Status written = files.user != nullptr ? CheckMayReplaceAt(*files.user, files.output_dir.get(),
+                                                             ReportName(files.output_name), "report")
+                                         : Status::Ok();
+  if (written.ok()) {
+    written = WriteReportFile(files.output_dir.get(), ReportName(files.output_name), html,
+                              options.output_reader_uid);
+  }
   JobReportFile file;
   if (written.ok()) {
     file.path = job.output + ".report.html";

@@ -94,8 +94,9 @@ Result<JobReport> Stitch(const JobSpec& job, const Config& config, const std::st
 }  // namespace
 
 Result<JobReport> StitchJob(const JobSpec& job, const Config& config, const std::atomic<bool>& stop,
-                            const std::string& parts_dir) {
+                            const std::string& parts_dir, const UserRights* submitter) {
   JobFiles files;
+  files.user = submitter;
   Result<JobReport> result = Stitch(job, config, parts_dir, &files);
   if (!result.ok() && stop.load() && result.status().code() != StatusCode::kCancelled) {
     return Status(StatusCode::kCancelled,

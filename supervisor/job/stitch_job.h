@@ -10,11 +10,14 @@
 #include "common/config.h"
 #include "common/job_file.h"
 #include "common/status.h"
+#include "common/user_rights.h"
 #include "supervisor/report/job_result.h"
 
 namespace framemill {
 
+// With a `submitter`, every file the job names is checked against that user's rights as it is
+// opened (JobOptions::submitter).
 Result<JobReport> StitchJob(const JobSpec& job, const Config& config, const std::atomic<bool>& stop,
-                            const std::string& parts_dir);
+                            const std::string& parts_dir, const UserRights* submitter = nullptr);
 
 }  // namespace framemill

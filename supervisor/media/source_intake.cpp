@@ -58,14 +58,17 @@ Result<std::vector<std::string>> FormatTable(const std::string& ffprobe, const s
 
 }  // namespace
 
-SourceRules JobSourceRules(const Config& config) {
-  return SourceRules{config.ffprobe, InputRoots::Within(config.allowed_input_roots),
-                     config.allow_playlist_inputs ? PlaylistInputs::kAllow
-                                                  : PlaylistInputs::kRefuse};
+SourceRules JobSourceRules(const Config& config, const UserRights* reader) {
+  return SourceRules{
+      config.ffprobe, InputRoots::Within(config.allowed_input_roots),
+      config.allow_playlist_inputs ? PlaylistInputs::kAllow : PlaylistInputs::kRefuse, reader};
 }
 
-Result<UniqueFd> OpenInput(const std::string& path, const InputRoots& roots) {
-  return OpenCheckedFile(CheckedKind::kInput, path, roots.list());
+Result<UniqueFd> OpenInput(const std::string& path, const SourceRules& rules, const char* what) {
+  Result<UniqueFd> fd = OpenCheckedFile(CheckedKind::kInput, path, rules.roots.list());
+  if (!fd.ok() || rules.reader == nullptr) return fd;
+  FM_RETURN_IF_ERROR(CheckMayReadOpened(*rules.reader, fd->get(), what));
+  return fd;
 }
 
 Result<std::vector<std::string>> InputRestrictions(const std::string& ffprobe,
@@ -109,7 +112,7 @@ Result<SourceFile> BindSource(int fd, const std::string& name, const std::string
 Result<TakenSource> TakeSource(const std::string& path, const SourceRules& rules, bool frame_times,
                                TruncatedInput truncation) {
   TakenSource taken;
-  Result<UniqueFd> fd = OpenInput(path, rules.roots);
+  Result<UniqueFd> fd = OpenInput(path, rules, "input");
   if (!fd.ok()) return fd.status();
   taken.fd = std::move(*fd);
   Result<SourceFile> source = BindSource(taken.fd.get(), path, rules.ffprobe, rules.playlists);
@@ -123,9 +126,9 @@ Result<TakenSource> TakeSource(const std::string& path, const SourceRules& rules
 
 Result<MediaInfo> ProbeOwnFile(const std::string& ffprobe, const std::string& path,
                                bool frame_times) {
-  Result<TakenSource> taken =
-      TakeSource(path, SourceRules{ffprobe, InputRoots::Anywhere(), PlaylistInputs::kRefuse},
-                 frame_times);
+  Result<TakenSource> taken = TakeSource(
+      path, SourceRules{ffprobe, InputRoots::Anywhere(), PlaylistInputs::kRefuse, nullptr},
+      frame_times);
   if (!taken.ok()) return taken.status();
   return std::move(taken->media);
 }

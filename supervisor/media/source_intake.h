@@ -21,6 +21,7 @@
 #include "common/checked_file.h"
 #include "common/config.h"
 #include "common/status.h"
+#include "common/user_rights.h"
 #include "supervisor/media/media_probe.h"
 
 namespace framemill {
@@ -54,15 +55,20 @@ struct SourceRules {
   std::string ffprobe;  // lists the demuxers (the restrictions) and probes
   InputRoots roots;
   PlaylistInputs playlists;
+  // Whose rights the open file must grant reading as well (a spool job's submitter,
+  // common/user_rights.h); null: the process's own alone. Not owned.
+  const UserRights* reader;
 };
 
-// A job's input: the config's ffprobe, allowed_input_roots and allow_playlist_inputs.
-SourceRules JobSourceRules(const Config& config);
+// A job's input: the config's ffprobe, allowed_input_roots and allow_playlist_inputs, and the
+// job's submitter as `reader` (null where the process runs for its own user).
+SourceRules JobSourceRules(const Config& config, const UserRights* reader);
 
-// Opens `path` read-only and checks the open file: a regular file inside `roots`.
+// Opens `path` read-only and checks the open file: a regular file inside `rules.roots` that
+// `rules.reader` could read. `what` names it in messages ("input", "face_table").
 // Errors: kInputMissing (no such file, unreadable, not a regular file: a FIFO or a directory),
-// kPathNotAllowed (outside the roots; the message names the file).
-Result<UniqueFd> OpenInput(const std::string& path, const InputRoots& roots);
+// kPathNotAllowed (outside the roots, or not the reader's to read; the message names the file).
+Result<UniqueFd> OpenInput(const std::string& path, const SourceRules& rules, const char* what);
 
 // The ffmpeg input options that restrict reading an input: `-protocol_whitelist file,pipe` and
 // `-format_whitelist` with every demuxer of this ffprobe except the refused ones (the list is

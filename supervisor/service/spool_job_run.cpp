@@ -171,6 +171,7 @@ JobOptions SpoolJobRun::Options(std::vector<DispatchStats>* attempts,
     ctx_.wake_loop();  // the loop starts the next spare
   };
   options.worker_log_dir = job_->workers.log_dir();
+  options.submitter = submitter_->rights();
   options.output_reader_uid = submitter_->uid;
   options.attempt_dispatch = attempts;
   options.report_file = report_file;

@@ -13,39 +13,20 @@
 
 #include "common/file_util.h"
 #include "common/posix_acl.h"
+#include "common/user_rights.h"
 
 namespace framemill {
 namespace {
-
-constexpr int kRead = 4, kWrite = 2, kSearch = 1;
 
 bool InGroups(const Submitter& who, uint32_t gid) {
   return std::find(who.groups.begin(), who.groups.end(), gid) != who.groups.end();
 }
 
-// Would the kernel grant `who` the access `want` (kRead | kWrite | kSearch) to the file `path`
-// with `st`? By its access ACL where it has one (common/posix_acl.h: a named user's or group's
-// entry, the mask), else by its mode bits: as in the kernel, the owner's bits alone decide for
-// the owner, the group's alone for a member of the group. An ACL that cannot be read refuses.
+// Would the kernel grant `who` the access `want` to the file `path` with `st`
+// (common/user_rights.h)? An ACL that cannot be read refuses.
 bool Permits(const Submitter& who, const std::string& path, const struct stat& st, int want) {
-  if (who.uid == 0) return true;  // (execute on a regular file is never asked here)
   Result<std::vector<AclEntry>> acl = ReadAccessAcl(path);
-  if (!acl.ok()) return false;
-  if (!acl->empty()) return AclPermits(*acl, st.st_uid, st.st_gid, who.uid, who.groups, want);
-  int bits;
-  if (st.st_uid == who.uid)
-    bits = (st.st_mode >> 6) & 7;
-  else if (InGroups(who, st.st_gid))
-    bits = (st.st_mode >> 3) & 7;
-  else
-    bits = st.st_mode & 7;
-  return (bits & want) == want;
-}
-
-std::string Who(const Submitter& who) {
-  std::string s = "uid " + std::to_string(who.uid);
-  if (!who.user.empty()) s += " (" + who.user + ")";
-  return s;
+  return acl.ok() && UserPermits(who.rights(), *acl, st, want);
 }
 
 // The absolute, link-free name of `path`, or "" when it does not resolve.
@@ -57,26 +38,15 @@ std::string RealPath(const std::string& path) {
   return s;
 }
 
-// Checks search permission on "/" and every directory above `resolved` (absolute, link-free).
-Status CheckSearchAbove(const Submitter& who, const std::string& resolved) {
-  for (size_t slash = 0; slash != std::string::npos && slash < resolved.size();
-       slash = resolved.find('/', slash + 1)) {
-    std::string dir = slash == 0 ? "/" : resolved.substr(0, slash);
-    struct stat st {};
-    if (::stat(dir.c_str(), &st) != 0) {
-      return Status(StatusCode::kPathNotAllowed, dir + ": " + std::strerror(errno));
-    }
-    if (!Permits(who, dir, st, kSearch)) {
-      return Status(StatusCode::kPathNotAllowed,
-                    "the submitter, " + Who(who) + ", may not search " + dir);
-    }
-  }
-  return Status::Ok();
-}
-
 }  // namespace
 
 nlohmann::json Submitter::ToJson() const { return {{"uid", uid}, {"gid", gid}, {"user", user}}; }
+
+UserRights Submitter::rights() const {
+  std::string label = "uid " + std::to_string(uid);
+  if (!user.empty()) label += " (" + user + ")";
+  return {uid, gid, groups, label};
+}
 
 Submitter LookupSubmitter(uint32_t uid, uint32_t file_gid) {
   Submitter s;
@@ -138,12 +108,13 @@ bool MayControl(const Submitter& who, const Submitter& owner, const std::string&
 Status CheckMayRead(const Submitter& who, const std::string& path, const char* what) {
   std::string resolved = RealPath(path);
   if (resolved.empty()) return Status::Ok();
-  FM_RETURN_IF_ERROR(CheckSearchAbove(who, resolved).WithContext(what));
+  FM_RETURN_IF_ERROR(CheckSearchAbove(who.rights(), resolved).WithContext(what));
   struct stat st {};
   if (::stat(resolved.c_str(), &st) != 0) return Status::Ok();
-  if (!Permits(who, resolved, st, kRead)) {
-    return Status(StatusCode::kPathNotAllowed, std::string(what) + ": the submitter, " + Who(who) +
-                                                   ", may not read " + resolved);
+  if (!Permits(who, resolved, st, kMayRead)) {
+    return Status(StatusCode::kPathNotAllowed, std::string(what) + ": the submitter, " +
+                                                   who.rights().label + ", may not read " +
+                                                   resolved);
   }
   return Status::Ok();
 }
@@ -151,12 +122,12 @@ Status CheckMayRead(const Submitter& who, const std::string& path, const char* w
 Status CheckMayWriteOutput(const Submitter& who, const std::string& output, bool overwrite) {
   std::string dir = RealPath(DirName(output));
   if (dir.empty()) return Status::Ok();
-  FM_RETURN_IF_ERROR(CheckSearchAbove(who, dir).WithContext("output"));
+  FM_RETURN_IF_ERROR(CheckSearchAbove(who.rights(), dir).WithContext("output"));
   struct stat dst {};
   if (::stat(dir.c_str(), &dst) != 0) return Status::Ok();
-  if (!Permits(who, dir, dst, kWrite | kSearch)) {
-    return Status(StatusCode::kPathNotAllowed,
-                  "output: the submitter, " + Who(who) + ", may not create files in " + dir);
+  if (!Permits(who, dir, dst, kMayWrite | kMaySearch)) {
+    return Status(StatusCode::kPathNotAllowed, "output: the submitter, " + who.rights().label +
+                                                   ", may not create files in " + dir);
   }
   std::string file = dir + "/" + BaseName(output);
   struct stat fst {};
@@ -164,7 +135,7 @@ Status CheckMayWriteOutput(const Submitter& who, const std::string& output, bool
   // Replacing a name is a write to the directory; a sticky directory also wants the file's or
   // the directory's owner.
   if ((dst.st_mode & S_ISVTX) && who.uid != 0 && fst.st_uid != who.uid && dst.st_uid != who.uid) {
-    return Status(StatusCode::kPathNotAllowed, "output: the submitter, " + Who(who) +
+    return Status(StatusCode::kPathNotAllowed, "output: the submitter, " + who.rights().label +
                                                    ", may not replace " + file + " (owned by uid " +
                                                    std::to_string(fst.st_uid) +
                                                    " in sticky directory " + dir + ")");

@@ -8,8 +8,9 @@
 //
 // The permission checks read the access ACL where a file has one, else its mode bits, the way the
 // kernel would decide for that user (common/posix_acl.h): an ACL entry that denies the user is
-// obeyed, one that grants more than the mode bits too. They check names: the job runner opens
-// the paths itself afterwards.
+// obeyed, one that grants more than the mode bits too. The checks here are on names, so that a
+// job is refused before it starts; the job runner checks the same rights again on each file as
+// it opens it (JobOptions::submitter), which is the check that counts.
 // Thread-compatible: free functions over values.
 #pragma once
 
@@ -20,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
+#include "common/user_rights.h"
 
 namespace framemill {
 
@@ -31,6 +33,8 @@ struct Submitter {
 
   // {"uid", "gid", "user"}: what owner.json and result.json's "submitter" hold.
   nlohmann::json ToJson() const;
+  // The user's rights, as the checks on open files take them (common/user_rights.h).
+  UserRights rights() const;
 };
 
 // The submitter for `uid`, with the groups from the user database (`file_gid` alone when the

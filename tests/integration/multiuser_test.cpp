@@ -14,38 +14,12 @@
 #include "common/posix_acl.h"
 #include "harness.h"
 #include "service_harness.h"
+#include "users_harness.h"
 
 using namespace framemill::test;
 namespace fs = std::filesystem;
 
 namespace {
-
-constexpr int kUserA = 4242;
-constexpr int kUserB = 4343;
-
-std::string As(int uid) {
-  return "setpriv --reuid=" + std::to_string(uid) + " --regid=" + std::to_string(uid) +
-         " --clear-groups";
-}
-
-void RequireMultiUser() {
-  if (::geteuid() != 0) SkipTest("the multi-user tests need root (to become made-up uids)");
-  if (Shell(As(kUserA) + " true").exit_code != 0) SkipTest("setpriv cannot change uid here");
-}
-
-// A directory owned by `uid` with `mode`.
-std::string OwnedDir(const std::string& path, int uid, mode_t mode) {
-  fs::create_directories(path);
-  REQUIRE(::chown(path.c_str(), uid, uid) == 0);
-  REQUIRE(::chmod(path.c_str(), mode) == 0);
-  return path;
-}
-
-void OwnedFile(const std::string& path, int uid, mode_t mode, const std::string& content) {
-  std::ofstream(path) << content;
-  REQUIRE(::chown(path.c_str(), uid, uid) == 0);
-  REQUIRE(::chmod(path.c_str(), mode) == 0);
-}
 
 std::string Submit(const Service& s, int uid, const std::string& args) {
   RunResult r = Cli(s, "submit " + args, As(uid));
@@ -389,4 +363,105 @@ TEST_CASE(
   REQUIRE(started.size() == 4);
   CHECK(started[1] == b_job);
   CHECK(std::count(started.begin(), started.end(), b_job) == 1);
+}
+
+// `framemill run --submitter` (what the service passes its Slurm parts and stitch) makes no check
+// on names: whatever a name led to when it was opened, each file meets the submitter's rights on
+// the descriptor. So a name that a swap made point at another user's file is refused here.
+TEST_CASE(
+    "spool: every file a job names is checked for its submitter on the file as opened: input, "
+    "model, card, face table, output directory, output replaced") {
+  RequireMultiUser();
+  const std::string dir = ScratchDir("opened_rights");
+  const std::string a = OwnedDir(dir + "/a", kUserA, 0755);        // A's folder, open to read
+  const std::string b = OwnedDir(dir + "/b", kUserB, 0755);        // B's own
+  const std::string shared = OwnedDir(dir + "/shared", 0, 01777);  // sticky, as /tmp
+  const std::string video = b + "/clip.mp4";
+  MakeIndexVideo(video, 24, 64, 48, 25, 0);
+  const std::string model = ModelCopy("identity", b);
+  fs::copy_file(video, a + "/private.mp4");
+  REQUIRE(::chmod((a + "/private.mp4").c_str(), 0600) == 0);
+  REQUIRE(::chown((a + "/private.mp4").c_str(), kUserA, kUserA) == 0);
+  fs::copy_file(model, a + "/private.pt");
+  REQUIRE(::chmod((a + "/private.pt").c_str(), 0600) == 0);
+  REQUIRE(::chown((a + "/private.pt").c_str(), kUserA, kUserA) == 0);
+  OwnedFile(a + "/card.json", kUserA, 0600, "{\"card_version\": 1}");
+  OwnedFile(a + "/faces.json", kUserA, 0600, "{}");
+  OwnedFile(shared + "/a.mp4", kUserA, 0644, "A's shared file");
+  // B's names, each pointing where a swapped link would: at A's private files.
+  REQUIRE(::symlink((a + "/private.mp4").c_str(), (b + "/link.mp4").c_str()) == 0);
+  fs::create_directories(b + "/m");
+  const std::string b_model = ModelCopy("identity", b + "/m");
+  REQUIRE(::symlink((a + "/card.json").c_str(), (b_model + ".json").c_str()) == 0);
+  // The clip again with an ACL entry that denies B (mode bits let everyone read it).
+  const std::string acl_clip = a + "/acl.mp4";
+  fs::copy_file(video, acl_clip);
+  if (!DenyReadTo(acl_clip, kUserB)) {
+    SkipTest("this file system keeps no POSIX ACLs (" + dir + ")");
+  }
+  const nlohmann::json config = {{"worker_binary", FRAMEMILL_WORKER_BIN}};
+  std::ofstream(dir + "/config.json") << config.dump();
+  const nlohmann::json base = {{"input", video},
+                               {"model", model},
+                               {"output", b + "/o.mp4"},
+                               {"workers", 1},
+                               {"chunk_frames", 8},
+                               {"device", TestDevice()},
+                               {"encoder", {{"preset", "ultrafast"}}}};
+  auto run = [&](const std::string& name, nlohmann::json keys) {
+    nlohmann::json job = base;
+    job.update(keys);
+    std::ofstream(dir + "/" + name + ".json") << job.dump(2);
+    return WaitJob(
+        StartFramemill(dir,
+                       {"--config", dir + "/config.json", "run", dir + "/" + name + ".json",
+                        "--submitter", "4343:4343", "--json"},
+                       {}, name),
+        300);
+  };
+  struct Attack {
+    std::string name, what;
+    nlohmann::json keys;
+  };
+  const std::vector<Attack> attacks = {
+      {"input", "input", {{"input", b + "/link.mp4"}}},
+      {"acl", "input", {{"input", acl_clip}}},
+      {"model", "model", {{"model", a + "/private.pt"}}},
+      {"card", "the model card", {{"model", b_model}}},
+      {"table", "face_table", {{"mode", "faces"}, {"face_table", a + "/faces.json"}}},
+      {"outdir", "output", {{"output", a + "/o.mp4"}}},
+      {"replace", "output", {{"output", shared + "/a.mp4"}, {"overwrite", true}}},
+  };
+  for (const Attack& attack : attacks) {
+    INFO(attack.name);
+    RunResult r = run(attack.name, attack.keys);
+    INFO(r.err);
+    CHECK(r.exit_code == 1);
+    nlohmann::json result = nlohmann::json::parse(r.out, nullptr, false);
+    REQUIRE(result.is_object());
+    CHECK(result["reason"]["code"] == "path_not_allowed");
+    const std::string message = result["reason"]["message"].get<std::string>();
+    CHECK(message.find(attack.what + ": the submitter, uid 4343") != std::string::npos);
+    CHECK(message.find("card_version") == std::string::npos);  // nothing of A's bytes
+  }
+  CHECK(ReadText(shared + "/a.mp4") == "A's shared file");
+  CHECK_FALSE(fs::exists(a + "/o.mp4"));
+  CHECK_FALSE(fs::exists(b + "/o.mp4"));
+  // B's own files: the job runs. And the refusals were framemill's: without --submitter, the
+  // clip whose ACL denies B alone is read (by root, whose confined ffprobe is no more than any
+  // other user to A's 0600 files).
+  RunResult own = run("own", nlohmann::json::object());
+  CHECK_MESSAGE(own.exit_code == 0, own.err);
+  CHECK(CountFrames(b + "/o.mp4") == 24);
+  std::ofstream(dir + "/root.json") << [&] {
+    nlohmann::json job = base;
+    job["input"] = acl_clip;
+    job["output"] = b + "/root.mp4";
+    return job.dump();
+  }();
+  RunResult root =
+      WaitJob(StartFramemill(dir, {"--config", dir + "/config.json", "run", dir + "/root.json"}, {},
+                             "root"),
+              300);
+  CHECK_MESSAGE(root.exit_code == 0, root.err);
 }

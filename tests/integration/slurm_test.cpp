@@ -15,6 +15,7 @@
 #include "harness.h"
 #include "parts_harness.h"
 #include "service_harness.h"
+#include "users_harness.h"
 
 using namespace framemill::test;
 
@@ -265,4 +266,73 @@ TEST_CASE("slurm: the service resumes once a job whose part failed, and files it
   const nlohmann::json record = ReadJson(s.spool + "/done/j1/job.json.slurm/slurm.json");
   CHECK(record["history"].size() == 1);
   CHECK(record["resumed_parts"] == nlohmann::json::array({1}));
+}
+
+// The window of the issue: a part opens the job's files when its task starts, maybe hours after
+// the service checked them. User B submits a job on his own clip; while the parts wait in the
+// queue (held here), B swaps the clip's folder for a link to A's folder, where a clip of the same
+// name is closed to B alone by an ACL entry. The parts check the file they open against B's rights
+// (`--submitter`): refused, and nothing of A's reaches B's output.
+TEST_CASE(
+    "slurm: a part opens the job's files with its submitter's rights, a folder swapped while "
+    "it was queued is refused") {
+  UseLocalSlurm();
+  RequireMultiUser();
+  Service s = SlurmService("slurm_submitter", {{"slurm_options", {"--time=10", "--hold"}}});
+  OwnedDir(s.spool, 0, 0755);
+  OwnedDir(s.spool + "/incoming", 0, 01777);
+  OwnedDir(s.spool + "/tmp", 0, 01733);
+  const std::string a = OwnedDir(s.dir + "/a", kUserA, 0755);
+  const std::string b = OwnedDir(s.dir + "/b", kUserB, 0755);
+  const std::string clip = MakePartsClip(OwnedDir(b + "/in", kUserB, 0755));
+  const std::string model = ModelCopy("identity", b);
+  const std::string secret = a + "/" + std::filesystem::path(clip).filename().string();
+  std::filesystem::copy_file(clip, secret);
+  if (!DenyReadTo(secret, kUserB)) {
+    SkipTest("this file system keeps no POSIX ACLs (" + s.dir + ")");
+  }
+  BackgroundJob serve = Serve(s);
+  KillOnExit guard{serve};
+  REQUIRE(WaitUntil([&] { return std::filesystem::exists(s.spool + "/requests"); }, 20));
+  RunResult submitted =
+      Cli(s,
+          "submit " + ShellQuote(clip) + " --model " + ShellQuote(model) + " --output " +
+              ShellQuote(b + "/out.mp4") + " workers=1 chunk_frames=4 segment_seconds=1.0",
+          As(kUserB));
+  REQUIRE_MESSAGE(submitted.exit_code == 0, submitted.err);
+  const std::string id = Trim(submitted.out.substr(0, submitted.out.find('\n')));
+  const std::string logs = s.spool + "/active/" + id + "/job.json.slurm";
+  REQUIRE_MESSAGE(WaitUntil([&] { return std::filesystem::exists(logs + "/slurm.json"); }, 60),
+                  ReadText(s.dir + "/serve.stderr"));
+  CHECK(ReadJson(logs + "/slurm.json")["submitter"] == "4343:4343");
+  // B swaps his folder while the parts wait; then every held task is let go, resumed ones too.
+  RunResult swap = Shell(As(kUserB) + " sh -c " +
+                         ShellQuote("mv " + ShellQuote(b + "/in") + " " + ShellQuote(b + "/old") +
+                                    " && ln -s " + ShellQuote(a) + " " + ShellQuote(b + "/in")));
+  REQUIRE_MESSAGE(swap.exit_code == 0, swap.err);
+  const std::string release =
+      "squeue -h -t PD -o '%F %r' | awk '$2==\"JobHeldUser\"{print $1}' | sort -u | "
+      "xargs -r -n1 scontrol release";
+  const std::string result = s.spool + "/failed/" + id + "/result.json";
+  const bool filed = WaitUntil(
+      [&] {
+        (void)Shell(release);
+        return std::filesystem::exists(result) || std::filesystem::exists(s.spool + "/done/" + id);
+      },
+      180);
+  INFO(ReadText(s.dir + "/serve.stderr"));
+  REQUIRE(filed);
+  CHECK(std::filesystem::exists(result));
+  CHECK_FALSE(std::filesystem::exists(b + "/out.mp4"));
+  // The parts' logs say why (the job is filed: its folder moved to failed/).
+  std::string part_logs;
+  const std::string filed_logs = s.spool + "/failed/" + id + "/job.json.slurm";
+  if (std::filesystem::is_directory(filed_logs)) {
+    for (const auto& e : std::filesystem::directory_iterator(filed_logs)) {
+      part_logs += ReadText(e.path().string());
+    }
+  }
+  INFO(part_logs);
+  CHECK(part_logs.find("input: the submitter, uid 4343, may not read " + secret) !=
+        std::string::npos);
 }

@@ -36,7 +36,7 @@ void MakeVideo(const std::string& path, int frames) {
 }
 
 SourceRules Rules(const std::string& root) {
-  return SourceRules{"ffprobe", InputRoots::Within({root}), PlaylistInputs::kRefuse};
+  return SourceRules{"ffprobe", InputRoots::Within({root}), PlaylistInputs::kRefuse, nullptr};
 }
 
 }  // namespace
@@ -48,7 +48,7 @@ TEST_CASE("source intake: a file outside the roots is refused, and the message n
   fs::create_symlink(secret, d + "/root/link.mp4");
   for (const std::string& path : {secret, d + "/root/link.mp4"}) {
     INFO(path);
-    Result<UniqueFd> fd = OpenInput(path, InputRoots::Within({d + "/root"}));
+    Result<UniqueFd> fd = OpenInput(path, Rules(d + "/root"), "input");
     REQUIRE_FALSE(fd.ok());
     CHECK(fd.status().code() == StatusCode::kPathNotAllowed);
     CHECK(fd.status().message().find(path) != std::string::npos);
@@ -57,7 +57,9 @@ TEST_CASE("source intake: a file outside the roots is refused, and the message n
     CHECK(taken.status().code() == StatusCode::kPathNotAllowed);
   }
   // Anywhere admits it (the file is opened; it is no video, which is the probe's to say).
-  CHECK(OpenInput(secret, InputRoots::Anywhere()).ok());
+  CHECK(OpenInput(secret, {"ffprobe", InputRoots::Anywhere(), PlaylistInputs::kRefuse, nullptr},
+                  "input")
+            .ok());
   fs::remove_all(d);
 }
 
@@ -104,11 +106,11 @@ TEST_CASE("source intake: a job's rules are the config's ffprobe, input roots an
   config.ffprobe = "/opt/ffprobe";
   config.allowed_input_roots = {"/srv/in"};
   config.allowed_output_roots = {"/srv/out"};
-  SourceRules rules = JobSourceRules(config);
+  SourceRules rules = JobSourceRules(config, nullptr);
   CHECK(rules.ffprobe == "/opt/ffprobe");
   CHECK(rules.roots.list() == std::vector<std::string>{"/srv/in"});
   CHECK(rules.playlists == PlaylistInputs::kRefuse);
   config.allow_playlist_inputs = true;
-  CHECK(JobSourceRules(config).playlists == PlaylistInputs::kAllow);
+  CHECK(JobSourceRules(config, nullptr).playlists == PlaylistInputs::kAllow);
   CHECK(InputRoots::Anywhere().list().empty());
 }

@@ -10,3 +10,9 @@ if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/shm_validate_fuzz.cpp)
   framemill_add_fuzzer(shm_validate shm_validate_fuzz.cpp corpus/shm_validate
                        SOURCES common/shm_validate.cpp)
 endif()
+# What the supervisor parses of a submitter's files (a model card, a face table) and the face
+# detector's replies.
+framemill_add_fuzzer(user_files user_files_fuzz.cpp corpus/user_files DICT json.dict
+                     SOURCES common/model_card.cpp common/checked_file.cpp common/file_util.cpp
+                             common/posix_acl.cpp common/user_rights.cpp common/face_detection.cpp
+                             common/sha256.cpp supervisor/faces/face_table.cpp)

@@ -55,6 +55,11 @@ bool UserPermits(const UserRights& user, const std::vector<AclEntry>& acl, const
   return (bits & want) == want;
 }
 
+bool StickyForbidsReplace(const UserRights& user, const struct stat& dir, const struct stat& entry) {
+  return (dir.st_mode & S_ISVTX) && user.uid != 0 && entry.st_uid != user.uid &&
+         dir.st_uid != user.uid;
+}
+
 Status CheckSearchAbove(const UserRights& user, const std::string& real) {
   for (size_t slash = 0; slash != std::string::npos && slash < real.size();
        slash = real.find('/', slash + 1)) {
@@ -98,8 +103,7 @@ Status CheckMayReplaceAt(const UserRights& user, int dir_fd, const std::string& 
     return Status(StatusCode::kPathNotAllowed, what + ": the open directory cannot be read");
   }
   if (::fstatat(dir_fd, name.c_str(), &fst, AT_SYMLINK_NOFOLLOW) != 0) return Status::Ok();
-  if ((dst.st_mode & S_ISVTX) && user.uid != 0 && fst.st_uid != user.uid &&
-      dst.st_uid != user.uid) {
+  if (StickyForbidsReplace(user, dst, fst)) {
     return NotAllowed(user, what,
                       "replace " + FdRealPath(dir_fd) + "/" + name + " (owned by uid " +
                           std::to_string(fst.st_uid) + " in a sticky directory)");

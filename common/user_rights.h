@@ -33,6 +33,10 @@ enum : int { kMayRead = 4, kMayWrite = 2, kMaySearch = 1 };
 bool UserPermits(const UserRights& user, const std::vector<AclEntry>& acl, const struct stat& st,
                  int want);
 
+// Would the sticky rule stop `user` from replacing an entry with `entry` in a directory with
+// `dir`? In a sticky directory only the entry's or the directory's owner (or root) may.
+bool StickyForbidsReplace(const UserRights& user, const struct stat& dir, const struct stat& entry);
+
 // kPathNotAllowed unless `user` may search "/" and every directory above `real` (an absolute,
 // link-free name), read by name.
 Status CheckSearchAbove(const UserRights& user, const std::string& real);

@@ -134,7 +134,7 @@ Status CheckMayWriteOutput(const Submitter& who, const std::string& output, bool
   if (!overwrite || ::lstat(file.c_str(), &fst) != 0) return Status::Ok();
   // Replacing a name is a write to the directory; a sticky directory also wants the file's or
   // the directory's owner.
-  if ((dst.st_mode & S_ISVTX) && who.uid != 0 && fst.st_uid != who.uid && dst.st_uid != who.uid) {
+  if (StickyForbidsReplace(who.rights(), dst, fst)) {
     return Status(StatusCode::kPathNotAllowed, "output: the submitter, " + who.rights().label +
                                                    ", may not replace " + file + " (owned by uid " +
                                                    std::to_string(fst.st_uid) +

@@ -72,7 +72,7 @@ RunResult Identity(const std::string& dir, const std::string& input, const std::
 // `framemill run --json` on `job`: its exit, stdout (the result) and stderr.
 RunResult RunJson(const std::string& dir, const nlohmann::json& job) {
   const std::string path = dir + "/job.json";
-  std::ofstream(path) << WithTestEncoder(job).dump(2);
+  std::ofstream(path) << WithTestDefaults(job).dump(2);
   return WaitJob(StartFramemill(dir, {"run", path, "--json"}, {}, "job"));
 }
 

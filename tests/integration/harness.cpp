@@ -115,12 +115,16 @@ bool StartedHere(int pid) {
 
 }  // namespace
 
-nlohmann::json WithTestEncoder(nlohmann::json job, const nlohmann::json& config) {
-  const bool config_names_one = config.is_object() && config.contains("defaults") &&
-                                config["defaults"].is_object() &&
-                                config["defaults"].contains("encoder");
-  if (job.is_object() && !job.contains("encoder") && !config_names_one)
-    job["encoder"] = TestEncoder();
+nlohmann::json WithTestDefaults(nlohmann::json job, const nlohmann::json& config) {
+  const auto config_names = [&](const char* key) {
+    return config.is_object() && config.contains("defaults") && config["defaults"].is_object() &&
+           config["defaults"].contains(key);
+  };
+  if (!job.is_object()) return job;
+  if (!job.contains("encoder") && !config_names("encoder")) job["encoder"] = TestEncoder();
+  const bool names_workers = job.contains("workers") || job.contains("workers_per_gpu") ||
+                             config_names("workers") || config_names("workers_per_gpu");
+  if (!names_workers) job["workers"] = kTestWorkers;
   return job;
 }
 
@@ -162,7 +166,7 @@ BackgroundJob StartFramemill(const std::string& dir, const std::vector<std::stri
 BackgroundJob StartJob(const std::string& dir, const nlohmann::json& job, const Env& env,
                        const nlohmann::json& config, const std::string& name) {
   std::string job_path = dir + "/" + name + ".json";
-  std::ofstream(job_path) << WithTestEncoder(job, config).dump(2);
+  std::ofstream(job_path) << WithTestDefaults(job, config).dump(2);
   std::vector<std::string> args;
   if (!config.is_null()) {
     std::string config_path = dir + "/" + name + ".config.json";

@@ -44,8 +44,14 @@ struct BackgroundJob {
 // the largest frames take a quarter less CPU with it (BENCHMARKS.md, "The test suite on 2
 // cores"). Tests that measure the picture against a floor name their encoder.
 inline nlohmann::json TestEncoder() { return {{"preset", "ultrafast"}}; }
-// `job` with TestEncoder() added when neither it nor the config's defaults name an encoder.
-nlohmann::json WithTestEncoder(nlohmann::json job, const nlohmann::json& config = nullptr);
+// A test job that names no worker count runs one worker, not the product's default two: a second
+// worker is a second LibTorch start (0.8 s of CPU beside a small job's 2.5 s) and most tests
+// check frames, files and faults that one worker shows as well. Tests of several workers (order,
+// recovery beside a busy worker, warm pools) name their count.
+constexpr int kTestWorkers = 1;
+// `job` with TestEncoder() and kTestWorkers added where neither it nor the config's defaults
+// name an encoder or a worker count (workers or workers_per_gpu).
+nlohmann::json WithTestDefaults(nlohmann::json job, const nlohmann::json& config = nullptr);
 
 // Writes `job` to dir/<name>.json and starts `framemill run` on it with `env` added to its
 // environment (and `config` as its config file when not null).

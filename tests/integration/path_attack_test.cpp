@@ -427,7 +427,7 @@ TEST_CASE("path attack: playlists and lists inside the input root that name outs
 
 TEST_CASE("path attack: inputs named -report, -i and -y are files, never options") {
   Tree t = MakeTree("dash_names");
-  for (const std::string& name : {"-report", "-i", "-y"}) {
+  for (const std::string name : {"-report", "-i", "-y"}) {
     fs::copy_file(t.good, t.in + "/" + name);
     // Relative paths, from the input directory: the names reach framemill exactly as written.
     nlohmann::json job = Job(t, name, "../out/" + name + ".mkv");

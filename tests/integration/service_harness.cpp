@@ -18,7 +18,7 @@ Service MakeService(const std::string& name, nlohmann::json extra) {
               {"allowed_output_roots", {s.dir}},
               {"allowed_model_roots", {s.dir}},
               {"defaults",
-               {{"workers", 2},
+               {{"workers", kTestWorkers},
                 {"chunk_frames", 16},
                 {"device", TestDevice()},
                 {"encoder", TestEncoder()}}}};

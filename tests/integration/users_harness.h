@@ -48,11 +48,12 @@ inline void OwnedFile(const std::string& path, int uid, mode_t mode, const std::
 // Gives `path` an access ACL that lets everyone read it but `uid` (owner rw-, user:uid:---,
 // group r--, mask r--, other r--). false where the file system keeps no POSIX ACLs.
 inline bool DenyReadTo(const std::string& path, int uid) {
-  const std::string acl = framemill::EncodeAcl({{framemill::AclTag::kUserObj, 6},
-                                                {framemill::AclTag::kUser, 0, uid},
-                                                {framemill::AclTag::kGroupObj, 4},
-                                                {framemill::AclTag::kMask, 4},
-                                                {framemill::AclTag::kOther, 4}});
+  const std::string acl =
+      framemill::EncodeAcl({{framemill::AclTag::kUserObj, 6},
+                            {framemill::AclTag::kUser, 0, static_cast<uint32_t>(uid)},
+                            {framemill::AclTag::kGroupObj, 4},
+                            {framemill::AclTag::kMask, 4},
+                            {framemill::AclTag::kOther, 4}});
   return ::setxattr(path.c_str(), "system.posix_acl_access", acl.data(), acl.size(), 0) == 0;
 }
 

@@ -26,7 +26,8 @@ EstimateInputs Inputs() {
   in.run.dispatch.first_chunk_s = {1.0};
   in.run.dispatch.later_chunk_s_sum = 0.8;
   in.run.dispatch.later_chunks = 2;
-  in.run.dispatch.peaks = {{0, 1, 100, 12, 300u << 20, 0}, {0, 2, 101, 0, 200u << 20, 1u << 30}};
+  in.run.dispatch.peaks = {{0, 1, 100, 12, 300u << 20, 0, ""},
+                           {0, 2, 101, 0, 200u << 20, 1u << 30, ""}};
   in.encoder_frames = 48;
   in.encoded_bytes = 480000;  // 10 kB a frame
   in.source_decode_s = 0.5;

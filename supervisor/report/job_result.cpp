@@ -213,14 +213,17 @@ std::string RunSummary(const JobReport& r) {
             r.output.c_str(), static_cast<long long>(r.frames), r.out_width, r.out_height,
             static_cast<long long>(r.segments), r.seconds);
   } else {
+    // On a resumed run the time and rate are this run's, and the line says so.
+    std::string rate = fmt::format("{:.1f} fps", FramesPerSecond(rendered, r.seconds));
+    if (r.frames_resumed > 0)
+      rate += fmt::format(" over the {} frames this run rendered", rendered);
     Appendf(&out,
-            "framemill: %s %s: %lld frames %dx%d (%s to the workers) -> %dx%d in %.1f s (%.1f "
-            "fps), %lld chunks, %lld segments\n",
+            "framemill: %s %s: %lld frames %dx%d (%s to the workers) -> %dx%d in %.1f s (%s), "
+            "%lld chunks, %lld segments\n",
             r.mux.empty() ? "rendered a part into" : "wrote", r.output.c_str(),
             static_cast<long long>(r.frames), r.in_width, r.in_height,
-            r.worker_input_format.c_str(), r.out_width, r.out_height, r.seconds,
-            FramesPerSecond(rendered, r.seconds), static_cast<long long>(r.chunks),
-            static_cast<long long>(r.segments));
+            r.worker_input_format.c_str(), r.out_width, r.out_height, r.seconds, rate.c_str(),
+            static_cast<long long>(r.chunks), static_cast<long long>(r.segments));
   }
   if (r.segments_resumed > 0) {
     Appendf(&out,

@@ -357,6 +357,9 @@ void Dispatcher::CheckLimits(int k, uint64_t now) {
   standing.start_timeout_ms = start_timeout_ms_;
   standing.load_ms = load_ms_;
   standing.has_standby = ch.standby >= 0;
+  if (chunks_.begun()) {
+    standing.run_chunks_left = static_cast<uint64_t>(chunks_.total() - chunks_.processed());
+  }
   const RecycleVerdict v = Judge(ch.limits, settings_, Figures(k), standing, now);
   switch (v.action) {
     case RecycleAction::kKeep:

@@ -82,6 +82,21 @@ SoftLimits StandbyLimits(const SoftLimits& l, const WorkerFigures& f, const Work
   return near;
 }
 
+// A max_chunks verdict's words: the worker's own (jittered) limit beside the configured one, and
+// for a standby how far the worker is towards it.
+std::string MaxChunksReason(RecycleAction action, uint64_t done, uint64_t limit,
+                            int64_t configured) {
+  const std::string ran = std::to_string(done);
+  if (action == RecycleAction::kStartStandby) {
+    return "ran " + ran + " of its " + std::to_string(limit) + " chunks";
+  }
+  if (configured > 0 && static_cast<uint64_t>(configured) != limit) {
+    return "ran " + ran + " chunks, its limit (max_chunks " + std::to_string(configured) +
+           " less jitter)";
+  }
+  return "ran " + ran + " chunks (max_chunks " + std::to_string(limit) + ")";
+}
+
 }  // namespace
 
 const char* Name(RecycleAction action) {
@@ -142,9 +157,21 @@ RecycleVerdict Judge(const SoftLimits& limits, const JobSettings& settings, cons
   RecycleVerdict hard = OverHard(settings, f, now_ms);
   if (hard.action != RecycleAction::kKeep || w.phase != WorkerPhase::kActive) return hard;
   RecycleVerdict soft = OverSoft(RecycleAction::kRecycle, limits, f);
+  if (soft.limit == RecycleLimit::kMaxChunks) {
+    soft.reason =
+        MaxChunksReason(soft.action, f.chunks_done, limits.max_chunks, settings.recycle.max_chunks);
+  }
   if (soft.action != RecycleAction::kKeep) return soft;
   if (!settings.recycle.warm_standby || w.has_standby) return {};
-  return OverSoft(RecycleAction::kStartStandby, StandbyLimits(limits, f, w, now_ms), f);
+  RecycleVerdict near =
+      OverSoft(RecycleAction::kStartStandby, StandbyLimits(limits, f, w, now_ms), f);
+  if (near.limit == RecycleLimit::kMaxChunks) {
+    // The chunks left all fit under its limit: it ends the run without reaching it.
+    if (w.run_chunks_left <= limits.max_chunks - f.chunks_done) return {};
+    near.reason =
+        MaxChunksReason(near.action, f.chunks_done, limits.max_chunks, settings.recycle.max_chunks);
+  }
+  return near;
 }
 
 }  // namespace framemill

@@ -44,6 +44,10 @@ struct WorkerStanding {
   uint64_t start_timeout_ms = 0;  // a loading worker older than this is killed
   uint64_t load_ms = 0;      // spawn to ready of the last worker that became ready; 0 = none yet
   bool has_standby = false;  // a standby for it is loading or waiting already
+  // Chunks of the run not yet processed, its own in flight included: a worker with room for all
+  // of them never reaches max_chunks in this run, so it gets no standby for that limit (one
+  // started near a job's end loads a model for nothing). UINT64_MAX: not known.
+  uint64_t run_chunks_left = UINT64_MAX;
 };
 
 // What the rule tells the supervisor to do with a worker.
@@ -78,8 +82,9 @@ struct RecycleVerdict {
   uint64_t figure = 0;
   uint64_t threshold = 0;
   // For people and logs, e.g. "rss 812 MiB over the soft limit 800 MiB", "ran 10 chunks
-  // (max_chunks 10)", "no heartbeat for 31.0 s (hang_timeout_s 30.0)", "model not loaded within
-  // worker_start_timeout_s". Empty for kKeep.
+  // (max_chunks 10)" (a jittered limit: "ran 9 chunks, its limit (max_chunks 10 less jitter)"; a
+  // standby: "ran 8 of its 10 chunks"), "no heartbeat for 31.0 s (hang_timeout_s 30.0)", "model
+  // not loaded within worker_start_timeout_s". Empty for kKeep.
   std::string reason;
 };
 

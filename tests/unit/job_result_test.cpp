@@ -347,10 +347,15 @@ TEST_CASE("job result: `framemill run`'s summary states the result's figures") {
   const std::string s = fm::RunSummary(r);
   CHECK(Contains(s,
                  "framemill: wrote /out/film.mkv: 300 frames 640x360 (rgb24 to the workers) -> "
-                 "1280x720 in 12.5 s (12.0 fps), 10 chunks, 2 segments\n"));
+                 "1280x720 in 12.5 s (12.0 fps over the 150 frames this run rendered), 10 "
+                 "chunks, 2 segments\n"));
   // The rate is this run's own: the 150 frames of the segment an earlier run kept are not in it.
   CHECK(Contains(s, "framemill: resumed: 1 of 2 segments (150 frames) kept from an earlier run; "
                     "this run rendered 150 frames\n"));
+  fm::JobReport fresh = FinishedReport();
+  fresh.frames_resumed = 0;
+  fresh.segments_resumed = 0;
+  CHECK(Contains(fm::RunSummary(fresh), "1280x720 in 12.5 s (24.0 fps), 10 chunks"));
   CHECK(Contains(s, "framemill: output pixel format yuv420p\n"));
   CHECK(Contains(s, "framemill: warning: kept 8 bits\n"));
   CHECK(Contains(s,

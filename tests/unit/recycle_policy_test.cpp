@@ -278,7 +278,7 @@ TEST_CASE("a standby starts at 80% of max_chunks and at least two chunks before 
   CHECK(v.action == RecycleAction::kStartStandby);
   CHECK(v.limit == RecycleLimit::kMaxChunks);
   CHECK(v.threshold == 8);
-  CHECK(v.reason == "ran 8 chunks (max_chunks 8)");
+  CHECK(v.reason == "ran 8 of its 10 chunks");
   // 100 chunks: 80% (80) comes before two from the end (98).
   f.chunks_done = 79;
   CHECK(Keeps(NearSoft({0, 0, 100}, f)));
@@ -297,6 +297,41 @@ TEST_CASE("a standby starts at 80% of max_chunks and at least two chunks before 
   CHECK(Keeps(NearSoft({0, 0, 1}, f)));
   f.chunks_done = 1;
   CHECK(NearSoft({0, 0, 1}, f).action == RecycleAction::kRecycle);
+}
+
+TEST_CASE("no max_chunks standby for a worker whose run ends before its limit") {
+  WorkerFigures f;
+  f.chunks_done = 8;  // of 10: the standby point
+  JobSettings s;
+  s.recycle.warm_standby = true;
+  WorkerStanding w;
+  // Two chunks left in the run (its own in flight included): it ends the run at its limit at
+  // most, so no replacement loads a model for nothing.
+  w.run_chunks_left = 2;
+  CHECK(Keeps(Judge({0, 0, 10}, s, f, w, 0)));
+  // Three left: it would reach the limit with one to go, so the standby starts.
+  w.run_chunks_left = 3;
+  CHECK(Judge({0, 0, 10}, s, f, w, 0).action == RecycleAction::kStartStandby);
+  // A memory limit is not about chunks: its standby starts however few are left.
+  w.run_chunks_left = 0;
+  f.rss_bytes = 900 * kMiB;
+  RecycleVerdict v = Judge({1000 * kMiB, 0, 10}, s, f, w, 0);
+  CHECK(v.action == RecycleAction::kStartStandby);
+  CHECK(v.limit == RecycleLimit::kRss);
+}
+
+TEST_CASE("a max_chunks recycle names the configured limit when jitter lowered it") {
+  WorkerFigures f;
+  f.chunks_done = 141;
+  JobSettings s;
+  s.recycle.max_chunks = 150;
+  RecycleVerdict v = Judge({0, 0, 141}, s, f, ActiveWithStandby(), 0);
+  CHECK(v.action == RecycleAction::kRecycle);
+  CHECK(v.threshold == 141);
+  CHECK(v.reason == "ran 141 chunks, its limit (max_chunks 150 less jitter)");
+  s.recycle.max_chunks = 141;  // no jitter drawn
+  CHECK(Judge({0, 0, 141}, s, f, ActiveWithStandby(), 0).reason ==
+        "ran 141 chunks (max_chunks 141)");
 }
 
 TEST_CASE("a standby starts early enough for a model load at the worker's chunk pace") {

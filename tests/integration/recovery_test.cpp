@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <random>
 #include <set>
 #include <sys/wait.h>
@@ -94,6 +95,42 @@ TEST_CASE("recovery: a leaking model is recycled by its memory limit and the out
   CHECK(peak < hard);
   CHECK(peak > soft * 0.9 * 0.8);  // the leak really grew: the limit, not luck, recycled them
   CHECK(r.out.find("recycled") != std::string::npos);
+  CheckNothingLeft(dir);
+}
+
+TEST_CASE(
+    "recovery: max_chunks with warm standby: a standby where the limit comes, none at the end") {
+  const std::string dir = ScratchDir("standby_end");
+  // 19 chunks, one worker, 10 chunks a worker (no jitter): the first worker's standby loads while
+  // it runs and takes over at its 10th chunk; the second runs the last 9 chunks and never reaches
+  // its limit, so no standby is started for it (one started at its standby point would load a
+  // model while the job's last chunk ran, for nothing).
+  const int kFrames = 1000;
+  nlohmann::json job = Job(dir, IndexVideo(kFrames), "identity", "out.mp4");
+  job["workers"] = 1;
+  job["chunk_frames"] = 53;  // 18 chunks of 53 and one of 46
+  job["recycle"] = {{"max_chunks", 10}, {"jitter", 0.0}, {"warm_standby", true}};
+  RunResult r = RunJob(dir, job);
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(OutOfPlace(FrameIndices(dir + "/out.mp4", kW, kH), kFrames) == 0);
+  std::vector<nlohmann::json> timeline = ReadTimeline(dir + "/out.mp4");
+  CHECK(CountEvents(timeline, "start") == 2);
+  CHECK(CountEvents(timeline, "recycle") == 1);
+  CHECK(CountEvents(timeline, "crash") == 0);
+  for (const auto& row : timeline) {
+    if (row["event"] == "recycle") CHECK(row["reason"] == "ran 10 chunks (max_chunks 10)");
+  }
+  // Every worker started ran chunks: the standby took over, and nothing loaded for nothing.
+  std::map<int, int64_t> frames_by_gen;
+  for (const auto& row : timeline) {
+    int64_t& f = frames_by_gen[row["gen"].get<int>()];
+    f = std::max<int64_t>(f, row["frames"].get<int64_t>());
+  }
+  for (const auto& [gen, frames] : frames_by_gen) {
+    INFO("gen " << gen);
+    CHECK(frames > 0);
+  }
   CheckNothingLeft(dir);
 }
 

@@ -23,8 +23,26 @@ RecycleVerdict Over(RecycleAction action, RecycleLimit limit, const char* what, 
   return {action, limit, value, threshold, buf};
 }
 
-// The first soft limit in `l` that `f` is over, as a verdict of `action`; kKeep if none.
-RecycleVerdict OverSoft(RecycleAction action, const SoftLimits& l, const WorkerFigures& f) {
+// A max_chunks verdict's words: the worker's own (jittered) limit beside the configured one, and
+// for a standby how far the worker is towards it.
+std::string MaxChunksReason(RecycleAction action, uint64_t done, uint64_t limit,
+                            int64_t configured) {
+  const std::string ran = std::to_string(done);
+  if (action == RecycleAction::kStartStandby) {
+    return "ran " + ran + " of its " + std::to_string(limit) + " chunks";
+  }
+  if (configured > 0 && static_cast<uint64_t>(configured) != limit) {
+    return "ran " + ran + " chunks, its limit (max_chunks " + std::to_string(configured) +
+           " less jitter)";
+  }
+  return "ran " + ran + " chunks (max_chunks " + std::to_string(limit) + ")";
+}
+
+// The first soft limit in `l` that `f` is over, as a verdict of `action`; kKeep if none. `own`:
+// the worker's own limits (`l` lowered for a standby), `configured` its max_chunks setting, for
+// the verdict's words.
+RecycleVerdict OverSoft(RecycleAction action, const SoftLimits& l, const SoftLimits& own,
+                        int64_t configured, const WorkerFigures& f) {
   if (l.gpu_reserved_bytes > 0 && f.gpu_reserved_bytes > l.gpu_reserved_bytes) {
     return Over(action, RecycleLimit::kGpuReserved, "gpu reserved", f.gpu_reserved_bytes,
                 l.gpu_reserved_bytes, "soft");
@@ -34,8 +52,7 @@ RecycleVerdict OverSoft(RecycleAction action, const SoftLimits& l, const WorkerF
   }
   if (l.max_chunks > 0 && f.chunks_done >= l.max_chunks) {
     return {action, RecycleLimit::kMaxChunks, f.chunks_done, l.max_chunks,
-            "ran " + std::to_string(f.chunks_done) + " chunks (max_chunks " +
-                std::to_string(l.max_chunks) + ")"};
+            MaxChunksReason(action, f.chunks_done, own.max_chunks, configured)};
   }
   return {};
 }
@@ -80,21 +97,6 @@ SoftLimits StandbyLimits(const SoftLimits& l, const WorkerFigures& f, const Work
     near.max_chunks = std::max<uint64_t>(1, std::min(by_fraction, by_time));
   }
   return near;
-}
-
-// A max_chunks verdict's words: the worker's own (jittered) limit beside the configured one, and
-// for a standby how far the worker is towards it.
-std::string MaxChunksReason(RecycleAction action, uint64_t done, uint64_t limit,
-                            int64_t configured) {
-  const std::string ran = std::to_string(done);
-  if (action == RecycleAction::kStartStandby) {
-    return "ran " + ran + " of its " + std::to_string(limit) + " chunks";
-  }
-  if (configured > 0 && static_cast<uint64_t>(configured) != limit) {
-    return "ran " + ran + " chunks, its limit (max_chunks " + std::to_string(configured) +
-           " less jitter)";
-  }
-  return "ran " + ran + " chunks (max_chunks " + std::to_string(limit) + ")";
 }
 
 }  // namespace
@@ -156,20 +158,17 @@ RecycleVerdict Judge(const SoftLimits& limits, const JobSettings& settings, cons
   }
   RecycleVerdict hard = OverHard(settings, f, now_ms);
   if (hard.action != RecycleAction::kKeep || w.phase != WorkerPhase::kActive) return hard;
-  RecycleVerdict soft = OverSoft(RecycleAction::kRecycle, limits, f);
-  if (soft.limit == RecycleLimit::kMaxChunks) {
-    soft.reason =
-        MaxChunksReason(soft.action, f.chunks_done, limits.max_chunks, settings.recycle.max_chunks);
-  }
+  const int64_t configured = settings.recycle.max_chunks;
+  RecycleVerdict soft = OverSoft(RecycleAction::kRecycle, limits, limits, configured, f);
   if (soft.action != RecycleAction::kKeep) return soft;
   if (!settings.recycle.warm_standby || w.has_standby) return {};
-  RecycleVerdict near =
-      OverSoft(RecycleAction::kStartStandby, StandbyLimits(limits, f, w, now_ms), f);
-  if (near.limit == RecycleLimit::kMaxChunks) {
-    // The chunks left all fit under its limit: it ends the run without reaching it.
-    if (w.run_chunks_left <= limits.max_chunks - f.chunks_done) return {};
-    near.reason =
-        MaxChunksReason(near.action, f.chunks_done, limits.max_chunks, settings.recycle.max_chunks);
+  RecycleVerdict near = OverSoft(RecycleAction::kStartStandby, StandbyLimits(limits, f, w, now_ms),
+                                 limits, configured, f);
+  // A max_chunks standby for a worker whose run's chunks all fit under its limit: it ends the
+  // run without reaching it.
+  if (near.limit == RecycleLimit::kMaxChunks &&
+      w.run_chunks_left <= limits.max_chunks - f.chunks_done) {
+    return {};
   }
   return near;
 }

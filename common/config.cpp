@@ -155,13 +155,16 @@ const char* Name(ModelOptimization mode) {
       return "on";
     case ModelOptimization::kOff:
       return "off";
+    case ModelOptimization::kCompile:
+      return "compile";
   }
   return "?";
 }
 
 std::optional<ModelOptimization> ParseModelOptimization(const std::string& name) {
   return FindByName<ModelOptimization>(
-      name, {ModelOptimization::kAuto, ModelOptimization::kOn, ModelOptimization::kOff});
+      name, {ModelOptimization::kAuto, ModelOptimization::kOn, ModelOptimization::kOff,
+             ModelOptimization::kCompile});
 }
 
 const char* Name(PageLockArena mode) {

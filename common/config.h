@@ -55,8 +55,11 @@ enum class ModelOptimization {
   kAuto,  // on with CUDA, off on the CPU (see docs/gpu.md for the figures behind it)
   kOn,    // on every device
   kOff,   // the model as it is in the file
+  // auto's freezing, and on an NVIDIA GPU a compiled engine (AOTInductor) for the job's frame
+  // size, batch and precision from the engine cache when one is there (supervisor/engines/)
+  kCompile,
 };
-const char* Name(ModelOptimization mode);  // "auto", "on", "off"
+const char* Name(ModelOptimization mode);  // "auto", "on", "off", "compile"
 std::optional<ModelOptimization> ParseModelOptimization(const std::string& name);
 
 // CUDA: whether each worker page-locks the job's shared-memory frame arena (cudaHostRegister), so

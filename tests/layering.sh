@@ -2,14 +2,14 @@
 # Checks that includes run one way: common/ below supervisor/ and worker/, which never include
 # each other (and none of them includes tests/); inside supervisor/, each folder includes only
 # itself and the folders before it in this order (lowest first), as supervisor/README.md explains:
-#   process media faces plan workers report job spool cluster service cli
+#   process media faces plan workers engines report job spool cluster service cli
 # and inside worker/ likewise, in this order, as worker/README.md explains; the files directly in
 # worker/ (the process itself: main, its loop, telemetry) are above every folder:
 #   sandbox faces model model_import batch
 # Prints every include that breaks the order and exits 1; 0 when there is none.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-supervisor_order=(process media faces plan workers report job spool cluster service cli)
+supervisor_order=(process media faces plan workers engines report job spool cluster service cli)
 worker_order=(sandbox faces model model_import batch)
 bad=0
 complain() { echo "layering: $1"; bad=1; }

@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """The model alone in PyTorch, as the reference framemill's worker is measured against.
 
-usage: model-reference.py MODEL.pt [WIDTH HEIGHT]   (default 1920 1080)
+usage: model-reference.py MODEL.pt [WIDTH HEIGHT [BATCH]]   (default 1920 1080 8)
 
 Times, on CUDA in fp16 with cuDNN autotuning, random frames already on the device:
   script    the TorchScript file as framemill's worker runs it (torch.jit.load), batch 1-16,
             channels-last and NCHW
   eager     for framemill's `restore` example model only: the same network written as eager
             PyTorch from the file's parameters (batch 8, channels-last)
-  compiled  that eager network under torch.compile (what a .pt2 package would hold)
+  compiled  that eager network under torch.compile (what a .pt2 package would hold), at BATCH,
+            in the default mode and in max-autotune (the fastest form a worker is held against)
 and prints frames per second for each, the best first. Run where torch is installed (the GPU
 machine); the `restore` case (scripts/gpu/run-case.py restore) runs it beside framemill-bench.
 """
@@ -38,6 +39,7 @@ def restore_eager(params):
 def main():
     path = sys.argv[1]
     w, h = (int(sys.argv[2]), int(sys.argv[3])) if len(sys.argv) > 3 else (1920, 1080)
+    batch_c = int(sys.argv[4]) if len(sys.argv) > 4 else 8
     torch.backends.cudnn.benchmark = True
     dev = torch.device("cuda")
     script = torch.jit.load(path, map_location=dev).eval().half()
@@ -86,11 +88,20 @@ def main():
         x = torch.rand(8, 3, h, w, device=dev, dtype=torch.float16).contiguous(
             memory_format=torch.channels_last)
         rows.append((fps(eager, x), "eager batch 8 channels-last"))
-        try:
-            compiled = torch.compile(eager)
-            rows.append((fps(compiled, x), "compiled (torch.compile) batch 8 channels-last"))
-        except Exception as e:  # report, do not hide
-            print(f"torch.compile failed: {type(e).__name__}: {str(e).splitlines()[0]}")
+        x = torch.rand(batch_c, 3, h, w, device=dev, dtype=torch.float16).contiguous(
+            memory_format=torch.channels_last)
+        for mode in ("default", "max-autotune"):
+            try:
+                t0 = time.monotonic()
+                compiled = torch.compile(eager, mode=mode)
+                compiled(x)
+                torch.cuda.synchronize()
+                built = time.monotonic() - t0
+                rows.append((fps(compiled, x), f"compiled (torch.compile {mode}, built in "
+                             f"{built:.0f} s) batch {batch_c} channels-last"))
+            except Exception as e:  # report, do not hide
+                print(f"torch.compile {mode} failed: {type(e).__name__}: "
+                      f"{str(e).splitlines()[0]}")
     for f, name in sorted(rows, reverse=True):
         print(f"{f:8.2f} fps  {name}")
 

@@ -27,6 +27,7 @@
 #include "common/shared_memory.h"
 #include "supervisor/cli/command_typo.h"
 #include "supervisor/cli/completion.h"
+#include "supervisor/cli/engine_commands.h"
 #include "supervisor/cli/framemill_main.h"
 #include "supervisor/cli/run_command.h"
 #include "supervisor/cli/spool_commands.h"
@@ -196,6 +197,8 @@ struct Request {
   bool json = false;
   std::string model_name, model_path;  // model export, import, info
   std::string model_packages = ".deps/model-packages";  // model import
+  framemill::CompileArgs compile;                       // model compile
+  bool clear = false;                                   // model engines --clear
   std::string shell = "bash";                        // completion
   std::string video;                                 // faces
   framemill::FacesInVideoOptions faces;
@@ -338,6 +341,18 @@ void DefineModelAndToolCommands(CLI::App& app, Request& rq) {
                   "Where scripts/fetch-model-packages.sh put the packages")
       ->type_name("DIR")
       ->capture_default_str();
+  CLI::App* compile = model->add_subcommand(
+      "compile", "Build the compiled engine `model_optimization: compile` runs, ahead of time");
+  compile->add_option("model", rq.compile.model, "The TorchScript model file")->required();
+  compile->add_option("--shape", rq.compile.shape, "The frame as the model sees it")
+      ->required()
+      ->type_name("WxH");
+  compile->add_option("--batch", rq.compile.batch, "The jobs' batch")->capture_default_str();
+  compile->add_option("--precision", rq.compile.precision, "fp16 or fp32")->capture_default_str();
+  compile->add_option("--device", rq.compile.device, "The GPU it is built on and for")
+      ->capture_default_str();
+  model->add_subcommand("engines", "List the compiled engines kept in the cache")
+      ->add_flag("--clear", rq.clear, "Remove them all");
   CLI::App* info = model->add_subcommand("info", "Print what is known of a model file (its card)");
   info->add_option("path", rq.model_path, "The model file")->required();
 
@@ -444,6 +459,8 @@ int Main(int argc, char** argv) {
   if (name == "model") {
     if (cmd->got_subcommand("list")) return ModelListCommand(*config);
     if (cmd->got_subcommand("info")) return ModelInfoCommand(rq.model_path);
+    if (cmd->got_subcommand("compile")) return framemill::ModelCompileCommand(rq.compile, *config);
+    if (cmd->got_subcommand("engines")) return framemill::ModelEnginesCommand(rq.clear, *config);
     if (cmd->got_subcommand("import")) {
       return ModelCommand(
           {"--import-model", rq.model_name, rq.model_path, "--packages", rq.model_packages},

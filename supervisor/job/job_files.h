@@ -24,6 +24,9 @@ struct JobFiles {
   // Named once: the checked, open input, model and output directory.
   UniqueFd input, model, output_dir;
   UniqueFd face_detector, face_table;  // face mode: the job's own, when it names them
+  // model_optimization compile: the compiled engine the workers run instead of the model, open
+  // and checked (supervisor/engines/engine_choice.h); not valid when they run the model.
+  UniqueFd engine;
   std::string output_name;   // the output's name in output_dir
   UniqueFd dir;              // the scratch directory, open
   std::string private_name;  // "" = the caller's workspace (kept); else removed at the end

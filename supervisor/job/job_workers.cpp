@@ -18,8 +18,8 @@ std::string JobWorkers::WarmKey() const {
   // The probe's shape comes from the model's card, a file of its own: a card added, changed or
   // removed beside the same model file must not hand over workers probed at another shape.
   const ProbeShape& probe = prepared_.probe_in;
-  return framemill::WarmKey(options_.output_reader_uid, IdentifyFile(files_.model.get()),
-                            job_.settings,
+  const int model = files_.engine.valid() ? files_.engine.get() : files_.model.get();
+  return framemill::WarmKey(options_.output_reader_uid, IdentifyFile(model), job_.settings,
                             LogDirKey(options_.worker_log_dir, IdentifyFile(files_.dir.get()))) +
          "|probe " + std::to_string(probe.width) + "x" + std::to_string(probe.height) + "x" +
          std::to_string(probe.batch);
@@ -37,8 +37,9 @@ Result<std::unique_ptr<WorkerPool>> JobWorkers::NewPool(const std::string& scrat
   opts.worker_binary = WorkerBinaryPath(config_.worker_binary);
   // The file as opened and checked: the pool hands the descriptor to the workers; where it
   // reads a name, it gets the real path resolved at the check, not the job's symlink.
-  opts.model = FdRealPath(files_.model.get());
-  opts.model_fd = files_.model.get();
+  // With model_optimization compile, the compiled engine when the job has one.
+  opts.model_fd = files_.engine.valid() ? files_.engine.get() : files_.model.get();
+  opts.model = FdRealPath(opts.model_fd);
   opts.launch = JobLaunch(settings);
   opts.launch.probe_width = static_cast<int>(prepared_.probe_in.width);
   opts.launch.probe_height = static_cast<int>(prepared_.probe_in.height);

@@ -4,6 +4,7 @@
 
 #include "common/checked_file.h"
 #include "common/log.h"
+#include "supervisor/engines/engine_choice.h"
 #include "supervisor/job/job_limits.h"
 #include "supervisor/job/parts_dir.h"
 #include "supervisor/media/alpha_join.h"
@@ -76,8 +77,7 @@ Status ResolveDepth(const JobSpec& job, const Config& config, PreparedJob* p) {
 // The card beside the model (model_fit.h), read beside its resolved path: an input or a setting
 // the model cannot take fails here, before a worker starts or a frame is decoded. In face mode
 // the model sees face_size x face_size crops, never a whole frame.
-Status CheckModel(const JobSpec& job, const Config& config, const JobFiles& files,
-                  PreparedJob* p) {
+Status CheckModel(const JobSpec& job, const Config& config, JobFiles& files, PreparedJob* p) {
   const JobSettings& settings = job.settings;
   const VideoStreamInfo& v = p->media.video;
   const bool faces = settings.mode == JobMode::kFaces;
@@ -91,6 +91,20 @@ Status CheckModel(const JobSpec& job, const Config& config, const JobFiles& file
                                        faces ? settings.faces.size : v.display_height));
   p->probe_in = ProbeShapeFor(*card, settings);
   if (card->has_value()) p->card_scale = (*card)->scale;
+  if (settings.model_optimization == ModelOptimization::kCompile) {
+    EngineChoice engine = ChooseEngine(settings, files.model.get(), job.model, v.display_width,
+                                       v.display_height, EngineCacheDir());
+    spdlog::info("{}", engine.note);
+    p->engine_note = engine.note;
+    if (engine.package.valid()) {
+      // The engine takes the job's frames and batch alone: the workers probe it at those.
+      files.engine = std::move(engine.package);
+      p->probe_in = {static_cast<uint32_t>(engine.key.width),
+                     static_cast<uint32_t>(engine.key.height),
+                     static_cast<uint32_t>(engine.key.batch)};
+      p->card_scale = engine.scale;
+    }
+  }
   return Status::Ok();
 }
 

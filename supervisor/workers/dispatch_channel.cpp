@@ -97,6 +97,10 @@ void Promote(std::vector<DispatchChannel>* channels, int k) {
   if (standby.role == WorkerRole::kStandby) standby.role = WorkerRole::kActive;
 }
 
+bool LeavingOnItsOwn(const DispatchChannel& ch) {
+  return ch.role == WorkerRole::kRetiring && ch.stop_sent;
+}
+
 bool KeptAtRelease(const DispatchChannel& ch) {
   return (ch.role == WorkerRole::kActive && ch.inflight.empty()) || ch.role == WorkerRole::kLoading;
 }

@@ -89,4 +89,7 @@ void Promote(std::vector<DispatchChannel>* channels, int k);
 // start one again; the next job adopts it as loading).
 bool KeptAtRelease(const DispatchChannel& ch);
 
+// A worker recycled and told to stop: it leaves on its own.
+bool LeavingOnItsOwn(const DispatchChannel& ch);
+
 }  // namespace framemill

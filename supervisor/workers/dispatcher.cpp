@@ -43,18 +43,8 @@ WorkerFigures Dispatcher::Figures(int k) const {
 }
 
 void Dispatcher::Record(int k, TimelineEventKind event, const std::string& reason, int pid) {
-  const TelemetrySnapshot t = pool_->LastTelemetry(k);
-  TimelineEvent e;
-  e.worker = k;
-  e.generation = channels_[k].generation;
-  e.pid = pid > 0 ? pid : pool_->Pid(k);
-  e.kind = event;
-  e.frames = t.frames_done;
-  e.rss_bytes = t.rss_bytes;
-  e.gpu_allocated_bytes = t.gpu_allocated_bytes;
-  e.gpu_reserved_bytes = t.gpu_reserved_bytes;
-  e.gpu_process_bytes = t.gpu_process_bytes;
-  e.reason = reason;
+  const TimelineEvent e = WorkerEvent(k, channels_[k].generation, pid > 0 ? pid : pool_->Pid(k),
+                                      event, pool_->LastTelemetry(k), reason);
   if (timeline_ != nullptr) timeline_->Record(e, MonotonicMs());
   stats_.RaisePeak(channels_[k].peak_index,
                    {k, e.generation, e.pid, e.frames, e.rss_bytes, e.gpu_reserved_bytes, ""});
@@ -149,7 +139,15 @@ int Dispatcher::AdoptLeftWorkers(int wanted, bool* killed, FirstWorker* first) {
 
 void Dispatcher::AwaitExits(const std::function<bool(const DispatchChannel&)>& leaving) {
   for (uint64_t until = MonotonicMs() + kStopGraceMs; MonotonicMs() < until; ::usleep(10 * 1000)) {
-    for (const WorkerExit& e : pool_->ReapExited()) channels_[e.channel] = DispatchChannel{};
+    for (const WorkerExit& e : pool_->ReapExited()) {
+      const DispatchChannel& ch = channels_[e.channel];
+      const bool clean = !e.signaled && e.exit_code == 0;
+      if (LeavingOnItsOwn(ch)) {
+        Record(e.channel, clean ? TimelineEventKind::kStop : TimelineEventKind::kCrash,
+               clean ? ch.retire_reason : e.Describe(), e.pid);
+      }
+      channels_[e.channel] = DispatchChannel{};
+    }
     bool pending = false;
     for (int k = 0; k < static_cast<int>(channels_.size()); ++k) {
       pending = pending || (pool_->Alive(k) && leaving(channels_[k]));
@@ -483,15 +481,17 @@ std::vector<WorkerSnapshot> Dispatcher::LiveWorkers() const {
   return live;
 }
 
-void Dispatcher::Shutdown() { pool_->StopAll(kStopGraceMs); }
+void Dispatcher::Shutdown() {
+  AwaitExits(LeavingOnItsOwn);
+  pool_->StopAll(kStopGraceMs);
+}
 
 void Dispatcher::BeginShutdown() { pool_->AskAllToStop(); }
 
 std::unique_ptr<WorkerPool> Dispatcher::Release() {
+  AwaitExits(LeavingOnItsOwn);
   for (int k = 0; k < static_cast<int>(channels_.size()); ++k) {
-    if (pool_->Alive(k) && !KeptAtRelease(channels_[k])) {
-      pool_->Signal(k, SIGKILL);
-    }
+    if (pool_->Alive(k) && !KeptAtRelease(channels_[k])) pool_->Signal(k, SIGKILL);
   }
   AwaitExits([](const DispatchChannel& ch) { return !KeptAtRelease(ch); });
   return std::move(pool_);

@@ -90,7 +90,8 @@ class Dispatcher {
            int64_t first_chunk, const std::atomic<bool>& stop,
            const std::function<void(int64_t)>& tick);
 
-  // Stops every worker (kStop, then SIGKILL after a grace period).
+  // Stops every worker (kStop, then SIGKILL after a grace period); a worker recycled and told to
+  // stop before is waited for first, and its exit recorded (the timeline's stop row).
   void Shutdown();
   // Asks every worker to stop and returns at once (their exits, a CUDA context's teardown
   // included, overlap the mux); Shutdown then reaps them.
@@ -125,7 +126,7 @@ class Dispatcher {
   int AdoptLeftWorkers(int wanted, bool* killed, FirstWorker* first);
   Status LoadFailed(const WorkerExit& e);
   // Waits (up to a grace period) until no live worker is `leaving`, reaping the exits (their
-  // channels cleared).
+  // channels cleared; a retiring worker's exit recorded).
   void AwaitExits(const std::function<bool(const DispatchChannel&)>& leaving);
   void HandleExit(const WorkerExit& e);
   void CollectResults(int k);

@@ -81,4 +81,20 @@ void Timeline::Record(const TimelineEvent& e, uint64_t now_ms) {
   std::fflush(file_);
 }
 
+TimelineEvent WorkerEvent(int worker, uint64_t generation, int pid, TimelineEventKind kind,
+                          const TelemetrySnapshot& t, const std::string& reason) {
+  TimelineEvent e;
+  e.worker = worker;
+  e.generation = generation;
+  e.pid = pid;
+  e.kind = kind;
+  e.frames = t.frames_done;
+  e.rss_bytes = t.rss_bytes;
+  e.gpu_allocated_bytes = t.gpu_allocated_bytes;
+  e.gpu_reserved_bytes = t.gpu_reserved_bytes;
+  e.gpu_process_bytes = t.gpu_process_bytes;
+  e.reason = reason;
+  return e;
+}
+
 }  // namespace framemill

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/shm_validate.h"
 #include "common/status.h"
 
 namespace framemill {
@@ -43,6 +44,10 @@ struct TimelineEvent {
   uint64_t gpu_process_bytes = 0;  // NVML; 0 = unknown
   std::string reason;
 };
+
+// A worker's event with its last telemetry's figures.
+TimelineEvent WorkerEvent(int worker, uint64_t generation, int pid, TimelineEventKind kind,
+                          const TelemetrySnapshot& t, const std::string& reason);
 
 // An event as recorded: `t_s` seconds since the job started.
 struct TimelineRecord {

@@ -9,9 +9,12 @@
 
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
+#include "common/file_util.h"
 #include "common/model_card.h"
+#include "supervisor/engines/engine_cache.h"
 #include "harness.h"
 #include "service_harness.h"
 
@@ -140,4 +143,52 @@ TEST_CASE("fixed shape: a card added beside a loaded model gets workers probed a
   CHECK(after["workers_started"] == 1);
   ::kill(serve.pid, SIGTERM);
   CHECK(WaitJob(serve, 60).exit_code == 0);
+}
+
+// model_optimization compile (supervisor/engines/): where no compiled engine applies or none is
+// cached, the job runs its TorchScript model and one line says why; an engine is never built
+// where there is no GPU, and the command says so; the cache lists and clears its entries.
+TEST_CASE("compiled engines: a job runs TorchScript with the reason; the cache lists and clears") {
+  const std::string dir = ScratchDir("compiled_engines");
+  const Env cache_env = {{"XDG_CACHE_HOME", dir + "/cache"}, {"CACHE_DIRECTORY", ""}};
+  nlohmann::json job = LosslessJob(TestClip("d0.mp4"), dir + "/out.mp4", ModelPath("identity"));
+  job["model_optimization"] = "compile";
+  RunResult r = RunJob(dir, job, nullptr, cache_env);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(r.err.find("model_optimization compile: running TorchScript: ") != std::string::npos);
+  if (TestDevice() == "cpu") {
+    CHECK(r.err.find("running TorchScript: the job runs on the CPU") != std::string::npos);
+  }
+  CHECK(CountFrames(dir + "/out.mp4") == kClipFrames);
+
+  if (!framemill::HostHasNvidiaDriver()) {
+    BackgroundJob compile = StartFramemill(
+        dir, {"model", "compile", ModelPath("identity"), "--shape", "512x512", "--batch", "4"},
+        cache_env, "compile");
+    RunResult built = WaitJob(compile);
+    CHECK(built.exit_code == 1);
+    CHECK(built.err.find("no engine can be built here: no NVIDIA GPU 0") != std::string::npos);
+  }
+
+  // An entry as a build leaves it, listed, then cleared.
+  const std::string cache = dir + "/cache/framemill/engines";
+  const std::string build = cache + "/.build-test";
+  fs::create_directories(build);
+  fs::permissions(dir + "/cache/framemill", fs::perms::owner_all);
+  std::ofstream(build + "/engine.pt2") << "not a real package";
+  framemill::EngineKey key;
+  key.model_sha256 = std::string(64, '0');
+  key.width = key.height = kSide;
+  key.batch = 4;
+  key.gpu = "NVIDIA H100 80GB HBM3";
+  REQUIRE(framemill::KeepEngine(cache, build, key, 12.0).ok());
+  RunResult list = WaitJob(StartFramemill(dir, {"model", "engines"}, cache_env, "list"));
+  CHECK(list.exit_code == 0);
+  CHECK(list.out.find(key.Id() + "\tshape 512x512, batch 4, precision fp16, gpu NVIDIA H100") !=
+        std::string::npos);
+  RunResult clear =
+      WaitJob(StartFramemill(dir, {"model", "engines", "--clear"}, cache_env, "clear"));
+  CHECK(clear.exit_code == 0);
+  CHECK(clear.out == "removed 1 engine from " + cache + "\n");
+  CHECK(ListDir(cache).empty());
 }

@@ -132,3 +132,34 @@ TEST_CASE("media confine: a descriptor open for writing is rewritten, others onl
   ::close(at);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE(
+    "media confine: --gpu confines by a private root: the system read-only, its folder "
+    "writable, nothing else there") {
+  const std::string dir = TempDir("confine-gpu");
+  std::filesystem::create_directories(dir + "/in");
+  std::filesystem::create_directories(dir + "/build");
+  std::ofstream(dir + "/in/a.txt") << "the input\n";
+  std::ofstream(dir + "/secret.txt") << "the secret\n";
+  const std::string script =
+      "cat " + dir + "/in/a.txt; echo made > " + dir + "/build/b.txt; cat " + dir +
+      "/secret.txt || echo no-secret; echo x > " + dir + "/in/c.txt || echo input-read-only; " +
+      "touch /usr/framemill-confine-test || echo usr-read-only; ls /etc/passwd";
+  Result<CommandOutput> r =
+      RunAndCapture({FRAMEMILL_CONFINE_BIN, "--mode", "required", "--gpu", "--read", dir + "/in",
+                     "--write", dir + "/build", "--", "/bin/sh", "-c", script});
+  REQUIRE(r.ok());
+  if (r->exit_code == 126 && r->err.find("mntns") != std::string::npos) {
+    unit::SkipTest("no private root here (user namespaces refused): " + r->err);
+  }
+  INFO(r->err);
+  CHECK(r->exit_code == 0);
+  CHECK(r->out == "the input\nno-secret\ninput-read-only\nusr-read-only\n/etc/passwd\n");
+  std::ifstream made(dir + "/build/b.txt");
+  std::string line;
+  CHECK(std::getline(made, line));
+  CHECK(line == "made");
+  CHECK(!std::filesystem::exists(dir + "/in/c.txt"));
+  CHECK(!std::filesystem::exists("/usr/framemill-confine-test"));
+  std::filesystem::remove_all(dir);
+}

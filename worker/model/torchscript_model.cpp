@@ -66,6 +66,7 @@ bool FreezesModel(ModelOptimization optimization, const torch::Device& device) {
     case ModelOptimization::kOff:
       return false;
     case ModelOptimization::kAuto:
+    case ModelOptimization::kCompile:  // the engine, where there is one, is not TorchScript
       return device.is_cuda();
   }
   return false;

@@ -13,6 +13,12 @@
 // The rules hold for PROGRAM and anything it runs. No seccomp filter: the worker's forbids
 // executing a program, which this one exists to do.
 //
+// --gpu: for a program that drives a GPU (the engine builder, supervisor/engines/engine_build.h),
+// which CUDA forbids Landlock's file rules for: the files are confined by a private root instead
+// (worker/sandbox/mount_namespace.h) made from GpuBuilderFsRules (the system read-only, the CUDA
+// devices, each --read PATH read-only, each --write PATH a folder it may create files in), in the
+// user namespace of the empty network one; Landlock then polices TCP and the scopes alone.
+//
 // required: a layer that cannot be put in place ends it with exit code 126 and the reason on
 // stderr, PROGRAM never runs. auto: it runs with what could be put in place, and one line on
 // stderr names what is missing. Exit code 127: PROGRAM could not be executed.
@@ -26,6 +32,7 @@
 #include <vector>
 
 #include "worker/sandbox/landlock.h"
+#include "worker/sandbox/mount_namespace.h"
 #include "worker/sandbox/sandbox.h"
 #include "worker/sandbox/sandbox_policy.h"
 
@@ -37,7 +44,7 @@ constexpr int kNotExecuted = 127;
 
 int Usage(const char* why) {
   std::fprintf(stderr,
-               "framemill-confine: %s\nusage: framemill-confine --mode required|auto "
+               "framemill-confine: %s\nusage: framemill-confine --mode required|auto [--gpu] "
                "[--read PATH]... [--write PATH]... -- PROGRAM [ARG]...\n",
                why);
   return kUsage;
@@ -48,12 +55,17 @@ int Usage(const char* why) {
 int main(int argc, char** argv) {
   std::string mode;
   std::vector<std::string> reads, writes;
+  bool gpu = false;
   int program = -1;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--") {
       program = i + 1;
       break;
+    }
+    if (arg == "--gpu") {
+      gpu = true;
+      continue;
     }
     if (i + 1 >= argc) return Usage((arg + " has no value").c_str());
     if (arg == "--mode") {
@@ -73,16 +85,24 @@ int main(int argc, char** argv) {
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
     missing.push_back(std::string("no_new_privs (") + std::strerror(errno) + ")");
   }
+  const bool no_new_privs = missing.empty();
   const rlimit no_core{0, 0};
   (void)::setrlimit(RLIMIT_CORE, &no_core);
   const std::string netns = framemill::EnterEmptyNetwork();  // extra: Landlock denies TCP
+  if (gpu) {
+    // The private root needs the user namespace just entered; its rules read the real paths.
+    framemill::Result<framemill::PrivateRoot> root =
+        netns.empty() ? framemill::EnterPrivateRoot(framemill::GpuBuilderFsRules(reads, writes))
+                      : framemill::Status(framemill::StatusCode::kIo, "needs a user namespace");
+    if (!root.ok()) missing.push_back("mntns (" + root.status().message() + ")");
+  }
   framemill::Result<framemill::LandlockResult> landlock =
-      missing.empty() ? framemill::ApplyLandlock(
-                            framemill::MediaToolFsRules(argv[program], reads, writes))
-                      : framemill::Status(framemill::StatusCode::kIo, "needs no_new_privs");
+      !no_new_privs ? framemill::Status(framemill::StatusCode::kIo, "needs no_new_privs")
+      : gpu         ? framemill::ApplyLandlock({}, /*file_rules=*/false)
+            : framemill::ApplyLandlock(framemill::MediaToolFsRules(argv[program], reads, writes));
   if (!landlock.ok()) {
     missing.push_back("landlock (" + landlock.status().message() + ")");
-  } else if (!landlock->file_system) {
+  } else if (!landlock->file_system && !gpu) {
     missing.push_back("landlock file rules (off by FRAMEMILL_SANDBOX_NO_FS)");
   }
   if (!missing.empty()) {

@@ -231,6 +231,32 @@ std::vector<FsRule> MediaToolFsRules(const std::string& program,
   return WithoutRedundantRules(std::move(rules));
 }
 
+std::vector<FsRule> GpuBuilderFsRules(const std::vector<std::string>& reads,
+                                      const std::vector<std::string>& writes) {
+  std::vector<FsRule> rules;
+  // The system's programs, libraries and headers (an interpreter, a C++ compiler and its linker,
+  // CUDA's): read and run, never written.
+  for (const char* dir : {"/usr", "/opt"}) Add(&rules, dir, FsAccess::kReadExec, "the system");
+  for (const char* dir : kStandardLibraryDirs) {
+    Add(&rules, dir, FsAccess::kReadExec, "standard library directory");
+  }
+  for (const std::string& dir : LdSoConfDirectories("/etc/ld.so.conf")) {
+    Add(&rules, dir, FsAccess::kReadExec, "ld.so.conf library directory");
+  }
+  Add(&rules, "/etc", FsAccess::kRead, "system settings");
+  Add(&rules, "/proc/cpuinfo", FsAccess::kRead, "CPU features");
+  Add(&rules, "/proc/meminfo", FsAccess::kRead, "memory size");
+  Add(&rules, "/proc/self", FsAccess::kRead, "own status");
+  Add(&rules, "/sys", FsAccess::kRead, "devices (CPU count, the GPU's PCI facts)");
+  Add(&rules, "/dev/null", FsAccess::kReadWrite, "the null device");
+  Add(&rules, "/dev/zero", FsAccess::kRead, "zero pages");
+  Add(&rules, "/dev/urandom", FsAccess::kRead, "random seeds");
+  for (FsRule& r : CudaFsRules()) rules.push_back(std::move(r));
+  for (const std::string& path : reads) Add(&rules, path, FsAccess::kReadExec, "its input");
+  for (const std::string& path : writes) Add(&rules, path, FsAccess::kTempFiles, "its own folder");
+  return WithoutRedundantRules(std::move(rules));
+}
+
 std::vector<FsRule> WithoutRedundantRules(std::vector<FsRule> rules) {
   auto beneath = [](const std::string& path, const std::string& dir) {
     if (dir == "/") return true;

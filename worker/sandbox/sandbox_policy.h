@@ -50,6 +50,16 @@ std::vector<FsRule> MediaToolFsRules(const std::string& program,
                                      const std::vector<std::string>& reads,
                                      const std::vector<std::string>& writes = {});
 
+// The rules for a program that drives a GPU and runs a compiler (the engine builder,
+// supervisor/engines/engine_build.h), made into a private root (mount_namespace.h) since CUDA
+// does not work under Landlock's file rules: /usr, /opt, the library directories, /etc, /sys and
+// a few /proc files read-only (and executable where programs and libraries live), the CUDA
+// driver's devices, each of `reads` read-only (a directory with what is beneath it: the
+// interpreter's module paths, the script), each of `writes` read-write with files created there
+// (its build folder). No home, no spool, no other job's files; /tmp and /dev/shm its own.
+std::vector<FsRule> GpuBuilderFsRules(const std::vector<std::string>& reads,
+                                      const std::vector<std::string>& writes);
+
 // The CUDA driver's needs alone (part of WorkerFsRules), kept apart so that what a GPU machine
 // needs is in one place: /dev/nvidia*, /dev/nvidia-caps, /proc/driver/nvidia, /proc/devices.
 std::vector<FsRule> CudaFsRules();

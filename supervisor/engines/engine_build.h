@@ -1,0 +1,49 @@
+// Building a compiled engine (engine_key.h) for a TorchScript model: scripts/export-pt2.py run by
+// the machine's Python torch, confined, into a build folder of the engine cache (engine_cache.h),
+// which becomes the key's entry once the script has checked the package against the TorchScript
+// model (frames within the precision's tolerance) and its sha256 is written down.
+//
+// What runs: `<python> export-pt2.py --torchscript model.pt engine.pt2 --shape WxH --batch N
+// --precision P --device cuda` with CUDA_VISIBLE_DEVICES the key's GPU, its temporary files and
+// Inductor's and Triton's caches inside the build folder, under framemill-confine --gpu
+// (worker/sandbox/confine_main.cpp): an empty network namespace, a private root where the system
+// is read-only, the Python's module paths and the script readable, the build folder alone
+// writable; no_new_privs; Landlock's TCP rules. It executes a compiler on a model's code, so it
+// is confined as a worker is (its file rules as a private root, as a CUDA worker's are), with the
+// worker_sandbox mode: "required" refuses to build unconfined, "off" confines nothing.
+//
+// Why a machine cannot build (WhyNoBuilder): no Python with torch, a torch other than the one
+// framemill-worker is built against (a package loads only into its own torch), no C++ compiler,
+// no export-pt2.py installed.
+#pragma once
+
+#include <string>
+
+#include "common/config.h"
+#include "common/status.h"
+#include "supervisor/engines/engine_cache.h"
+#include "supervisor/engines/engine_key.h"
+
+namespace framemill {
+
+struct EngineBuildRequest {
+  int model_fd = -1;        // the TorchScript file, open
+  std::string model_label;  // its name in messages
+  EngineKey key;
+  int gpu_index = 0;
+  WorkerSandbox sandbox = WorkerSandbox::kAuto;
+  std::string python = "python3";
+};
+
+// export-pt2.py installed beside framemill (<prefix>/share/framemill/), or in the source tree
+// of a build folder (../scripts/); "" when neither is there.
+std::string ExportScriptPath();
+
+// "" when `python` can build engines for `key` here, else one sentence why not.
+std::string WhyNoBuilder(const std::string& python, const EngineKey& key);
+
+// Builds the engine and keeps it in `cache_dir`. kModelInvalid with the builder's last lines
+// when it fails (the export, or the check against the TorchScript model).
+Result<CachedEngine> BuildEngine(const std::string& cache_dir, const EngineBuildRequest& request);
+
+}  // namespace framemill

@@ -1,0 +1,63 @@
+#include "supervisor/engines/engine_choice.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "common/file_util.h"
+#include "common/model_format.h"
+#include "common/sha256.h"
+
+namespace framemill {
+namespace {
+
+// Why an engine does not apply to the job ("" when it does); `bytes`: the model file's.
+std::string NotApplicable(const JobSettings& s, const std::string& bytes) {
+  if (s.mode == JobMode::kFaces) return "face mode runs face crops";
+  if (s.tile.mode != TileMode::kOff) return "the job's tile is \"" + Name(s.tile) + "\"";
+  if (s.device.kind == DeviceKind::kCpu) return "the job runs on the CPU";
+  if (!HostHasNvidiaDriver()) return "this machine has no NVIDIA GPU";
+  if (s.precision != Precision::kFp16 && s.precision != Precision::kFp32) {
+    return std::string("engines are built at fp16 or fp32, the job's precision is ") +
+           Name(s.precision);
+  }
+  Result<ModelFormat> format = DetectModelFormat(bytes);
+  if (format.ok() && *format == ModelFormat::kPt2) return "the model is a package already";
+  return "";
+}
+
+}  // namespace
+
+EngineChoice ChooseEngine(const JobSettings& s, int model_fd, const std::string& model_label,
+                          int width, int height, const std::string& cache_dir) {
+  EngineChoice c;
+  auto torchscript = [&](const std::string& why) {
+    c.note = "model_optimization compile: running TorchScript: " + why;
+    return std::move(c);
+  };
+  std::ifstream in(FdPath(model_fd), std::ios::binary);
+  std::stringstream read;
+  read << in.rdbuf();
+  const std::string bytes = read.str();
+  const std::string not_applicable = NotApplicable(s, bytes);
+  if (!not_applicable.empty()) return torchscript(not_applicable);
+  Result<EngineKey> key = EngineKeyFor(Sha256Hex(bytes), width, height, s.batch, s.precision,
+                                       s.device.index < 0 ? 0 : s.device.index);
+  if (!key.ok()) return torchscript(key.status().message());
+  c.key = *key;
+  c.applies = true;
+  if (cache_dir.empty()) return torchscript("no cache folder (no HOME, no $CACHE_DIRECTORY)");
+  Result<std::optional<CachedEngine>> found = FindEngine(cache_dir, c.key, &c.package, &c.scale);
+  if (!found.ok()) return torchscript(found.status().message());
+  if (!found->has_value()) {
+    return torchscript("no compiled engine for " + c.key.Describe() + " in " + cache_dir +
+                       " (`framemill model compile " + model_label + " --shape " +
+                       std::to_string(width) + "x" + std::to_string(height) + " --batch " +
+                       std::to_string(s.batch) + " --precision " + Name(s.precision) +
+                       "` builds it)");
+  }
+  c.note = "model_optimization compile: running the compiled engine " + (*found)->id + " (" +
+           c.key.Describe() + ", built " + (*found)->built_at + ")";
+  return c;
+}
+
+}  // namespace framemill

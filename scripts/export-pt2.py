@@ -30,6 +30,8 @@ options:
                           fixed_height, fixed_batch) and framemill refuses other sizes, other
                           batches, tiles and face mode with that package
   --name NAME             the card's name (default: OUT's stem)
+  --check-here            check the package in this process, not a fresh one (framemill's
+                          confined builder, where a child process cannot start CUDA)
 
 The package holds code compiled for this machine's GPU architecture and this torch version: build
 it where it will run (or on the same GPU and torch). After packaging, the script loads the package
@@ -188,8 +190,23 @@ def export(module, args, device, dtype):
     return program, example
 
 
+def check_here(package, module, example, args):
+    """Runs the package in this process: for a confined builder (framemill model compile), where
+    a child process cannot start CUDA. A crash still ends the script without a package checked."""
+    with torch.inference_mode():
+        want = module(example).float()
+        runner = torch._inductor.aoti_load_package(package)
+        got = runner(example)
+    got = (got[0] if isinstance(got, (list, tuple)) else got).float()
+    return float((got - want).abs().max()), want.shape[-1] // example.shape[-1]
+
+
 def check(package, module, example, args):
     """Runs the package in a fresh process (a crash there must not look like success here)."""
+    if args.check_here:
+        diff, scale = check_here(package, module, example, args)
+        report_diff(diff, args)
+        return scale
     with torch.inference_mode():
         want = module(example).float().cpu()
     ref = package + ".check.pt"
@@ -210,13 +227,16 @@ def check(package, module, example, args):
     os.unlink(ref)
     if r.returncode != 0:
         sys.exit(f"export-pt2: loading the package failed (exit {r.returncode}):\n{r.stderr[-3000:]}")
-    diff = float(r.stdout.strip().splitlines()[-1])
+    report_diff(float(r.stdout.strip().splitlines()[-1]), args)
+    return want.shape[-1] // example.shape[-1]
+
+
+def report_diff(diff, args):
     bound = 1e-2 if args.precision == "fp16" else 1e-4
     print(f"export-pt2: package output differs from the source model by at most {diff:.2e}"
           f" (bound {bound:.0e})")
     if diff > bound:
         sys.exit("export-pt2: the package's output is not the model's")
-    return want.shape[-1] // example.shape[-1]
 
 
 def write_card(path, args, scale, source):
@@ -272,6 +292,7 @@ def main():
     p.add_argument("--shape", help="WxH")
     p.add_argument("--batch", type=int)
     p.add_argument("--name")
+    p.add_argument("--check-here", action="store_true")
     args = p.parse_args()
     if args.shape:
         try:

@@ -320,6 +320,9 @@ class Driver:
             print(f"{case['name']}: " + ("every run's output holds the same frames" if same else
                                          "OUTPUTS DIFFER: " + json.dumps(hashes)))
         elif isinstance(cmp, dict) and "psnr" in cmp:
+            if not all(n in self.outputs for n in cmp["psnr"]):
+                print(f"psnr of {cmp['psnr']}: not compared (not every run ran in this call)")
+                return
             a, b = (self.outputs[n] for n in cmp["psnr"])
             _, text = self.sh(["ffmpeg", "-nostdin", "-i", a, "-i", b, "-lavfi", "psnr", "-f", "null", "-"],
                               quiet=True)

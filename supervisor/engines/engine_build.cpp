@@ -115,28 +115,18 @@ Result<CachedEngine> BuildEngine(const std::string& cache_dir, const EngineBuild
   if (!copied.ok()) return fail(copied);
   for (const char* sub : {"tmp", "cache", "home"}) ::mkdir((folder + "/" + sub).c_str(), 0700);
   const std::string script = ExportScriptPath();
-  std::vector<std::string> argv = {"/usr/bin/env",
-                                   "TMPDIR=" + folder + "/tmp",
-                                   "HOME=" + folder + "/home",
-                                   "XDG_CACHE_HOME=" + folder + "/cache",
-                                   "TORCHINDUCTOR_CACHE_DIR=" + folder + "/cache/inductor",
-                                   "TRITON_CACHE_DIR=" + folder + "/cache/triton",
-                                   "CUDA_CACHE_PATH=" + folder + "/cache/nv",
-                                   "CUDA_VISIBLE_DEVICES=" + std::to_string(r.gpu_index),
-                                   "PYTHONDONTWRITEBYTECODE=1",
-                                   FindExecutable(r.python),
-                                   script,
-                                   "--torchscript",
-                                   folder + "/model.pt",
-                                   folder + "/engine.pt2",
-                                   "--shape",
-                                   std::to_string(r.key.width) + "x" + std::to_string(r.key.height),
-                                   "--batch",
-                                   std::to_string(r.key.batch),
-                                   "--precision",
-                                   Name(r.key.precision),
-                                   "--device",
-                                   "cuda"};
+  std::vector<std::string> argv = {
+      "/usr/bin/env", "TMPDIR=" + folder + "/tmp", "HOME=" + folder + "/home",
+      "XDG_CACHE_HOME=" + folder + "/cache",
+      "TORCHINDUCTOR_CACHE_DIR=" + folder + "/cache/inductor",
+      "TRITON_CACHE_DIR=" + folder + "/cache/triton", "CUDA_CACHE_PATH=" + folder + "/cache/nv",
+      "CUDA_VISIBLE_DEVICES=" + std::to_string(r.gpu_index), "PYTHONDONTWRITEBYTECODE=1",
+      // Inductor compiles in this process: a child's CUDA does not start in the private root.
+      "TORCHINDUCTOR_COMPILE_THREADS=1", FindExecutable(r.python), script, "--torchscript",
+      folder + "/model.pt", folder + "/engine.pt2", "--shape",
+      std::to_string(r.key.width) + "x" + std::to_string(r.key.height), "--batch",
+      std::to_string(r.key.batch), "--precision", Name(r.key.precision), "--device", "cuda",
+      "--check-here"};
   if (r.sandbox != WorkerSandbox::kOff) {
     std::vector<std::string> confine = {ConfineBinaryPath(), "--mode",
                                         r.sandbox == WorkerSandbox::kRequired ? "required" : "auto",

@@ -43,8 +43,9 @@ WorkerFigures Dispatcher::Figures(int k) const {
 }
 
 void Dispatcher::Record(int k, TimelineEventKind event, const std::string& reason, int pid) {
-  const TimelineEvent e = WorkerEvent(k, channels_[k].generation, pid > 0 ? pid : pool_->Pid(k),
-                                      event, pool_->LastTelemetry(k), reason);
+  const TimelineEvent e =
+      WorkerTimelineEvent(k, channels_[k].generation, pid > 0 ? pid : pool_->Pid(k), event,
+                          pool_->LastTelemetry(k), reason);
   if (timeline_ != nullptr) timeline_->Record(e, MonotonicMs());
   stats_.RaisePeak(channels_[k].peak_index,
                    {k, e.generation, e.pid, e.frames, e.rss_bytes, e.gpu_reserved_bytes, ""});

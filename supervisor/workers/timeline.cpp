@@ -81,8 +81,8 @@ void Timeline::Record(const TimelineEvent& e, uint64_t now_ms) {
   std::fflush(file_);
 }
 
-TimelineEvent WorkerEvent(int worker, uint64_t generation, int pid, TimelineEventKind kind,
-                          const TelemetrySnapshot& t, const std::string& reason) {
+TimelineEvent WorkerTimelineEvent(int worker, uint64_t generation, int pid, TimelineEventKind kind,
+                                  const TelemetrySnapshot& t, const std::string& reason) {
   TimelineEvent e;
   e.worker = worker;
   e.generation = generation;

@@ -46,8 +46,8 @@ struct TimelineEvent {
 };
 
 // A worker's event with its last telemetry's figures.
-TimelineEvent WorkerEvent(int worker, uint64_t generation, int pid, TimelineEventKind kind,
-                          const TelemetrySnapshot& t, const std::string& reason);
+TimelineEvent WorkerTimelineEvent(int worker, uint64_t generation, int pid, TimelineEventKind kind,
+                                  const TelemetrySnapshot& t, const std::string& reason);
 
 // An event as recorded: `t_s` seconds since the job started.
 struct TimelineRecord {

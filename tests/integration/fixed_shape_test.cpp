@@ -148,7 +148,7 @@ TEST_CASE("fixed shape: a card added beside a loaded model gets workers probed a
 // model_optimization compile (supervisor/engines/): where no compiled engine applies or none is
 // cached, the job runs its TorchScript model and one line says why; an engine is never built
 // where there is no GPU, and the command says so; the cache lists and clears its entries.
-TEST_CASE("compiled engines: a job runs TorchScript with the reason; the cache lists and clears") {
+TEST_CASE("compiled engines: a job runs TorchScript with the reason, the cache lists and clears") {
   const std::string dir = ScratchDir("compiled_engines");
   const Env cache_env = {{"XDG_CACHE_HOME", dir + "/cache"}, {"CACHE_DIRECTORY", ""}};
   nlohmann::json job = LosslessJob(TestClip("d0.mp4"), dir + "/out.mp4", ModelPath("identity"));

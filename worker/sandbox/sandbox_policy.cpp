@@ -246,7 +246,12 @@ std::vector<FsRule> GpuBuilderFsRules(const std::vector<std::string>& reads,
   Add(&rules, "/etc", FsAccess::kRead, "system settings");
   Add(&rules, "/proc/cpuinfo", FsAccess::kRead, "CPU features");
   Add(&rules, "/proc/meminfo", FsAccess::kRead, "memory size");
-  Add(&rules, "/proc/self", FsAccess::kRead, "own status");
+  Add(&rules, "/proc/stat", FsAccess::kRead, "CPU counts");
+  Add(&rules, "/proc/sys", FsAccess::kRead, "kernel limits (read-only tunables)");
+  // Read-write as for a worker: the CUDA driver names its threads (/proc/self/task/N/comm) and
+  // does not start when it cannot (torch.cuda.is_available() false in the builder).
+  Add(&rules, "/proc/self", FsAccess::kReadWrite, "own status, own thread names");
+  Add(&rules, "/proc/thread-self", FsAccess::kReadWrite, "own threads");
   Add(&rules, "/sys", FsAccess::kRead, "devices (CPU count, the GPU's PCI facts)");
   Add(&rules, "/dev/null", FsAccess::kReadWrite, "the null device");
   Add(&rules, "/dev/zero", FsAccess::kRead, "zero pages");

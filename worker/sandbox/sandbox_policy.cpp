@@ -258,7 +258,11 @@ std::vector<FsRule> GpuBuilderFsRules(const std::vector<std::string>& reads,
   Add(&rules, "/dev/urandom", FsAccess::kRead, "random seeds");
   for (FsRule& r : CudaFsRules()) rules.push_back(std::move(r));
   for (const std::string& path : reads) Add(&rules, path, FsAccess::kReadExec, "its input");
-  for (const std::string& path : writes) Add(&rules, path, FsAccess::kTempFiles, "its own folder");
+  for (const std::string& path : writes) {
+    // Written and executable: Triton and Inductor load the libraries they build there.
+    Add(&rules, path, FsAccess::kTempFiles, "its own folder");
+    Add(&rules, path, FsAccess::kReadExec, "libraries it builds");
+  }
   return WithoutRedundantRules(std::move(rules));
 }
 

@@ -56,9 +56,10 @@ std::vector<FsRule> MediaToolFsRules(const std::string& program,
 // a few /proc files read-only (and executable where programs and libraries live), the CUDA
 // driver's devices, each of `reads` read-only (a directory with what is beneath it: the
 // interpreter's module paths, the script), each of `writes` read-write and executable, with
-// files created there (its build folder, where the compilers' libraries are loaded from). No home, no spool, no other job's files; /tmp and /dev/shm its own. /proc
-// holds the program's own entries alone (mount_namespace.h), so a child process that drives the
-// GPU does not start there (its /proc/self is the program's): the program uses it itself.
+// files created there (its build folder, where the compilers' libraries are loaded from). No
+// home, no spool, no other job's files; /tmp and /dev/shm its own. /proc holds the program's own
+// entries alone (mount_namespace.h), so a child process that drives the GPU does not start there
+// (its /proc/self is the program's): the program uses it itself.
 std::vector<FsRule> GpuBuilderFsRules(const std::vector<std::string>& reads,
                                       const std::vector<std::string>& writes);
 

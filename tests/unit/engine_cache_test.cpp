@@ -49,6 +49,7 @@ struct Scratch {
     std::ofstream(b + "/engine.pt2") << bytes;
     ModelCard card;
     card.name = "restore";
+    card.format = "pt2";
     card.scale = 2;
     REQUIRE(SaveModelCard(b + "/engine.pt2", card).ok());
     return b;
@@ -110,7 +111,7 @@ TEST_CASE("engines: a kept engine is found by its key, with its bytes checked") 
   UniqueFd fd;
   int scale = 0;
   Result<std::optional<CachedEngine>> found = FindEngine(s.cache(), key, &fd, &scale);
-  REQUIRE(found.ok());
+  REQUIRE_MESSAGE(found.ok(), found.status().message());
   REQUIRE(found->has_value());
   CHECK(fd.valid());
   CHECK(scale == 2);

@@ -78,6 +78,16 @@ void Add(std::vector<FsRule>* rules, const std::string& path, FsAccess access,
   rules->push_back({canonical, access, why, canonical == path ? std::string() : path});
 }
 
+// The directories the dynamic loader searches: the standard ones and /etc/ld.so.conf's.
+void AddLibraryDirectories(std::vector<FsRule>* rules) {
+  for (const char* dir : kStandardLibraryDirs) {
+    Add(rules, dir, FsAccess::kReadExec, "standard library directory");
+  }
+  for (const std::string& dir : LdSoConfDirectories("/etc/ld.so.conf")) {
+    Add(rules, dir, FsAccess::kReadExec, "ld.so.conf library directory");
+  }
+}
+
 }  // namespace
 
 std::string SharedMemoryDirectory(const std::string& control) {
@@ -164,12 +174,7 @@ std::vector<FsRule> WorkerFsRules(const std::string& control) {
       if (Canonical(dir) != exe_dir) Add(&rules, dir, FsAccess::kReadExec, "run path of " + file);
     }
   }
-  for (const char* dir : kStandardLibraryDirs) {
-    Add(&rules, dir, FsAccess::kReadExec, "standard library directory");
-  }
-  for (const std::string& dir : LdSoConfDirectories("/etc/ld.so.conf")) {
-    Add(&rules, dir, FsAccess::kReadExec, "ld.so.conf library directory");
-  }
+  AddLibraryDirectories(&rules);
   if (const char* llp = std::getenv("LD_LIBRARY_PATH")) {
     std::istringstream in(llp);
     std::string dir;
@@ -212,12 +217,7 @@ std::vector<FsRule> MediaToolFsRules(const std::string& program,
   for (const char* dir : {"/usr/bin", "/bin", "/usr/local/bin"}) {
     Add(&rules, dir, FsAccess::kReadExec, "programs a wrapper runs");
   }
-  for (const char* dir : kStandardLibraryDirs) {
-    Add(&rules, dir, FsAccess::kReadExec, "standard library directory");
-  }
-  for (const std::string& dir : LdSoConfDirectories("/etc/ld.so.conf")) {
-    Add(&rules, dir, FsAccess::kReadExec, "ld.so.conf library directory");
-  }
+  AddLibraryDirectories(&rules);
   Add(&rules, "/etc/ld.so.cache", FsAccess::kRead, "dynamic loader cache");
   Add(&rules, "/etc/localtime", FsAccess::kRead, "time stamps");
   Add(&rules, "/usr/share/zoneinfo", FsAccess::kRead, "time stamps");
@@ -237,12 +237,7 @@ std::vector<FsRule> GpuBuilderFsRules(const std::vector<std::string>& reads,
   // The system's programs, libraries and headers (an interpreter, a C++ compiler and its linker,
   // CUDA's): read and run, never written.
   for (const char* dir : {"/usr", "/opt"}) Add(&rules, dir, FsAccess::kReadExec, "the system");
-  for (const char* dir : kStandardLibraryDirs) {
-    Add(&rules, dir, FsAccess::kReadExec, "standard library directory");
-  }
-  for (const std::string& dir : LdSoConfDirectories("/etc/ld.so.conf")) {
-    Add(&rules, dir, FsAccess::kReadExec, "ld.so.conf library directory");
-  }
+  AddLibraryDirectories(&rules);
   Add(&rules, "/etc", FsAccess::kRead, "system settings");
   Add(&rules, "/proc/cpuinfo", FsAccess::kRead, "CPU features");
   Add(&rules, "/proc/meminfo", FsAccess::kRead, "memory size");

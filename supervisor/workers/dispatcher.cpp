@@ -43,9 +43,9 @@ WorkerFigures Dispatcher::Figures(int k) const {
 }
 
 void Dispatcher::Record(int k, TimelineEventKind event, const std::string& reason, int pid) {
+  const int p = pid > 0 ? pid : pool_->Pid(k);
   const TimelineEvent e =
-      WorkerTimelineEvent(k, channels_[k].generation, pid > 0 ? pid : pool_->Pid(k), event,
-                          pool_->LastTelemetry(k), reason);
+      WorkerTimelineEvent(k, channels_[k].generation, p, event, pool_->LastTelemetry(k), reason);
   if (timeline_ != nullptr) timeline_->Record(e, MonotonicMs());
   stats_.RaisePeak(channels_[k].peak_index,
                    {k, e.generation, e.pid, e.frames, e.rss_bytes, e.gpu_reserved_bytes, ""});
@@ -141,9 +141,8 @@ int Dispatcher::AdoptLeftWorkers(int wanted, bool* killed, FirstWorker* first) {
 void Dispatcher::AwaitExits(const std::function<bool(const DispatchChannel&)>& leaving) {
   for (uint64_t until = MonotonicMs() + kStopGraceMs; MonotonicMs() < until; ::usleep(10 * 1000)) {
     for (const WorkerExit& e : pool_->ReapExited()) {
-      const DispatchChannel& ch = channels_[e.channel];
-      const bool clean = !e.signaled && e.exit_code == 0;
-      if (LeavingOnItsOwn(ch)) {
+      if (const DispatchChannel& ch = channels_[e.channel]; LeavingOnItsOwn(ch)) {
+        const bool clean = !e.signaled && e.exit_code == 0;
         Record(e.channel, clean ? TimelineEventKind::kStop : TimelineEventKind::kCrash,
                clean ? ch.retire_reason : e.Describe(), e.pid);
       }

@@ -81,26 +81,33 @@ std::string ExportScriptPath() {
   return "";
 }
 
-std::string WhyNoBuilder(const std::string& python, const EngineKey& key) {
+namespace {
+
+// Why no engine can be built here (an error), or `python`'s torch version and module paths.
+Result<std::vector<std::string>> CheckBuilder(const std::string& python, const EngineKey& key) {
   if (ExportScriptPath().empty()) {
-    return "export-pt2.py is not installed beside framemill (<prefix>/share/framemill)";
+    return Status(StatusCode::kIo,
+                  "export-pt2.py is not installed beside framemill (<prefix>/share/framemill)");
   }
-  if (key.compiler == "none") return "no C++ compiler (c++) on PATH";
+  if (key.compiler == "none") return Status(StatusCode::kIo, "no C++ compiler (c++) on PATH");
   Result<std::vector<std::string>> said = AskPython(python);
-  if (!said.ok()) return said.status().message();
+  if (!said.ok()) return said.status();
   const std::string version = (*said)[0].substr(0, (*said)[0].find('+'));
   if (version != key.torch) {
-    return python + "'s torch is " + (*said)[0] + " and framemill-worker's LibTorch " + key.torch +
-           ": a package loads only into the torch that made it";
+    return Status(StatusCode::kIo, python + "'s torch is " + (*said)[0] +
+                                       " and framemill-worker's LibTorch " + key.torch +
+                                       ": a package loads only into the torch that made it");
   }
-  return "";
+  return said;
 }
 
+}  // namespace
+
 Result<CachedEngine> BuildEngine(const std::string& cache_dir, const EngineBuildRequest& r) {
-  const std::string why = WhyNoBuilder(r.python, r.key);
-  if (!why.empty()) return Status(StatusCode::kIo, "no engine can be built here: " + why);
-  Result<std::vector<std::string>> paths = AskPython(r.python);
-  if (!paths.ok()) return paths.status();
+  Result<std::vector<std::string>> paths = CheckBuilder(r.python, r.key);
+  if (!paths.ok()) {
+    return Status(StatusCode::kIo, "no engine can be built here: " + paths.status().message());
+  }
   FM_RETURN_IF_ERROR(MakeDirectories(cache_dir));
   ::chmod(cache_dir.c_str(), 0700);
   std::string folder = cache_dir + "/.build-XXXXXX";

@@ -12,9 +12,9 @@
 // is confined as a worker is (its file rules as a private root, as a CUDA worker's are), with the
 // worker_sandbox mode: "required" refuses to build unconfined, "off" confines nothing.
 //
-// Why a machine cannot build (WhyNoBuilder): no Python with torch, a torch other than the one
-// framemill-worker is built against (a package loads only into its own torch), no C++ compiler,
-// no export-pt2.py installed.
+// Why a machine cannot build (BuildEngine's error, before anything runs): no Python with torch, a
+// torch other than the one framemill-worker is built against (a package loads only into its own
+// torch), no C++ compiler, no export-pt2.py installed.
 #pragma once
 
 #include <string>
@@ -38,9 +38,6 @@ struct EngineBuildRequest {
 // export-pt2.py installed beside framemill (<prefix>/share/framemill/), or in the source tree
 // of a build folder (../scripts/); "" when neither is there.
 std::string ExportScriptPath();
-
-// "" when `python` can build engines for `key` here, else one sentence why not.
-std::string WhyNoBuilder(const std::string& python, const EngineKey& key);
 
 // Builds the engine and keeps it in `cache_dir`. kModelInvalid with the builder's last lines
 // when it fails (the export, or the check against the TorchScript model).

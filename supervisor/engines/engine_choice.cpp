@@ -10,8 +10,8 @@
 namespace framemill {
 namespace {
 
-// Why an engine does not apply to the job ("" when it does); `bytes`: the model file's.
-std::string NotApplicable(const JobSettings& s, const std::string& bytes) {
+// Why an engine does not apply to the job's settings ("" when it does).
+std::string NotApplicable(const JobSettings& s) {
   if (s.mode == JobMode::kFaces) return "face mode runs face crops";
   if (s.tile.mode != TileMode::kOff) return "the job's tile is \"" + Name(s.tile) + "\"";
   if (s.device.kind == DeviceKind::kCpu) return "the job runs on the CPU";
@@ -20,8 +20,6 @@ std::string NotApplicable(const JobSettings& s, const std::string& bytes) {
     return std::string("engines are built at fp16 or fp32, the job's precision is ") +
            Name(s.precision);
   }
-  Result<ModelFormat> format = DetectModelFormat(bytes);
-  if (format.ok() && *format == ModelFormat::kPt2) return "the model is a package already";
   return "";
 }
 
@@ -34,12 +32,14 @@ EngineChoice ChooseEngine(const JobSettings& s, int model_fd, const std::string&
     c.note = "model_optimization compile: running TorchScript: " + why;
     return std::move(c);
   };
+  const std::string not_applicable = NotApplicable(s);
+  if (!not_applicable.empty()) return torchscript(not_applicable);
   std::ifstream in(FdPath(model_fd), std::ios::binary);
   std::stringstream read;
   read << in.rdbuf();
   const std::string bytes = read.str();
-  const std::string not_applicable = NotApplicable(s, bytes);
-  if (!not_applicable.empty()) return torchscript(not_applicable);
+  Result<ModelFormat> format = DetectModelFormat(bytes);
+  if (format.ok() && *format == ModelFormat::kPt2) return torchscript("the model is a package");
   Result<EngineKey> key = EngineKeyFor(Sha256Hex(bytes), width, height, s.batch, s.precision,
                                        s.device.index < 0 ? 0 : s.device.index);
   if (!key.ok()) return torchscript(key.status().message());

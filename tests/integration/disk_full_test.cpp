@@ -59,6 +59,25 @@ bool FileSays(const std::string& path, const std::string& text) {
   return ReadText(path).find(text) != std::string::npos;
 }
 
+// A metric's own line ("framemill_spool_full 1"), not its help text, which names it too.
+bool MetricSays(const std::string& path, const std::string& line) {
+  return ("\n" + ReadText(path)).find("\n" + line + "\n") != std::string::npos;
+}
+
+// Waits until every thread of `pid` is stopped (SIGSTOP takes effect as each is scheduled).
+bool Stopped(int pid) {
+  const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
+  std::error_code ec;
+  for (const auto& t : fs::directory_iterator(tasks, ec)) {
+    const std::string stat = ReadText(t.path().string() + "/stat");
+    const size_t paren = stat.rfind(')');
+    if (paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] != 'T') {
+      return false;
+    }
+  }
+  return !ec;
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -83,8 +102,9 @@ TEST_CASE(
   RunResult status = Cli(s, "status full");
   INFO(status.out);
   CHECK(status.out.find("waiting for disk space") != std::string::npos);
-  CHECK(WaitUntil([&] { return FileSays(s.dir + "/metrics.prom",
-                                        "framemill_jobs_waiting_for_space 1"); }, 10));
+  CHECK(WaitUntil(
+      [&] { return MetricSays(s.dir + "/metrics.prom", "framemill_jobs_waiting_for_space 1"); },
+      10));
   CHECK(fs::exists(s.spool + "/active/full"));  // not failed
 
   disk.Free();
@@ -93,8 +113,9 @@ TEST_CASE(
   CHECK(indices.size() == 120);
   CHECK(OutOfPlace(indices, 120) == 0);
   CHECK(FirstStream(Probe(disk.path + "/out.mp4"), "audio").is_object());
-  CHECK(WaitUntil([&] { return FileSays(s.dir + "/metrics.prom",
-                                        "framemill_jobs_waiting_for_space 0"); }, 10));
+  CHECK(WaitUntil(
+      [&] { return MetricSays(s.dir + "/metrics.prom", "framemill_jobs_waiting_for_space 0"); },
+      10));
   ::kill(serve.pid, SIGTERM);
   CHECK(WaitJob(serve, 30).exit_code == 0);
 }
@@ -113,6 +134,7 @@ TEST_CASE(
   const std::string input = SmallVideo(s.dir, 30);
   // Frozen while the job file arrives and the disk fills, so that the claim meets a full disk.
   REQUIRE(::kill(serve.pid, SIGSTOP) == 0);
+  REQUIRE(WaitUntil([&] { return Stopped(serve.pid); }, 10));
   RunResult submit =
       Cli(s, "submit '" + input + "' --model '" + model + "' --output '" + s.dir + "/out.mp4'");
   INFO(submit.err);
@@ -120,16 +142,16 @@ TEST_CASE(
   const std::string id = submit.out.substr(0, submit.out.find('\n'));
   disk.Fill();
   REQUIRE(::kill(serve.pid, SIGCONT) == 0);
-  CHECK(WaitUntil([&] { return FileSays(s.dir + "/metrics.prom", "framemill_spool_full 1"); },
-                  30));
+  CHECK(
+      WaitUntil([&] { return MetricSays(s.dir + "/metrics.prom", "framemill_spool_full 1"); }, 30));
   CHECK(fs::exists(s.spool + "/incoming/" + id + ".json"));  // neither claimed nor set aside
   CHECK(ListDir(s.spool + "/active").empty());
   CHECK(ListDir(s.spool + "/failed").empty());
   disk.Free();
   REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/done/" + id + "/result.json"); }, 60));
   CHECK(CountFrames(s.dir + "/out.mp4") == 30);
-  CHECK(WaitUntil([&] { return FileSays(s.dir + "/metrics.prom", "framemill_spool_full 0"); },
-                  30));
+  CHECK(
+      WaitUntil([&] { return MetricSays(s.dir + "/metrics.prom", "framemill_spool_full 0"); }, 30));
   ::kill(serve.pid, SIGTERM);
   CHECK(WaitJob(serve, 30).exit_code == 0);
 }

@@ -94,8 +94,7 @@ Status CheckModel(const JobSpec& job, const Config& config, JobFiles& files, Pre
   if (settings.model_optimization == ModelOptimization::kCompile) {
     EngineChoice engine = ChooseEngine(settings, files.model.get(), job.model, v.display_width,
                                        v.display_height, EngineCacheDir());
-    spdlog::info("{}", engine.note);
-    p->engine_note = engine.note;
+    spdlog::info("{}", engine.note);  // what the workers run, and why
     if (engine.package.valid()) {
       // The engine takes the job's frames and batch alone: the workers probe it at those.
       files.engine = std::move(engine.package);

@@ -31,9 +31,6 @@ struct PreparedJob {
   // face_size in face mode (a face model may take nothing else), a one-shape package's shape.
   ProbeShape probe_in;
   std::optional<int> card_scale;  // the model card's scale, when the model has a card
-  // model_optimization compile: what the workers run and why, one line ("" otherwise); the
-  // engine's descriptor is JobFiles::engine.
-  std::string engine_note;
   // depth: the matrix, range and tags both ways; the encoder's settings with pix_fmt "auto"
   // resolved to the source's depth and chroma layout where the encoder has them; how output
   // frames lie in the arena.

@@ -44,7 +44,6 @@ EngineChoice ChooseEngine(const JobSettings& s, int model_fd, const std::string&
                                        s.device.index < 0 ? 0 : s.device.index);
   if (!key.ok()) return torchscript(key.status().message());
   c.key = *key;
-  c.applies = true;
   if (cache_dir.empty()) return torchscript("no cache folder (no HOME, no $CACHE_DIRECTORY)");
   Result<std::optional<CachedEngine>> found = FindEngine(cache_dir, c.key, &c.package, &c.scale);
   if (!found.ok()) return torchscript(found.status().message());

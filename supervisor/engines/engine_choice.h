@@ -23,7 +23,6 @@ namespace framemill {
 struct EngineChoice {
   UniqueFd package;  // valid: the job runs this engine instead of its model file
   EngineKey key;     // set where an engine applies (package found or not)
-  bool applies = false;
   int scale = 1;     // the engine's card's
   std::string note;  // one line for the log and the report
 };

@@ -24,7 +24,7 @@ struct EngineChoice {
   UniqueFd package;  // valid: the job runs this engine instead of its model file
   EngineKey key;     // set where an engine applies (package found or not)
   int scale = 1;     // the engine's card's
-  std::string note;  // one line for the log and the report
+  std::string note;  // one line for the job's log
 };
 
 // `model_fd`: the job's model file (checked, open); `width` x `height`: the frame as the model

@@ -32,11 +32,14 @@ options:
   --name NAME             the card's name (default: OUT's stem)
   --check-here            check the package in this process, not a fresh one (framemill's
                           confined builder, where a child process cannot start CUDA)
+  --check-frames FILE     with --shape: check on these frames instead of a random batch (raw
+                          rgb24, --batch frames of W x H, as `ffmpeg -f rawvideo -pix_fmt rgb24`
+                          writes them; framemill's builder takes them from the job's video)
 
 The package holds code compiled for this machine's GPU architecture and this torch version: build
 it where it will run (or on the same GPU and torch). After packaging, the script loads the package
-in a fresh Python process and compares its output with the source model on a random batch; it
-fails when they differ by more than 1e-2 (fp16) or 1e-4 (fp32).
+in a fresh Python process and compares its output with the source model on a random batch (or
+the frames of --check-frames); it fails when they differ by more than 1e-2 (fp16) or 1e-4 (fp32).
 Run where torch (2.6 or later) is installed, for example the GPU machine.
 """
 import argparse
@@ -190,6 +193,18 @@ def export(module, args, device, dtype):
     return program, example
 
 
+def read_frames(path, args, device, dtype):
+    """The batch of real frames to check on: raw rgb24, args.batch frames of args.shape."""
+    w, h = args.shape
+    with open(path, "rb") as f:
+        raw = f.read()
+    if len(raw) != args.batch * h * w * 3:
+        sys.exit(f"export-pt2: {path} holds {len(raw)} bytes, not {args.batch} rgb24 frames of "
+                 f"{w}x{h}")
+    x = torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(args.batch, h, w, 3)
+    return channels_last(x.permute(0, 3, 1, 2).to(device=device, dtype=dtype) / 255.0)
+
+
 def check_here(package, module, example, args):
     """Runs the package in this process: for a confined builder (framemill model compile), where
     a child process cannot start CUDA. A crash still ends the script without a package checked."""
@@ -293,6 +308,7 @@ def main():
     p.add_argument("--batch", type=int)
     p.add_argument("--name")
     p.add_argument("--check-here", action="store_true")
+    p.add_argument("--check-frames")
     args = p.parse_args()
     if args.shape:
         try:
@@ -305,8 +321,9 @@ def main():
         args.batch = 8 if args.batch is None else args.batch
         if args.batch < 1:
             sys.exit("export-pt2: --batch must be at least 1")
-    elif args.batch is not None:
-        sys.exit("export-pt2: --batch goes with --shape (a package for one shape)")
+    elif args.batch is not None or args.check_frames:
+        sys.exit("export-pt2: --batch and --check-frames go with --shape (a package for one "
+                 "shape)")
     args.precision = args.precision or ("fp16" if args.device == "cuda" else "fp32")
     if args.precision == "fp16" and args.device != "cuda":
         sys.exit("export-pt2: fp16 needs --device cuda")
@@ -344,6 +361,9 @@ def main():
         metadata[INPUT_SHAPE_KEY] = "x".join(str(d) for d in example.shape)
     torch._inductor.aoti_compile_and_package(
         program, package_path=tmp, inductor_configs={"aot_inductor.metadata": metadata})
+    if args.check_frames:
+        example = read_frames(args.check_frames, args, device, dtype)
+        print(f"export-pt2: checking on the {args.batch} frames of {args.check_frames}")
     scale = check(tmp, module, example, args)
     os.replace(tmp, args.out)
     write_card(args.out, args, scale, source)

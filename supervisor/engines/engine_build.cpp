@@ -134,6 +134,12 @@ Result<CachedEngine> BuildEngine(const std::string& cache_dir, const EngineBuild
       std::to_string(r.key.width) + "x" + std::to_string(r.key.height), "--batch",
       std::to_string(r.key.batch), "--precision", Name(r.key.precision), "--device", "cuda",
       "--check-here"};
+  if (r.write_check_frames) {
+    const std::string frames = folder + "/frames.rgb";
+    Status wrote = r.write_check_frames(frames);
+    if (!wrote.ok()) return fail(wrote.WithContext("the frames to check the engine on"));
+    argv.insert(argv.end(), {"--check-frames", frames});
+  }
   if (r.sandbox != WorkerSandbox::kOff) {
     std::vector<std::string> confine = {ConfineBinaryPath(), "--mode",
                                         r.sandbox == WorkerSandbox::kRequired ? "required" : "auto",
@@ -150,7 +156,7 @@ Result<CachedEngine> BuildEngine(const std::string& cache_dir, const EngineBuild
   spdlog::info("building a compiled engine of {} for {} (engine {}): {}", r.model_label,
                r.key.Describe(), r.key.Id(), folder);
   const uint64_t t0 = MonotonicMs();
-  Result<CommandOutput> out = RunAndCapture(argv);
+  Result<CommandOutput> out = RunAndCapture(argv, {}, r.stop);
   const double seconds = (MonotonicMs() - t0) / 1000.0;
   if (!out.ok()) return fail(out.status());
   (void)AtomicWriteFile(folder + "/build.log", out->out + out->err, 0600);
@@ -160,7 +166,7 @@ Result<CachedEngine> BuildEngine(const std::string& cache_dir, const EngineBuild
         "the engine build of " + r.model_label + " failed (exit " + std::to_string(out->exit_code) +
             ", " + std::to_string(static_cast<int>(seconds)) + " s): " + LastLines(out->err, 6)));
   }
-  for (const char* sub : {"model.pt", "tmp", "cache", "home"}) {
+  for (const char* sub : {"model.pt", "frames.rgb", "tmp", "cache", "home"}) {
     (void)RemoveTree(folder + "/" + sub);
   }
   Result<CachedEngine> kept = KeepEngine(cache_dir, folder, r.key, seconds);

@@ -17,6 +17,8 @@
 // torch), no C++ compiler, no export-pt2.py installed.
 #pragma once
 
+#include <atomic>
+#include <functional>
 #include <string>
 
 #include "common/config.h"
@@ -33,6 +35,12 @@ struct EngineBuildRequest {
   int gpu_index = 0;
   WorkerSandbox sandbox = WorkerSandbox::kAuto;
   std::string python = "python3";
+  // Writes a batch of the job's own frames (raw rgb24, key.batch frames of key.width x
+  // key.height) to the path it is given, inside the build folder: the package is checked on
+  // them rather than on a random batch. Empty: a random batch (`framemill model compile`).
+  std::function<Status(const std::string& path)> write_check_frames;
+  // Set: the build is stopped (the builder killed, its folder removed; kCancelled). May be null.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 // export-pt2.py installed beside framemill (<prefix>/share/framemill/), or in the source tree

@@ -28,8 +28,9 @@ std::string NotApplicable(const JobSettings& s) {
 EngineChoice ChooseEngine(const JobSettings& s, int model_fd, const std::string& model_label,
                           int width, int height, const std::string& cache_dir) {
   EngineChoice c;
+  const std::string setting = std::string("model_optimization ") + Name(s.model_optimization);
   auto torchscript = [&](const std::string& why) {
-    c.note = "model_optimization compile: running TorchScript: " + why;
+    c.note = setting + ": running TorchScript: " + why;
     return std::move(c);
   };
   const std::string not_applicable = NotApplicable(s);
@@ -48,14 +49,14 @@ EngineChoice ChooseEngine(const JobSettings& s, int model_fd, const std::string&
   Result<std::optional<CachedEngine>> found = FindEngine(cache_dir, c.key, &c.package, &c.scale);
   if (!found.ok()) return torchscript(found.status().message());
   if (!found->has_value()) {
-    return torchscript("no compiled engine for " + c.key.Describe() + " in " + cache_dir +
-                       " (`framemill model compile " + model_label + " --shape " +
-                       std::to_string(width) + "x" + std::to_string(height) + " --batch " +
-                       std::to_string(s.batch) + " --precision " + Name(s.precision) +
-                       "` builds it)");
+    c.buildable = true;
+    c.build_command = "framemill model compile " + model_label + " --shape " +
+                      std::to_string(width) + "x" + std::to_string(height) + " --batch " +
+                      std::to_string(s.batch) + " --precision " + Name(s.precision);
+    return torchscript("no compiled engine for " + c.key.Describe() + " in " + cache_dir);
   }
-  c.note = "model_optimization compile: running the compiled engine " + (*found)->id + " (" +
-           c.key.Describe() + ", built " + (*found)->built_at + ")";
+  c.note = setting + ": running the compiled engine " + (*found)->id + " (" + c.key.Describe() +
+           ", built " + (*found)->built_at + ")";
   return c;
 }
 

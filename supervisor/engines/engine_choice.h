@@ -11,6 +11,7 @@
 // ahead of time where one could be built.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "common/checked_file.h"
@@ -20,16 +21,28 @@
 
 namespace framemill {
 
+// Under model_optimization auto a job builds an engine beside it, where none is cached, only
+// when it has at least this many frames: on an H100 the build took 64 s and the engine ran the
+// restoration net at 96.5 fps where TorchScript ran 81.7 (BENCHMARKS.md), so a job of 20,000
+// frames that moves to the engine after a 70 s build ends about 25 s (10%) sooner, and a short
+// job never starts a compiler on a shared machine. `compile` always builds.
+inline constexpr int64_t kAutoEngineMinFrames = 20000;
+
 struct EngineChoice {
   UniqueFd package;  // valid: the job runs this engine instead of its model file
   EngineKey key;     // set where an engine applies (package found or not)
   int scale = 1;     // the engine's card's
   std::string note;  // one line for the job's log
+  // None is cached for the key, and one can be built (`framemill model compile ...`, the
+  // command in `build_command`, or beside the job: supervisor/job/engine_beside.h).
+  bool buildable = false;
+  std::string build_command;
 };
 
 // `model_fd`: the job's model file (checked, open); `width` x `height`: the frame as the model
 // sees it; `model_label`: its name in the note. Reads the cache in `cache_dir`
-// (EngineCacheDir()). Never fails: a problem is the note, and the job runs TorchScript.
+// (EngineCacheDir()). Never fails: a problem is the note, and the job runs TorchScript. The note
+// begins "model_optimization <the job's setting>: ".
 EngineChoice ChooseEngine(const JobSettings& settings, int model_fd, const std::string& model_label,
                           int width, int height, const std::string& cache_dir);
 

@@ -1,5 +1,6 @@
 #include "supervisor/job/job_run.h"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 #include <sys/stat.h>
@@ -7,9 +8,11 @@
 #include "common/clock.h"
 #include "common/file_util.h"
 #include "common/log.h"
+#include "supervisor/engines/engine_cache.h"
 #include "supervisor/job/free_space.h"
 #include "supervisor/job/kept_work.h"
 #include "supervisor/job/run_faces.h"
+#include "supervisor/job/supervisor_hooks.h"
 #include "supervisor/media/carried_metadata.h"
 #include "supervisor/job/run_report.h"
 
@@ -182,7 +185,25 @@ Status JobRun::StartStages() {
   report_.workers_warm = started->first.warm;
   report_.workers_spare = started->first.spare;
   report_.worker_sandbox = started->first.sandbox;
+  if (prepared_.engine_to_build) StartEngineBeside();
   return Status::Ok();
+}
+
+void JobRun::StartEngineBeside() {
+  EngineBesideSetup s;
+  s.key = *prepared_.engine_to_build;
+  s.model_fd = files_.model.get();
+  s.model_label = job_.model;
+  s.gpu_index = std::max(0, settings_.device.index);
+  s.sandbox = config_.worker_sandbox.value_or(WorkerSandbox::kAuto);
+  s.cache_dir = EngineCacheDir();
+  s.prepared = &prepared_;
+  s.ffmpeg = config_.ffmpeg;
+  s.log_path = scratch_ + "/engine-frames.log";
+  s.stand_in = InstalledSupervisorHooks().EngineStandIn();
+  Dispatcher* d = workers_->dispatcher();
+  engine_ = std::make_unique<EngineBeside>(std::move(s),
+                                           [d](ModelOffer o) { d->OfferModel(std::move(o)); });
 }
 
 DecodeSetup JobRun::DecodeSetupFor() const {
@@ -345,6 +366,7 @@ Status JobRun::RunFrames() {
   Dispatcher* d = workers_->dispatcher();
   d->Run(&board, arena_.shm.name(), arena_.geometry, range_.first_chunk, stop_,
          [this](int64_t processed) { Tick(processed); });
+  engine_.reset();  // every chunk processed: a build still running is of no use to this job
   JoinDecoder();
   // The encoders may trail the workers by much (an encode-bound job): the progress goes on,
   // counting the frames written, until they end.
@@ -377,7 +399,8 @@ Result<JobReport> JobRun::Finish(uint64_t t0) {
   const bool kept = options_.warm != nullptr;
   if (kept) {
     options_.warm->pool = d->Release();
-    options_.warm->key = workers_->WarmKey();
+    // Workers moved to an engine mid-job are not this job's key's (its model's): never reused.
+    options_.warm->key = workers_->WarmKey() + (d->MovedModel() ? "|moved" : "");
     // The frames are all encoded: the arena is free for the next job of these workers.
     options_.warm->arena = std::move(arena_.shm);
     options_.warm->arena_geometry = arena_.geometry;

@@ -20,6 +20,7 @@
 #include "supervisor/job/decode_stage.h"
 #include "supervisor/job/decode_thread.h"
 #include "supervisor/job/encode_stage.h"
+#include "supervisor/job/engine_beside.h"
 #include "supervisor/job/free_space.h"
 #include "supervisor/job/job_arena.h"
 #include "supervisor/job/job_files.h"
@@ -76,6 +77,7 @@ class JobRun {
   Status Prepare();
   Status FindFaces();
   Status StartStages();
+  void StartEngineBeside();  // when the job has an engine to build (PreparedJob)
   // The output's size and geometry from the workers' probe, and the arena they need in place
   // (DecodeThread::Settle).
   Status MakeArena(const FirstWorker& first);
@@ -116,6 +118,9 @@ class JobRun {
   std::optional<FaceTable> faces_;  // face mode: this run's frames' faces
   std::unique_ptr<JobWorkers> workers_;
   std::atomic<Dispatcher*> wake_{nullptr};  // the dispatcher, for the decoder's wake-ups
+  // The compiled engine built beside the job, offered to its workers (engine_beside.h); reset
+  // (its build stopped) when the workers have processed every chunk, and before the workers go.
+  std::unique_ptr<EngineBeside> engine_;
   // When the pipeline began (MonotonicUs; 0 before): the decoder's time before it is the start's.
   std::atomic<uint64_t> pipeline_start_us_{0};
   std::string worker_device_;  // where the first worker runs ("cpu", "cuda:0")

@@ -5,6 +5,7 @@
 #include "common/checked_file.h"
 #include "common/log.h"
 #include "supervisor/engines/engine_choice.h"
+#include "supervisor/job/supervisor_hooks.h"
 #include "supervisor/job/job_limits.h"
 #include "supervisor/job/parts_dir.h"
 #include "supervisor/media/alpha_join.h"
@@ -74,6 +75,51 @@ Status ResolveDepth(const JobSpec& job, const Config& config, PreparedJob* p) {
   return Status::Ok();
 }
 
+// The compiled engine of a job with model_optimization compile or auto (engine_choice.h): one
+// from the cache, taken now; or one to build beside the job (compile; auto on a job of at least
+// kAutoEngineMinFrames, where the build pays); or none, and the log says why (auto: when an
+// engine could apply at all).
+void ChooseJobEngine(const JobSpec& job, JobFiles& files, const VideoStreamInfo& v,
+                     PreparedJob* p) {
+  const JobSettings& settings = job.settings;
+  const bool compile = settings.model_optimization == ModelOptimization::kCompile;
+  EngineChoice engine = ChooseEngine(settings, files.model.get(), job.model, v.display_width,
+                                     v.display_height, EngineCacheDir());
+  if (engine.package.valid()) {
+    spdlog::info("{}", engine.note);
+    // The engine takes the job's frames and batch alone: the workers probe it at those.
+    files.engine = std::move(engine.package);
+    p->probe_in = {static_cast<uint32_t>(engine.key.width),
+                   static_cast<uint32_t>(engine.key.height),
+                   static_cast<uint32_t>(engine.key.batch)};
+    p->card_scale = engine.scale;
+    return;
+  }
+  const std::string stand_in = compile ? InstalledSupervisorHooks().EngineStandIn() : "";
+  if (!stand_in.empty()) {  // a test's (supervisor_hooks.h)
+    EngineKey key;
+    key.width = v.display_width;
+    key.height = v.display_height;
+    key.batch = settings.batch;
+    p->engine_to_build = key;
+    return;
+  }
+  if (engine.buildable && (compile || v.frame_count >= kAutoEngineMinFrames)) {
+    spdlog::info(
+        "{} (yet: one is built beside the job, and the workers move to it at a chunk "
+        "boundary; `{}` builds it ahead)",
+        engine.note, engine.build_command);
+    p->engine_to_build = engine.key;
+    return;
+  }
+  if (compile) {
+    spdlog::info("{}{}", engine.note,
+                 engine.buildable ? " (`" + engine.build_command + "` builds it)" : "");
+  } else if (engine.key.width > 0) {
+    spdlog::debug("{}", engine.note);
+  }
+}
+
 // The card beside the model (model_fit.h), read beside its resolved path: an input or a setting
 // the model cannot take fails here, before a worker starts or a frame is decoded. In face mode
 // the model sees face_size x face_size crops, never a whole frame.
@@ -91,18 +137,9 @@ Status CheckModel(const JobSpec& job, const Config& config, JobFiles& files, Pre
                                        faces ? settings.faces.size : v.display_height));
   p->probe_in = ProbeShapeFor(*card, settings);
   if (card->has_value()) p->card_scale = (*card)->scale;
-  if (settings.model_optimization == ModelOptimization::kCompile) {
-    EngineChoice engine = ChooseEngine(settings, files.model.get(), job.model, v.display_width,
-                                       v.display_height, EngineCacheDir());
-    spdlog::info("{}", engine.note);  // what the workers run, and why
-    if (engine.package.valid()) {
-      // The engine takes the job's frames and batch alone: the workers probe it at those.
-      files.engine = std::move(engine.package);
-      p->probe_in = {static_cast<uint32_t>(engine.key.width),
-                     static_cast<uint32_t>(engine.key.height),
-                     static_cast<uint32_t>(engine.key.batch)};
-      p->card_scale = engine.scale;
-    }
+  if (settings.model_optimization == ModelOptimization::kCompile ||
+      settings.model_optimization == ModelOptimization::kAuto) {
+    ChooseJobEngine(job, files, v, p);
   }
   return Status::Ok();
 }

@@ -15,6 +15,7 @@
 #include "common/status.h"
 #include "supervisor/job/job_files.h"
 #include "supervisor/job/job_options.h"
+#include "supervisor/engines/engine_key.h"
 #include "supervisor/job/model_fit.h"
 #include "supervisor/media/color_path.h"
 #include "supervisor/media/media_probe.h"
@@ -31,6 +32,9 @@ struct PreparedJob {
   // face_size in face mode (a face model may take nothing else), a one-shape package's shape.
   ProbeShape probe_in;
   std::optional<int> card_scale;  // the model card's scale, when the model has a card
+  // The compiled engine to build beside the job (engine_beside.h): none is cached for its key,
+  // and the job's model_optimization asks for one (compile, or auto on a long job).
+  std::optional<EngineKey> engine_to_build;
   // depth: the matrix, range and tags both ways; the encoder's settings with pix_fmt "auto"
   // resolved to the source's depth and chroma layout where the encoder has them; how output
   // frames lie in the arena.

@@ -31,6 +31,10 @@ class SupervisorHooks {
   // The service's job `job_id` reports its progress (the service's JobProgressSink), on the
   // job's thread.
   virtual void OnJobProgress(const std::string& job_id) { (void)job_id; }
+  // A job with model_optimization compile that finds no engine cached (engine_beside.h) is
+  // offered this model file as its engine, at once and on any device, instead of a build: a
+  // stand-in, so the workers' move to an engine runs where no engine can be built. "": none.
+  virtual std::string EngineStandIn() { return ""; }
 };
 
 // The hooks installed (the product's, which do nothing, until InstallSupervisorHooks).

@@ -38,9 +38,11 @@ std::atomic<int64_t> g_child_timeout_ms{3600 * 1000};
 // after the kill that ends a read).
 class ChildDeadline {
  public:
-  explicit ChildDeadline(pid_t pid)
+  // `stop` (may be null): the child is killed too once it is set (looked at every 200 ms).
+  explicit ChildDeadline(pid_t pid, const std::atomic<bool>* stop = nullptr)
       : pidfd_(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0))),
-        timeout_ms_(g_child_timeout_ms.load()) {
+        timeout_ms_(g_child_timeout_ms.load()),
+        stop_(stop) {
     if (pidfd_ >= 0) thread_ = std::thread([this] { Watch(); });
   }
   ~ChildDeadline() {
@@ -50,6 +52,7 @@ class ChildDeadline {
   ChildDeadline(const ChildDeadline&) = delete;
   ChildDeadline& operator=(const ChildDeadline&) = delete;
   bool expired() const { return expired_.load(); }
+  bool stopped() const { return stopped_.load(); }
   // Waits for the watch to end (the child exited or was killed).
   void Join() {
     if (thread_.joinable()) thread_.join();
@@ -62,18 +65,25 @@ class ChildDeadline {
       const uint64_t now = MonotonicMs();
       if (now >= deadline) break;
       pollfd p{pidfd_, POLLIN, 0};
-      const int left = static_cast<int>(std::min<uint64_t>(deadline - now, 60 * 1000));
+      const uint64_t look_ms = stop_ != nullptr ? 200 : 60 * 1000;
+      const int left = static_cast<int>(std::min<uint64_t>(deadline - now, look_ms));
       const int r = ::poll(&p, 1, left);
       if (r > 0) return;                  // it exited
       if (r < 0 && errno != EINTR) return;  // cannot watch: no deadline
+      if (stop_ != nullptr && stop_->load()) {
+        stopped_.store(true);
+        break;
+      }
     }
-    expired_.store(true);
+    if (!stopped_.load()) expired_.store(true);
     (void)::syscall(SYS_pidfd_send_signal, pidfd_, SIGKILL, nullptr, 0);
   }
 
   const int pidfd_;
   const int64_t timeout_ms_;
+  const std::atomic<bool>* stop_;
   std::atomic<bool> expired_{false};
+  std::atomic<bool> stopped_{false};
   std::thread thread_;  // last: started once the rest is made
 };
 
@@ -261,18 +271,20 @@ std::string WorkerBinaryPath(const std::string& configured) {
 std::string ConfineBinaryPath() { return BesideSelf("framemill-confine"); }
 
 Result<CommandOutput> RunAndCapture(const std::vector<std::string>& argv,
-                                    const std::vector<int>& inherit) {
+                                    const std::vector<int>& inherit,
+                                    const std::atomic<bool>* stop) {
   return RunProgram(argv, inherit, [&](const Launch& l, CommandOutput* result) {
     boost::asio::io_context io;
     std::future<std::string> out, err;
     bp::child child(l.exe, bp::args(l.args), bp::std_in.close(), bp::std_out > out,
                     bp::std_err > err, io, ChildFds(inherit));
     ReapOnExit reap(child);
-    ChildDeadline deadline(child.id());
+    ChildDeadline deadline(child.id(), stop);
     io.run();  // returns once both pipes reach end of file
     child.wait();
     deadline.Join();
     if (deadline.expired()) return TimedOut(l.name);
+    if (deadline.stopped()) return Status(StatusCode::kCancelled, l.name + " stopped: killed");
     SetExitStatus(child.native_exit_code(), result);
     result->out = out.get();
     result->err = err.get();

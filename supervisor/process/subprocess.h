@@ -3,6 +3,7 @@
 // it is not used; pipes that outlive a spawn are made O_CLOEXEC instead, see ffmpeg_pipes.cpp.)
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <string>
 #include <vector>
@@ -74,9 +75,12 @@ Result<Launch> ConfinedLaunch(const std::vector<std::string>& argv,
 // Runs argv[0] (found with FindExecutable) to completion, capturing stdout and stderr. The child
 // keeps the descriptors in `inherit` (at the same numbers: /proc/self/fd/N names the same file in
 // it) and no other descriptor above 2 (see child_fds.h). The child is always reaped.
-// An error Status only when the program could not be started; a non-zero exit is in the result.
+// An error Status only when the program could not be started, or was killed: kTimedOut
+// (child_timeout_s), kCancelled once `stop` (may be null) is set; a non-zero exit is in the
+// result.
 Result<CommandOutput> RunAndCapture(const std::vector<std::string>& argv,
-                                    const std::vector<int>& inherit = {});
+                                    const std::vector<int>& inherit = {},
+                                    const std::atomic<bool>* stop = nullptr);
 
 // Like RunAndCapture, but hands stdout to `on_line` one line at a time as it arrives (without
 // the newline) instead of keeping it: for outputs that grow with the video's length (a line per

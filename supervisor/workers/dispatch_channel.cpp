@@ -97,6 +97,24 @@ void Promote(std::vector<DispatchChannel>* channels, int k) {
   if (standby.role == WorkerRole::kStandby) standby.role = WorkerRole::kActive;
 }
 
+int NextToMove(const std::vector<DispatchChannel>& channels, uint64_t current) {
+  for (int k = 0; k < static_cast<int>(channels.size()); ++k) {
+    const DispatchChannel& ch = channels[static_cast<size_t>(k)];
+    if (ch.role == WorkerRole::kActive && ch.standby < 0 && ch.kill_deadline_ms == 0 &&
+        ch.model != current) {
+      return k;
+    }
+  }
+  return -1;
+}
+
+bool MovesOver(const std::vector<DispatchChannel>& channels, int k, uint64_t current) {
+  const DispatchChannel& ch = channels[static_cast<size_t>(k)];
+  if (ch.role != WorkerRole::kStandby || ch.replaces < 0 || ch.model != current) return false;
+  const DispatchChannel& old = channels[static_cast<size_t>(ch.replaces)];
+  return old.role == WorkerRole::kActive && old.model != current;
+}
+
 bool LeavingOnItsOwn(const DispatchChannel& ch) {
   return ch.role == WorkerRole::kRetiring && ch.stop_sent;
 }

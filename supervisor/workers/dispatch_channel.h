@@ -38,6 +38,7 @@ struct DispatchChannel {
   int gpu = -1;           // the GPU it is pinned to (settings.gpus), -1 = not pinned
   bool first_chunk_done = false;
   bool from_spare = false;  // a spare taken at the job's start (WorkerPool::Adopt)
+  uint64_t model = 0;       // which of the pool's models it was started with (WorkerPool::ModelOf)
   int replaces = -1;  // a standby (loading or ready): the channel it will take over
   int standby = -1;   // an active worker near its limit: its standby's channel
   bool stop_sent = false;
@@ -83,6 +84,14 @@ WorkerRole RoleWhenReady(const DispatchChannel& ch);
 // Worker `k` leaves (retires, dies, is killed): its standby, if any, takes over now (at once if
 // ready, as soon as it is ready if still loading).
 void Promote(std::vector<DispatchChannel>* channels, int k);
+
+// A move to the pool's model `current` (model_switch.h): the next active worker, not being
+// killed, on another model and without a standby, to get a standby on `current`; -1 for none.
+int NextToMove(const std::vector<DispatchChannel>& channels, uint64_t current);
+
+// Whether worker k, ready as a standby on `current`, moves its worker (active, on an older model)
+// over: that worker retires now, at its chunk boundary, rather than at a limit.
+bool MovesOver(const std::vector<DispatchChannel>& channels, int k, uint64_t current);
 
 // True when a worker is kept for the next job at Dispatcher::Release: active and idle, or still
 // loading its model (a worker started late in a short job: killing it would make every short job

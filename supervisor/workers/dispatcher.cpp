@@ -77,7 +77,8 @@ bool Dispatcher::TakeProbe(int k, FirstWorker* first) {
     Violation(k, probe.status().message());
     return false;
   }
-  probe_.Take(*probe, settings_.device);
+  const auto [in_w, in_h] = pool_->ProbeInput(k);
+  probe_.Take(*probe, in_w, in_h, settings_.device);
   first->probe_w = probe->width;
   first->probe_h = probe->height;
   first->device = probe->device;
@@ -90,6 +91,7 @@ void Dispatcher::OpenChannel(int k, WorkerRole role) {
   ch = DispatchChannel{};
   ch.role = role;
   ch.generation = pool_->Generation(k);
+  ch.model = pool_->ModelOf(k);
   ch.spawn_ms = MonotonicMs();
   if (role == WorkerRole::kActive) ch.ready_ms = ch.spawn_ms;
   ch.limits = JitteredLimits(settings_.recycle, rng_);
@@ -221,7 +223,9 @@ void Dispatcher::NoteReady(int k) {
   DispatchChannel& ch = channels_[k];
   Result<ProbeReport> probe = pool_->Probe(k);
   if (!probe.ok()) return Violation(k, probe.status().message());
-  if (!probe_.Agrees(*probe)) {
+  const auto [in_w, in_h] = pool_->ProbeInput(k);
+  if (!probe_.Agrees(*probe, in_w, in_h)) {
+    if (ch.model != 0) return DropModel(k, *probe);  // an offered model, not the job's
     if (board_ != nullptr) {
       board_->Fail(
           Status(StatusCode::kModelInvalid, "workers disagree on the model's output size"));
@@ -236,8 +240,40 @@ void Dispatcher::NoteReady(int k) {
   stats_.ready_s.push_back(static_cast<double>(ch.ready_ms - ch.spawn_ms) / 1000.0);
   load_ms_ = ch.ready_ms - ch.spawn_ms;
   ch.role = RoleWhenReady(ch);
+  if (MovesOver(channels_, k, pool_->CurrentModel())) {
+    // A move to an offered model: the worker it replaces retires now, at its chunk boundary.
+    const int old = ch.replaces;
+    channels_[old].retire_reason = "moved to " + switch_.label();
+    Record(old, TimelineEventKind::kRecycle, channels_[old].retire_reason);
+    return Retire(old);
+  }
   // Idle until its turn: a standby spends the wait on a warm-up batch at the job's frame size.
   if (ch.role == WorkerRole::kStandby && chunks_.begun()) pool_->Send(k, chunks_.Warmup());
+}
+
+void Dispatcher::MoveWorkers() {
+  while (chunks_.processed() < chunks_.total()) {  // nothing left to move for: no move
+    const int k = NextToMove(channels_, pool_->CurrentModel());
+    const int spare =
+        k < 0 ? -1 : FreeChannel(channels_, [this](int c) { return pool_->Alive(c); });
+    if (spare < 0) return;
+    Status s = Spawn(spare, k);
+    if (!s.ok()) return switch_.Drop(pool_.get(), s.message());  // the job goes on as it was
+    channels_[k].standby = spare;
+  }
+}
+
+void Dispatcher::DropModel(int k, const ProbeReport& said) {
+  const auto [in_w, in_h] = pool_->ProbeInput(k);
+  if (switch_.moving()) {
+    switch_.Drop(pool_.get(), fmt::format("it gives {}x{} for a {}x{} frame, not the model's scale",
+                                          said.width, said.height, in_w, in_h));
+  }
+  DispatchChannel& ch = channels_[k];
+  if (ch.replaces >= 0) channels_[ch.replaces].standby = -1;
+  ch.replaces = -1;
+  ch.retire_reason = "its model was dropped";
+  Retire(k);  // it holds no chunk: stopped at the loop's next look
 }
 
 void Dispatcher::Retire(int k) {
@@ -448,6 +484,7 @@ void Dispatcher::Run(ChunkBoard* board, const std::string& arena_name, const Are
         if (sent == PushResult::kCorrupt) Violation(k, "impossible head index in the request ring");
       }
     }
+    if (switch_.TakeInto(pool_.get()) || switch_.moving()) MoveWorkers();
     // Keep `wanted` workers serving while chunks remain: replaces crashed, killed and
     // (without warm standby) recycled workers.
     while (!board_->failed() && chunks_.processed() < chunks_.total() &&

@@ -42,6 +42,7 @@
 #include "supervisor/workers/chunk_feed.h"
 #include "supervisor/workers/dispatch_stats.h"
 #include "supervisor/workers/model_probe.h"
+#include "supervisor/workers/model_switch.h"
 #include "supervisor/workers/recycle_policy.h"
 #include "supervisor/workers/spare_offer.h"
 #include "supervisor/workers/spawn_backoff.h"
@@ -104,6 +105,14 @@ class Dispatcher {
 
   void Wake() { pool_->Wake(); }
 
+  // Any thread: the workers move to `offer` (model_switch.h), each at its chunk boundary.
+  void OfferModel(ModelOffer offer) {
+    switch_.Offer(std::move(offer));
+    pool_->Wake();
+  }
+  // Whether the workers moved to an offered model (and it was not dropped).
+  bool MovedModel() const { return switch_.moving(); }
+
   // The live workers and their current figures.
   std::vector<WorkerSnapshot> LiveWorkers() const;
   const DispatchStats& stats() const { return stats_; }
@@ -138,6 +147,11 @@ class Dispatcher {
   void CheckLimits(int k, uint64_t now);
   void Retire(int k);
   void Assign(int k);
+  // The model move (model_switch.h): each active worker on an older model given a standby on
+  // the pool's; a worker of the offered model that disagrees with the probe (`said`) retired,
+  // and the offer dropped.
+  void MoveWorkers();
+  void DropModel(int k, const ProbeReport& said);
 
   const JobPlan& plan_;
   const JobSettings& settings_;
@@ -150,6 +164,7 @@ class Dispatcher {
   std::mt19937_64 rng_;
   ChunkBoard* board_ = nullptr;
   ModelProbe probe_;            // what the first ready worker found; later workers must agree
+  ModelSwitch switch_;          // a model the workers move to mid-job (OfferModel)
   int load_failures_ = 0;       // workers that died while loading, since the last good chunk
   uint64_t load_ms_ = 0;        // spawn to ready of the last worker that became ready
   SpawnBackoff spawn_backoff_;  // replacements that could not be started, and the next try

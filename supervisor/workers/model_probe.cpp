@@ -10,9 +10,12 @@ bool PlainDevice(const std::string& d) {
   return std::all_of(d.begin() + 5, d.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-void ModelProbe::Take(const ProbeReport& first, const DeviceSetting& configured) {
+void ModelProbe::Take(const ProbeReport& first, uint32_t in_width, uint32_t in_height,
+                      const DeviceSetting& configured) {
   width_ = first.width;
   height_ = first.height;
+  in_width_ = in_width;
+  in_height_ = in_height;
   device_ = PlainDevice(first.device) ? first.device : Name(configured);
 }
 

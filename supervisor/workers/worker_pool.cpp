@@ -41,6 +41,8 @@ struct WorkerPool::Process {
   int sock = -1;              // our end of the socket pair; -1 once the worker closed its end
   std::string spare_key;      // a spare's SpareKey; "" for a worker started with its model
   bool adopted = false;       // a spare taken by this pool (Adopt)
+  uint32_t probe_width = 0, probe_height = 0;  // the probe's input it was started with
+  uint64_t model = 0;                          // the pool's model it was started with (SwitchModel)
 
   ~Process() {
     if (sock >= 0) ::close(sock);
@@ -159,6 +161,7 @@ WorkerPool::~WorkerPool() {
   processes_.clear();  // removes the control blocks
   ::close(wake_fd_);
   if (model_fd_ >= 0) ::close(model_fd_);
+  if (first_ != nullptr) ::close(first_->fd);
 }
 
 std::string WorkerPool::ControlPath(int k) const {
@@ -188,6 +191,9 @@ Status WorkerPool::Spawn(int k, int gpu) {
   p->sock = pair[0];
   const int worker_end = pair[1];
   p->generation = ++generations_;
+  p->probe_width = static_cast<uint32_t>(options_.launch.probe_width);
+  p->probe_height = static_cast<uint32_t>(options_.launch.probe_height);
+  p->model = model_;  // with the probe's input: what it is started with (SwitchModel)
   p->log_path = options_.log_dir + (spares_ ? "/spare-" : "/worker-") + std::to_string(k) + "-" +
                 std::to_string(p->generation) + ".log";
   if (spares_) p->spare_key = SpareKey(options_, gpu);
@@ -280,6 +286,9 @@ Status WorkerPool::Adopt(int k, int gpu, WorkerPool* spares) {
   }
   generations_ = generation;
   p->generation = generation;
+  p->probe_width = static_cast<uint32_t>(options_.launch.probe_width);
+  p->probe_height = static_cast<uint32_t>(options_.launch.probe_height);
+  p->model = model_;
   p->log_path = log_path;
   p->adopted = true;
   p->memory.SetChannel(k);
@@ -292,6 +301,44 @@ Status WorkerPool::Adopt(int k, int gpu, WorkerPool* spares) {
 bool WorkerPool::Adopted(int k) const { return processes_[k] != nullptr && processes_[k]->adopted; }
 
 bool WorkerPool::Alive(int k) const { return processes_[k] != nullptr; }
+
+Status WorkerPool::SwitchModel(int model_fd, const std::string& label, uint32_t probe_width,
+                               uint32_t probe_height, uint32_t probe_batch) {
+  if (spares_) return Status(StatusCode::kInternal, "a spare pool has no model");
+  WorkerOptions next = options_;
+  next.model_fd = model_fd;
+  Result<int> fd = PoolModelFd(next);
+  if (!fd.ok()) return fd.status();
+  if (first_ == nullptr) {
+    first_ = std::make_unique<FirstModel>(FirstModel{model_fd_, options_.model, options_.launch});
+  } else {
+    ::close(model_fd_);
+  }
+  model_fd_ = *fd;
+  options_.model = label;
+  options_.launch.probe_width = static_cast<int>(probe_width);
+  options_.launch.probe_height = static_cast<int>(probe_height);
+  options_.launch.probe_batch = static_cast<int>(probe_batch);
+  model_ = ++models_switched_;
+  return Status::Ok();
+}
+
+void WorkerPool::RevertModel() {
+  if (first_ == nullptr) return;
+  ::close(model_fd_);
+  model_fd_ = first_->fd;
+  options_.model = first_->model;
+  options_.launch = first_->launch;
+  first_.reset();
+  model_ = 0;
+}
+
+uint64_t WorkerPool::ModelOf(int k) const { return processes_[k] ? processes_[k]->model : 0; }
+
+std::pair<uint32_t, uint32_t> WorkerPool::ProbeInput(int k) const {
+  if (processes_[k] == nullptr) return {0, 0};
+  return {processes_[k]->probe_width, processes_[k]->probe_height};
+}
 
 uint64_t WorkerPool::Generation(int k) const {
   return processes_[k] ? processes_[k]->generation : 0;
@@ -366,8 +413,7 @@ Result<WorkerState> WorkerPool::State(int k) {
 Result<ProbeReport> WorkerPool::Probe(int k) {
   Process* p = processes_[k].get();
   if (p == nullptr) return Status(StatusCode::kInternal, "no worker on this channel");
-  return p->memory.Probe(static_cast<uint32_t>(options_.launch.probe_width),
-                         static_cast<uint32_t>(options_.launch.probe_height));
+  return p->memory.Probe(p->probe_width, p->probe_height);
 }
 
 Result<TelemetrySnapshot> WorkerPool::ReadTelemetry(int k) {

@@ -25,6 +25,7 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/config.h"
@@ -144,6 +145,20 @@ class WorkerPool {
   // generation number is its own. kWorkerFailed when no spare fits or is alive (spares that
   // exited are reaped and logged); kIo when the request cannot be sent (that spare is killed).
   Status Adopt(int k, int gpu, WorkerPool* spares);
+  // Workers started from now on (Spawn) get `model_fd` (duplicated; not owned) instead of the
+  // pool's model, named `label`, and probe it at `probe_width` x `probe_height` x `probe_batch`
+  // (a compiled engine of the job's shape: supervisor/job/engine_beside.h). Workers running
+  // keep theirs; each is checked against the probe it was started with. Not for a spare pool.
+  Status SwitchModel(int model_fd, const std::string& label, uint32_t probe_width,
+                     uint32_t probe_height, uint32_t probe_batch);
+  // Workers started from now on get the pool's first model again, as before any SwitchModel.
+  void RevertModel();
+  // Which model workers started now get: 0 the pool's first, else the SwitchModel count.
+  uint64_t CurrentModel() const { return model_; }
+  // Which model the worker on channel k was started with (CurrentModel then).
+  uint64_t ModelOf(int k) const;
+  // The probe's input the worker on channel k was started with, {0, 0} when none is there.
+  std::pair<uint32_t, uint32_t> ProbeInput(int k) const;
   // Whether channel k's worker came from a spare (Adopt).
   bool Adopted(int k) const;
   uint64_t Generation(int k) const;
@@ -211,6 +226,15 @@ class WorkerPool {
   std::deque<std::string> kept_logs_;  // of workers that ended, oldest first
   int model_fd_ = -1;  // owned; given to every worker as kWorkerModelFd; -1 in a spare pool
   bool spares_ = false;  // CreateSpares
+  // The model workers started now get (CurrentModel), and how many SwitchModel made.
+  uint64_t model_ = 0, models_switched_ = 0;
+  // The pool's first model, while another replaces it (SwitchModel; RevertModel restores it).
+  struct FirstModel {
+    int fd;  // owned
+    std::string model;
+    WorkerLaunch launch;
+  };
+  std::unique_ptr<FirstModel> first_;
 };
 
 }  // namespace framemill

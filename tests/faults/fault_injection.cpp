@@ -41,7 +41,10 @@ Result<Fault> ParseFault(const std::string& spec) {
     if (opt.rfind("once=", 0) != 0 || opt.size() <= 5) return bad();
     f.once_path = opt.substr(5);
   }
-  if (main.rfind("oom_over:", 0) == 0 && main.find('@') == std::string::npos) main += "@0";
+  if ((main.rfind("oom_over:", 0) == 0 || main.rfind("slowbatch:", 0) == 0) &&
+      main.find('@') == std::string::npos) {
+    main += "@0";
+  }
   size_t at = main.rfind('@');
   if (at == std::string::npos) return bad();
   std::string kind = main.substr(0, at);
@@ -63,6 +66,10 @@ Result<Fault> ParseFault(const std::string& spec) {
       f.kind = Fault::Kind::kSlowLoad;
       f.delay_ms = std::stoi(arg);
       if (f.delay_ms <= 0 || f.delay_ms > 600000) return bad();
+    } else if (kind == "slowbatch" && !arg.empty()) {
+      f.kind = Fault::Kind::kSlowBatch;
+      f.delay_ms = std::stoi(arg);
+      if (f.delay_ms <= 0 || f.delay_ms > 60000) return bad();
     } else if (kind == "oom_over" && !arg.empty()) {
       f.kind = Fault::Kind::kOomOver;
       f.oom_over_mb = std::stoll(arg);
@@ -255,8 +262,8 @@ bool FaultHooks::FirstTime() {
 
 bool FaultHooks::Fires(int64_t first, int64_t count) {
   if (fault_.kind == Fault::Kind::kNone || fault_.kind == Fault::Kind::kSlowLoad ||
-      fault_.kind == Fault::Kind::kOomOver || fault_.IsEscape() || fault_.frame < first ||
-      fault_.frame >= first + count) {
+      fault_.kind == Fault::Kind::kSlowBatch || fault_.kind == Fault::Kind::kOomOver ||
+      fault_.IsEscape() || fault_.frame < first || fault_.frame >= first + count) {
     return false;
   }
   return FirstTime();
@@ -283,6 +290,10 @@ Status FaultHooks::BeforeChunk(int64_t first, int64_t count) {
 }
 
 void FaultHooks::BeforeBatch(int64_t first, int64_t count, const std::vector<SharedSpan>& shared) {
+  if (fault_.kind == Fault::Kind::kSlowBatch) {
+    ::usleep(static_cast<useconds_t>(fault_.delay_ms) * 1000);
+    return;
+  }
   if (!Fires(first, count)) return;
   if (fault_.kind == Fault::Kind::kScribble) {
     const size_t total = Scribble(shared);

@@ -13,6 +13,9 @@
 //   FRAMEMILL_TEST_FAULT=slowload:MS@0    sleep MS milliseconds after loading the model, before
 //                                         reporting ready (the frame is not used: write 0): a
 //                                         worker that is still loading when a short job ends
+//   FRAMEMILL_TEST_FAULT=slowbatch:MS     sleep MS milliseconds before every batch, in every worker
+//                                         (no frame: "@N" may be left out): a job that lasts
+//                                         while workers come and go beside it
 //   FRAMEMILL_TEST_FAULT=oom_over:MB      every model call whose input tensor is larger than MB MiB
 //                                         raises the error CUDA's allocator raises when it runs
 //                                         out (c10::OutOfMemoryError, "CUDA out of memory. ..."),
@@ -64,9 +67,10 @@ struct Fault {
     kCrash,
     kHang,
     kExit,
-    kScribble,  // overwrites the worker's shared memory (see BeforeBatch)
-    kSlowLoad,  // sleeps before reporting ready (see BeforeReady)
-    kOomOver,   // model calls over oom_over_mb MiB of input run out of memory (OomFaultModel)
+    kScribble,   // overwrites the worker's shared memory (see BeforeBatch)
+    kSlowLoad,   // sleeps before reporting ready (see BeforeReady)
+    kSlowBatch,  // sleeps before every batch (see BeforeBatch)
+    kOomOver,    // model calls over oom_over_mb MiB of input run out of memory (OomFaultModel)
     // Sandbox escapes.
     kConnect,
     kSocket,
@@ -79,7 +83,7 @@ struct Fault {
   int64_t frame = -1;
   int exit_code = 0;
   int port = 0;             // kConnect
-  int delay_ms = 0;         // kSlowLoad
+  int delay_ms = 0;         // kSlowLoad, kSlowBatch
   int64_t oom_over_mb = 0;  // kOomOver
   std::string marker;       // kFork, kExec: the file the new process writes
   std::string once_path;

@@ -24,6 +24,8 @@ SupervisorFaults SupervisorFaults::FromEnvironment() {
   f.kill_encoder_at_segment = FaultNumber("FRAMEMILL_FAULT_KILL_ENCODER_AT_SEGMENT");
   const char* abort_on = std::getenv("FRAMEMILL_FAULT_SUPERVISOR_ABORT");
   if (abort_on != nullptr) f.abort_on_job = abort_on;
+  const char* stand_in = std::getenv("FRAMEMILL_FAULT_ENGINE_STAND_IN");
+  if (stand_in != nullptr) f.engine_stand_in = stand_in;
   return f;
 }
 

@@ -10,6 +10,9 @@
 //   FRAMEMILL_FAULT_SUPERVISOR_ABORT=TEXT      the supervisor abort()s at the progress report of
 //                                              a service job whose id contains TEXT, as a crash
 //                                              in the job's handling would
+//   FRAMEMILL_FAULT_ENGINE_STAND_IN=PATH       a job with model_optimization compile and no
+//                                              engine cached is offered the model file PATH as
+//                                              its compiled engine, at once, on any device
 //
 // The decoder's and the encoder's fire once per process, so that a retry succeeds.
 #pragma once
@@ -27,6 +30,7 @@ struct SupervisorFaults {
   int64_t term_decoder_at_frame = -1;
   int64_t kill_encoder_at_segment = -1;
   std::string abort_on_job;  // "": none
+  std::string engine_stand_in;  // "": none
 
   // The faults the environment names (the variables above); a malformed number is none.
   static SupervisorFaults FromEnvironment();
@@ -40,6 +44,7 @@ class SupervisorFaultHooks : public SupervisorHooks {
   int DecoderSignalAt(int64_t frame) override;
   bool KillEncoderAt(int64_t segment) override;
   void OnJobProgress(const std::string& job_id) override;
+  std::string EngineStandIn() override { return faults_.engine_stand_in; }
 
  private:
   const SupervisorFaults faults_;

@@ -428,3 +428,75 @@ TEST_CASE(
   CHECK(OutOfPlace(FrameIndices(dir + "/out.mp4", kW, kH), kFrames) == 0);
   CheckNothingLeft(dir);
 }
+
+namespace {
+
+// Rows of `event` whose reason begins with `reason`.
+int CountEventsWhy(const std::vector<nlohmann::json>& timeline, const std::string& event,
+                   const std::string& reason) {
+  return static_cast<int>(std::count_if(timeline.begin(), timeline.end(), [&](const auto& r) {
+    return r["event"] == event && r.value("reason", "").rfind(reason, 0) == 0;
+  }));
+}
+
+}  // namespace
+
+TEST_CASE("recovery: the workers move to an engine offered mid-job, each at a chunk boundary") {
+  // framemill-faults offers the stand-in (FRAMEMILL_FAULT_ENGINE_STAND_IN) as the job's compiled
+  // engine the moment its first worker is ready, as a finished build would
+  // (supervisor/job/engine_beside.h). Every batch sleeps 50 ms (slowbatch), so each of the two
+  // workers works 3 s or more: their standbys on the stand-in load long before the end. The
+  // stand-in is the identity model again, so the output must be every frame once, in place.
+  const std::string dir = ScratchDir("engine_move");
+  const int kFrames = 1000;
+  const std::string input = IndexVideo(kFrames);
+  const std::string engine = ModelPath("identity");
+  nlohmann::json job = Job(dir, input, "identity", "out.mp4");
+  job["model_optimization"] = "compile";
+  job["batch"] = 8;
+  RunResult r = WaitJob(StartJob(
+      dir, job,
+      {{"FRAMEMILL_TEST_FAULT", "slowbatch:50"}, {"FRAMEMILL_FAULT_ENGINE_STAND_IN", engine}},
+      WithFaultWorker()));
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.find("the workers move to the stand-in engine " + engine) != std::string::npos);
+  CHECK(OutOfPlace(FrameIndices(dir + "/out.mp4", kW, kH), kFrames) == 0);
+  std::vector<nlohmann::json> timeline = ReadTimeline(dir + "/out.mp4");
+  // Both first workers retired for the move, each replaced by its standby; nothing crashed.
+  CHECK(CountEventsWhy(timeline, "recycle", "moved to the stand-in engine") == 2);
+  CHECK(CountEventsWhy(timeline, "stop", "moved to the stand-in engine") == 2);
+  CHECK(CountEvents(timeline, "start") == 4);
+  CHECK(CountEvents(timeline, "crash") == 0);
+  std::map<int, int64_t> frames_by_gen;  // every worker ran frames, before and after the move
+  for (const auto& row : timeline) {
+    int64_t& f = frames_by_gen[row["gen"].get<int>()];
+    f = std::max<int64_t>(f, row["frames"].get<int64_t>());
+  }
+  CHECK(frames_by_gen.size() == 4);
+  for (const auto& [gen, frames] : frames_by_gen) {
+    INFO("gen " << gen);
+    CHECK(frames > 0);
+  }
+
+  // An engine that does not scale the frame as the model does (x2 for the identity's x1) is
+  // dropped when its first worker probes it; the job ends on its model, every frame in place.
+  const std::string dropped_dir = ScratchDir("engine_dropped");
+  nlohmann::json dropped = Job(dropped_dir, input, "identity", "out.mp4");
+  dropped["model_optimization"] = "compile";
+  dropped["batch"] = 8;
+  const std::string x2 = ModelPath("upscale2x");
+  RunResult d = WaitJob(
+      StartJob(dropped_dir, dropped,
+               {{"FRAMEMILL_TEST_FAULT", "slowbatch:50"}, {"FRAMEMILL_FAULT_ENGINE_STAND_IN", x2}},
+               WithFaultWorker()));
+  INFO("stderr: " << d.err);
+  REQUIRE(d.exit_code == 0);
+  CHECK(d.err.find("the stand-in engine " + x2 + " dropped: it gives 640x480 for a 320x240 " +
+                   "frame, not the model's scale") != std::string::npos);
+  CHECK(OutOfPlace(FrameIndices(dropped_dir + "/out.mp4", kW, kH), kFrames) == 0);
+  std::vector<nlohmann::json> kept = ReadTimeline(dropped_dir + "/out.mp4");
+  CHECK(CountEventsWhy(kept, "recycle", "moved to") == 0);
+  CHECK(CountEvents(kept, "crash") == 0);
+  CheckNothingLeft(dir);
+}

@@ -2,7 +2,10 @@
 // (supervisor/process/subprocess.h): a probe that never ends costs its job, not the thread.
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <chrono>
 #include <string>
+#include <thread>
 
 #include "supervisor/process/subprocess.h"
 
@@ -41,5 +44,26 @@ TEST_CASE("child timeout: a program that runs past it is killed and named, one t
   Result<CommandOutput> quick = RunAndCapture({"sh", "-c", "echo done"});
   REQUIRE(quick.ok());
   CHECK(quick->exit_code == 0);
+  CHECK(quick->out == "done\n");
+}
+
+TEST_CASE("a program run with a stop flag is killed soon after the flag is set") {
+  // The compiled engine's builder runs beside a job (supervisor/job/engine_beside.h) and is
+  // stopped with it: killed within the watch's 200 ms look, not at child_timeout_s.
+  ChildTimeoutFor limit(3600);
+  std::atomic<bool> stop{false};
+  std::thread setter([&stop] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    stop.store(true);
+  });
+  Result<CommandOutput> stopped = RunAndCapture({"sleep", "3600"}, {}, &stop);
+  setter.join();
+  REQUIRE_FALSE(stopped.ok());
+  CHECK(stopped.status().code() == StatusCode::kCancelled);
+  CHECK(stopped.status().message().find("sleep stopped") != std::string::npos);
+
+  std::atomic<bool> never{false};
+  Result<CommandOutput> quick = RunAndCapture({"sh", "-c", "echo done"}, {}, &never);
+  REQUIRE(quick.ok());
   CHECK(quick->out == "done\n");
 }

@@ -133,6 +133,38 @@ TEST_CASE("when a worker leaves, its standby takes over, at once or when ready")
   }
 }
 
+TEST_CASE("a move to an offered model: each active worker gets a standby, which moves it over") {
+  std::vector<DispatchChannel> ch(6);
+  ch[0] = On(WorkerRole::kActive);  // on the job's model (0)
+  ch[1] = On(WorkerRole::kActive);
+  ch[1].kill_deadline_ms = 5;  // being killed: its replacement comes as a crash's does
+  ch[2] = On(WorkerRole::kRetiring);
+  ch[3] = On(WorkerRole::kActive);
+  CHECK(NextToMove(ch, 0) == -1);  // no offer taken: every worker runs the pool's model
+  ch[3].model = 1;                 // started on the offered model already
+  CHECK(NextToMove(ch, 1) == 0);
+  ch[0].standby = 4;  // its standby is loading
+  ch[4] = On(WorkerRole::kLoading);
+  ch[4].replaces = 0;
+  ch[4].model = 1;
+  CHECK(NextToMove(ch, 1) == -1);  // the rest are being killed, retiring, or moved
+
+  CHECK_FALSE(MovesOver(ch, 4, 1));  // still loading
+  ch[4].role = RoleWhenReady(ch[4]);
+  REQUIRE(ch[4].role == WorkerRole::kStandby);
+  CHECK(MovesOver(ch, 4, 1));
+  // A standby of the same model (a limit's warm standby) waits for its worker's limit.
+  ch[5] = On(WorkerRole::kStandby);
+  ch[5].replaces = 3;
+  ch[5].model = 1;
+  CHECK_FALSE(MovesOver(ch, 5, 1));
+  // A standby of a model dropped since (the pool back on 0) moves nobody over.
+  CHECK_FALSE(MovesOver(ch, 4, 0));
+  // Its worker retired meanwhile (a limit): the standby takes over as usual, no move to make.
+  ch[0].role = WorkerRole::kRetiring;
+  CHECK_FALSE(MovesOver(ch, 4, 1));
+}
+
 TEST_CASE("active idle workers and loading ones are kept for the next job") {
   DispatchChannel ch = On(WorkerRole::kActive);
   CHECK(KeptAtRelease(ch));

@@ -32,16 +32,23 @@ TEST_CASE("model probe: later workers must agree on the output size, and the dev
   first.width = 256;
   first.height = 256;
   first.device = "cuda:0";
-  probe.Take(first, configured);
+  probe.Take(first, 64, 64, configured);
   CHECK(probe.Device(-1, configured) == "cuda:0");
   CHECK(probe.Device(3, configured) == "cuda:3");  // pinned: its own GPU
   ProbeReport later = first;
   later.device = "cpu";
-  CHECK(probe.Agrees(later));
+  CHECK(probe.Agrees(later, 64, 64));
+  // A compiled engine probed at the job's frame: the same x4 scale agrees, another does not.
+  ProbeReport engine;
+  engine.width = 7680;
+  engine.height = 4320;
+  CHECK(probe.Agrees(engine, 1920, 1080));
+  engine.height = 2160;
+  CHECK_FALSE(probe.Agrees(engine, 1920, 1080));
   later.height = 128;
-  CHECK_FALSE(probe.Agrees(later));
+  CHECK_FALSE(probe.Agrees(later, 64, 64));
   first.device = "cuda:0 (A100)";  // not a label's form: the configured device is named
-  probe.Take(first, configured);
+  probe.Take(first, 64, 64, configured);
   CHECK(probe.Device(-1, configured) == Name(configured));
 }
 

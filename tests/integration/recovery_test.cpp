@@ -207,17 +207,21 @@ TEST_CASE("recovery: 20 SIGKILLs of random workers at random moments change noth
   const std::string dir = ScratchDir("sigkill_storm");
   // Every kill hits a worker that has loaded its model, so at work or between chunks (a kill
   // while a worker loads is the start's business, tested by the crash tests): the job makes
-  // progress only between kills, and the video is long enough that it cannot end first (on a GPU
-  // the workers went through 3,000 frames after 6 kills: ten times as many there).
-  const int kFrames = TestDevice() == "cpu" ? 3000 : 30000;
+  // progress only between kills, and it must not end first. Its pace is set, not the machine's:
+  // every batch of 4 sleeps 60 ms (slowbatch), so each of the two workers works 22 s or more,
+  // where the storm takes about 12 s (a fast 2-core machine ran the identity's 3,000 frames
+  // through in 1.5 s between 13 kills). On a GPU, where a worker takes longer to load, twice the
+  // frames.
+  const int kFrames = TestDevice() == "cpu" ? 3000 : 6000;
   const std::string input = IndexVideo(kFrames);
   RunResult ref = RunJob(dir, Job(dir, input, "identity", "reference.mp4"));
   REQUIRE(ref.exit_code == 0);
 
   nlohmann::json job = Job(dir, input, "identity", "out.mp4");
   job["max_attempts"] = 100;  // one chunk may be hit by several kills in a row
-  job["batch"] = 4;           // smaller batches: slower, so the storm fits inside the job
-  BackgroundJob bg = StartJob(dir, job);
+  job["batch"] = 4;
+  BackgroundJob bg = StartJob(dir, job, {{"FRAMEMILL_TEST_FAULT", "slowbatch:60"}},
+                              WithFaultWorker());
   KillOnExit guard{bg};
   std::mt19937 rng(20261130);
   int kills = 0;

@@ -110,6 +110,14 @@ Result<CachedEngine> BuildEngine(const std::string& cache_dir, const EngineBuild
   }
   FM_RETURN_IF_ERROR(MakeDirectories(cache_dir));
   ::chmod(cache_dir.c_str(), 0700);
+  Result<UniqueFd> lock = LockEngineKey(cache_dir, r.key, r.stop);
+  if (!lock.ok()) return lock.status();
+  {  // built meanwhile by the build waited for
+    UniqueFd package;
+    int scale = 0;
+    Result<std::optional<CachedEngine>> there = FindEngine(cache_dir, r.key, &package, &scale);
+    if (there.ok() && there->has_value()) return **there;
+  }
   std::string folder = cache_dir + "/.build-XXXXXX";
   if (::mkdtemp(folder.data()) == nullptr) {
     return Status(StatusCode::kIo, folder + ": " + std::strerror(errno));

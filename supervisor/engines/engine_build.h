@@ -48,7 +48,9 @@ struct EngineBuildRequest {
 std::string ExportScriptPath();
 
 // Builds the engine and keeps it in `cache_dir`. kModelInvalid with the builder's last lines
-// when it fails (the export, or the check against the TorchScript model).
+// when it fails (the export, or the check against the TorchScript model). One build of a key
+// runs at a time across processes (a lock file in `cache_dir`): another waits, then takes the
+// entry the first one kept.
 Result<CachedEngine> BuildEngine(const std::string& cache_dir, const EngineBuildRequest& request);
 
 }  // namespace framemill

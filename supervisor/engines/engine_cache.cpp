@@ -7,12 +7,14 @@
 #include <fcntl.h>
 #include <fstream>
 #include <sstream>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
 #include "common/file_util.h"
+#include "common/log.h"
 #include "common/model_card.h"
 #include "common/sha256.h"
 #include "supervisor/process/program_answers.h"
@@ -138,6 +140,20 @@ Result<int> ClearEngines(const std::string& cache_dir) {
     if (name.rfind(kBuildPrefix, 0) != 0) ++removed;
   }
   return removed;
+}
+
+Result<UniqueFd> LockEngineKey(const std::string& cache_dir, const EngineKey& key,
+                               const std::atomic<bool>* stop) {
+  const std::string path = cache_dir + "/.lock-" + key.Id();
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd.valid()) return Status(StatusCode::kIo, path + ": " + std::strerror(errno));
+  for (bool said = false; ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0; said = true) {
+    if (errno != EWOULDBLOCK) return Status(StatusCode::kIo, path + ": " + std::strerror(errno));
+    if (!said) spdlog::info("engine {}: another build of it runs; waiting for it", key.Id());
+    if (stop != nullptr && stop->load()) return Status(StatusCode::kCancelled, "stopped");
+    ::usleep(200 * 1000);
+  }
+  return fd;
 }
 
 Result<CachedEngine> KeepEngine(const std::string& cache_dir, const std::string& build_folder,

@@ -15,6 +15,7 @@
 // manifest's sha256: a package edited in the cache, or one of another key, is never loaded.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -51,6 +52,13 @@ std::vector<CachedEngine> ListEngines(const std::string& cache_dir);
 
 // Removes every entry and unfinished build; returns how many entries were removed.
 Result<int> ClearEngines(const std::string& cache_dir);
+
+// Holds `key`'s build lock in `cache_dir` (a file there, locked until the descriptor closes): one
+// build of a key at a time across processes (two jobs of one model on two GPUs of one kind, a job
+// and `framemill model compile`). Waits while another holds it; kCancelled once `stop` (may be
+// null) is set first.
+Result<UniqueFd> LockEngineKey(const std::string& cache_dir, const EngineKey& key,
+                               const std::atomic<bool>* stop = nullptr);
 
 // Moves a finished build folder (holding engine.pt2 and engine.pt2.json) into place as `key`'s
 // entry, writing its manifest; an entry already there for the key is replaced.

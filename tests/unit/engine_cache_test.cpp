@@ -3,6 +3,7 @@
 // are the ones built; a folder or file others may write is not believed.
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -185,4 +186,23 @@ TEST_CASE("engines: clearing removes every entry and every unfinished build") {
   REQUIRE(removed.ok());
   CHECK(*removed == 2);
   CHECK(fs::is_empty(s.cache()));
+}
+
+TEST_CASE("engines: one build of a key at a time: a second waits, and a stop ends its wait") {
+  Scratch s;
+  const EngineKey key = SomeKey();
+  Result<UniqueFd> first = LockEngineKey(s.dir, key);
+  REQUIRE(first.ok());
+  // Another key builds beside it.
+  EngineKey other = key;
+  other.batch = 8;
+  CHECK(LockEngineKey(s.dir, other).ok());
+  // The same key waits, here until its stop is set.
+  std::atomic<bool> stop{true};
+  Result<UniqueFd> waiting = LockEngineKey(s.dir, key, &stop);
+  REQUIRE_FALSE(waiting.ok());
+  CHECK(waiting.status().code() == StatusCode::kCancelled);
+  first->Reset();  // the first build ends: the lock is free
+  stop.store(false);
+  CHECK(LockEngineKey(s.dir, key, &stop).ok());
 }

@@ -22,10 +22,11 @@
 namespace framemill {
 
 // Under model_optimization auto a job builds an engine beside it, where none is cached, only
-// when it has at least this many frames: on an H100 the build took 64 s and the engine ran the
-// restoration net at 96.5 fps where TorchScript ran 81.7 (BENCHMARKS.md), so a job of 20,000
-// frames that moves to the engine after a 70 s build ends about 25 s (10%) sooner, and a short
-// job never starts a compiler on a shared machine. `compile` always builds.
+// when it has at least this many frames: on an H100 the restoration net's engine was built in
+// 110 s beside its 1080p job, which then ran 95.5 fps where TorchScript ran 78.7 (BENCHMARKS.md),
+// so a job of 20,000 frames moving at about 120 s ends about 28 s (11%) sooner; a job of 9,000
+// or fewer ends before the build does. A short job never starts a compiler on a shared machine;
+// `compile` always builds.
 inline constexpr int64_t kAutoEngineMinFrames = 20000;
 
 struct EngineChoice {

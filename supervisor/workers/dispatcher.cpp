@@ -243,7 +243,8 @@ void Dispatcher::NoteReady(int k) {
   if (MovesOver(channels_, k, pool_->CurrentModel())) {
     // A move to an offered model: the worker it replaces retires now, at its chunk boundary.
     const int old = ch.replaces;
-    channels_[old].retire_reason = "moved to " + switch_.label();
+    channels_[old].retire_reason = ch.model != 0 ? "moved to " + switch_.label()
+                                                 : "moved back, " + switch_.label() + " dropped";
     Record(old, TimelineEventKind::kRecycle, channels_[old].retire_reason);
     return Retire(old);
   }
@@ -307,7 +308,10 @@ void Dispatcher::HandleExit(const WorkerExit& e) {
   stats_.chunk_retries += chunks_.Lost(lost, why);
   Promote(&channels_, k);                                     // its standby takes over
   if (ch.replaces >= 0) channels_[ch.replaces].standby = -1;  // a standby died: start another
-  if (ch.role == WorkerRole::kLoading && !clean) {
+  if (!clean && ch.kill_deadline_ms == 0 && ch.model != 0) {
+    // An offered model that does not load, or crashes: the job goes on with its own.
+    switch_.Drop(pool_.get(), "worker " + std::to_string(k) + " on it died (" + what + ")");
+  } else if (ch.role == WorkerRole::kLoading && !clean) {
     // Workers that keep dying while loading would be restarted forever.
     if (++load_failures_ >= settings_.max_attempts) {
       board_->Fail(Status(StatusCode::kWorkerFailed, "workers failed to start " +
@@ -484,7 +488,8 @@ void Dispatcher::Run(ChunkBoard* board, const std::string& arena_name, const Are
         if (sent == PushResult::kCorrupt) Violation(k, "impossible head index in the request ring");
       }
     }
-    if (switch_.TakeInto(pool_.get()) || switch_.moving()) MoveWorkers();
+    // Workers on another model than the pool's move to it: an offer's, or the job's again.
+    if (switch_.TakeInto(pool_.get()) || switch_.moving() || switch_.dropped()) MoveWorkers();
     // Keep `wanted` workers serving while chunks remain: replaces crashed, killed and
     // (without warm standby) recycled workers.
     while (!board_->failed() && chunks_.processed() < chunks_.total() &&

@@ -32,6 +32,7 @@ bool ModelSwitch::TakeInto(WorkerPool* pool) {
 }
 
 void ModelSwitch::Drop(WorkerPool* pool, const std::string& why) {
+  if (dropped_) return;
   spdlog::warn("{} dropped: {}; the job goes on with its model", label_, why);
   pool->RevertModel();
   moving_ = false;

@@ -4,8 +4,8 @@
 // active worker on the old model a standby on the new one, and retires the old worker at its
 // chunk boundary once the standby has loaded (its chunks in flight finish on the old model: no
 // chunk is lost or done twice; the rules are dispatch_channel's NextToMove and MovesOver). An
-// offer whose workers do not scale the frame as the model did is dropped (ModelProbe), and the
-// job goes on with the model it started with.
+// offer whose workers do not scale the frame as the model did (ModelProbe), or one a worker dies
+// on (loading it or running it), is dropped, and the job goes on with the model it started with.
 //
 // Thread safety: Offer from any thread; everything else on the dispatcher's thread.
 #pragma once
@@ -35,7 +35,8 @@ class ModelSwitch {
   // now on run it. False when there was none, it could not be taken (logged), or a model was
   // dropped before.
   bool TakeInto(WorkerPool* pool);
-  // The model moved to is dropped (`why`, logged): the pool has its first model again.
+  // The model moved to is dropped (`why`, logged) and never taken again: the pool has its first
+  // model again, and workers already on the dropped one move back (NextToMove, as for an offer).
   void Drop(WorkerPool* pool, const std::string& why);
 
   bool moving() const { return moving_; }

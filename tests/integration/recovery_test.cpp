@@ -445,7 +445,9 @@ int CountEventsWhy(const std::vector<nlohmann::json>& timeline, const std::strin
 
 }  // namespace
 
-TEST_CASE("recovery: the workers move to an engine offered mid-job, each at a chunk boundary") {
+TEST_CASE(
+    "recovery: the workers move to an engine offered mid-job, each at a chunk boundary, a bad one "
+    "dropped") {
   // framemill-faults offers the stand-in (FRAMEMILL_FAULT_ENGINE_STAND_IN) as the job's compiled
   // engine the moment its first worker is ready, as a finished build would
   // (supervisor/job/engine_beside.h). Every batch sleeps 50 ms (slowbatch), so each of the two
@@ -502,5 +504,23 @@ TEST_CASE("recovery: the workers move to an engine offered mid-job, each at a ch
   std::vector<nlohmann::json> kept = ReadTimeline(dropped_dir + "/out.mp4");
   CHECK(CountEventsWhy(kept, "recycle", "moved to") == 0);
   CHECK(CountEvents(kept, "crash") == 0);
+
+  // An engine no worker can load (here not a model at all) is dropped at the first worker that
+  // dies on it, never counted against the job's start: both standbys die, the job goes on.
+  const std::string broken_dir = ScratchDir("engine_broken");
+  const std::string broken = broken_dir + "/broken.pt2";
+  std::ofstream(broken) << "not a compiled engine";
+  nlohmann::json on_broken = Job(broken_dir, input, "identity", "out.mp4");
+  on_broken["model_optimization"] = "compile";
+  on_broken["batch"] = 8;
+  RunResult b = WaitJob(StartJob(
+      broken_dir, on_broken,
+      {{"FRAMEMILL_TEST_FAULT", "slowbatch:50"}, {"FRAMEMILL_FAULT_ENGINE_STAND_IN", broken}},
+      WithFaultWorker()));
+  INFO("stderr: " << b.err);
+  REQUIRE(b.exit_code == 0);
+  CHECK(b.err.find("the stand-in engine " + broken + " dropped: worker ") != std::string::npos);
+  CHECK(OutOfPlace(FrameIndices(broken_dir + "/out.mp4", kW, kH), kFrames) == 0);
+  CHECK(CountEventsWhy(ReadTimeline(broken_dir + "/out.mp4"), "recycle", "moved to") == 0);
   CheckNothingLeft(dir);
 }

@@ -621,10 +621,13 @@ TEST_CASE("service: a second supervisor on the same spool is refused") {
 }
 
 TEST_CASE("service: cancel stops a running job, files it as cancelled and removes its files") {
-  Service s = MakeService("svc_cancel");
+  // Its pace is set, not the machine's: every batch of 2 sleeps 20 ms (slowbatch), so the job
+  // runs 15 s or more (a fast 2-core machine ran its 1,500 frames in 1.1 s, before `status`
+  // caught it running).
+  Service s = MakeService("svc_cancel", WithFaultWorker());
   const std::string input = s.dir + "/long.mp4";
   MakeIndexVideo(input, 1500, 320, 240, 25, 0);
-  BackgroundJob serve = Serve(s);
+  BackgroundJob serve = Serve(s, {{"FRAMEMILL_TEST_FAULT", "slowbatch:20"}});
   KillOnExit guard_serve{serve};
   // The spool is made by the service (or tmpfiles.d): submit only writes into it.
   REQUIRE(WaitUntil([&] { return fs::exists(s.spool + "/lock"); }, 20));
@@ -876,9 +879,10 @@ TEST_CASE("service: spare_workers false starts no spare") {
 TEST_CASE("service: progress counts frames written, not frames through the model") {
   // An encode-bound job: the identity model races through the arena while a slow x264 preset
   // writes; progress.json and `status` must show what is written, and go on while the encoder
-  // trails the workers.
+  // trails the workers. Long enough for several of progress.json's samples (one a second): a
+  // fast 2-core machine wrote 400 frames in 1.7 s, before a sample showed the encoder behind.
   Service s = MakeService("svc_progress_written");
-  const int kFrames = 400;
+  const int kFrames = 2400;
   const std::string input = s.dir + "/in.mp4";
   MakeIndexVideo(input, kFrames, 320, 240, 25, 0);
   nlohmann::json job = {{"input", input},

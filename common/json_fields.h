@@ -7,8 +7,10 @@
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
+#include <limits>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -98,6 +100,39 @@ void ReadEnum(FieldReader& r, const char* key, Mode* mode, Parse parse, const ch
     r.Fail(key, std::string("must be ") + accepted + ", got \"" + name + "\"");
   } else {
     r.Fail(key, std::string("must be ") + accepted);
+  }
+}
+
+// `object[key]` when it is there and of T's kind (a string for std::string; a whole number in
+// T's range for an integral T; any number for a floating T), else `fallback`. Never throws, and
+// never converts out of range: for optional fields of files a user or another process wrote,
+// where nlohmann's value() throws on a value of another type.
+template <typename T>
+T ValueOr(const nlohmann::json& object, const char* key, T fallback) {
+  if (!object.is_object()) return fallback;
+  const auto it = object.find(key);
+  if (it == object.end()) return fallback;
+  if constexpr (std::is_same_v<T, std::string>) {
+    return it->is_string() ? it->template get<std::string>() : fallback;
+  } else if constexpr (std::is_integral_v<T>) {
+    if (it->is_number_unsigned()) {
+      const uint64_t v = it->template get<uint64_t>();
+      return v <= static_cast<uint64_t>(std::numeric_limits<T>::max()) ? static_cast<T>(v)
+                                                                       : fallback;
+    }
+    if (!it->is_number_integer()) return fallback;
+    const int64_t v = it->template get<int64_t>();
+    if constexpr (std::is_signed_v<T>) {
+      return v >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
+                     v <= static_cast<int64_t>(std::numeric_limits<T>::max())
+                 ? static_cast<T>(v)
+                 : fallback;
+    } else {
+      return v >= 0 && static_cast<uint64_t>(v) <= std::numeric_limits<T>::max() ? static_cast<T>(v)
+                                                                                 : fallback;
+    }
+  } else {
+    return it->is_number() ? it->template get<T>() : fallback;
   }
 }
 

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/file_util.h"
+#include "common/json_fields.h"
 #include "common/log.h"
 #include "common/model_card.h"
 #include "common/sha256.h"
@@ -61,11 +62,11 @@ CachedEngine EntryOf(const std::string& id, const std::string& folder, const nlo
   CachedEngine e;
   e.id = id;
   e.folder = folder;
-  e.key_text = m.value("key", "");
-  e.sha256 = m.value("sha256", "");
-  e.bytes = m.value("bytes", int64_t{0});
-  e.built_at = m.value("built_at", "");
-  e.build_seconds = m.value("build_seconds", 0.0);
+  e.key_text = ValueOr<std::string>(m, "key", "");
+  e.sha256 = ValueOr<std::string>(m, "sha256", "");
+  e.bytes = ValueOr(m, "bytes", int64_t{0});
+  e.built_at = ValueOr<std::string>(m, "built_at", "");
+  e.build_seconds = ValueOr(m, "build_seconds", 0.0);
   return e;
 }
 

@@ -86,7 +86,7 @@ Result<FaceTable> ReadFaceTable(const std::string& path) {
     return Status(StatusCode::kInputInvalid, what + ": " + why);
   };
   const nlohmann::json& j = *doc;
-  if (!j.is_object() || j.value("format", "") != kFormat) {
+  if (!j.is_object() || ValueOr<std::string>(j, "format", "") != kFormat) {
     return bad("not a framemill face table (no \"format\": \"framemill-face-table\")");
   }
   auto integer = [&](const char* key, int64_t lo, int64_t hi, int64_t* out) -> bool {
@@ -157,11 +157,11 @@ Result<FaceTable> ReadFaceTable(const std::string& path) {
   t.CountFaces();
   if (j.contains("stats") && j.at("stats").is_object()) {
     const nlohmann::json& s = j.at("stats");
-    t.stats.tracks = s.value("tracks", 0);
-    t.stats.faces_filled = s.value("faces_filled", int64_t{0});
-    t.stats.detection_s = s.value("detection_s", 0.0);
-    t.stats.detection_ms_per_frame = s.value("detection_ms_per_frame", 0.0);
-    t.stats.threads = s.value("threads", 0);
+    t.stats.tracks = ValueOr(s, "tracks", 0);
+    t.stats.faces_filled = ValueOr(s, "faces_filled", int64_t{0});
+    t.stats.detection_s = ValueOr(s, "detection_s", 0.0);
+    t.stats.detection_ms_per_frame = ValueOr(s, "detection_ms_per_frame", 0.0);
+    t.stats.threads = ValueOr(s, "threads", 0);
   }
   return t;
 }

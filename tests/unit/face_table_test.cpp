@@ -146,7 +146,19 @@ TEST_CASE("face table: a damaged or foreign file is refused, naming what is wron
     CHECK(r.status().message().find(words) != std::string::npos);
   };
   refused(nlohmann::json{{"frames", 1}}, "not a framemill face table");
+  // Fields of another type are refused or left out, never thrown (a fuzz finding: a "format"
+  // that is a list ended the supervisor).
   nlohmann::json j = good;
+  j["format"] = {{{0, 0}}};
+  refused(j, "not a framemill face table");
+  j = good;
+  j["stats"]["tracks"] = "many";
+  j["stats"]["detection_s"] = {1};
+  Result<FaceTable> odd_stats = ReadFaceTable(Write(dir + "/s.json", j.dump()));
+  REQUIRE(odd_stats.ok());
+  CHECK(odd_stats->stats.tracks == 0);
+  CHECK(odd_stats->stats.detection_s == 0.0);
+  j = good;
   j["version"] = 2;
   refused(j, "version 2");
   j = good;

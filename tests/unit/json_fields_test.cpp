@@ -13,6 +13,7 @@ using framemill::DumpJson;
 using framemill::kMaxJsonDepth;
 using framemill::ParseJsonText;
 using framemill::StatusCode;
+using framemill::ValueOr;
 using nlohmann::json;
 
 namespace {
@@ -106,4 +107,23 @@ TEST_CASE("ReadJsonFile refuses a FIFO without blocking, a symlink, and an overs
   CHECK(big.status().message().find("more than the limit of 4") != std::string::npos);
   for (const char* name : {"/fifo.json", "/job.json", "/link.json"}) ::unlink((d + name).c_str());
   ::rmdir(dir);
+}
+
+TEST_CASE("ValueOr gives a field of the asked kind and range, else the fallback, never throwing") {
+  const nlohmann::json j = nlohmann::json::parse(
+      R"({"s": "text", "n": 7, "neg": -3, "big": 5000000000, "f": 2.5, "list": [1], "obj": {}})");
+  CHECK(ValueOr<std::string>(j, "s", "") == "text");
+  CHECK(ValueOr<std::string>(j, "n", "none") == "none");
+  CHECK(ValueOr<std::string>(j, "list", "none") == "none");
+  CHECK(ValueOr(j, "n", 0) == 7);
+  CHECK(ValueOr(j, "neg", 0) == -3);
+  CHECK(ValueOr(j, "neg", 0u) == 0u);  // negative for an unsigned: the fallback
+  CHECK(ValueOr(j, "big", 1) == 1);    // past int's range: the fallback, not a wrap
+  CHECK(ValueOr(j, "big", int64_t{0}) == 5000000000);
+  CHECK(ValueOr(j, "f", 0) == 0);  // not a whole number for an integer
+  CHECK(ValueOr(j, "f", 0.0) == 2.5);
+  CHECK(ValueOr(j, "n", 0.0) == 7.0);
+  CHECK(ValueOr(j, "obj", 4) == 4);
+  CHECK(ValueOr(j, "missing", 9) == 9);
+  CHECK(ValueOr(nlohmann::json::array(), "s", 1) == 1);  // not an object
 }

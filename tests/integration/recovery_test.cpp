@@ -443,27 +443,32 @@ int CountEventsWhy(const std::vector<nlohmann::json>& timeline, const std::strin
   }));
 }
 
+// A `compile` job of `input` (identity, two workers, batch 8) in dir/out.mp4 whose framemill-faults
+// offers `stand_in` as its compiled engine the moment its first worker is ready, as a finished
+// build would (supervisor/job/engine_beside.h). Every batch sleeps 50 ms (slowbatch), so each
+// worker works 3 s or more on 1,000 frames: standbys on the stand-in load long before the end.
+RunResult RunWithStandIn(const std::string& dir, const std::string& input,
+                         const std::string& stand_in) {
+  nlohmann::json job = Job(dir, input, "identity", "out.mp4");
+  job["model_optimization"] = "compile";
+  job["batch"] = 8;
+  return WaitJob(StartJob(
+      dir, job,
+      {{"FRAMEMILL_TEST_FAULT", "slowbatch:50"}, {"FRAMEMILL_FAULT_ENGINE_STAND_IN", stand_in}},
+      WithFaultWorker()));
+}
+
 }  // namespace
 
 TEST_CASE(
     "recovery: the workers move to an engine offered mid-job, each at a chunk boundary, a bad one "
     "dropped") {
-  // framemill-faults offers the stand-in (FRAMEMILL_FAULT_ENGINE_STAND_IN) as the job's compiled
-  // engine the moment its first worker is ready, as a finished build would
-  // (supervisor/job/engine_beside.h). Every batch sleeps 50 ms (slowbatch), so each of the two
-  // workers works 3 s or more: their standbys on the stand-in load long before the end. The
-  // stand-in is the identity model again, so the output must be every frame once, in place.
+  // The stand-in is the identity model again, so the output must be every frame once, in place.
   const std::string dir = ScratchDir("engine_move");
   const int kFrames = 1000;
   const std::string input = IndexVideo(kFrames);
   const std::string engine = ModelPath("identity");
-  nlohmann::json job = Job(dir, input, "identity", "out.mp4");
-  job["model_optimization"] = "compile";
-  job["batch"] = 8;
-  RunResult r = WaitJob(StartJob(
-      dir, job,
-      {{"FRAMEMILL_TEST_FAULT", "slowbatch:50"}, {"FRAMEMILL_FAULT_ENGINE_STAND_IN", engine}},
-      WithFaultWorker()));
+  RunResult r = RunWithStandIn(dir, input, engine);
   INFO("stderr: " << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.err.find("the workers move to the stand-in engine " + engine) != std::string::npos);
@@ -488,14 +493,8 @@ TEST_CASE(
   // An engine that does not scale the frame as the model does (x2 for the identity's x1) is
   // dropped when its first worker probes it; the job ends on its model, every frame in place.
   const std::string dropped_dir = ScratchDir("engine_dropped");
-  nlohmann::json dropped = Job(dropped_dir, input, "identity", "out.mp4");
-  dropped["model_optimization"] = "compile";
-  dropped["batch"] = 8;
   const std::string x2 = ModelPath("upscale2x");
-  RunResult d = WaitJob(
-      StartJob(dropped_dir, dropped,
-               {{"FRAMEMILL_TEST_FAULT", "slowbatch:50"}, {"FRAMEMILL_FAULT_ENGINE_STAND_IN", x2}},
-               WithFaultWorker()));
+  RunResult d = RunWithStandIn(dropped_dir, input, x2);
   INFO("stderr: " << d.err);
   REQUIRE(d.exit_code == 0);
   CHECK(d.err.find("the stand-in engine " + x2 + " dropped: it gives 640x480 for a 320x240 " +
@@ -510,13 +509,7 @@ TEST_CASE(
   const std::string broken_dir = ScratchDir("engine_broken");
   const std::string broken = broken_dir + "/broken.pt2";
   std::ofstream(broken) << "not a compiled engine";
-  nlohmann::json on_broken = Job(broken_dir, input, "identity", "out.mp4");
-  on_broken["model_optimization"] = "compile";
-  on_broken["batch"] = 8;
-  RunResult b = WaitJob(StartJob(
-      broken_dir, on_broken,
-      {{"FRAMEMILL_TEST_FAULT", "slowbatch:50"}, {"FRAMEMILL_FAULT_ENGINE_STAND_IN", broken}},
-      WithFaultWorker()));
+  RunResult b = RunWithStandIn(broken_dir, input, broken);
   INFO("stderr: " << b.err);
   REQUIRE(b.exit_code == 0);
   CHECK(b.err.find("the stand-in engine " + broken + " dropped: worker ") != std::string::npos);

@@ -178,8 +178,11 @@ TEST_CASE(
   };
   const std::string b_ok = submit(kUserB, video, shared + "/b.mp4", false);
   const std::string a_ok = submit(kUserA, video, out_a + "/victim.mp4", true);
-  REQUIRE(
-      WaitUntil([&] { return StateOf(s, a_ok) == "done" || StateOf(s, a_ok) == "failed"; }, 120));
+  // Users take turns (queue_order.h), so A's job may end before B's: wait for both.
+  auto ended = [&](const std::string& id) {
+    return StateOf(s, id) == "done" || StateOf(s, id) == "failed";
+  };
+  REQUIRE(WaitUntil([&] { return ended(a_ok) && ended(b_ok); }, 120));
   for (const Attack& a : attacks) {
     INFO(a.what);
     nlohmann::json r = ReadJson(s.spool + "/failed/" + a.id + "/result.json");

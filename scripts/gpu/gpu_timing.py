@@ -16,3 +16,17 @@ def fps(fn, x, reps=6):
             fn(x)
         torch.cuda.synchronize()
         return x.shape[0] * reps / (time.perf_counter() - t0)
+
+
+def sustained_fps(fn, x, seconds=5.0):
+    """fps over about `seconds` of back-to-back calls: for ratios near 1, where six calls of a
+    few tens of ms each move by a few per cent from run to run."""
+    with torch.inference_mode():
+        for _ in range(3):
+            fn(x)
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        fn(x)
+        torch.cuda.synchronize()
+        one = max(time.perf_counter() - t0, 1e-4)
+    return fps(fn, x, reps=max(6, int(seconds / one)))

@@ -2,6 +2,7 @@
 """The model alone in PyTorch, as the reference framemill's worker is measured against.
 
 usage: model-reference.py MODEL.pt [WIDTH HEIGHT [BATCH]]   (default 1920 1080 8)
+       model-reference.py --engine ENGINE.pt2 MODEL.pt WIDTH HEIGHT BATCH
 
 Times, on CUDA in fp16 with cuDNN autotuning, random frames already on the device:
   script    the TorchScript file as framemill's worker runs it (torch.jit.load), batch 1-16,
@@ -10,7 +11,11 @@ Times, on CUDA in fp16 with cuDNN autotuning, random frames already on the devic
             PyTorch from the file's parameters (batch 8, channels-last)
   compiled  that eager network under torch.compile (what a .pt2 package would hold), at BATCH,
             in the default mode and in max-autotune (the fastest form a worker is held against)
-and prints frames per second for each, the best first. Run where torch is installed (the GPU
+and prints frames per second for each, the best first. With --engine (a compiled engine from
+framemill's cache, made for WIDTH x HEIGHT at BATCH) only the compiled rows, each sustained for
+5 s: the engine alone, torch.compile default and max-autotune, and the same network packaged by
+AOTInductor with and without max-autotune, each with its ratio to the fastest; so that a worker's
+gap splits into the engine's own and the worker's around it. Run where torch is installed (the GPU
 machine); the `restore` case (scripts/gpu/run-case.py restore) runs it beside framemill-bench.
 """
 import sys
@@ -19,7 +24,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from gpu_timing import fps
+from gpu_timing import fps, sustained_fps
 
 
 def restore_eager(params):
@@ -36,7 +41,58 @@ def restore_eager(params):
     return forward
 
 
+def channels_last_input(batch, h, w):
+    return torch.rand(batch, 3, h, w, device="cuda", dtype=torch.float16).contiguous(
+        memory_format=torch.channels_last)
+
+
+def timed_build(make):
+    t0 = time.monotonic()
+    made = make()
+    torch.cuda.synchronize()
+    return made, time.monotonic() - t0
+
+
+def engine_rows(engine, path, w, h, batch):
+    """The compiled forms alone, sustained: the engine framemill built, and the fastest forms."""
+    torch.backends.cudnn.benchmark = True
+    dev = torch.device("cuda")
+    script = torch.jit.load(path, map_location=dev).eval().half()
+    params = {n: p.detach() for n, p in script.named_parameters()}
+    x = channels_last_input(batch, h, w)
+    rows = []
+    runner = torch._inductor.aoti_load_package(engine)
+    rows.append((sustained_fps(lambda t: runner(t), x), "the engine (framemill model compile)"))
+    if "block0_a_w" not in params:
+        print("not framemill's restore: the engine's row only")
+    else:
+        eager = restore_eager(params)
+        for mode in ("default", "max-autotune"):
+            compiled, built = timed_build(lambda: torch.compile(eager, mode=mode))
+            compiled(x)
+            rows.append((sustained_fps(compiled, x), f"torch.compile {mode} (first call "
+                         f"{built:.0f} s)"))
+        class Net(torch.nn.Module):
+            def forward(self, t):
+                return eager(t)
+        program = torch.export.export(Net().eval(), (x,))
+        for autotune in (False, True):
+            pkg = f"/tmp/model-reference-{int(autotune)}.pt2"
+            _, built = timed_build(lambda: torch._inductor.aoti_compile_and_package(
+                program, package_path=pkg, inductor_configs={"max_autotune": autotune}))
+            run = torch._inductor.aoti_load_package(pkg)
+            rows.append((sustained_fps(lambda t: run(t), x), "AOTInductor package, max_autotune "
+                         f"{autotune} (built in {built:.0f} s)"))
+    best = max(f for f, _ in rows)
+    for f, name in sorted(rows, reverse=True):
+        print(f"{f:8.2f} fps  {f / best:.3f}  {name}  (batch {batch}, {w}x{h})")
+
+
 def main():
+    if sys.argv[1] == "--engine":
+        engine_rows(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]),
+                    int(sys.argv[6]))
+        return
     path = sys.argv[1]
     w, h = (int(sys.argv[2]), int(sys.argv[3])) if len(sys.argv) > 3 else (1920, 1080)
     batch_c = int(sys.argv[4]) if len(sys.argv) > 4 else 8

@@ -136,6 +136,15 @@ T ValueOr(const nlohmann::json& object, const char* key, T fallback) {
   }
 }
 
+// `object[key]` when it is an array, else an empty array (ValueOr's rule, for a list of records
+// each then read with ValueOr).
+inline const nlohmann::json& ArrayOr(const nlohmann::json& object, const char* key) {
+  static const nlohmann::json* const empty = new nlohmann::json(nlohmann::json::array());
+  if (!object.is_object()) return *empty;
+  const auto it = object.find(key);
+  return it != object.end() && it->is_array() ? *it : *empty;
+}
+
 // Deepest nesting of arrays and objects that ParseJsonText accepts. Job and config files need
 // 3; the limit keeps every recursive walk of a parsed value (dump, compare, copy) far from the
 // stack's end.

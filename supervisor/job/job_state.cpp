@@ -47,14 +47,14 @@ Status JobState::Load(bool write_back) {
       auto saved = [](const std::string& name) {
         return nlohmann::json::parse(DumpJson(nlohmann::json(name))).get<std::string>();
       };
-      bool same = st.value("version", 0) == kStateVersion &&
-                  st.value("input", "") == saved(job_.input) &&
-                  st.value("model", "") == saved(job_.model) &&
-                  st.value("frame_count", int64_t{-1}) == plan_.frame_count &&
-                  st.value("chunk_frames", -1) == plan_.chunk_frames &&
-                  st.value("chunks_per_segment", int64_t{-1}) == chunks_per_segment_ &&
-                  st.value("first_segment", int64_t{0}) == first_ &&
-                  st.value("end_segment", static_cast<int64_t>(plan_.segments.size())) == end_;
+      bool same = ValueOr(st, "version", 0) == kStateVersion &&
+                  ValueOr<std::string>(st, "input", "") == saved(job_.input) &&
+                  ValueOr<std::string>(st, "model", "") == saved(job_.model) &&
+                  ValueOr(st, "frame_count", int64_t{-1}) == plan_.frame_count &&
+                  ValueOr(st, "chunk_frames", -1) == plan_.chunk_frames &&
+                  ValueOr(st, "chunks_per_segment", int64_t{-1}) == chunks_per_segment_ &&
+                  ValueOr(st, "first_segment", int64_t{0}) == first_ &&
+                  ValueOr(st, "end_segment", static_cast<int64_t>(plan_.segments.size())) == end_;
       std::string changed;  // the identity's keys that differ from the saved one's
       if (same && !identity_.is_null()) {
         const nlohmann::json saved_identity = st.value("identity", nlohmann::json::object());
@@ -71,13 +71,13 @@ Status JobState::Load(bool write_back) {
                      "job over",
                      changed);
       } else {
-        for (const nlohmann::json& seg : st.value("segments_done", nlohmann::json::array())) {
-          int64_t index = seg.value("index", int64_t{-1});
-          int64_t bytes = seg.value("bytes", int64_t{-1});
+        for (const nlohmann::json& seg : ArrayOr(st, "segments_done")) {
+          int64_t index = ValueOr(seg, "index", int64_t{-1});
+          int64_t bytes = ValueOr(seg, "bytes", int64_t{-1});
           struct stat sb {};
           if (index != first_ + resumed_ || index >= end_ ||
               ::stat(SegmentPath(index).c_str(), &sb) != 0 || sb.st_size != bytes ||
-              seg.value("frames", int64_t{-1}) != plan_.segments[index].frames) {
+              ValueOr(seg, "frames", int64_t{-1}) != plan_.segments[index].frames) {
             break;
           }
           bytes_[index] = bytes;

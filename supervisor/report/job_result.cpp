@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "common/json_fields.h"
+
 namespace framemill {
 namespace {
 
@@ -356,23 +358,23 @@ std::string ProgressLine(const nlohmann::json& progress) {
     return w->empty() ? "waiting for a free GPU" : "waiting for GPUs " + GpuListText(*w);
   }
   // Frames written: what is done. (A progress.json of an older framemill has frames_done only.)
-  const int64_t modelled = progress.value("frames_done", int64_t{0});
-  const int64_t done = progress.value("frames_written", modelled);
-  const int64_t total = progress.value("frames_total", int64_t{0});
+  const int64_t modelled = ValueOr(progress, "frames_done", int64_t{0});
+  const int64_t done = ValueOr(progress, "frames_written", modelled);
+  const int64_t total = ValueOr(progress, "frames_total", int64_t{0});
   if (auto w = progress.find("waiting"); w != progress.end() && w->is_string()) {
     // A full disk (job/space_wait.h): the workers are stopped, the segments kept.
-    return "waiting for disk space for " + DurationText(progress.value("waiting_s", 0.0)) +
+    return "waiting for disk space for " + DurationText(ValueOr(progress, "waiting_s", 0.0)) +
            " (" + w->get<std::string>() + "); " + std::to_string(done) + "/" +
            std::to_string(total) + " frames written and kept";
   }
-  const double fps = progress.value("fps", 0.0);
+  const double fps = ValueOr(progress, "fps", 0.0);
   char buf[160];
   std::snprintf(buf, sizeof(buf), "%lld/%lld frames written (%.1f%%), ",
                 static_cast<long long>(done), static_cast<long long>(total),
                 total > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 0.0);
   std::string line = buf + RateText(done, total, fps);
   if (modelled > done) line += ", model at " + std::to_string(modelled);
-  if (const int64_t kept = progress.value("frames_resumed", int64_t{0}); kept > 0) {
+  if (const int64_t kept = ValueOr(progress, "frames_resumed", int64_t{0}); kept > 0) {
     line += ", resumed (" + std::to_string(kept) + " frames kept from an earlier run)";
   }
   if (auto g = progress.find("service_gpus"); g != progress.end() && g->is_array() && !g->empty()) {
@@ -384,12 +386,12 @@ std::string ProgressLine(const nlohmann::json& progress) {
 std::vector<std::string> ProgressWorkerLines(const nlohmann::json& progress) {
   std::vector<std::string> lines;
   if (!progress.is_object()) return lines;
-  for (const nlohmann::json& w : progress.value("workers", nlohmann::json::array())) {
+  for (const nlohmann::json& w : ArrayOr(progress, "workers")) {
     std::string line;
     Appendf(&line, "worker %d gen %d pid %d: %lld frames, rss %.0f MiB, gpu reserved %.0f MiB",
-            w.value("worker", 0), w.value("gen", 0), w.value("pid", 0),
-            static_cast<long long>(w.value("frames", int64_t{0})), w.value("rss_mb", 0.0),
-            w.value("gpu_reserved_mb", 0.0));
+            ValueOr(w, "worker", 0), ValueOr(w, "gen", 0), ValueOr(w, "pid", 0),
+            static_cast<long long>(ValueOr(w, "frames", int64_t{0})), ValueOr(w, "rss_mb", 0.0),
+            ValueOr(w, "gpu_reserved_mb", 0.0));
     lines.push_back(line);
   }
   return lines;

@@ -294,6 +294,19 @@ TEST_CASE("job result: progress.json has every key, and `status` reads it back a
   CHECK(fm::ProgressLine({{"id", "j1"}, {"waiting_for_gpus", {2}}}) == "waiting for GPUs [2]");
   CHECK(fm::ProgressLine({{"id", "j1"}, {"waiting_for_gpus", nlohmann::json::array()}}) ==
         "waiting for a free GPU");
+  // A progress file of another version, or damaged: fields of other types read as absent.
+  nlohmann::json odd = back;
+  odd["frames_written"] = "120";
+  odd["fps"] = nullptr;
+  odd["workers"] = {{{"worker", "1"}, {"frames", 40.5}}, 7};
+  std::string odd_line;
+  CHECK_NOTHROW(odd_line = fm::ProgressLine(odd));
+  CHECK(odd_line.rfind("150/300 frames written", 0) == 0);  // frames_done stands in
+  std::vector<std::string> odd_workers;
+  CHECK_NOTHROW(odd_workers = fm::ProgressWorkerLines(odd));
+  CHECK(odd_workers.size() == 2);
+  odd["workers"] = "none";
+  CHECK(fm::ProgressWorkerLines(odd).empty());
   // A job waiting for disk space (job/space_wait.h): no rate, the frames kept.
   fm::JobProgress waiting = p;
   waiting.waiting = "no_space: /out: No space left on device";

@@ -92,6 +92,47 @@ TEST_CASE("job state: a state made for another plan, or unreadable, starts the j
   fs::remove_all(dir);
 }
 
+TEST_CASE("job state: a state whose fields have other types starts the job over, never throws") {
+  const std::string dir = FreshDir("state_types");
+  framemill::JobSpec job;
+  job.input = "/in.mp4";
+  job.model = "/m.pt";
+  auto plan = framemill::MakePlan(400, 25, 4);
+  REQUIRE(plan.ok());
+  nlohmann::json good;
+  {
+    JobState st(dir, job, *plan, 4);
+    REQUIRE(st.Load().ok());
+    WriteSegment(st, 0, "zero");
+    REQUIRE(st.Finished(0, 4).ok());
+    good = ReadState(dir);
+  }
+  // Each field in turn of another type (a state written by another version, or damaged): the
+  // job starts over, or keeps what still reads, and Load() never throws.
+  const std::vector<std::pair<nlohmann::json::json_pointer, nlohmann::json>> damage = {
+      {"/version"_json_pointer, "1"},
+      {"/input"_json_pointer, 7},
+      {"/frame_count"_json_pointer, -1.5},
+      {"/chunk_frames"_json_pointer, nullptr},
+      {"/segments_done"_json_pointer, 3},
+      {"/segments_done/0"_json_pointer, "zero"},
+      {"/segments_done/0/index"_json_pointer, "0"},
+      {"/segments_done/0/bytes"_json_pointer, nlohmann::json::array()},
+  };
+  for (const auto& [where, value] : damage) {
+    INFO(where.to_string());
+    nlohmann::json st = good;
+    st[where] = value;
+    std::ofstream(dir + "/state.json") << st.dump();
+    JobState again(dir, job, *plan, 4);
+    framemill::Status loaded = framemill::Status::Ok();
+    CHECK_NOTHROW(loaded = again.Load());
+    CHECK(loaded.ok());
+    CHECK(again.resumed() == 0);
+  }
+  fs::remove_all(dir);
+}
+
 TEST_CASE("job state: an identity that changed in any key starts the job over") {
   const std::string dir = FreshDir("state_identity");
   framemill::JobSpec job;

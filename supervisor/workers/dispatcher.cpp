@@ -3,7 +3,6 @@
 #include <cstdint>
 #include <algorithm>
 #include <csignal>
-#include <unistd.h>
 
 #include "common/log.h"
 #include "common/shm_protocol.h"
@@ -13,7 +12,6 @@ namespace framemill {
 namespace {
 
 constexpr int kWakeIntervalMs = 50;  // longest the loop sleeps without a wake-up
-constexpr int kStopGraceMs = 5000;
 
 }  // namespace
 
@@ -22,106 +20,51 @@ Dispatcher::Dispatcher(const JobPlan& plan, const JobSettings& settings,
                        uint64_t start_timeout_ms)
     : plan_(plan),
       settings_(settings),
-      pool_(std::move(pool)),
-      timeline_(timeline),
+      roster_(settings, std::move(pool), timeline, &stats_),
       start_timeout_ms_(start_timeout_ms),
-      channels_(static_cast<size_t>(pool_->channel_count())),
-      chunks_(plan, settings),
-      rng_(std::random_device{}()) {}
+      chunks_(plan, settings) {}
 
 Dispatcher::~Dispatcher() = default;
 
-WorkerFigures Dispatcher::Figures(int k) const {
-  const TelemetrySnapshot t = pool_->LastTelemetry(k);  // checked when it was read
-  WorkerFigures f;
-  f.rss_bytes = t.rss_bytes;
-  f.gpu_reserved_bytes = t.gpu_reserved_bytes;
-  f.chunks_done = t.chunks_done;
-  f.heartbeat_ms = t.heartbeat_ms;
-  f.busy = !channels_[k].inflight.empty();
-  return f;
-}
-
-void Dispatcher::Record(int k, TimelineEventKind event, const std::string& reason, int pid) {
-  const int p = pid > 0 ? pid : pool_->Pid(k);
-  const TimelineEvent e =
-      WorkerTimelineEvent(k, channels_[k].generation, p, event, pool_->LastTelemetry(k), reason);
-  if (timeline_ != nullptr) timeline_->Record(e, MonotonicMs());
-  stats_.RaisePeak(channels_[k].peak_index,
-                   {k, e.generation, e.pid, e.frames, e.rss_bytes, e.gpu_reserved_bytes, ""});
-}
-
-Status Dispatcher::Spawn(int k, int replaces, bool may_adopt) {
-  // A standby takes over its worker's GPU; a new worker goes where workers are fewest.
-  const int gpu = GpuFor(replaces, settings_.gpus, channels_);
-  const bool adopted = may_adopt && spares_.TakeInto(pool_.get(), k, gpu);
-  if (!adopted) FM_RETURN_IF_ERROR(pool_->Spawn(k, gpu));
-  OpenChannel(k, WorkerRole::kLoading);
-  DispatchChannel& ch = channels_[k];
-  ch.from_spare = adopted;
-  ch.gpu = gpu;
-  ch.replaces = replaces;
-  ++stats_.workers_started;
-  std::string reason = replaces >= 0 ? "standby for worker " + std::to_string(replaces)
-                       : adopted     ? "a spare, started before the job"
-                                     : "";
-  if (gpu >= 0) reason += (reason.empty() ? "" : ", ") + std::string("GPU ") + std::to_string(gpu);
-  Record(k, TimelineEventKind::kStart, reason);
-  return Status::Ok();
-}
-
 // A ready worker's report, checked, into `*first`; false (and the worker killed) when invalid.
 bool Dispatcher::TakeProbe(int k, FirstWorker* first) {
-  Result<ProbeReport> probe = pool_->Probe(k);
+  Result<ProbeReport> probe = roster_.pool().Probe(k);
   if (!probe.ok()) {
-    Violation(k, probe.status().message());
+    roster_.Violation(k, probe.status().message());
     return false;
   }
-  const auto [in_w, in_h] = pool_->ProbeInput(k);
+  const auto [in_w, in_h] = roster_.pool().ProbeInput(k);
   probe_.Take(*probe, in_w, in_h, settings_.device);
   first->probe_w = probe->width;
   first->probe_h = probe->height;
   first->device = probe->device;
-  first->sandbox = pool_->Sandbox(k);
+  first->sandbox = roster_.pool().Sandbox(k);
   return true;
-}
-
-void Dispatcher::OpenChannel(int k, WorkerRole role) {
-  DispatchChannel& ch = channels_[k];
-  ch = DispatchChannel{};
-  ch.role = role;
-  ch.generation = pool_->Generation(k);
-  ch.model = pool_->ModelOf(k);
-  ch.spawn_ms = MonotonicMs();
-  if (role == WorkerRole::kActive) ch.ready_ms = ch.spawn_ms;
-  ch.limits = JitteredLimits(settings_.recycle, rng_);
-  ch.peak_index = stats_.peaks.size();
-  stats_.peaks.push_back({k, ch.generation, pool_->Pid(k), 0, 0, 0, ""});
 }
 
 int Dispatcher::AdoptLeftWorkers(int wanted, bool* killed, FirstWorker* first) {
   int adopted = 0;
   std::vector<int> loading;  // left still loading its model
-  for (int k = 0; k < static_cast<int>(channels_.size()); ++k) {
+  for (int k = 0; k < roster_.size(); ++k) {
     WorkerState state = WorkerState::kEmpty;
-    if (!pool_->Alive(k)) continue;
-    if (!CheckWorker(k, &state)) {
+    if (!roster_.pool().Alive(k)) continue;
+    if (!roster_.CheckWorker(k, &state)) {
       *killed = true;  // reaped by the caller
       continue;
     }
     if (state == WorkerState::kStarting) loading.push_back(k);
     if (state != WorkerState::kReady) continue;
     if (adopted == wanted) {  // more than this job wants
-      pool_->Signal(k, SIGKILL);
+      roster_.pool().Signal(k, SIGKILL);
       continue;
     }
-    OpenChannel(k, WorkerRole::kActive);
+    roster_.OpenChannel(k, WorkerRole::kActive);
     if (!TakeProbe(k, first)) {  // killed for it; reaped by the caller
-      channels_[k].role = WorkerRole::kNone;
+      roster_[k].role = WorkerRole::kNone;
       *killed = true;
       continue;
     }
-    Record(k, TimelineEventKind::kReady, "kept loaded from the previous job");
+    roster_.Record(k, TimelineEventKind::kReady, "kept loaded from the previous job");
     ++adopted;
   }
   // Workers the previous job left still loading: with a ready worker to lead this job they are
@@ -129,33 +72,15 @@ int Dispatcher::AdoptLeftWorkers(int wanted, bool* killed, FirstWorker* first) {
   // job wants, they are stopped, and the start begins afresh.
   for (int k : loading) {
     if (adopted > 0 && adopted < wanted) {
-      OpenChannel(k, WorkerRole::kLoading);
-      Record(k, TimelineEventKind::kStart, "still loading, kept from the previous job");
+      roster_.OpenChannel(k, WorkerRole::kLoading);
+      roster_.Record(k, TimelineEventKind::kStart, "still loading, kept from the previous job");
       ++adopted;
     } else {
-      pool_->Signal(k, SIGKILL);
+      roster_.pool().Signal(k, SIGKILL);
       *killed = true;
     }
   }
   return adopted;
-}
-
-void Dispatcher::AwaitExits(const std::function<bool(const DispatchChannel&)>& leaving) {
-  for (uint64_t until = MonotonicMs() + kStopGraceMs; MonotonicMs() < until; ::usleep(10 * 1000)) {
-    for (const WorkerExit& e : pool_->ReapExited()) {
-      if (const DispatchChannel& ch = channels_[e.channel]; LeavingOnItsOwn(ch)) {
-        const bool clean = !e.signaled && e.exit_code == 0;
-        Record(e.channel, clean ? TimelineEventKind::kStop : TimelineEventKind::kCrash,
-               clean ? ch.retire_reason : e.Describe(), e.pid);
-      }
-      channels_[e.channel] = DispatchChannel{};
-    }
-    bool pending = false;
-    for (int k = 0; k < static_cast<int>(channels_.size()); ++k) {
-      pending = pending || (pool_->Alive(k) && leaving(channels_[k]));
-    }
-    if (!pending) return;
-  }
 }
 
 // A worker that exited while the first ones loaded: started again, or the job's end when it
@@ -166,16 +91,16 @@ Status Dispatcher::LoadFailed(const WorkerExit& e) {
   // A worker that says why it failed (model not loadable, no such device) speaks for all of
   // them. One that died without a word (a signal, a crash in a library) gets a few tries.
   // (The last words of a worker killed for a protocol violation are not believed.)
-  const bool says_failed = e.last_state == WorkerState::kFailed && !channels_[e.channel].violated;
+  const bool says_failed = e.last_state == WorkerState::kFailed && !roster_[e.channel].violated;
   if (says_failed || ++load_failures_ >= settings_.max_attempts) {
     return Status(StatusCode::kModelInvalid,
                   "worker " + std::to_string(e.channel) + " could not start: " + why);
   }
   spdlog::warn("worker {} died while loading the model ({}); starting it again", e.channel, why);
-  Record(e.channel, TimelineEventKind::kCrash, why, e.pid);
+  roster_.Record(e.channel, TimelineEventKind::kCrash, why, e.pid);
   stats_.CountCrash(e.signaled);
-  channels_[e.channel] = DispatchChannel{};
-  return Spawn(e.channel, -1);
+  roster_[e.channel] = DispatchChannel{};
+  return roster_.Spawn(e.channel, -1);
 }
 
 Result<FirstWorker> Dispatcher::Start(const std::atomic<bool>& stop,
@@ -185,27 +110,28 @@ Result<FirstWorker> Dispatcher::Start(const std::atomic<bool>& stop,
   // Workers left loaded by the previous job (see Release) are taken over as they are.
   bool killed = false;  // a worker left by the previous job broke the protocol
   if (AdoptLeftWorkers(wanted, &killed, &first) > 0) {
-    for (const WorkerExit& e : pool_->ReapExited()) channels_[e.channel] = DispatchChannel{};
+    for (const WorkerExit& e : roster_.pool().ReapExited()) roster_[e.channel] = DispatchChannel{};
     first.warm = true;  // a ready worker kept from the previous job leads
     return first;       // Run() starts any missing workers
   }
   // Channels of killed workers are reused: their exits are waited for (a little); a killed
   // worker's channel has no role until it is reaped.
   if (killed) {
-    AwaitExits(
+    roster_.AwaitExits(
         [](const DispatchChannel& ch) { return ch.violated || ch.role == WorkerRole::kNone; });
   }
-  for (int k = 0; k < wanted; ++k) FM_RETURN_IF_ERROR(Spawn(k, -1, /*may_adopt=*/true));
+  for (int k = 0; k < wanted; ++k) FM_RETURN_IF_ERROR(roster_.Spawn(k, -1, /*may_adopt=*/true));
   const uint64_t deadline = MonotonicMs() + start_timeout_ms_;
   while (true) {
     if (beat) beat();
     if (stop.load()) return Status(StatusCode::kCancelled, "stopped while workers were starting");
-    for (const WorkerExit& e : pool_->ReapExited()) FM_RETURN_IF_ERROR(LoadFailed(e));
+    for (const WorkerExit& e : roster_.pool().ReapExited()) FM_RETURN_IF_ERROR(LoadFailed(e));
     for (int k = 0; k < wanted; ++k) {
       WorkerState state = WorkerState::kEmpty;
-      if (!pool_->Alive(k) || channels_[k].violated || !CheckWorker(k, &state)) continue;
+      if (!roster_.pool().Alive(k) || roster_[k].violated || !roster_.CheckWorker(k, &state))
+        continue;
       if (state == WorkerState::kReady && TakeProbe(k, &first)) {
-        first.spare = channels_[k].from_spare;
+        first.spare = roster_[k].from_spare;
         NoteReady(k);
         return first;
       }
@@ -215,15 +141,15 @@ Result<FirstWorker> Dispatcher::Start(const std::atomic<bool>& stop,
                     "no worker loaded the model within worker_start_timeout_s=" +
                         std::to_string(start_timeout_ms_ / 1000));
     }
-    pool_->WaitForWake(kWakeIntervalMs);
+    roster_.pool().WaitForWake(kWakeIntervalMs);
   }
 }
 
 void Dispatcher::NoteReady(int k) {
-  DispatchChannel& ch = channels_[k];
-  Result<ProbeReport> probe = pool_->Probe(k);
-  if (!probe.ok()) return Violation(k, probe.status().message());
-  const auto [in_w, in_h] = pool_->ProbeInput(k);
+  DispatchChannel& ch = roster_[k];
+  Result<ProbeReport> probe = roster_.pool().Probe(k);
+  if (!probe.ok()) return roster_.Violation(k, probe.status().message());
+  const auto [in_w, in_h] = roster_.pool().ProbeInput(k);
   if (!probe_.Agrees(*probe, in_w, in_h)) {
     if (ch.model != 0) return DropModel(k, *probe);  // an offered model, not the job's
     if (board_ != nullptr) {
@@ -233,71 +159,64 @@ void Dispatcher::NoteReady(int k) {
     return;
   }
   spdlog::info("worker {} (gen {}, pid {}) ready on {} after {} ms{}", k, ch.generation,
-               pool_->Pid(k), probe->device, MonotonicMs() - ch.spawn_ms,
+               roster_.pool().Pid(k), probe->device, MonotonicMs() - ch.spawn_ms,
                ch.replaces >= 0 ? " (standby)" : "");
-  Record(k, TimelineEventKind::kReady);
+  roster_.Record(k, TimelineEventKind::kReady);
   ch.ready_ms = MonotonicMs();
   stats_.ready_s.push_back(static_cast<double>(ch.ready_ms - ch.spawn_ms) / 1000.0);
   load_ms_ = ch.ready_ms - ch.spawn_ms;
   ch.role = RoleWhenReady(ch);
-  if (MovesOver(channels_, k, pool_->CurrentModel())) {
+  if (MovesOver(roster_.channels(), k, roster_.pool().CurrentModel())) {
     // A move to an offered model: the worker it replaces retires now, at its chunk boundary.
     const int old = ch.replaces;
-    channels_[old].retire_reason = ch.model != 0 ? "moved to " + switch_.label()
-                                                 : "moved back, " + switch_.label() + " dropped";
-    Record(old, TimelineEventKind::kRecycle, channels_[old].retire_reason);
-    return Retire(old);
+    roster_[old].retire_reason = ch.model != 0 ? "moved to " + switch_.label()
+                                               : "moved back, " + switch_.label() + " dropped";
+    roster_.Record(old, TimelineEventKind::kRecycle, roster_[old].retire_reason);
+    return roster_.Retire(old);
   }
   // Idle until its turn: a standby spends the wait on a warm-up batch at the job's frame size.
-  if (ch.role == WorkerRole::kStandby && chunks_.begun()) pool_->Send(k, chunks_.Warmup());
+  if (ch.role == WorkerRole::kStandby && chunks_.begun()) roster_.pool().Send(k, chunks_.Warmup());
 }
 
 void Dispatcher::MoveWorkers() {
   while (chunks_.processed() < chunks_.total()) {  // nothing left to move for: no move
-    const int k = NextToMove(channels_, pool_->CurrentModel());
-    const int spare =
-        k < 0 ? -1 : FreeChannel(channels_, [this](int c) { return pool_->Alive(c); });
+    const int k = NextToMove(roster_.channels(), roster_.pool().CurrentModel());
+    const int spare = k < 0 ? -1 : roster_.FreeChannel();
     if (spare < 0) return;
-    Status s = Spawn(spare, k);
-    if (!s.ok()) return switch_.Drop(pool_.get(), s.message());  // the job goes on as it was
-    channels_[k].standby = spare;
+    Status s = roster_.Spawn(spare, k);
+    if (!s.ok()) return switch_.Drop(&roster_.pool(), s.message());  // the job goes on as it was
+    roster_[k].standby = spare;
   }
 }
 
 void Dispatcher::DropModel(int k, const ProbeReport& said) {
-  const auto [in_w, in_h] = pool_->ProbeInput(k);
+  const auto [in_w, in_h] = roster_.pool().ProbeInput(k);
   if (switch_.moving()) {
-    switch_.Drop(pool_.get(), fmt::format("it gives {}x{} for a {}x{} frame, not the model's scale",
-                                          said.width, said.height, in_w, in_h));
+    switch_.Drop(&roster_.pool(),
+                 fmt::format("it gives {}x{} for a {}x{} frame, not the model's scale", said.width,
+                             said.height, in_w, in_h));
   }
-  DispatchChannel& ch = channels_[k];
-  if (ch.replaces >= 0) channels_[ch.replaces].standby = -1;
+  DispatchChannel& ch = roster_[k];
+  if (ch.replaces >= 0) roster_[ch.replaces].standby = -1;
   ch.replaces = -1;
   ch.retire_reason = "its model was dropped";
-  Retire(k);  // it holds no chunk: stopped at the loop's next look
-}
-
-void Dispatcher::Retire(int k) {
-  channels_[k].role = WorkerRole::kRetiring;
-  spdlog::info("worker {} (gen {}) retiring: {}", k, channels_[k].generation,
-               channels_[k].retire_reason);
-  Promote(&channels_, k);
+  roster_.Retire(k);  // it holds no chunk: stopped at the loop's next look
 }
 
 void Dispatcher::HandleExit(const WorkerExit& e) {
   int k = e.channel;
-  DispatchChannel& ch = channels_[k];
+  DispatchChannel& ch = roster_[k];
   std::string what = e.Describe();
   if (!e.stderr_tail.empty()) what += "; stderr: " + e.StderrLine();
   bool clean = ch.stop_sent && !e.signaled && e.exit_code == 0;
   if (clean) {
-    Record(k, TimelineEventKind::kStop, ch.retire_reason, e.pid);
+    roster_.Record(k, TimelineEventKind::kStop, ch.retire_reason, e.pid);
     spdlog::info("worker {} (gen {}) recycled and exited cleanly", k, ch.generation);
   } else if (ch.kill_deadline_ms != 0) {
-    Record(k, TimelineEventKind::kExit, "killed: " + ch.kill_reason, e.pid);
+    roster_.Record(k, TimelineEventKind::kExit, "killed: " + ch.kill_reason, e.pid);
   } else {
     stats_.CountCrash(e.signaled);
-    Record(k, TimelineEventKind::kCrash, what, e.pid);
+    roster_.Record(k, TimelineEventKind::kCrash, what, e.pid);
     spdlog::warn("worker {} (gen {}, pid {}) died: {}", k, ch.generation, e.pid, what);
   }
   std::deque<int64_t> lost;
@@ -306,11 +225,11 @@ void Dispatcher::HandleExit(const WorkerExit& e) {
                               ? "worker killed (" + ch.kill_reason + "; " + what + ")"
                               : "worker died (" + what + ")";
   stats_.chunk_retries += chunks_.Lost(lost, why);
-  Promote(&channels_, k);                                     // its standby takes over
-  if (ch.replaces >= 0) channels_[ch.replaces].standby = -1;  // a standby died: start another
+  Promote(&roster_.channels(), k);                          // its standby takes over
+  if (ch.replaces >= 0) roster_[ch.replaces].standby = -1;  // a standby died: start another
   if (!clean && ch.kill_deadline_ms == 0 && ch.model != 0) {
     // An offered model that does not load, or crashes: the job goes on with its own.
-    switch_.Drop(pool_.get(), "worker " + std::to_string(k) + " on it died (" + what + ")");
+    switch_.Drop(&roster_.pool(), "worker " + std::to_string(k) + " on it died (" + what + ")");
   } else if (ch.role == WorkerRole::kLoading && !clean) {
     // Workers that keep dying while loading would be restarted forever.
     if (++load_failures_ >= settings_.max_attempts) {
@@ -322,45 +241,16 @@ void Dispatcher::HandleExit(const WorkerExit& e) {
   ch = DispatchChannel{};
 }
 
-bool Dispatcher::CheckWorker(int k, WorkerState* state) {
-  if (channels_[k].violated) return false;
-  Result<TelemetrySnapshot> t = pool_->ReadTelemetry(k);
-  if (!t.ok()) {
-    Violation(k, t.status().message());
-    return false;
-  }
-  Result<WorkerState> s = pool_->State(k);
-  if (!s.ok()) {
-    Violation(k, s.status().message());
-    return false;
-  }
-  *state = *s;
-  return true;
-}
-
-void Dispatcher::Violation(int k, const std::string& what) {
-  DispatchChannel& ch = channels_[k];
-  if (ch.violated) return;
-  ch.violated = true;
-  ch.kill_reason = "protocol violation: " + what;
-  stats_.Count({RecycleAction::kKill, RecycleLimit::kProtocol, 0, 0, ch.kill_reason});
-  ch.kill_deadline_ms = UINT64_MAX;  // signalled for good; wait for the exit
-  spdlog::error("worker {} (gen {}, pid {}): {}; killing it and sending its chunks elsewhere", k,
-                ch.generation, pool_->Pid(k), ch.kill_reason);
-  Record(k, TimelineEventKind::kKill, ch.kill_reason);
-  pool_->Signal(k, SIGKILL);
-  Promote(&channels_, k);  // its standby, if any, takes over now
-}
-
 void Dispatcher::CollectResults(int k) {
-  DispatchChannel& ch = channels_[k];
+  DispatchChannel& ch = roster_[k];
   ChunkResult r{};
   while (!ch.violated) {
-    PopResult p = pool_->Receive(k, &r);
+    PopResult p = roster_.pool().Receive(k, &r);
     if (p == PopResult::kEmpty) return;
-    if (p == PopResult::kCorrupt) return Violation(k, "impossible tail index in the result ring");
+    if (p == PopResult::kCorrupt)
+      return roster_.Violation(k, "impossible tail index in the result ring");
     Result<size_t> index = chunks_.Match(r, ch.inflight);
-    if (!index.ok()) return Violation(k, index.status().message());
+    if (!index.ok()) return roster_.Violation(k, index.status().message());
     const int64_t chunk = ch.inflight[*index];
     ch.inflight.erase(ch.inflight.begin() + static_cast<std::ptrdiff_t>(*index));
     stats_.CountFallbacks(r.fallback_events, r.fallback_per_call, r.fallback_tile);
@@ -372,18 +262,18 @@ void Dispatcher::CollectResults(int k) {
       stats_.CountChunk(static_cast<double>(r.busy_us) / 1e6, !ch.first_chunk_done);
       ch.first_chunk_done = true;
       chunks_.Processed(chunk);
-      Record(k, TimelineEventKind::kChunk);
+      roster_.Record(k, TimelineEventKind::kChunk);
     }
   }
 }
 
 void Dispatcher::CheckLimits(int k, uint64_t now) {
-  DispatchChannel& ch = channels_[k];
+  DispatchChannel& ch = roster_[k];
   if (ch.kill_deadline_ms != 0) {
     if (now >= ch.kill_deadline_ms) {
       spdlog::warn("worker {} (gen {}) still alive {} s after SIGTERM; SIGKILL", k, ch.generation,
                    settings_.kill.grace_s);
-      pool_->Signal(k, SIGKILL);
+      roster_.pool().Signal(k, SIGKILL);
       ch.kill_deadline_ms = UINT64_MAX;  // signalled for good; wait for the exit
     }
     return;
@@ -398,32 +288,32 @@ void Dispatcher::CheckLimits(int k, uint64_t now) {
   if (chunks_.begun()) {
     standing.run_chunks_left = static_cast<uint64_t>(chunks_.total() - chunks_.processed());
   }
-  const RecycleVerdict v = Judge(ch.limits, settings_, Figures(k), standing, now);
+  const RecycleVerdict v = Judge(ch.limits, settings_, roster_.Figures(k), standing, now);
   switch (v.action) {
     case RecycleAction::kKeep:
       return;
     case RecycleAction::kKill:
       stats_.Count(v);
       ch.kill_reason = v.reason;
-      Record(k, TimelineEventKind::kKill, v.reason);
+      roster_.Record(k, TimelineEventKind::kKill, v.reason);
       spdlog::warn("worker {} (gen {}, pid {}): {}; SIGTERM, SIGKILL in {} s", k, ch.generation,
-                   pool_->Pid(k), v.reason, settings_.kill.grace_s);
-      pool_->Signal(k, SIGTERM);
+                   roster_.pool().Pid(k), v.reason, settings_.kill.grace_s);
+      roster_.pool().Signal(k, SIGTERM);
       ch.kill_deadline_ms = now + static_cast<uint64_t>(settings_.kill.grace_s * 1000);
       if (ch.kill_deadline_ms == now) ch.kill_deadline_ms = now + 1;
       return;
     case RecycleAction::kRecycle:
       ch.retire_reason = v.reason;
       stats_.Count(v);
-      Record(k, TimelineEventKind::kRecycle, v.reason);
-      Retire(k);
+      roster_.Record(k, TimelineEventKind::kRecycle, v.reason);
+      roster_.Retire(k);
       return;
     case RecycleAction::kStartStandby: {
-      const int spare = FreeChannel(channels_, [this](int c) { return pool_->Alive(c); });
+      const int spare = roster_.FreeChannel();
       if (spare < 0) return;  // no spare channel: the replacement starts cold at retirement
       spdlog::info("worker {} (gen {}) nears its limit ({}); standby starts on channel {}", k,
                    ch.generation, v.reason, spare);
-      Status s = Spawn(spare, k);
+      Status s = roster_.Spawn(spare, k);
       if (s.ok()) {
         ch.standby = spare;
       } else {
@@ -436,14 +326,15 @@ void Dispatcher::CheckLimits(int k, uint64_t now) {
 }
 
 void Dispatcher::Assign(int k) {
-  DispatchChannel& ch = channels_[k];
+  DispatchChannel& ch = roster_[k];
   for (int wanted = ChunksWanted(ch); wanted > 0; --wanted) {
     std::optional<ChunkRequest> rq = chunks_.Next();
     if (!rq) return;
-    PushResult sent = pool_->Send(k, *rq);
+    PushResult sent = roster_.pool().Send(k, *rq);
     if (sent != PushResult::kPushed) {
       chunks_.Unsent(*rq);
-      if (sent == PushResult::kCorrupt) Violation(k, "impossible head index in the request ring");
+      if (sent == PushResult::kCorrupt)
+        roster_.Violation(k, "impossible head index in the request ring");
       return;
     }
     ch.inflight.push_back(static_cast<int64_t>(rq->chunk_id));
@@ -463,19 +354,19 @@ void Dispatcher::Run(ChunkBoard* board, const std::string& arena_name, const Are
       board_->Fail(Status(StatusCode::kCancelled, "stopped by signal"));
       break;
     }
-    for (const WorkerExit& e : pool_->ReapExited()) HandleExit(e);
+    for (const WorkerExit& e : roster_.pool().ReapExited()) HandleExit(e);
     uint64_t now = MonotonicMs();
-    for (int k = 0; k < static_cast<int>(channels_.size()) && !board_->failed(); ++k) {
-      if (!pool_->Alive(k)) continue;
-      DispatchChannel& ch = channels_[k];
+    for (int k = 0; k < roster_.size() && !board_->failed(); ++k) {
+      if (!roster_.pool().Alive(k)) continue;
+      DispatchChannel& ch = roster_[k];
       WorkerState state = WorkerState::kEmpty;
-      if (!CheckWorker(k, &state)) continue;  // killed now or before: wait for its exit
+      if (!roster_.CheckWorker(k, &state)) continue;  // killed now or before: wait for its exit
       if (ch.role == WorkerRole::kLoading && state == WorkerState::kReady) NoteReady(k);
       if (ch.violated) continue;
       CollectResults(k);
       if (ch.violated) continue;
-      if (!pool_->RequestsIntact(k)) {
-        Violation(k, "impossible head index in the request ring");
+      if (!roster_.pool().RequestsIntact(k)) {
+        roster_.Violation(k, "impossible head index in the request ring");
         continue;
       }
       CheckLimits(k, now);
@@ -483,20 +374,21 @@ void Dispatcher::Run(ChunkBoard* board, const std::string& arena_name, const Are
       if (WantsStop(ch)) {
         ChunkRequest stop_rq{};
         stop_rq.kind = ChunkRequest::kStop;
-        PushResult sent = pool_->Send(k, stop_rq);
+        PushResult sent = roster_.pool().Send(k, stop_rq);
         ch.stop_sent = sent == PushResult::kPushed;
-        if (sent == PushResult::kCorrupt) Violation(k, "impossible head index in the request ring");
+        if (sent == PushResult::kCorrupt)
+          roster_.Violation(k, "impossible head index in the request ring");
       }
     }
     // Workers on another model than the pool's move to it: an offer's, or the job's again.
-    if (switch_.TakeInto(pool_.get()) || switch_.moving() || switch_.dropped()) MoveWorkers();
+    if (switch_.TakeInto(&roster_.pool()) || switch_.moving() || switch_.dropped()) MoveWorkers();
     // Keep `wanted` workers serving while chunks remain: replaces crashed, killed and
     // (without warm standby) recycled workers.
     while (!board_->failed() && chunks_.processed() < chunks_.total() &&
-           Serving(channels_) < wanted && spawn_backoff_.Due(MonotonicMs())) {
-      int k = FreeChannel(channels_, [this](int c) { return pool_->Alive(c); });
+           Serving(roster_.channels()) < wanted && spawn_backoff_.Due(MonotonicMs())) {
+      int k = roster_.FreeChannel();
       if (k < 0) break;
-      Status s = Spawn(k, -1);
+      Status s = roster_.Spawn(k, -1);
       if (!s.ok()) {
         if (std::optional<uint64_t> wait_ms = spawn_backoff_.Failed(MonotonicMs())) {
           spdlog::warn("{}; trying again in {} s", s.message(), *wait_ms / 1000);
@@ -508,35 +400,12 @@ void Dispatcher::Run(ChunkBoard* board, const std::string& arena_name, const Are
       spawn_backoff_.Started();
     }
     if (tick) tick(chunks_.processed());
-    pool_->WaitForWake(kWakeIntervalMs);
+    roster_.pool().WaitForWake(kWakeIntervalMs);
   }
 }
 
 std::vector<WorkerSnapshot> Dispatcher::LiveWorkers() const {
-  std::vector<WorkerSnapshot> live;
-  for (int k = 0; k < static_cast<int>(channels_.size()); ++k) {
-    if (!pool_->Alive(k)) continue;
-    const TelemetrySnapshot t = pool_->LastTelemetry(k);
-    live.push_back({k, channels_[k].generation, pool_->Pid(k), t.frames_done, t.rss_bytes,
-                    t.gpu_reserved_bytes, probe_.Device(channels_[k].gpu, settings_.device)});
-  }
-  return live;
-}
-
-void Dispatcher::Shutdown() {
-  AwaitExits(LeavingOnItsOwn);
-  pool_->StopAll(kStopGraceMs);
-}
-
-void Dispatcher::BeginShutdown() { pool_->AskAllToStop(); }
-
-std::unique_ptr<WorkerPool> Dispatcher::Release() {
-  AwaitExits(LeavingOnItsOwn);
-  for (int k = 0; k < static_cast<int>(channels_.size()); ++k) {
-    if (pool_->Alive(k) && !KeptAtRelease(channels_[k])) pool_->Signal(k, SIGKILL);
-  }
-  AwaitExits([](const DispatchChannel& ch) { return !KeptAtRelease(ch); });
-  return std::move(pool_);
+  return roster_.LiveWorkers([this](int gpu) { return probe_.Device(gpu, settings_.device); });
 }
 
 }  // namespace framemill

@@ -1,5 +1,6 @@
 // The supervisor's decision loop for one job: hands ready chunks to workers, collects their
-// results, and keeps the right number of healthy workers running. It owns the WorkerPool.
+// results, and keeps the right number of healthy workers running. It owns the WorkerPool (through
+// its roster).
 //
 // Worker lifecycle, per channel (the pool has two channels per wanted worker, so a replacement
 // can load its model while the worker it replaces still works: warm standby):
@@ -19,11 +20,12 @@
 // the timeline ("protocol violation: ..."), and its chunks go back like a crash's. Nothing read
 // from a worker is used unchecked. Single-threaded: everything runs on the thread that calls Run().
 //
-// The dispatcher owns the workers' side (the pool, each channel's record, the verdicts acted on).
-// Beside it, each with state of its own: the chunks' side (chunk_feed.h: requests, results, a
-// chunk's attempts), the spares offered to the first workers (spare_offer.h), what the first
-// ready worker found of the model (model_probe.h), and when a replacement is tried again after
-// failed starts (spawn_backoff.h).
+// The dispatcher decides; beside it, each with state of its own: the workers' side
+// (worker_roster.h: the pool, each channel's record, a worker's reports read and checked, the
+// spares offered to the first workers), the chunks' side (chunk_feed.h: requests, results, a
+// chunk's attempts), what the first ready worker found of the model (model_probe.h), a model the
+// workers move to (model_switch.h), and when a replacement is tried again after failed starts
+// (spawn_backoff.h).
 #pragma once
 
 #include <atomic>
@@ -31,7 +33,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -44,11 +45,11 @@
 #include "supervisor/workers/model_probe.h"
 #include "supervisor/workers/model_switch.h"
 #include "supervisor/workers/recycle_policy.h"
-#include "supervisor/workers/spare_offer.h"
 #include "supervisor/workers/spawn_backoff.h"
 #include "supervisor/workers/timeline.h"
 #include "supervisor/workers/dispatch_channel.h"
 #include "supervisor/workers/worker_pool.h"
+#include "supervisor/workers/worker_roster.h"
 
 namespace framemill {
 
@@ -73,7 +74,7 @@ class Dispatcher {
   // empty) is called with the pool a spare was taken from.
   void OfferSpares(std::vector<WorkerPool*> spares,
                    std::function<void(WorkerPool*)> on_taken = {}) {
-    spares_.Set(std::move(spares), std::move(on_taken));
+    roster_.OfferSpares(std::move(spares), std::move(on_taken));
   }
 
   // Starts the job's workers and waits until one has loaded the model; returns what that one
@@ -93,22 +94,22 @@ class Dispatcher {
 
   // Stops every worker (kStop, then SIGKILL after a grace period); a worker recycled and told to
   // stop before is waited for first, and its exit recorded (the timeline's stop row).
-  void Shutdown();
+  void Shutdown() { roster_.Shutdown(); }
   // Asks every worker to stop and returns at once (their exits, a CUDA context's teardown
   // included, overlap the mux); Shutdown then reaps them.
-  void BeginShutdown();
+  void BeginShutdown() { roster_.BeginShutdown(); }
 
   // Stops every worker that is neither active and idle nor still loading (standby, retiring),
   // and hands the pool over with the rest (KeptAtRelease): the next job's Start adopts them.
   // Call only when no chunk is in flight.
-  std::unique_ptr<WorkerPool> Release();
+  std::unique_ptr<WorkerPool> Release() { return roster_.Release(); }
 
-  void Wake() { pool_->Wake(); }
+  void Wake() { roster_.pool().Wake(); }
 
   // Any thread: the workers move to `offer` (model_switch.h), each at its chunk boundary.
   void OfferModel(ModelOffer offer) {
     switch_.Offer(std::move(offer));
-    pool_->Wake();
+    roster_.pool().Wake();
   }
   // Whether the workers moved to an offered model (and it was not dropped).
   bool MovedModel() const { return switch_.moving(); }
@@ -118,15 +119,6 @@ class Dispatcher {
   const DispatchStats& stats() const { return stats_; }
 
  private:
-  // Starts a worker on channel k (a standby for `replaces` when >= 0); `may_adopt`: a fitting
-  // spare takes the channel instead, when there is one.
-  Status Spawn(int k, int replaces, bool may_adopt = false);
-  // A new record on channel k for the worker now there (started, or left by the previous job
-  // (Release) and taken over as it is), in `role`: its limits drawn, its peaks begun.
-  void OpenChannel(int k, WorkerRole role);
-  WorkerFigures Figures(int k) const;
-  // `pid`: the worker's, where the pool no longer knows it (an exit already reaped).
-  void Record(int k, TimelineEventKind event, const std::string& reason = "", int pid = 0);
   void NoteReady(int k);
   // Start's pieces: a ready worker's probe taken; the previous job's workers taken over (ready
   // ones up to `wanted`, loading ones beside a ready one; the rest killed, `*killed`); a worker
@@ -134,18 +126,10 @@ class Dispatcher {
   bool TakeProbe(int k, FirstWorker* first);
   int AdoptLeftWorkers(int wanted, bool* killed, FirstWorker* first);
   Status LoadFailed(const WorkerExit& e);
-  // Waits (up to a grace period) until no live worker is `leaving`, reaping the exits (their
-  // channels cleared; a retiring worker's exit recorded).
-  void AwaitExits(const std::function<bool(const DispatchChannel&)>& leaving);
   void HandleExit(const WorkerExit& e);
   void CollectResults(int k);
-  // Reads and checks the worker's state and telemetry; false (and the worker killed) on a
-  // violation. *state gets the checked state.
-  bool CheckWorker(int k, WorkerState* state);
-  void Violation(int k, const std::string& what);
   // Judges worker `k` (recycle_policy.h) and acts on the verdict.
   void CheckLimits(int k, uint64_t now);
-  void Retire(int k);
   void Assign(int k);
   // The model move (model_switch.h): each active worker on an older model given a standby on
   // the pool's; a worker of the offered model that disagrees with the probe (`said`) retired,
@@ -155,20 +139,16 @@ class Dispatcher {
 
   const JobPlan& plan_;
   const JobSettings& settings_;
-  std::unique_ptr<WorkerPool> pool_;
-  SpareOffer spares_;  // OfferSpares
-  Timeline* timeline_;
+  DispatchStats stats_;
+  WorkerRoster roster_;  // the workers' side: the pool and each channel's record
   uint64_t start_timeout_ms_;
-  std::vector<DispatchChannel> channels_;
   ChunkFeed chunks_;  // the chunks' side: requests, results, attempts
-  std::mt19937_64 rng_;
   ChunkBoard* board_ = nullptr;
   ModelProbe probe_;            // what the first ready worker found; later workers must agree
   ModelSwitch switch_;          // a model the workers move to mid-job (OfferModel)
   int load_failures_ = 0;       // workers that died while loading, since the last good chunk
   uint64_t load_ms_ = 0;        // spawn to ready of the last worker that became ready
   SpawnBackoff spawn_backoff_;  // replacements that could not be started, and the next try
-  DispatchStats stats_;
 };
 
 }  // namespace framemill

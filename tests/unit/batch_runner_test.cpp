@@ -2,13 +2,15 @@
 // left running while the next one starts, its output complete once FinishOutput returns. On the CPU
 // (nothing is left pending there), and with FRAMEMILL_TEST_DEVICE=cuda on the GPU, where the
 // download really is still running: frames large enough that it takes milliseconds, in
-// page-locked memory as a worker's page-locked arena is.
+// page-locked memory as a worker's page-locked arena is, and in pageable memory, whose copies
+// are staged (the last two batches' outputs then wait in the host buffers).
 #include "doctest_with_torch.h"
 
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include <torch/torch.h>
@@ -25,18 +27,19 @@ namespace {
 constexpr int64_t kBatch = 4;
 
 // A chunk of `n` rgb24 frames, frame f flat at (seed + 7f) % 256, in one buffer of input and one
-// of output, page-locked (torch's pinned host memory) when the device is CUDA. The frames are
-// 1080p on CUDA (a download of milliseconds), a sixteenth of that on the CPU; `half`: half as
-// high and wide.
+// of output, page-locked (torch's pinned host memory) when the device is CUDA, unless `staged`.
+// The frames are 1080p on CUDA (a download of milliseconds), a sixteenth of that on the CPU;
+// `half`: half as high and wide.
 struct Chunk {
   torch::Tensor in, out;
   ChunkFrames frames;
 
-  Chunk(const torch::Device& device, int64_t n, int seed, bool half = false) {
+  Chunk(const torch::Device& device, int64_t n, int seed, bool half = false, bool staged = false) {
     const bool cuda = device.is_cuda();
+    const bool pinned = cuda && !staged;
     const int64_t h = (cuda ? 1080 : 270) / (half ? 2 : 1);
     const int64_t w = (cuda ? 1920 : 480) / (half ? 2 : 1);
-    auto opts = torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(cuda);
+    auto opts = torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(pinned);
     in = torch::empty({n, h, w, 3}, opts);
     out = torch::zeros({n, h, w, 3}, opts);
     for (int64_t f = 0; f < n; ++f) in[f].fill_((seed + 7 * f) % 256);
@@ -49,7 +52,7 @@ struct Chunk {
     frames.layout.width = w;
     frames.out_h = h;
     frames.out_w = w;
-    frames.pinned = cuda;
+    frames.pinned = pinned;
     frames.overlap_next = true;
   }
 
@@ -66,14 +69,26 @@ const std::function<void(int64_t)> kNoCount = [](int64_t) {};
 
 }  // namespace
 
-TEST_CASE("batch runner: a chunk's output left pending is complete once FinishOutput returns") {
+// The devices to run on, each with its arenas' kinds: on CUDA page-locked and staged.
+std::vector<std::pair<torch::Device, bool>> DevicesAndStaging() {
+  std::vector<std::pair<torch::Device, bool>> runs;
   for (const torch::Device& device : test::TorchTestDevices()) {
-    INFO("on " << device.str());
+    runs.emplace_back(device, false);
+    if (device.is_cuda()) runs.emplace_back(device, true);
+  }
+  return runs;
+}
+
+TEST_CASE("batch runner: a chunk's output left pending is complete once FinishOutput returns") {
+  for (const auto& [device, staged] : DevicesAndStaging()) {
+    INFO("on " << device.str() << (staged ? ", staged" : ""));
     std::unique_ptr<FrameModel> model = test::ExampleModel("invert", device);
     BatchRunner runner(*model);
     // Three chunks back to back, as a worker runs them; the third of another frame size (the
     // runner makes its buffers again, while the second's download may still run from them).
-    Chunk a(device, 10, 11), b(device, 10, 101), c(device, 6, 201, /*half=*/true);
+    // 10 frames: 3 batches, so the next chunk's first batch reuses the buffer of the last one's.
+    Chunk a(device, 10, 11, false, staged), b(device, 10, 101, false, staged),
+        c(device, 6, 201, /*half=*/true, staged);
     REQUIRE(runner.Run(a.frames, kNoHook, kNoCount).ok());
     // On CUDA the chunk's last download is left running; on the CPU nothing is.
     CHECK(runner.OutputPending() == device.is_cuda());
@@ -100,7 +115,7 @@ TEST_CASE("batch runner: a chunk's output left pending is complete once FinishOu
     CHECK(a.Wrong() == 0);
     CHECK(b.Wrong() == 0);
     // Without overlap_next, Run returns with every byte in place.
-    Chunk d(device, 10, 57);
+    Chunk d(device, 10, 57, false, staged);
     d.frames.overlap_next = false;
     REQUIRE(runner.Run(d.frames, kNoHook, kNoCount).ok());
     CHECK_FALSE(runner.OutputPending());
@@ -110,11 +125,11 @@ TEST_CASE("batch runner: a chunk's output left pending is complete once FinishOu
 
 TEST_CASE(
     "batch runner: a chunk that fails after one left pending leaves that one's output whole") {
-  for (const torch::Device& device : test::TorchTestDevices()) {
-    INFO("on " << device.str());
+  for (const auto& [device, staged] : DevicesAndStaging()) {
+    INFO("on " << device.str() << (staged ? ", staged" : ""));
     std::unique_ptr<FrameModel> model = test::ExampleModel("invert", device);
     BatchRunner runner(*model);
-    Chunk a(device, 10, 33), b(device, 10, 77);
+    Chunk a(device, 10, 33, false, staged), b(device, 10, 77, false, staged);
     REQUIRE(runner.Run(a.frames, kNoHook, kNoCount).ok());
     // b's model call is asked for another output size: a wrong shape, at its first batch, before
     // any after_batch (so a's output is finished only after b's Run).

@@ -97,7 +97,7 @@ Status BatchRunner::FinishOutput() {
   output_pending_ = false;
 #ifdef FRAMEMILL_WITH_CUDA
   try {
-    cuda_->output_done.synchronize();
+    cuda_->FinishPending(profile_);
   } catch (const std::exception& e) {
     profile_.AbandonChunk(/*oldest=*/true);
     return Status(StatusCode::kModelInvalid, "CUDA: " + FirstLine(e.what()));

@@ -23,13 +23,14 @@
 // page-locking the whole arena (`page_lock_arena` in common/config.h says what that costs). On the
 // CPU the same steps run in line, with no intermediate copy of the output.
 //
-// Chunks back to back (`ChunkFrames::overlap_next`, page-locked arenas on CUDA): a chunk's last
-// download need not hold up the next chunk. Run then returns once that download is queued, with
-// OutputPending() true, and the caller queues the next chunk before it calls FinishOutput(), which
-// waits for the download; the next chunk's first upload and model call overlap it. (A chunk's
-// output is complete only after FinishOutput: its caller must not report it before.) Without
-// this, the device idled for the length of every chunk's last download: 6.4 ms of 8 frames of
-// 5120x2880 against 66 ms of model (BENCHMARKS.md, "Chunks back to back").
+// Chunks back to back (`ChunkFrames::overlap_next`, on CUDA): a chunk's last download need not
+// hold up the next chunk. Run then returns once that download is queued, with OutputPending()
+// true, and the caller queues the next chunk before it calls FinishOutput(), which waits for the
+// download (staged: and copies the last two batches' outputs from the host buffers into the
+// arena); the next chunk's first upload and model call overlap it. (A chunk's output is complete
+// only after FinishOutput: its caller must not report it before.) Without this, the device idled
+// for the length of every chunk's last download: 6.4 ms of 8 frames of 5120x2880 against 66 ms of
+// model (BENCHMARKS.md, "Chunks back to back"); staged, also for the host's last two copies.
 //
 // Not thread-safe: one per worker process.
 #pragma once
@@ -57,8 +58,8 @@ struct ChunkFrames {
   FrameFormat out_format = FrameFormat::kRgb24;  // kRgb24 or kRgb48
   int64_t first_frame = 0;  // the chunk's first frame in the source (for `before_batch`)
   bool pinned = false;      // in/out are page-locked (cudaHostRegister); else copies are staged
-  // The caller runs the next chunk before it needs this one's output (see the top): with `pinned`
-  // on CUDA, Run may return before the last download ends.
+  // The caller runs the next chunk before it needs this one's output (see the top): on CUDA, Run
+  // may return before the last download ends.
   bool overlap_next = false;
   // Face mode: `face` from the arena geometry (per_call: the crops per face model call), and
   // `faces` the chunk's frames * face.slots FaceWarps (frame f's at [f * slots, (f + 1) * slots)),

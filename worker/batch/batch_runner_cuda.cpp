@@ -19,7 +19,8 @@
 
 namespace framemill {
 
-Status BatchRunner::CudaState::ShapeBuffers(const ChunkFrames& c, const torch::Device& device) {
+Status BatchRunner::CudaState::ShapeBuffers(BatchProfile& profile, const ChunkFrames& c,
+                                            const torch::Device& device) {
   CudaState& s = *this;
   const int64_t in_bytes = c.layout.FrameBytes();
   const torch::ScalarType out_type = OutputElementType(c.out_format);
@@ -36,6 +37,7 @@ Status BatchRunner::CudaState::ShapeBuffers(const ChunkFrames& c, const torch::D
       s.up_stream.synchronize();
       c10::cuda::getCurrentCUDAStream(device.index()).synchronize();
       s.down_stream.synchronize();
+      for (auto& buf : s.buffers) Flush(profile, buf);  // a pending chunk's last outputs
     } catch (const std::exception& e) {
       return Status(StatusCode::kModelInvalid, "CUDA: " + FirstLine(e.what()));
     }
@@ -67,14 +69,24 @@ void BatchRunner::CudaState::HostCopy(BatchProfile& profile, void* dst, const vo
   profile.AddHostCopy(static_cast<double>(MonotonicUs() - t0) / 1000.0);
 }
 
-// (Batch i-2's output, or the chunk's last two at its end.)
-void BatchRunner::CudaState::Flush(BatchProfile& profile, const ChunkFrames& c, Buffers& buf) {
-  if (buf.pending_frames == 0) return;
-  const size_t out_bytes = static_cast<size_t>(c.OutFrameBytes());
+// (Batch i-2's output, or the chunk's last two at its end or the next chunk's start.)
+void BatchRunner::CudaState::Flush(BatchProfile& profile, Buffers& buf) {
+  if (buf.pending_bytes == 0) return;
   buf.downloaded.synchronize();
-  HostCopy(profile, c.out + buf.pending_off * out_bytes, buf.host_down.data_ptr(),
-           static_cast<size_t>(buf.pending_frames) * out_bytes);
-  buf.pending_frames = 0;
+  HostCopy(profile, buf.pending_dst, buf.host_down.data_ptr(), buf.pending_bytes);
+  buf.pending_bytes = 0;
+}
+
+void BatchRunner::CudaState::DropPending(const ChunkFrames& c) {
+  const uint8_t* end = c.out + c.frames * c.OutFrameBytes();
+  for (auto& buf : buffers) {
+    if (buf.pending_dst >= c.out && buf.pending_dst < end) buf.pending_bytes = 0;
+  }
+}
+
+void BatchRunner::CudaState::FinishPending(BatchProfile& profile) {
+  output_done.synchronize();
+  for (auto& buf : buffers) Flush(profile, buf);
 }
 
 void BatchRunner::CudaState::Upload(BatchProfile& profile, const ChunkFrames& c, int64_t i) {
@@ -152,13 +164,13 @@ Status BatchRunner::CudaState::RunBatches(BatchRunner& runner, const ChunkFrames
     // batch i-2's output has left it.
     {
       c10::cuda::CUDAStreamGuard on_down(s.down_stream);
-      if (staged) Flush(profile_, c, buf);
+      if (staged) Flush(profile_, buf);
       buf.computed.block(s.down_stream);
       profile_.Mark(i, ProfileMark::kDownloadStart);
       if (staged) {
         buf.host_down.narrow(0, 0, b).copy_(buf.down.narrow(0, 0, b), /*non_blocking=*/true);
-        buf.pending_off = off;
-        buf.pending_frames = b;
+        buf.pending_dst = c.out + off * static_cast<int64_t>(out_bytes);
+        buf.pending_bytes = static_cast<size_t>(b) * out_bytes;
       } else {
         out_frames(off, b).copy_(buf.down.narrow(0, 0, b), /*non_blocking=*/true);
       }
@@ -176,9 +188,12 @@ Status BatchRunner::CudaState::RunChunk(BatchRunner& runner, const ChunkFrames& 
   CudaState& s = *this;
   BatchProfile& profile_ = runner.profile_;
   const torch::Device device = runner.model_.device();
-  FM_RETURN_IF_ERROR(ShapeBuffers(c, device));
+  try {
+    FM_RETURN_IF_ERROR(ShapeBuffers(profile_, c, device));
+  } catch (const std::exception& e) {
+    return Status(StatusCode::kModelInvalid, "CUDA: " + FirstLine(e.what()));
+  }
   const bool staged = !c.pinned;
-  for (auto& buf : s.buffers) buf.pending_frames = 0;  // (a failed chunk may have left some)
   c10::cuda::CUDAStream compute = c10::cuda::getCurrentCUDAStream(device.index());
   Status status = Status::Ok();
   const int64_t batches = (c.frames + c.batch - 1) / c.batch;
@@ -188,26 +203,25 @@ Status BatchRunner::CudaState::RunChunk(BatchRunner& runner, const ChunkFrames& 
   } catch (const std::exception& e) {
     status = Status(StatusCode::kModelInvalid, "CUDA: " + FirstLine(e.what()));
   }
-  // Staged: the chunk's last two outputs, from the host buffers into the arena, the older first
-  // (its copy runs while the device computes the last batch).
-  if (status.ok() && staged) {
-    try {
-      for (int64_t i = std::max<int64_t>(0, batches - 2); i < batches; ++i) {
-        Flush(profile_, c, s.buffers[i % 2]);
-      }
-    } catch (const std::exception& e) {
-      status = Status(StatusCode::kModelInvalid, "CUDA: " + FirstLine(e.what()));
-    }
-  }
-  // Back to back (page-locked, ok): the last download keeps running while the caller queues
-  // the next chunk; FinishOutput waits for it. Else nothing may still write into the arena, or
-  // read a buffer, once we answer.
+  // Back to back (ok): the last download keeps running while the caller queues the next chunk,
+  // and staged, the last two outputs wait in the host buffers; FinishOutput waits for the
+  // download and moves them (or the next chunk's first batch moves the older one, when it needs
+  // its buffer), while the device computes the next chunk. Without this the device idled at
+  // every chunk's end for its last download and, staged, the host's copies of two batches.
   try {
-    if (status.ok() && c.overlap_next && !staged) {
+    if (status.ok() && c.overlap_next) {
       s.output_done.record(s.down_stream);
       runner.output_pending_ = true;
       runner.pending_frames_ = c.frames;
       return status;
+    }
+    // Staged: the chunk's last two outputs, from the host buffers into the arena, the older
+    // first (its copy runs while the device computes the last batch). A failed chunk's are
+    // dropped (a pending chunk's before it stay, for FinishOutput).
+    if (status.ok() && staged) {
+      for (int64_t i = std::max<int64_t>(0, batches - 2); i < batches; ++i) {
+        Flush(profile_, s.buffers[i % 2]);
+      }
     }
     s.up_stream.synchronize();
     compute.synchronize();
@@ -215,6 +229,7 @@ Status BatchRunner::CudaState::RunChunk(BatchRunner& runner, const ChunkFrames& 
   } catch (const std::exception& e) {
     if (status.ok()) status = Status(StatusCode::kModelInvalid, "CUDA: " + FirstLine(e.what()));
   }
+  if (!status.ok()) DropPending(c);
   if (status.ok()) {
     profile_.EndChunk(c.frames);
   } else {

@@ -40,9 +40,11 @@ struct BatchRunner::CudaState {
     torch::Tensor down;  // [batch, oh, ow, 3] on the device, uint8 or int16: its output frames
     // Staged copies (an arena not page-locked): page-locked host buffers of the same shapes that
     // the copies go through, and the batch whose output waits in `host_down` for the host to move
-    // it into the arena (frames [pending_off, pending_off + pending_frames) of the chunk).
+    // it into the arena: `pending_bytes` to `pending_dst` (its chunk's output slot: a chunk whose
+    // output is pending may be the one before the chunk running now).
     torch::Tensor host_up, host_down;
-    int64_t pending_off = 0, pending_frames = 0;
+    uint8_t* pending_dst = nullptr;
+    size_t pending_bytes = 0;
     // The host waits on `uploaded` and `downloaded` (staged copies) asleep, not spinning: a
     // spinning wait would take a core from the decoder and the encoders for most of each batch.
     at::cuda::CUDAEvent uploaded{kHostWaits}, downloaded{kHostWaits};
@@ -53,6 +55,7 @@ struct BatchRunner::CudaState {
   c10::cuda::CUDAStream down_stream;
   std::array<Buffers, 2> buffers;
   // A chunk left with its output pending (overlap_next): recorded after its last download.
+  // Staged, its last two batches' outputs also wait in `host_down` (FinishPending moves them).
   at::cuda::CUDAEvent output_done{kHostWaits};
   // batch, input frame bytes, oh, ow, output element type, staged the buffers were made for
   std::array<int64_t, 6> shape{};
@@ -65,10 +68,14 @@ struct BatchRunner::CudaState {
   Status RunChunk(BatchRunner& runner, const ChunkFrames& c,
                   const std::function<void(int64_t, int64_t)>& before_batch,
                   const std::function<void(int64_t)>& after_batch);
+  // BatchRunner::FinishOutput on CUDA: waits for the pending chunk's last download and, staged,
+  // moves what waits in the host buffers into its arena slot. A CUDA error throws.
+  void FinishPending(BatchProfile& profile);
 
  private:
-  // The buffers for the chunk's shape: made again, once the device is idle, when it changed.
-  Status ShapeBuffers(const ChunkFrames& c, const torch::Device& device);
+  // The buffers for the chunk's shape: made again, once the device is idle and a pending output
+  // has left them, when it changed.
+  Status ShapeBuffers(BatchProfile& profile, const ChunkFrames& c, const torch::Device& device);
   // The chunk's batches: upload, compute, download, each on its stream. A model's error or a
   // wrong output shape ends them with that status; a CUDA error throws.
   Status RunBatches(BatchRunner& runner, const ChunkFrames& c, c10::cuda::CUDAStream compute,
@@ -77,7 +84,9 @@ struct BatchRunner::CudaState {
   // Staged: a host copy, timed for the profile.
   void HostCopy(BatchProfile& profile, void* dst, const void* src, size_t bytes);
   // Staged: moves the output waiting in `buf.host_down` into the arena, once its download has run.
-  void Flush(BatchProfile& profile, const ChunkFrames& c, Buffers& buf);
+  void Flush(BatchProfile& profile, Buffers& buf);
+  // Staged: forgets the outputs of chunk `c` that wait in the host buffers (a failed chunk's).
+  void DropPending(const ChunkFrames& c);
   // Uploads batch i on the up stream, once the compute stream has converted batch i-2's input
   // out of the same buffer.
   void Upload(BatchProfile& profile, const ChunkFrames& c, int64_t i);

@@ -12,7 +12,7 @@ constexpr KnobKind kSetting = KnobKind::kSetting;
 constexpr KnobKind kDiagnosis = KnobKind::kDiagnosis;
 constexpr KnobKind kTest = KnobKind::kTest;
 
-constexpr std::array<EnvKnobInfo, 14> kTable = {{
+constexpr std::array<EnvKnobInfo, 15> kTable = {{
     {EnvKnob::kConfig, "FRAMEMILL_CONFIG", kSupervisor, kSetting,
      "the config file when no --config names one"},
     {EnvKnob::kWorkerProfile, "FRAMEMILL_WORKER_PROFILE", kWorker, kDiagnosis,
@@ -21,6 +21,8 @@ constexpr std::array<EnvKnobInfo, 14> kTable = {{
      "0: chunks never overlap; always: every result is held, also on the CPU"},
     {EnvKnob::kWorkerCpuAllocator, "FRAMEMILL_WORKER_CPU_ALLOCATOR", kWorker, kDiagnosis,
      "system: LibTorch's own CPU allocator instead of the worker's cache of blocks"},
+    {EnvKnob::kWorkerConversion, "FRAMEMILL_WORKER_CONVERSION", kWorker, kDiagnosis,
+     "tensor: a CUDA worker converts frames in tensor ops, not its conversion kernels"},
     {EnvKnob::kSandboxDebug, "FRAMEMILL_SANDBOX_DEBUG", kWorker, kDiagnosis,
      "1: every sandbox rule logged at info level"},
     {EnvKnob::kSandboxLayers, "FRAMEMILL_SANDBOX_LAYERS", kWorker, kDiagnosis,

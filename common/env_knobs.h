@@ -26,6 +26,7 @@ enum class EnvKnob {
   kWorkerProfile,
   kWorkerOverlapChunks,
   kWorkerCpuAllocator,
+  kWorkerConversion,
   kSandboxDebug,
   kSandboxLayers,
   kSandboxExtraRead,

@@ -8,6 +8,7 @@
 
 #include "common/mutex.h"
 #include "worker/batch/frame_convert_cpu.h"
+#include "worker/batch/frame_convert_cuda.h"
 
 namespace framemill {
 namespace {
@@ -171,6 +172,7 @@ torch::Tensor ToModelInput(const torch::Tensor& frames, const InputLayout& in,
                            torch::ScalarType dtype) {
   torch::Tensor out;
   if (ToModelInputOnCpu(frames, in, dtype, &out)) return out;
+  if (ToModelInputOnCuda(frames, in, dtype, &out)) return out;
   return ToModelInputAsTensorOps(frames, in, dtype);
 }
 
@@ -213,6 +215,7 @@ void WriteOutputFramesAsTensorOps(const torch::Tensor& y, const torch::Tensor& d
 void WriteOutputFrames(const torch::Tensor& y, const torch::Tensor& dst, FrameFormat format,
                        const InputLayout& colour) {
   if (WriteOutputFramesOnCpu(y, dst, format, colour)) return;
+  if (WriteOutputFramesOnCuda(y, dst, format, colour)) return;
   WriteOutputFramesAsTensorOps(y, dst, format, colour);
 }
 

@@ -29,7 +29,8 @@ A case (CASE.json) is data, its keys:
              failing is the point, time runs it under /usr/bin/time -v, show picks log lines
     command  [ARGV] in the repository root ("cwd": "build" for build-gpu)
     shell    a bash line, for what is a pipeline (the decoding ceiling, collecting logs)
-  compare  "same_frames" (every run with "frames") or {"psnr": [RUN, RUN]}
+  compare  "same_frames" (every run with "frames"), or {"same_frames": [RUNS], "psnr": [RUN, RUN]}
+           (either key or both)
 Strings may hold {input:NAME}, {model:NAME}, {output} (the run's own output), {output:RUN},
 {out}, {work}, {root}, {build}, {gpus} (every GPU: "0,1"). --job and --config add keys to every
 run's job and config (e.g. --job batch=4 --job 'encoder={"preset": "ultrafast"}'; null leaves a
@@ -319,7 +320,19 @@ class Driver:
             same = len(set(hashes.values())) == 1
             print(f"{case['name']}: " + ("every run's output holds the same frames" if same else
                                          "OUTPUTS DIFFER: " + json.dumps(hashes)))
-        elif isinstance(cmp, dict) and "psnr" in cmp:
+        elif isinstance(cmp, dict):
+            self.compare_named(cmp, hashes)
+
+    def compare_named(self, cmp, hashes):
+        if "same_frames" in cmp:  # these runs' outputs hold the same frames
+            ran = {n: hashes[n] for n in cmp["same_frames"] if n in hashes}
+            if len(ran) < 2:
+                print(f"same frames of {cmp['same_frames']}: not compared (fewer than two ran)")
+            else:
+                same = len(set(ran.values())) == 1
+                print(f"same frames of {sorted(ran)}: " +
+                      ("yes" if same else "NO: " + json.dumps(ran)))
+        if "psnr" in cmp:
             if not all(n in self.outputs for n in cmp["psnr"]):
                 print(f"psnr of {cmp['psnr']}: not compared (not every run ran in this call)")
                 return

@@ -15,7 +15,8 @@ and prints frames per second for each, the best first. With --engine (a compiled
 framemill's cache, made for WIDTH x HEIGHT at BATCH) only the compiled rows, each sustained for
 5 s: the engine alone, torch.compile default and max-autotune, and the same network packaged by
 AOTInductor with and without max-autotune, each with its ratio to the fastest; so that a worker's
-gap splits into the engine's own and the worker's around it. Run where torch is installed (the GPU
+gap splits into the engine's own and the worker's around it. Any TorchScript file (an imported
+model's too) reaches torch.compile through torch's TorchScript converter, as export-pt2.py's. Run where torch is installed (the GPU
 machine); the `restore` case (scripts/gpu/run-case.py restore) runs it beside framemill-bench.
 """
 import sys
@@ -53,6 +54,20 @@ def timed_build(make):
     return made, time.monotonic() - t0
 
 
+def eager_form(script, params, batch, h, w):
+    """The network as eager PyTorch, for torch.compile: framemill's `restore` written out, any
+    other TorchScript file through torch's converter (as export-pt2.py converts it)."""
+    if "block0_a_w" in params:
+        return restore_eager(params)
+    try:
+        from torch._export.converter import TS2EPConverter
+        example = torch.rand(batch, 3, h, w, device="cuda", dtype=torch.float16)
+        return TS2EPConverter(script, (example,)).convert().module()
+    except Exception as e:  # report, do not hide
+        print(f"no eager form ({type(e).__name__}: {str(e).splitlines()[0]}): the engine's row only")
+        return None
+
+
 def engine_rows(engine, path, w, h, batch):
     """The compiled forms alone, sustained: the engine framemill built, and the fastest forms."""
     torch.backends.cudnn.benchmark = True
@@ -63,10 +78,8 @@ def engine_rows(engine, path, w, h, batch):
     rows = []
     runner = torch._inductor.aoti_load_package(engine)
     rows.append((sustained_fps(lambda t: runner(t), x), "the engine (framemill model compile)"))
-    if "block0_a_w" not in params:
-        print("not framemill's restore: the engine's row only")
-    else:
-        eager = restore_eager(params)
+    eager = eager_form(script, params, batch, h, w)
+    if eager is not None:
         for mode in ("default", "max-autotune"):
             compiled, built = timed_build(lambda: torch.compile(eager, mode=mode))
             compiled(x)
@@ -75,7 +88,8 @@ def engine_rows(engine, path, w, h, batch):
         class Net(torch.nn.Module):
             def forward(self, t):
                 return eager(t)
-        program = torch.export.export(Net().eval(), (x,))
+        with torch.inference_mode():
+            program = torch.export.export(Net().eval(), (x,), strict=False)
         for autotune in (False, True):
             pkg = f"/tmp/model-reference-{int(autotune)}.pt2"
             _, built = timed_build(lambda: torch._inductor.aoti_compile_and_package(

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -138,6 +139,41 @@ TEST_CASE(
     CHECK_FALSE(failed.ok());
     REQUIRE(runner.FinishOutput().ok());
     CHECK(a.Wrong() == 0);
+  }
+}
+
+TEST_CASE(
+    "batch runner: a chunk failing mid-way after one left pending: that one whole, none of its "
+    "own outputs written after") {
+  for (const auto& [device, staged] : DevicesAndStaging()) {
+    INFO("on " << device.str() << (staged ? ", staged" : ""));
+    std::unique_ptr<FrameModel> model = test::ExampleModel("invert", device);
+    BatchRunner runner(*model);
+    // 10 frames: batches of frames 0-3, 4-7, 8-9; b fails at its third, of the same shape (its
+    // buffers are not made again, so a's outputs are still waiting in them when b starts).
+    Chunk a(device, 10, 21, false, staged), b(device, 10, 91, false, staged);
+    b.out.fill_(77);
+    REQUIRE(runner.Run(a.frames, kNoHook, kNoCount).ok());
+    int64_t unwritten_at_publish = -1;  // b's first batch's frames not yet in b's output
+    auto fail_third = [](int64_t first, int64_t) {
+      if (first == 8) throw std::runtime_error("the third batch fails");
+    };
+    bool finished = false;
+    auto finish_at_first_batch = [&](int64_t) {
+      if (finished) return;
+      finished = true;
+      REQUIRE(runner.FinishOutput().ok());
+      unwritten_at_publish = b.out.narrow(0, 0, 4).eq(77).flatten(1).all(1).sum().item<int64_t>();
+    };
+    CHECK_FALSE(runner.Run(b.frames, fail_third, finish_at_first_batch).ok());
+    REQUIRE(runner.FinishOutput().ok());
+    CHECK(a.Wrong() == 0);
+    // Staged, publishing a moved a's outputs only: b's first batch still waited in its buffer
+    // (the host did not wait for b's compute there).
+    if (staged) CHECK(unwritten_at_publish == 4);
+    // Nothing of b's failed batch, nor (staged) of the batches before it, reached its output.
+    CHECK(b.out.narrow(0, 8, 2).eq(77).all().item<bool>());
+    if (staged) CHECK(b.out.eq(77).all().item<bool>());
   }
 }
 

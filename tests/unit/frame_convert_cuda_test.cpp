@@ -1,7 +1,9 @@
 // The CUDA worker's conversion kernels (worker/batch/frame_convert_cuda.h) against the tensor code
 // on the same GPU, value for value: yuv420p in, every matrix and range, clamped and not, to each
 // float type; rgb24 and yuv420p out from each float type, channels-last and contiguous, values
-// outside [0, 1]. A file of its own, skipped where there is no GPU or the build has no kernels
+// outside [0, 1], a chunk's short last batch. (LibTorch's own CUDA addcmul decides which of the
+// kernels' two multiply-add forms runs; the other is not exercised on that build.) A file of its
+// own, skipped where there is no GPU or the build has no kernels
 // (ctest runs the worker's unit tests a process per file: every case of a file skips together).
 #include "doctest_with_torch.h"
 
@@ -113,6 +115,15 @@ TEST_CASE("conversion kernels: rgb24 and yuv420p out give the tensor code's leve
         REQUIRE(WriteOutputFramesOnCuda(model_out, by_kernel, format, in));
         WriteOutputFramesAsTensorOps(model_out, by_ops, format, in);
         CHECK(torch::equal(by_kernel, by_ops));
+        // What the worker calls takes the kernel; a short last batch, as the runner narrows it.
+        torch::Tensor by_worker = torch::full(shape, 5, opts);
+        WriteOutputFrames(model_out, by_worker, format, in);
+        CHECK(torch::equal(by_worker, by_ops));
+        torch::Tensor short_batch = torch::full(shape, 3, opts);
+        REQUIRE(WriteOutputFramesOnCuda(model_out.narrow(0, 0, 1), short_batch.narrow(0, 0, 1),
+                                        format, in));
+        CHECK(torch::equal(short_batch.narrow(0, 0, 1), by_ops.narrow(0, 0, 1)));
+        CHECK(short_batch.narrow(0, 1, 1).eq(3).all().item<bool>());
       }
     }
   }

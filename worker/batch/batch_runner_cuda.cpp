@@ -77,16 +77,26 @@ void BatchRunner::CudaState::Flush(BatchProfile& profile, Buffers& buf) {
   buf.pending_bytes = 0;
 }
 
-void BatchRunner::CudaState::DropPending(const ChunkFrames& c) {
-  const uint8_t* end = c.out + c.frames * c.OutFrameBytes();
+void BatchRunner::CudaState::DropPending(const uint8_t* begin, const uint8_t* end) {
   for (auto& buf : buffers) {
-    if (buf.pending_dst >= c.out && buf.pending_dst < end) buf.pending_bytes = 0;
+    if (buf.pending_dst >= begin && buf.pending_dst < end) buf.pending_bytes = 0;
   }
 }
 
+// Only the pending chunk's outputs: the buffers may already hold the next chunk's first batch,
+// whose download the host must not wait for here (its compute has just been queued).
 void BatchRunner::CudaState::FinishPending(BatchProfile& profile) {
-  output_done.synchronize();
-  for (auto& buf : buffers) Flush(profile, buf);
+  const uint8_t *begin = pending_begin, *end = pending_end;
+  pending_begin = pending_end = nullptr;
+  try {
+    output_done.synchronize();
+    for (auto& buf : buffers) {
+      if (buf.pending_dst >= begin && buf.pending_dst < end) Flush(profile, buf);
+    }
+  } catch (...) {
+    DropPending(begin, end);  // reported failed: its slot may be written again
+    throw;
+  }
 }
 
 void BatchRunner::CudaState::Upload(BatchProfile& profile, const ChunkFrames& c, int64_t i) {
@@ -211,6 +221,8 @@ Status BatchRunner::CudaState::RunChunk(BatchRunner& runner, const ChunkFrames& 
   try {
     if (status.ok() && c.overlap_next) {
       s.output_done.record(s.down_stream);
+      s.pending_begin = c.out;
+      s.pending_end = c.out + c.frames * c.OutFrameBytes();
       runner.output_pending_ = true;
       runner.pending_frames_ = c.frames;
       return status;
@@ -229,7 +241,7 @@ Status BatchRunner::CudaState::RunChunk(BatchRunner& runner, const ChunkFrames& 
   } catch (const std::exception& e) {
     if (status.ok()) status = Status(StatusCode::kModelInvalid, "CUDA: " + FirstLine(e.what()));
   }
-  if (!status.ok()) DropPending(c);
+  if (!status.ok()) DropPending(c.out, c.out + c.frames * c.OutFrameBytes());
   if (status.ok()) {
     profile_.EndChunk(c.frames);
   } else {

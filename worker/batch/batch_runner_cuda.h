@@ -55,8 +55,11 @@ struct BatchRunner::CudaState {
   c10::cuda::CUDAStream down_stream;
   std::array<Buffers, 2> buffers;
   // A chunk left with its output pending (overlap_next): recorded after its last download.
-  // Staged, its last two batches' outputs also wait in `host_down` (FinishPending moves them).
+  // Staged, its last two batches' outputs also wait in `host_down` (FinishPending moves them):
+  // those whose destination is in [pending_begin, pending_end), its output slot.
   at::cuda::CUDAEvent output_done{kHostWaits};
+  const uint8_t* pending_begin = nullptr;
+  const uint8_t* pending_end = nullptr;
   // batch, input frame bytes, oh, ow, output element type, staged the buffers were made for
   std::array<int64_t, 6> shape{};
 
@@ -85,8 +88,9 @@ struct BatchRunner::CudaState {
   void HostCopy(BatchProfile& profile, void* dst, const void* src, size_t bytes);
   // Staged: moves the output waiting in `buf.host_down` into the arena, once its download has run.
   void Flush(BatchProfile& profile, Buffers& buf);
-  // Staged: forgets the outputs of chunk `c` that wait in the host buffers (a failed chunk's).
-  void DropPending(const ChunkFrames& c);
+  // Staged: forgets the outputs bound for [begin, end) that wait in the host buffers (a failed
+  // chunk's: a later Flush must never write them into a slot that may be reused).
+  void DropPending(const uint8_t* begin, const uint8_t* end);
   // Uploads batch i on the up stream, once the compute stream has converted batch i-2's input
   // out of the same buffer.
   void Upload(BatchProfile& profile, const ChunkFrames& c, int64_t i);

@@ -10,6 +10,7 @@
 
 #ifdef FRAMEMILL_WITH_CUDA_KERNELS
 #include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
 #include "worker/batch/frame_convert_kernels.h"
@@ -77,6 +78,7 @@ bool ToModelInputOnCuda(const torch::Tensor& frames, const InputLayout& in, torc
   }
   const std::optional<KernelFloat> type = KernelType(dtype);
   if (!type) return false;
+  const c10::cuda::CUDAGuard on_device(frames.device());  // the launch goes to the frames' GPU
   const int64_t b = frames.size(0), h = in.height, w = in.width;
   torch::Tensor rgb = torch::empty({b, h, w, 3}, frames.options().dtype(dtype));
   YuvToRgbArgs a;
@@ -122,6 +124,7 @@ bool WriteOutputFramesOnCuda(const torch::Tensor& y, const torch::Tensor& dst, F
   const int64_t frame_bytes =
       static_cast<int64_t>(FrameBytes(format, static_cast<uint32_t>(w), static_cast<uint32_t>(h)));
   if (dst.numel() != b * frame_bytes) return false;
+  const c10::cuda::CUDAGuard on_device(y.device());
   RgbOutArgs a;
   a.src = y.data_ptr();
   a.type = *type;

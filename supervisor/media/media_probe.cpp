@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/checked_file.h"
+#include "supervisor/media/reads_ahead.h"
 #include "supervisor/media/source_geometry.h"
 #include "supervisor/media/undecodable_packets.h"
 #include "supervisor/media/pixel_format.h"
@@ -168,15 +169,6 @@ std::string DetectedFormat(const std::string& ffprobe, const SourceFile& source)
   return end == std::string::npos ? "" : r->err.substr(start, end - start);
 }
 
-std::vector<std::string> PacketCommand(const std::string& ffprobe, const SourceFile& source,
-                                       int stream) {
-  std::vector<std::string> argv = {ffprobe, "-v", "error"};
-  argv.insert(argv.end(), source.restrictions.begin(), source.restrictions.end());
-  argv.insert(argv.end(), {"-select_streams", std::to_string(stream), "-show_entries",
-                           "packet=pts_time,flags", "-of", "csv=p=0", FdPath(source.fd)});
-  return argv;
-}
-
 // The video packets that give no picture (undecodable_packets.h), by presentation time as ffprobe
 // prints them, and the first and last pictures' times where they move.
 struct SkippedPackets {
@@ -242,28 +234,28 @@ Result<SkippedPackets> FindSkipped(const std::string& ffprobe, const SourceFile&
 // Reads the presentation time of every packet of the video stream as ffprobe prints them,
 // counting frames and checking the rate in fixed memory. Only a variable-rate video (whose frames
 // keep their own times) has its times read again and kept: its memory is 8 bytes a frame.
+// `scan`: the video stream's packet scan, started by the caller.
 Status ReadFrameTimes(const std::string& ffprobe, const SourceFile& source,
-                      TruncatedInput truncation, bool every_picture, MediaInfo* info) {
+                      TruncatedInput truncation, bool every_picture, PacketScan& scan,
+                      MediaInfo* info) {
   const std::string& path = source.name;
   VideoStreamInfo& v = info->video;
   const double fps = v.frame_rate.value();
   bool missing_pts = false;
   int64_t packets = 0, frames = 0, first_key = -1;
   ConstantRateCheck check(fps);
-  Result<CommandOutput> r = RunForEachLine(PacketCommand(ffprobe, source, v.index),
-                                           [&](const std::string& line) {
-                                             if (line.empty()) return;
-                                             ++packets;
-                                             PacketLine p = ParsePacketLine(line);
-                                             if (p.key && first_key < 0) first_key = packets - 1;
-                                             if (!p.frame) return;
-                                             ++frames;
-                                             if (p.has_pts)
-                                               check.Add(p.t);
-                                             else
-                                               missing_pts = true;
-                                           },
-                                           {source.fd});
+  Result<CommandOutput> r = scan.Each([&](const std::string& line) {
+    if (line.empty()) return;
+    ++packets;
+    PacketLine p = ParsePacketLine(line);
+    if (p.key && first_key < 0) first_key = packets - 1;
+    if (!p.frame) return;
+    ++frames;
+    if (p.has_pts)
+      check.Add(p.t);
+    else
+      missing_pts = true;
+  });
   if (!r.ok() || r->exit_code != 0) return PacketReadError(path, r);
   check.Finish();
   SkippedPackets skipped;
@@ -352,18 +344,30 @@ enum class FrameRead {
 };
 
 // Every packet's time and the first frames' field order, read by two ffprobe runs at once (each
-// opens the file anew through /proc/self/fd, so neither moves the other's position).
+// opens the file anew through /proc/self/fd, so neither moves the other's position); either
+// taken from `ahead` where it read the video stream (reads_ahead.h).
 Status ReadTimesAndFields(const std::string& ffprobe, const SourceFile& source, bool fields,
-                          TruncatedInput truncation, bool every_picture, MediaInfo* info) {
+                          TruncatedInput truncation, bool every_picture, ReadsAhead& ahead,
+                          MediaInfo* info) {
+  const int index = info->video.index;
+  if (ahead.scan && ahead.scan->stream() != index) ahead.scan.reset();  // cancelled
+  if (!ahead.scan) {
+    ahead.scan.emplace(index, PacketCommand(ffprobe, source, index), std::vector<int>{source.fd});
+  }
+  const bool fields_ahead = fields && ahead.fields.valid() && index == ReadsAhead::kStream;
   VideoStreamInfo field_info = info->video;
   Status field_status = Status::Ok();
   std::thread field_reader;
-  if (fields) {
+  if (fields && !fields_ahead) {
     field_reader = std::thread(
         [&] { field_status = ReadFrameFieldOrder(ffprobe, source, &field_info); });
   }
-  Status times = ReadFrameTimes(ffprobe, source, truncation, every_picture, info);
+  Status times = ReadFrameTimes(ffprobe, source, truncation, every_picture, *ahead.scan, info);
   if (field_reader.joinable()) field_reader.join();
+  if (fields_ahead) {
+    field_status = ahead.fields.get();
+    if (!ahead.field_order.empty()) field_info.field_order = ahead.field_order;
+  }
   FM_RETURN_IF_ERROR(times);
   FM_RETURN_IF_ERROR(field_status);
   info->video.field_order = field_info.field_order;
@@ -373,6 +377,10 @@ Status ReadTimesAndFields(const std::string& ffprobe, const SourceFile& source, 
 Result<MediaInfo> Probe(const std::string& ffprobe, const SourceFile& source, FrameRead frames,
                         TruncatedInput truncation, bool every_picture) {
   const std::string& path = source.name;
+  // The first stream's packets and field order, the video's in almost every file, are read
+  // beside this probe (reads_ahead.h); a read of the wrong stream is cancelled and made again.
+  ReadsAhead ahead(ffprobe, source, frames != FrameRead::kNone,
+                   frames == FrameRead::kTimesAndFields);
   std::vector<std::string> argv = {ffprobe, "-v", "error"};
   argv.insert(argv.end(), source.restrictions.begin(), source.restrictions.end());
   argv.insert(argv.end(),
@@ -450,7 +458,7 @@ Result<MediaInfo> Probe(const std::string& ffprobe, const SourceFile& source, Fr
     const bool fields = frames == FrameRead::kTimesAndFields ||
                         info.video.field_order != "progressive";
     FM_RETURN_IF_ERROR(
-        ReadTimesAndFields(ffprobe, source, fields, truncation, every_picture, &info));
+        ReadTimesAndFields(ffprobe, source, fields, truncation, every_picture, ahead, &info));
     if (info.video.frame_count == 0) {
       return Status(StatusCode::kInputInvalid, path + ": video stream has no frames");
     }

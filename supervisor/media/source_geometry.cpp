@@ -123,14 +123,14 @@ Status ReadGeometry(const nlohmann::json& stream, VideoStreamInfo* v) {
   return Status::Ok();
 }
 
-Status ReadFrameFieldOrder(const std::string& ffprobe, const SourceFile& source,
-                           VideoStreamInfo* v) {
+Status ReadFrameFieldOrder(const std::string& ffprobe, const SourceFile& source, VideoStreamInfo* v,
+                           const std::atomic<bool>* stop) {
   std::vector<std::string> argv = {ffprobe, "-v", "error"};
   argv.insert(argv.end(), source.restrictions.begin(), source.restrictions.end());
   argv.insert(argv.end(), {"-select_streams", std::to_string(v->index), "-read_intervals", "%+#8",
                            "-show_entries", "frame=interlaced_frame,top_field_first", "-of",
                            "csv=p=0", FdPath(source.fd)});
-  Result<CommandOutput> r = RunAndCapture(argv, {source.fd});
+  Result<CommandOutput> r = RunAndCapture(argv, {source.fd}, stop);
   if (!r.ok()) return r.status();
   // Frames that cannot be decoded leave the stream's word; the decoder says what is wrong.
   if (r->exit_code != 0) return Status::Ok();

@@ -8,6 +8,7 @@
 // matrix, never assumed. Pure functions: thread-safe.
 #pragma once
 
+#include <atomic>
 #include <array>
 #include <cstdint>
 #include <string>
@@ -53,9 +54,10 @@ Status ReadGeometry(const nlohmann::json& stream, VideoStreamInfo* v);
 // field_order is a guess of the parser in some containers (MP4 says "tt" for every interlaced
 // H.264 stream), while the frames' flags are what decoders and deinterlacers go by. Interlaced
 // when either says so; the order of the first interlaced frame ("tt" or "bb"). Frames ffprobe
-// cannot decode leave the stream's word. Errors: kIo when ffprobe cannot be started.
-Status ReadFrameFieldOrder(const std::string& ffprobe, const SourceFile& source,
-                           VideoStreamInfo* v);
+// cannot decode leave the stream's word. Errors: kIo when ffprobe cannot be started; kCancelled
+// once `stop` (may be null) is set.
+Status ReadFrameFieldOrder(const std::string& ffprobe, const SourceFile& source, VideoStreamInfo* v,
+                           const std::atomic<bool>* stop = nullptr);
 
 // true for "tt", "bb", "tb", "bt" (ffprobe's interlaced field orders).
 bool IsInterlaced(const std::string& field_order);

@@ -294,7 +294,8 @@ Result<CommandOutput> RunAndCapture(const std::vector<std::string>& argv,
 
 Result<CommandOutput> RunForEachLine(const std::vector<std::string>& argv,
                                      const std::function<void(const std::string&)>& on_line,
-                                     const std::vector<int>& inherit) {
+                                     const std::vector<int>& inherit,
+                                     const std::atomic<bool>* stop) {
   return RunProgram(argv, inherit, [&](const Launch& l, CommandOutput* result) {
     // stderr is drained on its own thread, so that a chatty child cannot block on a full
     // stderr pipe while we read its stdout.
@@ -304,7 +305,7 @@ Result<CommandOutput> RunForEachLine(const std::vector<std::string>& argv,
     bp::child child(l.exe, bp::args(l.args), bp::std_in.close(), bp::std_out > out,
                     bp::std_err > err, io, ChildFds(inherit));
     ReapOnExit reap(child);
-    ChildDeadline deadline(child.id());
+    ChildDeadline deadline(child.id(), stop);
     std::thread drain([&io] {
       try {
         io.run();
@@ -323,6 +324,7 @@ Result<CommandOutput> RunForEachLine(const std::vector<std::string>& argv,
     drain.join();
     deadline.Join();
     if (deadline.expired()) return TimedOut(l.name);
+    if (deadline.stopped()) return Status(StatusCode::kCancelled, l.name + " stopped: killed");
     if (!failure.empty()) return Status(StatusCode::kInternal, l.name + " output: " + failure);
     SetExitStatus(child.native_exit_code(), result);
     result->err = err.get();

@@ -84,10 +84,12 @@ Result<CommandOutput> RunAndCapture(const std::vector<std::string>& argv,
 
 // Like RunAndCapture, but hands stdout to `on_line` one line at a time as it arrives (without
 // the newline) instead of keeping it: for outputs that grow with the video's length (a line per
-// packet), so that memory does not. `out` of the result stays empty.
+// packet), so that memory does not. `out` of the result stays empty. An exception from `on_line`
+// kills the child (kInternal naming it); `stop` as RunAndCapture's.
 Result<CommandOutput> RunForEachLine(const std::vector<std::string>& argv,
                                      const std::function<void(const std::string&)>& on_line,
-                                     const std::vector<int>& inherit = {});
+                                     const std::vector<int>& inherit = {},
+                                     const std::atomic<bool>* stop = nullptr);
 
 // Fills exit_code / signal of `out` from a raw wait status.
 void SetExitStatus(int wait_status, CommandOutput* out);

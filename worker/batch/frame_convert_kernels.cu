@@ -167,42 +167,32 @@ cudaError_t LaunchRgbToYuv420As(const RgbOutArgs& a, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
+// `launch` called with a value of the element type `type` names (its type is what counts).
+template <typename Launch>
+cudaError_t ForType(KernelFloat type, const Launch& launch) {
+  switch (type) {
+    case KernelFloat::kFloat16:
+      return launch(__half());
+    case KernelFloat::kBFloat16:
+      return launch(__nv_bfloat16());
+    case KernelFloat::kFloat32:
+      break;
+  }
+  return launch(0.0f);
+}
+
 }  // namespace
 
 cudaError_t LaunchYuv420ToRgb(const YuvToRgbArgs& a, cudaStream_t stream) {
-  switch (a.type) {
-    case KernelFloat::kFloat16:
-      return LaunchYuv420ToRgbAs<__half>(a, stream);
-    case KernelFloat::kBFloat16:
-      return LaunchYuv420ToRgbAs<__nv_bfloat16>(a, stream);
-    case KernelFloat::kFloat32:
-      break;
-  }
-  return LaunchYuv420ToRgbAs<float>(a, stream);
+  return ForType(a.type, [&](auto t) { return LaunchYuv420ToRgbAs<decltype(t)>(a, stream); });
 }
 
 cudaError_t LaunchRgbToRgb24(const RgbOutArgs& a, cudaStream_t stream) {
-  switch (a.type) {
-    case KernelFloat::kFloat16:
-      return LaunchRgbToRgb24As<__half>(a, stream);
-    case KernelFloat::kBFloat16:
-      return LaunchRgbToRgb24As<__nv_bfloat16>(a, stream);
-    case KernelFloat::kFloat32:
-      break;
-  }
-  return LaunchRgbToRgb24As<float>(a, stream);
+  return ForType(a.type, [&](auto t) { return LaunchRgbToRgb24As<decltype(t)>(a, stream); });
 }
 
 cudaError_t LaunchRgbToYuv420(const RgbOutArgs& a, cudaStream_t stream) {
-  switch (a.type) {
-    case KernelFloat::kFloat16:
-      return LaunchRgbToYuv420As<__half>(a, stream);
-    case KernelFloat::kBFloat16:
-      return LaunchRgbToYuv420As<__nv_bfloat16>(a, stream);
-    case KernelFloat::kFloat32:
-      break;
-  }
-  return LaunchRgbToYuv420As<float>(a, stream);
+  return ForType(a.type, [&](auto t) { return LaunchRgbToYuv420As<decltype(t)>(a, stream); });
 }
 
 }  // namespace framemill

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <ftw.h>
@@ -76,6 +77,11 @@ bool PathExists(const std::string& path) {
 }
 
 bool HostHasNvidiaDriver() { return ::access("/dev/nvidiactl", F_OK) == 0; }
+
+std::string TemporaryDirectory() {
+  const char* tmp = std::getenv("TMPDIR");
+  return tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+}
 
 std::string ResolvePath(const std::string& path) {
   std::error_code ec;

@@ -50,6 +50,8 @@ bool EndsWith(const std::string& s, const std::string& tail);
 bool PathExists(const std::string& path);
 // Whether NVIDIA's driver is on this host (/dev/nvidiactl): its GPUs may be used.
 bool HostHasNvidiaDriver();
+// Where temporary files go: $TMPDIR when set and not empty, else /tmp.
+std::string TemporaryDirectory();
 
 // `path` made absolute with symlinks followed as far as it exists (the rest kept as written).
 std::string ResolvePath(const std::string& path);

@@ -18,6 +18,7 @@
 #include "common/shared_memory.h"
 #include "supervisor/cli/job_args.h"
 #include "supervisor/cluster/parts_options.h"
+#include "supervisor/job/early_spare.h"
 #include "supervisor/job/job_runner.h"
 #include "supervisor/job/kept_work.h"
 #include "supervisor/job/parts_dir.h"
@@ -230,7 +231,13 @@ int RunCommand(const RunArgs& args, const Config& config, const std::atomic<bool
   JobReportFile report_file;
   options.report_file = &report_file;
   const std::string started_at = IsoNow();
+  // On a GPU, the job's first worker starts now, its device getting ready while the job is
+  // prepared; stopped as the job ends if the job did not take it.
+  std::optional<EarlySpare> spare(std::in_place, *job, config);
+  options.spares = spare->spares();
   Result<JobReport> report = RunJob(*job, config, stop, options);
+  options.spares.clear();
+  spare.reset();
   if (tty) std::fprintf(stderr, "\n");
   if (!report.ok()) {
     std::fprintf(stderr, "framemill: job %s: %s\n",

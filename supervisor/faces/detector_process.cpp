@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <poll.h>
@@ -16,6 +15,7 @@
 
 #include "common/checked_file.h"
 #include "common/clock.h"
+#include "common/file_util.h"
 #include "common/log.h"
 #include "supervisor/process/child_fds.h"
 #include "supervisor/process/subprocess.h"
@@ -148,9 +148,7 @@ Result<std::unique_ptr<DetectorProcess>> DetectorProcess::Start(const DetectorSe
   // a child that fails says why there.
   std::string log = setup.log_path, owned_log;
   if (log.empty()) {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string name = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") +
-                       "/framemill-face-detector-XXXXXX";
+    std::string name = TemporaryDirectory() + "/framemill-face-detector-XXXXXX";
     const int fd = ::mkstemp(name.data());
     if (fd < 0) return Status(StatusCode::kIo, "a log for the face detector: " + name);
     ::close(fd);

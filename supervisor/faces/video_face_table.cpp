@@ -1,7 +1,6 @@
 #include "supervisor/faces/video_face_table.h"
 
 #include <cstdio>
-#include <cstdlib>
 #include <unistd.h>
 
 #include "common/checked_file.h"
@@ -25,9 +24,7 @@ Result<FaceTable> MakeVideoFaceTable(const Config& config, const std::string& vi
       GeometryFilters(media->video, config.defaults.deinterlace);
   if (!filters.ok()) return filters.status().WithContext(video);
 
-  const char* tmp = std::getenv("TMPDIR");
-  std::string dir =
-      std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/framemill-faces-XXXXXX";
+  std::string dir = TemporaryDirectory() + "/framemill-faces-XXXXXX";
   if (::mkdtemp(dir.data()) == nullptr) {
     return Status(StatusCode::kIo, "cannot make a temporary directory for ffmpeg's log");
   }

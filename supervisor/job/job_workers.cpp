@@ -5,7 +5,7 @@
 #include "common/checked_file.h"
 #include "common/clock.h"
 #include "common/log.h"
-#include "supervisor/process/subprocess.h"
+#include "supervisor/job/early_spare.h"
 #include "supervisor/workers/worker_pool.h"
 
 namespace framemill {
@@ -33,21 +33,17 @@ WarmChoice JobWorkers::ChooseWarmPool() const {
 
 Result<std::unique_ptr<WorkerPool>> JobWorkers::NewPool(const std::string& scratch) const {
   const JobSettings& settings = job_.settings;
-  WorkerOptions opts;
-  opts.worker_binary = WorkerBinaryPath(config_.worker_binary);
+  WorkerOptions opts =
+      SpawnOptions(config_, JobLaunch(settings),
+                   options_.worker_log_dir.empty() ? scratch : options_.worker_log_dir);
   // The file as opened and checked: the pool hands the descriptor to the workers; where it
   // reads a name, it gets the real path resolved at the check, not the job's symlink.
   // With model_optimization compile, the compiled engine when the job has one.
   opts.model_fd = files_.engine.valid() ? files_.engine.get() : files_.model.get();
   opts.model = FdRealPath(opts.model_fd);
-  opts.launch = JobLaunch(settings);
   opts.launch.probe_width = static_cast<int>(prepared_.probe_in.width);
   opts.launch.probe_height = static_cast<int>(prepared_.probe_in.height);
   opts.launch.probe_batch = static_cast<int>(prepared_.probe_in.batch);
-  opts.launch.log_level = config_.log_level;
-  opts.log_dir = options_.worker_log_dir.empty() ? scratch : options_.worker_log_dir;
-  opts.pytorch_alloc_conf = config_.pytorch_alloc_conf;
-  opts.launch.sandbox = config_.worker_sandbox.value_or(WorkerSandbox::kAuto);
   // Twice the channels of the workers wanted: room for a warm standby beside each one.
   const int channels = std::min<int>(2 * settings.workers, static_cast<int>(kMaxWorkerChannels));
   return WorkerPool::Create(opts, channels);

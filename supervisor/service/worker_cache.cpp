@@ -8,7 +8,7 @@
 #include "common/clock.h"
 #include "common/file_util.h"
 #include "common/log.h"
-#include "supervisor/process/subprocess.h"
+#include "supervisor/job/early_spare.h"
 
 namespace framemill {
 
@@ -84,15 +84,10 @@ int64_t WorkerCache::Keep() {
     }
     if (now < place.next_try_ms) continue;
     if (place.pool == nullptr) {
-      WorkerOptions opts;
-      opts.worker_binary = WorkerBinaryPath(config_.worker_binary);
-      opts.launch.device = config_.defaults.device;
-      opts.launch.log_level = config_.log_level;
-      opts.log_dir = place.log_dir;
-      opts.pytorch_alloc_conf = config_.pytorch_alloc_conf;
-      opts.launch.sandbox = config_.worker_sandbox.value_or(WorkerSandbox::kAuto);
-      Result<std::unique_ptr<WorkerPool>> pool =
-          WorkerPool::CreateSpares(opts, 1, place.generations);
+      WorkerLaunch launch;
+      launch.device = config_.defaults.device;
+      Result<std::unique_ptr<WorkerPool>> pool = WorkerPool::CreateSpares(
+          SpawnOptions(config_, launch, place.log_dir), 1, place.generations);
       if (!pool.ok()) {
         spdlog::warn("no spare worker: {}", pool.status().message());
         place.next_try_ms = now + 600 * 1000;

@@ -228,6 +228,9 @@ TEST_CASE("gpus: workers are spread over the listed GPUs, each pinned to one") {
   }
   for (int g : gpus) CHECK(started[g] == 2);
   CHECK(started.size() == gpus.size());
+  // The first worker was started before the job was prepared, as a spare on the first GPU
+  // (supervisor/job/early_spare.h), and the job took it.
+  CHECK(r.out.find("workers loaded by a spare (started before the job)") != std::string::npos);
 }
 
 TEST_CASE("encoders: three encoders on short segments keep every frame in order, with audio") {

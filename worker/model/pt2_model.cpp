@@ -8,6 +8,8 @@
 
 #include <torch/version.h>
 
+#include "common/file_util.h"
+
 #ifdef FRAMEMILL_HAVE_AOTI
 #include <torch/csrc/inductor/aoti_package/model_package_loader.h>
 #endif
@@ -97,9 +99,7 @@ std::vector<int64_t> ParseShape(const std::string& text) {
 
 // Writes `bytes` to a new private file under $TMPDIR (or /tmp) and returns its name.
 Result<std::string> WritePrivateCopy(const std::string& bytes, const std::string& label) {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string path = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") +
-                     "/framemill-model-XXXXXX.pt2";
+  std::string path = TemporaryDirectory() + "/framemill-model-XXXXXX.pt2";
   int fd = ::mkstemps(&path[0], 4);
   if (fd < 0) {
     return Status(StatusCode::kModelInvalid,

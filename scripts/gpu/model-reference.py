@@ -2,7 +2,7 @@
 """The model alone in PyTorch, as the reference framemill's worker is measured against.
 
 usage: model-reference.py MODEL.pt [WIDTH HEIGHT [BATCH]]   (default 1920 1080 8)
-       model-reference.py --engine ENGINE.pt2 MODEL.pt WIDTH HEIGHT BATCH
+       model-reference.py --engine ENGINE.pt2 MODEL.pt WIDTH HEIGHT BATCH [--no-packages]
 
 Times, on CUDA in fp16 with cuDNN autotuning, random frames already on the device:
   script    the TorchScript file as framemill's worker runs it (torch.jit.load), batch 1-16,
@@ -14,7 +14,8 @@ Times, on CUDA in fp16 with cuDNN autotuning, random frames already on the devic
 and prints frames per second for each, the best first. With --engine (a compiled engine from
 framemill's cache, made for WIDTH x HEIGHT at BATCH) only the compiled rows, each sustained for
 5 s: the engine alone, torch.compile default and max-autotune, and the same network packaged by
-AOTInductor with and without max-autotune, each with its ratio to the fastest; so that a worker's
+AOTInductor with and without max-autotune (not with --no-packages: two builds fewer), each
+with its ratio to the fastest; so that a worker's
 gap splits into the engine's own and the worker's around it. Any TorchScript file (an imported
 model's too) reaches torch.compile through torch's TorchScript converter, as export-pt2.py's. Run where torch is installed (the GPU
 machine); the `restore` case (scripts/gpu/run-case.py restore) runs it beside framemill-bench.
@@ -68,8 +69,9 @@ def eager_form(script, params, batch, h, w):
         return None
 
 
-def engine_rows(engine, path, w, h, batch):
-    """The compiled forms alone, sustained: the engine framemill built, and the fastest forms."""
+def engine_rows(engine, path, w, h, batch, packages=True):
+    """The compiled forms alone, sustained: the engine framemill built, and the fastest forms
+    (with `packages`, AOTInductor's too, two builds more)."""
     torch.backends.cudnn.benchmark = True
     dev = torch.device("cuda")
     script = torch.jit.load(path, map_location=dev).eval().half()
@@ -90,7 +92,7 @@ def engine_rows(engine, path, w, h, batch):
                 return eager(t)
         with torch.inference_mode():
             program = torch.export.export(Net().eval(), (x,), strict=False)
-        for autotune in (False, True):
+        for autotune in (False, True) if packages else ():
             pkg = f"/tmp/model-reference-{int(autotune)}.pt2"
             _, built = timed_build(lambda: torch._inductor.aoti_compile_and_package(
                 program, package_path=pkg, inductor_configs={"max_autotune": autotune}))
@@ -105,7 +107,7 @@ def engine_rows(engine, path, w, h, batch):
 def main():
     if sys.argv[1] == "--engine":
         engine_rows(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]),
-                    int(sys.argv[6]))
+                    int(sys.argv[6]), packages="--no-packages" not in sys.argv[7:])
         return
     path = sys.argv[1]
     w, h = (int(sys.argv[2]), int(sys.argv[3])) if len(sys.argv) > 3 else (1920, 1080)

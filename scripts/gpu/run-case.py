@@ -243,11 +243,15 @@ class Driver:
         if spec.get("profile") and not self.a.dry_run:  # the workers' logs live in the scratch dir
             wdir = os.path.join(d, name + "-worker")
             os.makedirs(wdir, exist_ok=True)
-            scratch = os.path.join(os.path.dirname(output), ".framemill-work.*", "worker-*.log")
+            # `framemill run` keeps its work in .NAME.framemill beside the output (kept_work.h); a
+            # part's scratch is .framemill-work.*
+            out_dir, out_name = os.path.split(output)
+            scratches = [os.path.join(out_dir, f".{out_name}.framemill", "worker-*.log"),
+                         os.path.join(out_dir, ".framemill-work.*", "worker-*.log")]
 
             def copy():
                 while not stop.wait(0.2):
-                    for f in glob.glob(scratch):
+                    for f in [f for pattern in scratches for f in glob.glob(pattern)]:
                         subprocess.run(["cp", f, wdir], stderr=subprocess.DEVNULL)
             copier = threading.Thread(target=copy)
             copier.start()

@@ -422,9 +422,10 @@ Result<JobReport> JobRun::Finish(uint64_t t0) {
   }
   Status muxed = output_->Finish(Segments(), job_.output, &report_);
   NoteSpaceAtFailure(muxed);  // before the workers' shutdown
+  clock_.Lap(&report_.stages.mux_s);
   if (!kept) d->Shutdown();
   FM_RETURN_IF_ERROR(muxed);
-  clock_.Lap(&report_.stages.mux_s);
+  clock_.Lap(&report_.stages.stop_s);
   spdlog::info("stages: {}", report_.stages.Summary());
   FillReport(t0);
   return report_;

@@ -65,7 +65,7 @@ PreviewEstimate EstimateJob(const EstimateInputs& in) {
     slowest = e.encode_s_per_frame;
     e.limiting = PreviewStage::kEncode;
   }
-  e.fixed_s = st.prepare_s + st.start_s + st.mux_s;
+  e.fixed_s = st.prepare_s + st.start_s + st.mux_s + st.stop_s;
   e.faces_s_per_frame = PerFrame(st.faces_s, in.sampled_frames);
   e.duration_s =
       e.fixed_s + (slowest + e.faces_s_per_frame) * static_cast<double>(in.source_frames);

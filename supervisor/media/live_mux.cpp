@@ -263,7 +263,9 @@ Status LiveMux::Finish() {
       if (!r) return Status(StatusCode::kInternal, "live mux finished before its last segment");
     }
   }
+  const uint64_t t0 = MonotonicUs();
   thread_.join();
+  spdlog::info("live mux: the join ended {} ms after the render", (MonotonicUs() - t0) / 1000);
   Status done = outcome_;
   if (done.ok()) {
     done = PlaceOutput(rq_, *join_, *partial_);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/checked_file.h"
+#include "common/clock.h"
 #include "common/file_util.h"
 #include "common/log.h"
 #include "supervisor/media/carried_metadata.h"
@@ -319,7 +320,9 @@ Status JoinFailed(const MuxRequest& rq, const Result<CommandOutput>& r) {
 }
 
 Status PlaceOutput(const MuxRequest& rq, const JoinPlan& join, const CreatedFile& partial) {
+  const uint64_t t0 = MonotonicUs();
   Status done = Verify(rq, partial.fd.get(), join.carried, join.plan);
+  const uint64_t t_verified = MonotonicUs();
   if (done.ok() && rq.output_reader_uid != UINT32_MAX) {
     Status acl = GrantReadAcl(partial.fd.get(), rq.output_reader_uid);
     if (!acl.ok()) spdlog::warn("{}: {}", rq.output, acl.message());
@@ -327,6 +330,10 @@ Status PlaceOutput(const MuxRequest& rq, const JoinPlan& join, const CreatedFile
   if (done.ok() && ::fsync(partial.fd.get()) != 0) {
     done = Status(errno == ENOSPC || errno == EDQUOT ? StatusCode::kNoSpace : StatusCode::kIo,
                   "fsync " + rq.output + ": " + std::strerror(errno));
+  }
+  if (done.ok()) {
+    spdlog::info("{}: read back and checked in {} ms, on disk (fsync) {} ms later", rq.output,
+                 (t_verified - t0) / 1000, (MonotonicUs() - t_verified) / 1000);
   }
   if (done.code() == StatusCode::kVerifyFailed) {
     // ffmpeg may end well although the disk filled under it (a write error at its last flush

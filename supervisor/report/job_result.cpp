@@ -48,13 +48,14 @@ std::string StageTimes::Summary() const {
       "prepare {:.2f} s, {}start {:.2f} s ({:.2f} s until a worker was ready), pipeline {:.2f} s "
       "[decode {:.2f} s busy ({}%){}, {:.2f} s waiting for a slot; workers {:.2f} s busy ({}% of "
       "{}); encode {:.2f} s busy ({}% of {}), {:.2f} s waiting for output; {:.2f} s after the "
-      "workers' last chunk], mux {:.2f} s",
+      "workers' last chunk], mux {:.2f} s{}",
       prepare_s, faces, start_s, workers_wait_s, pipeline_s, decode_s, pct(decode_s, pipeline_s),
       decode_early_s > 0
           ? fmt::format(" and {:.2f} s before it, while the workers started", decode_early_s)
           : std::string(),
       decode_wait_s, workers_busy_s, pct(workers_busy_s, capacity), workers, encode_s,
-      pct(encode_s, encode_capacity), encoders, encode_wait_s, tail_s, mux_s);
+      pct(encode_s, encode_capacity), encoders, encode_wait_s, tail_s, mux_s,
+      stop_s > 0 ? fmt::format(", the workers' exit {:.2f} s", stop_s) : std::string());
 }
 
 nlohmann::json StageTimes::ToJson() const {
@@ -72,7 +73,8 @@ nlohmann::json StageTimes::ToJson() const {
           {"encode_wait_s", encode_wait_s},
           {"encoders", encoders},
           {"tail_s", tail_s},
-          {"mux_s", mux_s}};
+          {"mux_s", mux_s},
+          {"stop_s", stop_s}};
 }
 
 nlohmann::json JobReport::FaultsJson() const {

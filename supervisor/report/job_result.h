@@ -45,6 +45,9 @@ struct StageTimes {
   // trail behind the workers: the last chunks' encoding, closing the last segments).
   double tail_s = 0;
   double mux_s = 0;           // joining segments, audio, verification
+  // After the output is in place: waiting for the workers to exit (a job that keeps them loaded
+  // for the next, in the service, waits for none; a CUDA worker's exit tears its device down).
+  double stop_s = 0;
 
   // One line for logs and summaries.
   std::string Summary() const;

@@ -242,7 +242,7 @@ std::string RenderReportHtml(const ReportData& d) {
   o += "<p>prepare " + Num(st.prepare_s, 2) + " s, start workers " + Num(st.start_s, 2) +
        " s, pipeline " + Num(st.pipeline_s, 2) + " s (of it " + Num(st.tail_s, 2) +
        " s after the workers' last chunk, the encoders finishing), mux and verify " +
-       Num(st.mux_s, 2) + " s</p>\n";
+       Num(st.mux_s, 2) + " s, the workers' exit " + Num(st.stop_s, 2) + " s</p>\n";
 
   o += "<h2>Worker events</h2>\n" + EventTable(d.timeline);
 

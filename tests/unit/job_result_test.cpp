@@ -161,6 +161,13 @@ TEST_CASE("job result: a finished job's result.json has every key, with the repo
   st.tail_s = 0.56;
   CHECK(st.ToJson()["tail_s"] == 0.56);
   CHECK(st.Summary().find("; 0.56 s after the workers' last chunk], mux") != std::string::npos);
+  // The workers' exit after the output is placed, apart from the mux; left out of the line when
+  // none was waited for (workers kept loaded).
+  CHECK(st.Summary().find("exit") == std::string::npos);
+  st.mux_s = 0.1;
+  st.stop_s = 0.35;
+  CHECK(st.ToJson()["stop_s"] == 0.35);
+  CHECK(st.Summary().find("mux 0.10 s, the workers' exit 0.35 s") != std::string::npos);
   fm::JobReport warm = FinishedReport();
   warm.workers_warm = true;
   CHECK(fm::DoneResultJson("j1", warm, "", "")["workers_warm"] == true);

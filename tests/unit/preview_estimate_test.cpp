@@ -19,7 +19,8 @@ EstimateInputs Inputs() {
   in.preview_chunk_frames = 4;
   in.run.stages.prepare_s = 1;
   in.run.stages.start_s = 2;
-  in.run.stages.mux_s = 0.5;
+  in.run.stages.mux_s = 0.25;
+  in.run.stages.stop_s = 0.25;  // the workers' exit: a fixed cost as the mux is
   in.run.stages.workers_busy_s = 1.8;
   in.run.stages.encode_s = 0.12;  // 10 ms a frame, start included (not used: measured apart)
   in.encoder_s_per_frame = 0.004;

@@ -43,8 +43,9 @@ EarlySpare::EarlySpare(const JobSpec& job, const Config& config) {
 }
 
 EarlySpare::~EarlySpare() {
-  // Taken: the pool's process is the job's and gone with it; not taken: stopped here.
-  if (pool_ != nullptr) pool_->StopAll(2000);
+  // Taken, its process is the job's pool's and gone with it. Not taken, it holds nothing to keep
+  // and may still be loading its device, where it reads no stop: killed at once (the pool's
+  // destructor), not waited for.
   pool_.reset();
   if (!log_dir_.empty()) (void)RemoveTree(log_dir_);
 }

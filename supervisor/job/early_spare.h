@@ -29,7 +29,7 @@ class EarlySpare {
   EarlySpare(const JobSpec& job, const Config& config);
   EarlySpare(const EarlySpare&) = delete;
   EarlySpare& operator=(const EarlySpare&) = delete;
-  ~EarlySpare();  // stops a spare the job did not take; removes the folder of its log
+  ~EarlySpare();  // kills a spare the job did not take; removes the folder of its log
 
   // JobOptions::spares: the pool, while it has a spare.
   std::vector<WorkerPool*> spares() const;

@@ -425,7 +425,7 @@ Result<JobReport> JobRun::Finish(uint64_t t0) {
   clock_.Lap(&report_.stages.mux_s);
   if (!kept) d->Shutdown();
   FM_RETURN_IF_ERROR(muxed);
-  clock_.Lap(&report_.stages.stop_s);
+  if (!kept) clock_.Lap(&report_.stages.stop_s);  // kept loaded: none waited for
   spdlog::info("stages: {}", report_.stages.Summary());
   FillReport(t0);
   return report_;

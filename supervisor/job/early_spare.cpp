@@ -23,9 +23,9 @@ WorkerOptions SpawnOptions(const Config& config, WorkerLaunch launch, const std:
 
 EarlySpare::EarlySpare(const JobSpec& job, const Config& config) {
   const DeviceSetting& device = job.settings.device;
-  const bool gpu = device.kind == DeviceKind::kCuda ||
-                   (device.kind == DeviceKind::kAuto && HostHasNvidiaDriver());
-  if (!gpu) return;
+  // A worker that may drive a GPU, as the worker itself decides (worker_main.cpp): none where
+  // the host has no NVIDIA driver, whatever the job asks.
+  if (device.kind == DeviceKind::kCpu || !HostHasNvidiaDriver()) return;
   std::string dir = TemporaryDirectory() + "/framemill-spare-XXXXXX";
   if (::mkdtemp(dir.data()) == nullptr) return;
   log_dir_ = dir;

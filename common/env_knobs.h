@@ -27,6 +27,7 @@ enum class EnvKnob {
   kWorkerOverlapChunks,
   kWorkerCpuAllocator,
   kWorkerConversion,
+  kWorkerExit,
   kSandboxDebug,
   kSandboxLayers,
   kSandboxExtraRead,

@@ -138,8 +138,9 @@ std::optional<int> AwaitModel(framemill::WorkerArgs* args, Parsed* parsed) {
   const std::string me = "spare worker on channel " + std::to_string(args->channel);
   const uint64_t t0 = MonotonicMs();
   Result<torch::Device> device = ResolveDevice(args->device);
+  std::string timings;
   if (device.ok()) {
-    Status ready = PrepareDevice(*device);
+    Status ready = PrepareDevice(*device, &timings);
     if (!ready.ok()) LogWarn(me + ": " + ready.message());
   } else {
     LogWarn(me + ": " + device.status().message());  // said again, to the job, by RunWorker
@@ -147,7 +148,8 @@ std::optional<int> AwaitModel(framemill::WorkerArgs* args, Parsed* parsed) {
   const uint64_t t_ready = MonotonicMs();
   LogInfo(me + ": " + (device.ok() ? device->str() : std::string("no device")) + " ready " +
           std::to_string(t_ready - args->main_ms) + " ms after main() (device " +
-          std::to_string(t_ready - t0) + " ms); waiting for a job's model");
+          std::to_string(t_ready - t0) + " ms" + (timings.empty() ? "" : ": " + timings) +
+          "); waiting for a job's model");
   Result<LoadRequest> request =
       ReceiveLoadRequest(args->wake_fd, [parent] { return ::getppid() == parent; });
   if (!request.ok()) {

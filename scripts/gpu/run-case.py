@@ -271,8 +271,9 @@ class Driver:
         if spec.get("profile") and not self.a.dry_run:
             lines = []
             for f in sorted(glob.glob(os.path.join(d, name + "-worker", "*.log"))):
-                lines += [x.rstrip() for x in open(f, errors="replace") if "profile:" in x]
-            print("\n".join("  " + x for x in lines[-4:]))
+                lines += [x.rstrip() for x in open(f, errors="replace")
+                          if re.search(r"profile:|after main\(\)|a spare, started", x)]
+            print("\n".join("  " + x for x in lines[-6:]))
         if spec.get("frames"):
             return self.frames_hash(output)
         return None

@@ -13,6 +13,7 @@
 #endif
 #include <c10/util/Exception.h>
 #include <torch/script.h>
+#include "common/clock.h"
 
 namespace framemill {
 
@@ -91,10 +92,24 @@ Result<torch::Device> ResolveDevice(const DeviceSetting& setting) {
   }
 }
 
-Status PrepareDevice(const torch::Device& device) {
+Status PrepareDevice(const torch::Device& device, std::string* timings) {
   torch::NoGradGuard no_grad;
   std::vector<torch::ScalarType> dtypes = {torch::kFloat32};
   if (device.is_cuda()) dtypes = {torch::kFloat32, torch::kFloat16, torch::kBFloat16};
+  uint64_t lap = MonotonicMs();
+  std::string said;
+  auto note = [&](const std::string& what) {
+    const uint64_t now = MonotonicMs();
+    said += (said.empty() ? "" : ", ") + what + " " + std::to_string(now - lap) + " ms";
+    lap = now;
+  };
+  try {
+    (void)torch::zeros({1}, torch::TensorOptions().device(device)).item<float>();  // the context
+    note("context");
+  } catch (const std::exception& e) {
+    return Status(StatusCode::kModelInvalid,
+                  "preparing " + device.str() + ": " + FirstLine(e.what()));
+  }
   Status first_error;
   for (torch::ScalarType dtype : dtypes) {
     // Each precision on its own: a GPU without bf16 kernels still gets the others ready.
@@ -114,7 +129,9 @@ Status PrepareDevice(const torch::Device& device) {
                                                             FirstLine(e.what()));
       }
     }
+    note(c10::toString(dtype));
   }
+  if (timings != nullptr) *timings = said;
   return first_error;
 }
 

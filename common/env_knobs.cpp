@@ -12,7 +12,7 @@ constexpr KnobKind kSetting = KnobKind::kSetting;
 constexpr KnobKind kDiagnosis = KnobKind::kDiagnosis;
 constexpr KnobKind kTest = KnobKind::kTest;
 
-constexpr std::array<EnvKnobInfo, 16> kTable = {{
+constexpr std::array<EnvKnobInfo, 15> kTable = {{
     {EnvKnob::kConfig, "FRAMEMILL_CONFIG", kSupervisor, kSetting,
      "the config file when no --config names one"},
     {EnvKnob::kWorkerProfile, "FRAMEMILL_WORKER_PROFILE", kWorker, kDiagnosis,
@@ -23,8 +23,6 @@ constexpr std::array<EnvKnobInfo, 16> kTable = {{
      "system: LibTorch's own CPU allocator instead of the worker's cache of blocks"},
     {EnvKnob::kWorkerConversion, "FRAMEMILL_WORKER_CONVERSION", kWorker, kDiagnosis,
      "tensor: a CUDA worker converts frames in tensor ops, not its conversion kernels"},
-    {EnvKnob::kWorkerExit, "FRAMEMILL_WORKER_EXIT", kWorker, kDiagnosis,
-     "return: a worker asked to stop returns from main (LibTorch's and CUDA's teardown at exit)"},
     {EnvKnob::kSandboxDebug, "FRAMEMILL_SANDBOX_DEBUG", kWorker, kDiagnosis,
      "1: every sandbox rule logged at info level"},
     {EnvKnob::kSandboxLayers, "FRAMEMILL_SANDBOX_LAYERS", kWorker, kDiagnosis,

@@ -27,7 +27,6 @@ enum class EnvKnob {
   kWorkerOverlapChunks,
   kWorkerCpuAllocator,
   kWorkerConversion,
-  kWorkerExit,
   kSandboxDebug,
   kSandboxLayers,
   kSandboxExtraRead,

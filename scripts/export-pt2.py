@@ -29,6 +29,9 @@ options:
                           package with dynamic sizes; the card records it (fixed_width,
                           fixed_height, fixed_batch) and framemill refuses other sizes, other
                           batches, tiles and face mode with that package
+  --max-autotune          Inductor times candidate kernels for each convolution and matrix
+                          product at build time and keeps the fastest (as torch.compile's
+                          max-autotune): a slower build, a faster package (framemill's engines)
   --name NAME             the card's name (default: OUT's stem)
   --check-here            check the package in this process, not a fresh one (framemill's
                           confined builder, where a child process cannot start CUDA)
@@ -119,17 +122,31 @@ import torch  # noqa: E402 (after the compiler is chosen)
 
 class Wrapped(torch.nn.Module):
     """A TorchScript module seen by torch.export as a plain module (non-strict tracing records the
-    aten operations the TorchScript interpreter dispatches)."""
+    aten operations the TorchScript interpreter dispatches).
 
-    def __init__(self, inner):
+    torch.export takes the module's weights for its parameters and insists that each be an
+    nn.Parameter, but a TorchScript file's come back from LibTorch as plain tensors (every file
+    framemill's importers write, and any saved from C++). So each is set again as an nn.Parameter
+    holding the same storage; with `hidden` the script is kept out of the module tree instead, and
+    its weights become constants of the program."""
+
+    def __init__(self, inner, hidden=False):
         super().__init__()
-        self.inner = inner
+        if hidden:
+            object.__setattr__(self, "script", inner)  # not a submodule: no parameters to check
+            return
+        for name, value in list(inner.named_parameters(recurse=False)):
+            if not isinstance(value, torch.nn.Parameter):
+                setattr(inner, name, torch.nn.Parameter(value.detach(), requires_grad=False))
+        self.script = inner
 
     def forward(self, x):
-        return self.inner(x)
+        return self.script(x)
 
 
 def load_source(args, device, dtype):
+    """The module to export (None where torch's converter does not take a TorchScript file), its
+    source for the card, and the TorchScript module (None for --module)."""
     if args.torchscript:
         script = torch.jit.load(args.torchscript, map_location=device).to(dtype).eval()
         source = f"torchscript:{os.path.basename(args.torchscript)}"
@@ -148,14 +165,51 @@ def load_source(args, device, dtype):
             # (An exported program's module is in inference form already: no .eval().)
             return TS2EPConverter(script, (example,)).convert().module(), source, script
         except Exception as e:  # an older torch, or a graph the converter does not take
-            print(f"export-pt2: the TorchScript converter failed ({str(e).splitlines()[0]}); "
-                  "tracing through the interpreter instead (sizes may end up fixed)")
-            return Wrapped(script).eval(), source, script
-    else:
-        name, _, attr = args.module.partition(":")
-        module = getattr(importlib.import_module(name), attr or "model")()
-        source = f"module:{args.module}"
+            print(f"export-pt2: the TorchScript converter failed ({first_line(e)}); tracing "
+                  "through the interpreter instead (sizes may end up fixed)")
+            return None, source, script
+    name, _, attr = args.module.partition(":")
+    module = getattr(importlib.import_module(name), attr or "model")()
+    source = f"module:{args.module}"
     return module.to(device=device, dtype=dtype).eval(), source, None
+
+
+def first_line(e):
+    return (str(e).splitlines() or [type(e).__name__])[0]
+
+
+def export_any(converted, script, args, device, dtype):
+    """The exported program, its example and the module it came from: the converted module's
+    export, else the interpreter's traced with its weights as parameters, else as constants."""
+    attempts = [] if converted is None else [("the converted program", lambda: converted)]
+    if script is not None:
+        attempts += [("tracing through the interpreter", lambda: Wrapped(script).eval()),
+                     ("tracing through the interpreter, weights as constants",
+                      lambda: Wrapped(script, hidden=True).eval())]
+    failures = []
+    for what, make in attempts:
+        try:
+            module = make()
+            program, example = export(module, args, device, dtype)
+            if failures:
+                print(f"export-pt2: exported by {what}")
+            return program, example, module
+        except Exception as e:
+            if script is None:
+                raise
+            failures.append(f"{what}: {first_line(e)}")
+            print(f"export-pt2: {what} does not export ({first_line(e)})")
+    if args.shape:
+        sys.exit(f"export-pt2: torch {torch.__version__} cannot export this TorchScript file ("
+                 + "; ".join(failures) + ")")
+    # Seen with torch 2.11: the converter guards the program on its example's sizes ("Guard
+    # failed: x_1.size()[0] == 1"), and the interpreter turns every size it meets into a constant
+    # ("You marked batch as dynamic but your code specialized it").
+    sys.exit(f"export-pt2: torch {torch.__version__} cannot export this TorchScript file with a "
+             "dynamic batch and frame size: its converter guards the example's sizes and tracing "
+             "through the interpreter fixes them (" + "; ".join(failures) + "). Package the model "
+             "for one shape (--shape, --batch), or from its Python module (--module), which "
+             "exports with dynamic sizes.")
 
 
 # What the package's code assumes of its input's memory layout, kept in the package's own metadata
@@ -306,6 +360,7 @@ def main():
     p.add_argument("--size-multiple", type=int, default=1)
     p.add_argument("--shape", help="WxH")
     p.add_argument("--batch", type=int)
+    p.add_argument("--max-autotune", action="store_true")
     p.add_argument("--name")
     p.add_argument("--check-here", action="store_true")
     p.add_argument("--check-frames")
@@ -331,40 +386,22 @@ def main():
         sys.exit("export-pt2: OUT must end in .pt2")
     device = torch.device(args.device)
     dtype = torch.float16 if args.precision == "fp16" else torch.float32
-    module, source, script = load_source(args, device, dtype)
-    try:
-        program, example = export(module, args, device, dtype)
-    except Exception as e:
-        if script is None or isinstance(module, Wrapped):
-            raise
-        # torch 2.11's converter guards the program on its example's sizes ("Guard failed:
-        # x_1.size()[0] == 1"), which no dynamic export passes.
-        print(f"export-pt2: the converted program does not export with dynamic sizes "
-              f"({(str(e).splitlines() or [type(e).__name__])[0]}); "
-              "tracing through the interpreter instead")
-        module = Wrapped(script).eval()
-        try:
-            program, example = export(module, args, device, dtype)
-        except Exception as e2:
-            # Seen with torch 2.11: the interpreter turns every size it meets into a constant
-            # ("You marked batch as dynamic but your code specialized it").
-            sys.exit(f"export-pt2: torch {torch.__version__} cannot export this TorchScript file "
-                     "with a dynamic batch and frame size: its converter guards the example's "
-                     "sizes and tracing through the interpreter fixes them "
-                     f"({(str(e2).splitlines() or [type(e2).__name__])[0]}). Package the "
-                     "model from its Python module instead (--module), which exports with "
-                     "dynamic sizes.")
+    converted, source, script = load_source(args, device, dtype)
+    program, example, module = export_any(converted, script, args, device, dtype)
     tmp = args.out + ".tmp.pt2"
     metadata = {INPUT_LAYOUT_KEY: "channels_last" if args.shape else "contiguous"}
     if args.shape:
         # A package of one shape reads past an input of another: the worker refuses those.
         metadata[INPUT_SHAPE_KEY] = "x".join(str(d) for d in example.shape)
-    torch._inductor.aoti_compile_and_package(
-        program, package_path=tmp, inductor_configs={"aot_inductor.metadata": metadata})
+    configs = {"aot_inductor.metadata": metadata}
+    if args.max_autotune:
+        configs["max_autotune"] = True
+    torch._inductor.aoti_compile_and_package(program, package_path=tmp, inductor_configs=configs)
     if args.check_frames:
         example = read_frames(args.check_frames, args, device, dtype)
         print(f"export-pt2: checking on the {args.batch} frames of {args.check_frames}")
-    scale = check(tmp, module, example, args)
+    # Against the source itself where it is TorchScript: the file the job would run otherwise.
+    scale = check(tmp, script if script is not None else module, example, args)
     os.replace(tmp, args.out)
     write_card(args.out, args, scale, source)
     print(f"export-pt2: wrote {args.out} and {args.out}.json (scale {scale})")

@@ -465,22 +465,8 @@ int RunWorker(const WorkerArgs& args, WorkerHooks& hooks) {
   // The parent may have died between spawning us and the prctl above.
   const auto* control = static_cast<const ControlHeader*>(shm->data());
   if (::getppid() != control->supervisor_pid) return kWorkerExitOrphaned;
-  int code = kWorkerExitOk;
-  {
-    Worker worker(&*shm, args.channel, args.wake_fd, &hooks);
-    code = worker.Run(args);
-  }  // the model released here: a package's unpacked files removed (worker/model/pt2_model.cpp)
-  // Asked to stop, the worker has published all it will and holds nothing that the kernel does
-  // not free at exit: it ends here, not through the teardown of LibTorch's and CUDA's state that
-  // returning from main runs, which its supervisor waits for (a job's stop_s; BENCHMARKS.md,
-  // "Compiled engines"). The GPU's memory is free once the supervisor has reaped it, as before.
-  const std::optional<std::string>& exit_knob = Knob(EnvKnob::kWorkerExit);
-  if (code == kWorkerExitOk && (!exit_knob || *exit_knob != "return")) {
-    FlushLog();
-    std::fflush(nullptr);
-    ::_exit(code);
-  }
-  return code;
+  Worker worker(&*shm, args.channel, args.wake_fd, &hooks);
+  return worker.Run(args);
 }
 
 }  // namespace framemill

@@ -187,7 +187,8 @@ std::optional<int> AwaitModel(framemill::WorkerArgs* args, Parsed* parsed) {
   LogInfo("worker " + std::to_string(args->channel) + ": a spare, started " +
           std::to_string(args->main_ms - t0) + " ms before this job took it (" +
           std::to_string(t_ready - t0) + " ms of it preparing " +
-          (device.ok() ? device->str() : std::string("the device")) + ")");
+          (device.ok() ? device->str() : std::string("the device")) +
+          (timings.empty() ? "" : ": " + timings) + ")");
   return std::nullopt;
 }
 

@@ -20,8 +20,11 @@ gap splits into the engine's own and the worker's around it. Any TorchScript fil
 model's too) reaches torch.compile through torch's TorchScript converter, as export-pt2.py's. Run where torch is installed (the GPU
 machine); the `restore` case (scripts/gpu/run-case.py restore) runs it beside framemill-bench.
 """
+import importlib.util
+import os
 import sys
 import time
+import types
 
 import torch
 import torch.nn.functional as F
@@ -64,7 +67,19 @@ def eager_form(script, params, batch, h, w):
         from torch._export.converter import TS2EPConverter
         example = torch.rand(batch, 3, h, w, device="cuda", dtype=torch.float16)
         return TS2EPConverter(script, (example,)).convert().module()
-    except Exception as e:  # report, do not hide
+    except Exception as e:  # as export-pt2.py does then: the interpreter traced by torch.export
+        print(f"torch's converter failed ({type(e).__name__}: {str(e).splitlines()[0]}): the "
+              "network as export-pt2.py exports it, traced through the interpreter")
+    try:
+        spec = importlib.util.spec_from_file_location(
+            "export_pt2", os.path.join(os.path.dirname(__file__), "..", "export-pt2.py"))
+        export_pt2 = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(export_pt2)
+        shape = types.SimpleNamespace(shape=(w, h), batch=batch)
+        program, _, _ = export_pt2.export_any(None, script, shape, torch.device("cuda"),
+                                              torch.float16)
+        return program.module()
+    except (Exception, SystemExit) as e:  # report, do not hide
         print(f"no eager form ({type(e).__name__}: {str(e).splitlines()[0]}): the engine's row only")
         return None
 

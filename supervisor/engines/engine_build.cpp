@@ -141,7 +141,7 @@ Result<CachedEngine> BuildEngine(const std::string& cache_dir, const EngineBuild
       folder + "/model.pt", folder + "/engine.pt2", "--shape",
       std::to_string(r.key.width) + "x" + std::to_string(r.key.height), "--batch",
       std::to_string(r.key.batch), "--precision", Name(r.key.precision), "--device", "cuda",
-      "--check-here"};
+      "--check-here", "--max-autotune"};
   if (r.write_check_frames) {
     const std::string frames = folder + "/frames.rgb";
     Status wrote = r.write_check_frames(frames);

@@ -24,9 +24,10 @@ std::string Trimmed(const std::string& s) {
 }  // namespace
 
 std::string EngineKey::Text() const {
-  return "framemill engine 1\nmodel " + model_sha256 + "\nshape " + std::to_string(width) + "x" +
-         std::to_string(height) + "\nbatch " + std::to_string(batch) + "\nprecision " +
-         Name(precision) + "\ngpu " + gpu + "\ntorch " + torch + "\ncompiler " + compiler + "\n";
+  return "framemill engine " + std::to_string(kEngineRecipe) + "\nmodel " + model_sha256 +
+         "\nshape " + std::to_string(width) + "x" + std::to_string(height) + "\nbatch " +
+         std::to_string(batch) + "\nprecision " + Name(precision) + "\ngpu " + gpu + "\ntorch " +
+         torch + "\ncompiler " + compiler + "\n";
 }
 
 std::string EngineKey::Id() const { return Sha256Hex(Text()).substr(0, 32); }

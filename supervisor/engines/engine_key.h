@@ -11,7 +11,8 @@
 //   torch      the LibTorch version the worker is built against (a package loads only into the
 //              torch that made it), which the builder's Python torch must match
 //   compiler   the first line of `c++ --version` (Inductor compiles the package's C++ with it)
-// Its text (Text) lists them one a line; its id (Id) is the first 32 hex digits of the text's
+// and the recipe, how export-pt2.py is asked to build (kEngineRecipe). Its text (Text) lists
+// them one a line; its id (Id) is the first 32 hex digits of the text's
 // sha256, the cache entry's folder name. The supervisor reads every field without CUDA.
 #pragma once
 
@@ -21,6 +22,12 @@
 #include "common/status.h"
 
 namespace framemill {
+
+// The build's recipe, in every key: raised when engine_build asks export-pt2.py for another kind
+// of package, so that no job takes an engine of the old kind. 2: with Inductor's max-autotune
+// (recipe 1's engine of an imported x2 upscaler ran 133 fps, as torch.compile's default mode did;
+// torch.compile's max-autotune 166; H100, 2026-12-08).
+constexpr int kEngineRecipe = 2;
 
 struct EngineKey {
   std::string model_sha256;

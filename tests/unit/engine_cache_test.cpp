@@ -65,6 +65,8 @@ TEST_CASE("engines: the key names the model, shape, batch, precision, GPU, torch
   CHECK(k.Id().size() == 32);
   CHECK(k.Id().find_first_not_of("0123456789abcdef") == std::string::npos);
   CHECK(k.Text().find("shape 1920x1080\n") != std::string::npos);
+  // The recipe leads: an engine built the old way is another key.
+  CHECK(k.Text().rfind("framemill engine " + std::to_string(kEngineRecipe) + "\n", 0) == 0);
   CHECK(k.Describe() == "1920x1080 batch 4 fp16 on NVIDIA H100 80GB HBM3");
   std::set<std::string> ids = {k.Id()};
   auto differs = [&](EngineKey other) { CHECK(ids.insert(other.Id()).second); };

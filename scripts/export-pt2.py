@@ -135,9 +135,10 @@ class Wrapped(torch.nn.Module):
         if hidden:
             object.__setattr__(self, "script", inner)  # not a submodule: no parameters to check
             return
-        for name, value in list(inner.named_parameters(recurse=False)):
-            if not isinstance(value, torch.nn.Parameter):
-                setattr(inner, name, torch.nn.Parameter(value.detach(), requires_grad=False))
+        for _, owner in inner.named_modules():
+            for name, value in list(owner.named_parameters(recurse=False)):
+                if not isinstance(value, torch.nn.Parameter):
+                    setattr(owner, name, torch.nn.Parameter(value.detach(), requires_grad=False))
         self.script = inner
 
     def forward(self, x):

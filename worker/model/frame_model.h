@@ -41,7 +41,7 @@ Result<torch::Device> ResolveDevice(const DeviceSetting& device);
 // matrix product in each precision (cuDNN's and cuBLAS's libraries and handles). Tiny tensors,
 // freed again (the caching allocator keeps their block). Errors are the caller's to report; the
 // job's own load then meets the same error. `timings`, when given, gets where the time went
-// ("context 310 ms, float 200 ms, ...").
+// ("context 310 ms, Float 200 ms, Half ...", in LibTorch's names).
 Status PrepareDevice(const torch::Device& device, std::string* timings = nullptr);
 
 // The precision's dtype; fp16 needs a CUDA device.

@@ -12,7 +12,7 @@ constexpr KnobKind kSetting = KnobKind::kSetting;
 constexpr KnobKind kDiagnosis = KnobKind::kDiagnosis;
 constexpr KnobKind kTest = KnobKind::kTest;
 
-constexpr std::array<EnvKnobInfo, 15> kTable = {{
+constexpr std::array<EnvKnobInfo, 16> kTable = {{
     {EnvKnob::kConfig, "FRAMEMILL_CONFIG", kSupervisor, kSetting,
      "the config file when no --config names one"},
     {EnvKnob::kWorkerProfile, "FRAMEMILL_WORKER_PROFILE", kWorker, kDiagnosis,
@@ -23,6 +23,8 @@ constexpr std::array<EnvKnobInfo, 15> kTable = {{
      "system: LibTorch's own CPU allocator instead of the worker's cache of blocks"},
     {EnvKnob::kWorkerConversion, "FRAMEMILL_WORKER_CONVERSION", kWorker, kDiagnosis,
      "tensor: a CUDA worker converts frames in tensor ops, not its conversion kernels"},
+    {EnvKnob::kMediaNice, "FRAMEMILL_MEDIA_NICE", kSupervisor, kDiagnosis,
+     "1-19: the job's decoding, encoding and joining ffmpeg run this much nicer than the workers"},
     {EnvKnob::kSandboxDebug, "FRAMEMILL_SANDBOX_DEBUG", kWorker, kDiagnosis,
      "1: every sandbox rule logged at info level"},
     {EnvKnob::kSandboxLayers, "FRAMEMILL_SANDBOX_LAYERS", kWorker, kDiagnosis,

@@ -27,6 +27,7 @@ enum class EnvKnob {
   kWorkerOverlapChunks,
   kWorkerCpuAllocator,
   kWorkerConversion,
+  kMediaNice,
   kSandboxDebug,
   kSandboxLayers,
   kSandboxExtraRead,

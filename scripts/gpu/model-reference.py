@@ -3,6 +3,7 @@
 
 usage: model-reference.py MODEL.pt [WIDTH HEIGHT [BATCH]]   (default 1920 1080 8)
        model-reference.py --engine ENGINE.pt2 MODEL.pt WIDTH HEIGHT BATCH [--no-packages]
+                          [--engine-only] [--busy-cpus N]
 
 Times, on CUDA in fp16 with cuDNN autotuning, random frames already on the device:
   script    the TorchScript file as framemill's worker runs it (torch.jit.load), batch 1-16,
@@ -16,12 +17,15 @@ framemill's cache, made for WIDTH x HEIGHT at BATCH) only the compiled rows, eac
 5 s: the engine alone, torch.compile default and max-autotune, and the same network packaged by
 AOTInductor with and without max-autotune (not with --no-packages: two builds fewer), each
 with its ratio to the fastest; so that a worker's
-gap splits into the engine's own and the worker's around it. Any TorchScript file (an imported
+gap splits into the engine's own and the worker's around it. --engine-only: the engine's rows
+alone. --busy-cpus N: the engine again beside N processes spinning on the CPU, at its niceness
+and 10 nicer (what a job's encoders filling the cores cost its kernel launches). Any TorchScript file (an imported
 model's too) reaches torch.compile through torch's TorchScript converter, as export-pt2.py's. Run where torch is installed (the GPU
 machine); the `restore` case (scripts/gpu/run-case.py restore) runs it beside framemill-bench.
 """
 import importlib.util
 import os
+import subprocess
 import sys
 import time
 import types
@@ -84,9 +88,29 @@ def eager_form(script, params, batch, h, w):
         return None
 
 
-def engine_rows(engine, path, w, h, batch, packages=True):
+def busy_rows(run, x, busy):
+    """The engine's rate with `busy` processes spinning on the CPU beside it, at the same
+    niceness and 10 nicer: whether CPU-bound neighbours (a job's encoders) slow its launches."""
+    rows = []
+    for nicer in (0, 10):
+        spin = "import os, sys; os.nice(int(sys.argv[1]))\nwhile True: pass"
+        spinners = [subprocess.Popen([sys.executable, "-c", spin, str(nicer)])
+                    for _ in range(busy)]
+        try:
+            time.sleep(1)
+            rows.append((sustained_fps(run, x), f"the engine, {busy} processes spinning beside "
+                         f"it{' 10 nicer' if nicer else ''}"))
+        finally:
+            for p in spinners:
+                p.kill()
+                p.wait()
+    return rows
+
+
+def engine_rows(engine, path, w, h, batch, packages=True, others=True, busy=0):
     """The compiled forms alone, sustained: the engine framemill built, and the fastest forms
-    (with `packages`, AOTInductor's too, two builds more)."""
+    (with `packages`, AOTInductor's too, two builds more; without `others`, the engine alone),
+    and with `busy`, the engine beside that many processes spinning on the CPU."""
     torch.backends.cudnn.benchmark = True
     dev = torch.device("cuda")
     script = torch.jit.load(path, map_location=dev).eval().half()
@@ -95,7 +119,9 @@ def engine_rows(engine, path, w, h, batch, packages=True):
     rows = []
     runner = torch._inductor.aoti_load_package(engine)
     rows.append((sustained_fps(lambda t: runner(t), x), "the engine (framemill model compile)"))
-    eager = eager_form(script, params, batch, h, w)
+    if busy:
+        rows += busy_rows(lambda t: runner(t), x, busy)
+    eager = eager_form(script, params, batch, h, w) if others else None
     if eager is not None:
         for mode in ("default", "max-autotune"):
             compiled, built = timed_build(lambda: torch.compile(eager, mode=mode))
@@ -121,8 +147,11 @@ def engine_rows(engine, path, w, h, batch, packages=True):
 
 def main():
     if sys.argv[1] == "--engine":
+        flags = sys.argv[7:]
+        busy = int(flags[flags.index("--busy-cpus") + 1]) if "--busy-cpus" in flags else 0
         engine_rows(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]),
-                    int(sys.argv[6]), packages="--no-packages" not in sys.argv[7:])
+                    int(sys.argv[6]), packages="--no-packages" not in flags,
+                    others="--engine-only" not in flags, busy=busy)
         return
     path = sys.argv[1]
     w, h = (int(sys.argv[2]), int(sys.argv[3])) if len(sys.argv) > 3 else (1920, 1080)

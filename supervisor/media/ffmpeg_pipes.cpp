@@ -50,13 +50,13 @@ class PipedChild {
     try {
       if (dir == Direction::kReadStdout) {
         pc->child_ = bp::child(exe, bp::args(args), bp::std_in.close(), bp::std_out > pipe,
-                               bp::std_err > stderr_path, ChildFds(inherit));
+                               bp::std_err > stderr_path, ChildFds(inherit, launch->nicer));
         pc->fd_ = pipe.native_source();
         pipe.assign_source(-1);
       } else {
         pc->child_ = bp::child(exe, bp::args(args),
                                bp::std_in<pipe, bp::std_out.close(), bp::std_err> stderr_path,
-                               ChildFds(inherit));
+                               ChildFds(inherit, launch->nicer));
         pc->fd_ = pipe.native_sink();
         pipe.assign_sink(-1);
       }

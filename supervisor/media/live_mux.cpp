@@ -216,8 +216,8 @@ void LiveMux::Run() {
       return;
     }
     const std::string log = rq_.scratch_dir + "/mux.log";
-    bp::child child(launch->exe, bp::args(launch->args), bp::std_in.close(),
-                    bp::std_out > bp::null, bp::std_err > log, ChildFds(inherit), DieWithParent());
+    bp::child child(launch->exe, bp::args(launch->args), bp::std_in.close(), bp::std_out > bp::null,
+                    bp::std_err > log, ChildFds(inherit, launch->nicer), DieWithParent());
     ReapOnExit reap(child);  // for an exception below
     {
       MutexLock lock(&mu_);

@@ -3,10 +3,12 @@
 // inherits at the same number N. ChildFds, passed to a boost::process::child, runs in the forked
 // child before exec: it marks every descriptor above 2 close-on-exec (close_range), so that nothing
 // another thread opened without O_CLOEXEC leaks into the child, then clears the flag on the
-// descriptors given.
+// descriptors given; asked, it also makes the child nicer than its parent (setpriority).
 #pragma once
 
 #include <csignal>
+#include <cerrno>
+#include <sys/resource.h>
 #include <system_error>
 #include <vector>
 
@@ -19,13 +21,27 @@ namespace framemill {
 // those in `keep` (kept open across exec at the same numbers).
 void KeepOnlyDescriptors(const int* keep, size_t count);
 
+// Async-signal-safe: raises the calling process's niceness by `more` (clamped to 19); nothing
+// when `more` is 0. A failure leaves it as it was (a child is never refused for its priority).
+inline void BeNicer(int more) {
+  if (more <= 0) return;
+  errno = 0;
+  const int now = ::getpriority(PRIO_PROCESS, 0);
+  if (errno != 0) return;
+  (void)::setpriority(PRIO_PROCESS, 0, now + more > 19 ? 19 : now + more);
+}
+
 struct ChildFds : boost::process::extend::handler {
-  explicit ChildFds(std::vector<int> fds) : keep(std::move(fds)) {}
+  // `nicer`: how much nicer than the parent the child runs (Launch::nicer); threads the child
+  // makes inherit it.
+  explicit ChildFds(std::vector<int> fds, int nicer = 0) : keep(std::move(fds)), nicer(nicer) {}
   template <class Executor>
   void on_exec_setup(Executor&) const {
     KeepOnlyDescriptors(keep.data(), keep.size());
+    BeNicer(nicer);
   }
   std::vector<int> keep;
+  int nicer = 0;
 };
 
 // Ends `child` for good: a child still running gets SIGKILL, and is waited for (blocking) in any

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <algorithm>
+#include <charconv>
 #include <atomic>
 #include <fstream>
 #include <future>
@@ -18,8 +19,10 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/process.hpp>
+#include <spdlog/spdlog.h>
 
 #include "common/clock.h"
+#include "common/env_knobs.h"
 #include "common/mutex.h"
 #include "supervisor/process/child_fds.h"
 
@@ -211,7 +214,26 @@ Result<Launch> ConfinedLaunch(const std::vector<std::string>& argv,
 }
 
 Result<Launch> MediaLaunch(const std::vector<std::string>& argv, const std::vector<int>& inherit) {
-  return LaunchAs(argv, inherit, /*always=*/false);
+  Result<Launch> launch = LaunchAs(argv, inherit, /*always=*/false);
+  if (launch.ok()) launch->nicer = MediaNiceness();
+  return launch;
+}
+
+int MediaNiceness() {
+  static const int nicer = [] {
+    const std::optional<std::string>& v = Knob(EnvKnob::kMediaNice);
+    if (!v) return 0;
+    int n = 0;
+    const char* end = v->data() + v->size();
+    const auto [at, ec] = std::from_chars(v->data(), end, n);
+    if (ec != std::errc() || at != end || n < 1 || n > 19) {
+      spdlog::warn("{}={} is not a niceness from 1 to 19: ignored", Info(EnvKnob::kMediaNice).name,
+                   *v);
+      return 0;
+    }
+    return n;
+  }();
+  return nicer;
 }
 
 void SetChildTimeout(double seconds) {

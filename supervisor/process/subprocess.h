@@ -61,13 +61,22 @@ struct Launch {
   std::string exe;  // started
   std::vector<std::string> args;
   std::string name;  // the program asked for (for messages)
+  // How much nicer than the supervisor (and its workers) it runs: give it to ChildFds. 0 but for
+  // MediaLaunch's, which take MediaNiceness().
+  int nicer = 0;
 };
 // argv as it is (argv[0] found on PATH), never confined.
 Result<Launch> PlainLaunch(const std::vector<std::string>& argv);
 // argv as RunAndCapture starts it: confined when argv[0] is one of ConfineMediaPrograms'
 // programs, with `inherit`'s rules. For the programs a caller drives itself (the decoder, the
-// encoders, the live mux). kIo when argv[0] is not found.
+// encoders, the live mux), which run MediaNiceness() nicer. kIo when argv[0] is not found.
 Result<Launch> MediaLaunch(const std::vector<std::string>& argv, const std::vector<int>& inherit);
+
+// How much nicer than the workers a job's decoding, encoding and joining ffmpeg run: the
+// diagnosis knob FRAMEMILL_MEDIA_NICE (1-19; unset, or anything else, 0 with a warning for the
+// latter). For measuring whether those programs take the CPU a GPU worker needs to launch its
+// kernels on a machine whose cores they fill. Read once; thread-safe.
+int MediaNiceness();
 // The same, confined whatever argv[0] is whenever a launcher is set.
 Result<Launch> ConfinedLaunch(const std::vector<std::string>& argv,
                               const std::vector<int>& inherit);

@@ -4,7 +4,9 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <string>
 
@@ -250,4 +252,52 @@ TEST_CASE("service: a job cancelled while waiting runs the hook, ids by prefix, 
   CHECK(WaitUntil([&] { return CountLines(ReadText(calls), running + " ") == 1; }, 120));
   ::kill(serve.pid, SIGTERM);
   WaitJob(serve, 60);
+}
+
+// FRAMEMILL_MEDIA_NICE (a diagnosis knob, common/env_knobs.h): the job's decoding, encoding and
+// joining ffmpeg run that much nicer than framemill, so that a GPU worker's kernel launches win
+// the cores those fill. A stand-in ffmpeg records the niceness each run of it has; unset, every
+// run has framemill's own.
+TEST_CASE("diagnosis: FRAMEMILL_MEDIA_NICE runs the job's decoder, encoders and join nicer") {
+  const std::string dir = ScratchDir("media_nice");
+  const std::string input = dir + "/in.mp4";
+  MakeIndexVideo(input, 120, 160, 128, 25, /*tone_hz=*/440);
+  std::string ffmpeg = Shell("command -v ffmpeg").out;
+  while (!ffmpeg.empty() && ffmpeg.back() == '\n') ffmpeg.pop_back();
+  REQUIRE_FALSE(ffmpeg.empty());
+  const std::string stand_in = dir + "/ffmpeg", runs = dir + "/runs.txt";
+  {
+    std::ofstream f(stand_in);
+    f << "#!/bin/sh\n"
+      << "echo \"$(cut -d' ' -f19 /proc/self/stat)\" >> '" << runs << "'\n"
+      << "exec '" << ffmpeg << "' \"$@\"\n";
+  }
+  fs::permissions(stand_in, fs::perms::owner_all);
+  // Unconfined: the stand-in writes its record beside the job.
+  const nlohmann::json config = {{"ffmpeg", stand_in}, {"worker_sandbox", "off"}};
+  nlohmann::json job = {{"input", input},
+                        {"model", ModelCopy("identity", dir)},
+                        {"device", TestDevice()},
+                        {"encoders", 2},
+                        {"chunk_frames", 20}};
+  const int mine = ::getpriority(PRIO_PROCESS, 0);
+  auto niceness = [&](const Env& env, const std::string& name) {
+    fs::remove(runs);
+    job["output"] = dir + "/" + name + ".mp4";
+    RunResult r = RunJob(dir, job, config, env);
+    INFO(name << ": " << r.err);
+    REQUIRE(r.exit_code == 0);
+    std::map<int, int> seen;  // niceness -> runs of ffmpeg
+    std::ifstream in(runs);
+    for (int n; in >> n;) ++seen[n];
+    return seen;
+  };
+  // The decoder, two or more encoders and the live join; the stand-in is every ffmpeg of the job.
+  const std::map<int, int> unset = niceness({}, "unset");
+  REQUIRE(unset.size() == 1);
+  CHECK(unset.begin()->first == mine);
+  CHECK(unset.begin()->second >= 4);
+  const std::map<int, int> nicer = niceness({{"FRAMEMILL_MEDIA_NICE", "7"}}, "nicer");
+  CHECK(nicer.count(std::min(19, mine + 7)) == 1);
+  CHECK((nicer.count(std::min(19, mine + 7)) == 1 && nicer.at(std::min(19, mine + 7)) >= 4));
 }

@@ -367,6 +367,9 @@ Status JobRun::RunFrames() {
   d->Run(&board, arena_.shm.name(), arena_.geometry, range_.first_chunk, stop_,
          [this](int64_t processed) { Tick(processed); });
   engine_.reset();  // every chunk processed: a build still running is of no use to this job
+  // Nor are workers that no later job keeps (framemill run, a part): they are asked to stop now,
+  // so that their exit (a CUDA context torn down) runs beside the encoders' tail and the mux.
+  if (options_.warm == nullptr && !board.failed()) d->BeginShutdown();
   JoinDecoder();
   // The encoders may trail the workers by much (an encode-bound job): the progress goes on,
   // counting the frames written, until they end.
@@ -393,7 +396,8 @@ Status JobRun::RunFrames() {
 }
 
 // After a clean finish no request is in flight: idle workers can serve the next job. Workers not
-// kept are asked to stop now and reaped after the mux, which their exits overlap.
+// kept were asked to stop once the last chunk was processed (RunFrames), and again here; they are
+// reaped after the mux, which their exits overlap.
 Result<JobReport> JobRun::Finish(uint64_t t0) {
   Dispatcher* d = workers_->dispatcher();
   const bool kept = options_.warm != nullptr;

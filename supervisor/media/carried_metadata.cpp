@@ -224,7 +224,7 @@ CarriedPlan PlanCarried(const CarriedMetadata& source, int video_index, Containe
       continue;
     }
     if (s.type == "audio") {
-      plan.streams.push_back({s, CarryMode::kCopy, ""});
+      plan.streams.push_back({s, CarryMode::kCopy, "", ""});
     } else if (s.type == "subtitle") {
       std::string target = SubtitleTarget(family, s.codec);
       if (target != kNoWay) {
@@ -235,7 +235,7 @@ CarriedPlan PlanCarried(const CarriedMetadata& source, int video_index, Containe
       }
     } else if (s.type == "attachment") {
       if (family == ContainerFamily::kMatroska) {
-        plan.streams.push_back({s, CarryMode::kCopy, ""});
+        plan.streams.push_back({s, CarryMode::kCopy, "", ""});
       } else {
         plan.left_out.push_back(Describe(s) + " (" + s.filename + "): only Matroska output " +
                                 "holds attachments");
@@ -243,9 +243,9 @@ CarriedPlan PlanCarried(const CarriedMetadata& source, int video_index, Containe
     } else if (s.type == "video" && s.attached_pic) {
       const bool picture = s.codec == "mjpeg" || s.codec == "png";
       if (family == ContainerFamily::kMp4 && picture) {
-        plan.streams.push_back({s, CarryMode::kCopy, ""});
+        plan.streams.push_back({s, CarryMode::kCopy, "", ""});
       } else if (family == ContainerFamily::kMatroska && picture) {
-        covers.push_back({s, CarryMode::kCoverAsFile, ""});
+        covers.push_back({s, CarryMode::kCoverAsFile, "", ""});
       } else {
         plan.left_out.push_back(Describe(s) + ": " + s.codec + " cover art cannot be kept in " +
                                 Name(family) + " output");

@@ -298,6 +298,9 @@ TEST_CASE("diagnosis: FRAMEMILL_MEDIA_NICE runs the job's decoder, encoders and 
   CHECK(unset.begin()->first == mine);
   CHECK(unset.begin()->second >= 4);
   const std::map<int, int> nicer = niceness({{"FRAMEMILL_MEDIA_NICE", "7"}}, "nicer");
-  CHECK(nicer.count(std::min(19, mine + 7)) == 1);
-  CHECK((nicer.count(std::min(19, mine + 7)) == 1 && nicer.at(std::min(19, mine + 7)) >= 4));
+  // (A run framemill makes to ask ffmpeg about itself, where no answer was kept, is not the job's
+  // media program: it keeps framemill's niceness.)
+  const int want = std::min(19, mine + 7);
+  REQUIRE(nicer.count(want) == 1);
+  CHECK(nicer.at(want) >= 4);
 }

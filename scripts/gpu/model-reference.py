@@ -16,12 +16,12 @@ and prints frames per second for each, the best first. With --engine (a compiled
 framemill's cache, made for WIDTH x HEIGHT at BATCH) only the compiled rows, each sustained for
 5 s: the engine alone, torch.compile default and max-autotune, and the same network packaged by
 AOTInductor with and without max-autotune (not with --no-packages: two builds fewer), each
-with its ratio to the fastest; so that a worker's
-gap splits into the engine's own and the worker's around it. --engine-only: the engine's rows
-alone. --busy-cpus N: the engine again beside N processes spinning on the CPU, at its niceness
-and 10 nicer (what a job's encoders filling the cores cost its kernel launches). Any TorchScript file (an imported
-model's too) reaches torch.compile through torch's TorchScript converter, as export-pt2.py's. Run where torch is installed (the GPU
-machine); the `restore` case (scripts/gpu/run-case.py restore) runs it beside framemill-bench.
+with its ratio to the fastest; so that a worker's gap splits into the engine's own and the
+worker's around it. --engine-only: the engine's rows alone. --busy-cpus N: the engine again
+beside N processes spinning on the CPU, at its niceness and 10 nicer (what a job's encoders
+filling the cores cost its kernel launches). Any TorchScript file (an imported model's too)
+reaches torch.compile through torch's TorchScript converter, as export-pt2.py's. Run where torch
+is installed (the GPU machine); the `restore` case (scripts/gpu/run-case.py restore) runs it beside framemill-bench.
 """
 import importlib.util
 import os

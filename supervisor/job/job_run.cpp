@@ -396,8 +396,8 @@ Status JobRun::RunFrames() {
 }
 
 // After a clean finish no request is in flight: idle workers can serve the next job. Workers not
-// kept were asked to stop once the last chunk was processed (RunFrames), and again here; they are
-// reaped after the mux, which their exits overlap.
+// kept were asked to stop once the last chunk was processed (RunFrames, which ends well only then);
+// they are reaped after the mux, which their exits overlap.
 Result<JobReport> JobRun::Finish(uint64_t t0) {
   Dispatcher* d = workers_->dispatcher();
   const bool kept = options_.warm != nullptr;
@@ -409,8 +409,6 @@ Result<JobReport> JobRun::Finish(uint64_t t0) {
     options_.warm->arena = std::move(arena_.shm);
     options_.warm->arena_geometry = arena_.geometry;
     arena_.base = nullptr;
-  } else {
-    d->BeginShutdown();
   }
   if (!options_.part.whole()) {  // a part ends with its segments: the stitch muxes
     if (!kept) d->Shutdown();
